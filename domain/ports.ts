@@ -1,0 +1,137 @@
+// The interfaces infra implements. Nothing outside infra/ and the composition root knows which
+// adapter is behind them; every adapter of a port passes the same contract suite (test/support).
+
+import type { Query } from './shared/filtering.ts';
+
+/** Global position in the log. Opaque to clients (sent as a decimal string), ordered here. */
+export type Position = bigint;
+
+export type EventMetadata = {
+  actor: string;
+  at: string;
+  requestId?: string;
+  correlationId?: string;
+  causationId?: string;
+  idempotencyKey?: string;
+  /** Hash of the request that wrote the event when an Idempotency-Key was given. */
+  requestHash?: string;
+};
+
+export type NewEvent = {
+  /** Event id; derived from the Idempotency-Key when one is given so a retry is a no-op. */
+  id: string;
+  type: string;
+  schemaVersion: number;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+};
+
+export type RecordedEvent = NewEvent & {
+  stream: string;
+  /** 0-based revision of the event within its stream. */
+  revision: number;
+  position: Position;
+};
+
+/** Exact revision of the stream's last event, or 'no_stream' when the stream must not exist. */
+export type ExpectedRevision = number | 'no_stream';
+
+/** A unique code reserved for a record, atomically with the append that needs it. */
+export type CodeReservation = { scope: string; code: string };
+
+export type AppendRequest = {
+  stream: string;
+  expected: ExpectedRevision;
+  events: readonly NewEvent[];
+  /** Codes this append takes for the stream; taken by another stream = CodeTakenError. */
+  claim?: readonly CodeReservation[];
+  /** Codes this stream holds and gives up with this append. */
+  release?: readonly CodeReservation[];
+};
+
+export type AppendResult = {
+  /** Revision of the last event of the stream after the append. */
+  revision: number;
+  /** Position of the last event appended (or of the original append for an idempotent retry). */
+  position: Position;
+};
+
+export class WrongExpectedRevisionError extends Error {
+  readonly stream: string;
+  readonly expected: ExpectedRevision;
+  readonly actual: number | 'no_stream';
+  constructor(stream: string, expected: ExpectedRevision, actual: number | 'no_stream') {
+    super(`stream ${stream}: expected revision ${String(expected)}, actual ${String(actual)}`);
+    this.name = 'WrongExpectedRevisionError';
+    this.stream = stream;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+export class CodeTakenError extends Error {
+  readonly scope: string;
+  readonly code: string;
+  constructor(scope: string, code: string) {
+    super(`code ${code} in ${scope} is taken`);
+    this.name = 'CodeTakenError';
+    this.scope = scope;
+    this.code = code;
+  }
+}
+
+export type ReadAllOptions = {
+  /** Exclusive lower bound. */
+  after: Position;
+  limit: number;
+  /** Stream categories (the part of the stream name before the first dash); absent = all. */
+  categories?: readonly string[];
+};
+
+export interface EventStore {
+  append(request: AppendRequest): Promise<AppendResult>;
+  /** Events of one stream in revision order; empty when the stream does not exist. */
+  readStream(stream: string): Promise<RecordedEvent[]>;
+  readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** Position of the newest event in the log (0n when empty). */
+  headPosition(): Promise<Position>;
+  /** The stream holding a code, if any. */
+  findCode(reservation: CodeReservation): Promise<string | undefined>;
+  /** Called after every committed append; the log's live subscription is built on it. */
+  onAppended(listener: (position: Position) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** A document of a read model: the record as the API shows it. */
+export type Document = Record<string, unknown> & { id: string };
+
+export type DocumentWrite =
+  | { kind: 'upsert'; id: string; version: number; doc: Document }
+  | { kind: 'delete'; id: string; version: number };
+
+export type Page = { offset: number; limit: number };
+
+export interface ReadStore {
+  /** Declares a collection and the column paths worth an index; idempotent. */
+  ensureCollection(collection: string, indexedPaths: readonly string[]): Promise<void>;
+  /** Version-guarded writes plus the projection checkpoint, atomically where the store can. */
+  applyBatch(projection: string, writes: readonly DocumentWrite[], checkpoint: Position): Promise<void>;
+  checkpoint(projection: string): Promise<Position>;
+  /** Current stored documents (deleted ones absent), for folding a batch. */
+  getMany(collection: string, ids: readonly string[]): Promise<Map<string, { version: number; doc: Document | null }>>;
+  find(collection: string, query: Query, page: Page): Promise<Document[]>;
+  count(collection: string, query: Query): Promise<number>;
+  /** Distinct values of the given string columns that start with or contain `term`, best first. */
+  autocomplete(collection: string, paths: readonly string[], term: string, limit: number): Promise<string[]>;
+  /** Number of live documents. */
+  size(collection: string): Promise<number>;
+  /** Drops a collection's documents and the named projection's checkpoint. */
+  reset(collection: string, projection: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Clock {
+  now(): Date;
+}
+
+export type IdGenerator = () => string;

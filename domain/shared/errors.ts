@@ -1,0 +1,92 @@
+// The error catalogue. Every error the service answers with is one of these; handlers recognise
+// errors by `code`, and the HTTP layer maps `status` to the error body of API.md.
+
+export const HttpStatus = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PRECONDITION_FAILED: 412,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  UNPROCESSABLE_ENTITY: 422,
+  TOO_MANY_REQUESTS: 429,
+  INTERNAL_SERVER_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const;
+export type StatusName = keyof typeof HttpStatus;
+
+export class DomainError extends Error {
+  readonly code: string;
+  readonly status: StatusName;
+  readonly errors: readonly string[];
+
+  constructor(code: string, status: StatusName, message: string, errors: readonly string[] = []) {
+    super(message);
+    this.name = 'DomainError';
+    this.code = code;
+    this.status = status;
+    this.errors = errors;
+  }
+
+  get httpStatus(): number {
+    return HttpStatus[this.status];
+  }
+}
+
+export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;
+
+export const validationFailed = (message: string, errors: readonly string[] = []): DomainError =>
+  new DomainError('REQUEST.VALIDATION_FAILED', 'BAD_REQUEST', message, errors);
+
+export const malformedUuid = (field: string, value: string): DomainError =>
+  new DomainError(
+    'REQUEST.MALFORMED_UUID',
+    'BAD_REQUEST',
+    `Wrong UUID format of '${field}': ${JSON.stringify(value.slice(0, 100))}`,
+    [`${field}: expected type uuid`],
+  );
+
+export const invalidFilter = (errors: readonly string[]): DomainError =>
+  new DomainError('FILTER.INVALID', 'BAD_REQUEST', 'Invalid filtering', errors);
+
+export const notFound = (resource: string, key: string): DomainError =>
+  new DomainError(`${resource}.NOT_FOUND`, 'NOT_FOUND', `${resource} ${JSON.stringify(key)} not found`);
+
+export const codeTaken = (resource: string, code: string): DomainError =>
+  new DomainError(`${resource}.CODE_TAKEN`, 'CONFLICT', `${resource} code ${JSON.stringify(code)} is already taken`, [
+    `code: ${JSON.stringify(code)} is already taken`,
+  ]);
+
+export const alreadyExists = (resource: string, id: string): DomainError =>
+  new DomainError(`${resource}.ALREADY_EXISTS`, 'CONFLICT', `${resource} with id ${id} already exists`, [
+    `id: ${id} is already taken`,
+  ]);
+
+export const concurrentModification = (resource: string, id: string): DomainError =>
+  new DomainError(
+    `${resource}.CONCURRENT_MODIFICATION`,
+    'CONFLICT',
+    `${resource} ${id} was modified concurrently too many times; retry the request`,
+  );
+
+export const staleVersion = (resource: string, expected: number, actual: number): DomainError =>
+  new DomainError('REQUEST.STALE_VERSION', 'PRECONDITION_FAILED', `${resource} is at version ${actual}, not ${expected}`, [
+    `If-Match: expected version ${expected}, current version ${actual}`,
+  ]);
+
+export const idempotencyKeyReused = (): DomainError =>
+  new DomainError(
+    'REQUEST.IDEMPOTENCY_KEY_REUSED',
+    'CONFLICT',
+    'Idempotency-Key was already used with a different request',
+  );
+
+export const unauthorized = (message: string): DomainError =>
+  new DomainError('AUTH.UNAUTHORIZED', 'UNAUTHORIZED', message);
+
+export const forbidden = (message: string): DomainError => new DomainError('AUTH.FORBIDDEN', 'FORBIDDEN', message);
+
+export const unavailable = (code: string, message: string): DomainError =>
+  new DomainError(code, 'SERVICE_UNAVAILABLE', message);

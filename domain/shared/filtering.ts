@@ -1,0 +1,228 @@
+// The Filtering of API.md: the request body of every search, paged search and count, parsed
+// against a resource's column catalogue into a typed Query that each read store compiles.
+// Values are always data: they are parsed as the column's type here and bound as parameters there.
+
+import { z } from 'zod';
+import { invalidFilter } from './errors.ts';
+
+export const Operators = [
+  'EQ',
+  'NOT_EQ',
+  'LIKE',
+  'NOT_LIKE',
+  'IN',
+  'NOT_IN',
+  'GT',
+  'GTE',
+  'LT',
+  'LTE',
+  'IS_NULL',
+  'IS_NOT_NULL',
+] as const;
+export type Operator = (typeof Operators)[number];
+
+/**
+ * `any` is the type of a path below a free-form map (chars, config, registry, …): a value matches
+ * a stored string equal to it, a stored number equal to its numeric reading, or a stored boolean
+ * equal to `true`/`false`; ordering compares numerically when the value is a number.
+ */
+export type ColumnType = 'string' | 'uuid' | 'number' | 'integer' | 'boolean' | 'date-time' | 'any';
+
+export type Column = {
+  /** Dotted path from the document root (or from the array element for nested properties). */
+  path: string;
+  type: ColumnType;
+  /** The field is an array of scalars: a condition holds when any element matches it. */
+  array: boolean;
+};
+
+export type ColumnCatalog = {
+  columns: ReadonlyMap<string, Column>;
+  /** Paths of free-form maps: any dotted sub-path below them is a column of type `any`. */
+  maps: ReadonlySet<string>;
+  /** Arrays of objects usable with isNested, by path, with the catalogue of their elements. */
+  nested: ReadonlyMap<string, ColumnCatalog>;
+};
+
+export type Scalar = string | number | boolean;
+
+export type Condition =
+  | { kind: 'field'; column: Column; op: Operator; value?: Scalar; values?: readonly Scalar[] }
+  | {
+      kind: 'nested';
+      arrayPath: string;
+      column: Column;
+      op: Operator;
+      value?: Scalar;
+      values?: readonly Scalar[];
+    };
+
+export type SortKey = { column: Column; order: 'ASC' | 'DESC' };
+
+export type Query = { conditions: readonly Condition[]; sort: readonly SortKey[] };
+
+export const MAX_PAGE_SIZE = 1000;
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_UNPAGED_SIZE = 10000;
+export const DEFAULT_UNPAGED_SIZE = 1000;
+
+const filterValue = z.union([z.string(), z.number(), z.boolean()]).transform((v) => String(v));
+
+export const FilterItemSchema = z
+  .strictObject({
+    key: z.string().max(255).optional(),
+    column: z.string().max(255).optional(),
+    operator: z.string().max(32).optional(),
+    value: filterValue.nullable().optional(),
+    values: z.array(filterValue).max(1000).optional(),
+    isNested: z.boolean().optional(),
+    nestedPath: z.string().max(255).optional(),
+    nestedProperty: z.string().max(255).optional(),
+  })
+  .meta({ id: 'FilterItem' });
+export type FilterItem = z.infer<typeof FilterItemSchema>;
+
+export const SortItemSchema = z.strictObject({
+  column: z.string().max(255),
+  order: z
+    .string()
+    .transform((s) => s.toUpperCase())
+    .pipe(z.enum(['ASC', 'DESC']))
+    .default('ASC'),
+});
+
+export const FilteringSchema = z
+  .strictObject({
+    filter: z.array(FilterItemSchema).max(100).default([]),
+    sort: z.array(SortItemSchema).max(10).default([]),
+    page: z.int().min(0).max(1_000_000).default(0),
+    size: z.int().min(1).max(MAX_PAGE_SIZE).optional(),
+  })
+  .meta({ id: 'Filtering' });
+export type Filtering = z.infer<typeof FilteringSchema>;
+
+const SEGMENT = /^[A-Za-z0-9_-]{1,64}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function resolveColumn(catalog: ColumnCatalog, path: string): Column | undefined {
+  const known = catalog.columns.get(path);
+  if (known) return known;
+  const segments = path.split('.');
+  if (!segments.every((s) => SEGMENT.test(s))) return undefined;
+  for (let i = segments.length - 1; i >= 1; i--) {
+    if (catalog.maps.has(segments.slice(0, i).join('.'))) return { path, type: 'any', array: false };
+  }
+  return undefined;
+}
+
+const isOperator = (s: string): s is Operator => (Operators as readonly string[]).includes(s);
+
+function parseValue(type: ColumnType, raw: string): Scalar | string {
+  switch (type) {
+    case 'string':
+    case 'any':
+      return raw;
+    case 'uuid':
+      if (!UUID.test(raw)) throw new TypeError('a uuid');
+      return raw.toLowerCase();
+    case 'number': {
+      const n = raw.trim() === '' ? Number.NaN : Number(raw);
+      if (!Number.isFinite(n)) throw new TypeError('a number');
+      return n;
+    }
+    case 'integer': {
+      const n = raw.trim() === '' ? Number.NaN : Number(raw);
+      if (!Number.isSafeInteger(n)) throw new TypeError('an integer');
+      return n;
+    }
+    case 'boolean':
+      if (raw === 'true') return true;
+      if (raw === 'false') return false;
+      throw new TypeError('true or false');
+    case 'date-time': {
+      const t = Date.parse(raw);
+      if (!/^\d{4}-\d{2}-\d{2}/.test(raw) || Number.isNaN(t)) throw new TypeError('an ISO 8601 date-time');
+      return new Date(t).toISOString();
+    }
+  }
+}
+
+function condition(
+  item: FilterItem,
+  index: number,
+  catalog: ColumnCatalog,
+): { ok: Condition } | { error: string } {
+  const where = `filter[${index}]`;
+  const op = (item.operator ?? 'EQ').toUpperCase();
+  if (!isOperator(op)) return { error: `${where}.operator: unknown operator ${JSON.stringify(item.operator)}` };
+  let column: Column | undefined;
+  let arrayPath: string | undefined;
+  if (item.isNested === true) {
+    if (item.nestedPath === undefined || item.nestedProperty === undefined)
+      return { error: `${where}: isNested needs nestedPath and nestedProperty` };
+    const elements = catalog.nested.get(item.nestedPath);
+    if (!elements) return { error: `${where}.nestedPath: unknown nested path ${JSON.stringify(item.nestedPath)}` };
+    column = resolveColumn(elements, item.nestedProperty);
+    if (!column) return { error: `${where}.nestedProperty: unknown property ${JSON.stringify(item.nestedProperty)}` };
+    arrayPath = item.nestedPath;
+  } else {
+    const name = item.column ?? item.key;
+    if (name === undefined) return { error: `${where}.column: required` };
+    column = resolveColumn(catalog, name);
+    if (!column) return { error: `${where}.column: unknown column ${JSON.stringify(name)}` };
+  }
+  const base = { column, op };
+  const build = (extra: { value?: Scalar; values?: readonly Scalar[] }): { ok: Condition } =>
+    arrayPath === undefined
+      ? { ok: { kind: 'field', ...base, ...extra } }
+      : { ok: { kind: 'nested', arrayPath, ...base, ...extra } };
+
+  if (op === 'IS_NULL' || op === 'IS_NOT_NULL') return build({});
+  const like = op === 'LIKE' || op === 'NOT_LIKE';
+  if (like && !['string', 'uuid', 'any', 'date-time'].includes(column.type))
+    return { error: `${where}.operator: ${op} does not apply to ${column.type} column ${JSON.stringify(column.path)}` };
+  if ((column.type === 'boolean') && ['GT', 'GTE', 'LT', 'LTE'].includes(op))
+    return { error: `${where}.operator: ${op} does not apply to boolean column ${JSON.stringify(column.path)}` };
+  try {
+    if (op === 'IN' || op === 'NOT_IN') {
+      const raw = item.values ?? (item.value == null ? undefined : item.value.split(','));
+      if (raw === undefined || raw.length === 0) return { error: `${where}.values: ${op} needs values` };
+      return build({ values: raw.map((v) => parseValue(column.type, v)) });
+    }
+    if (item.value == null) return { error: `${where}.value: ${op} needs a value` };
+    return build({ value: like ? item.value : parseValue(column.type, item.value) });
+  } catch (e) {
+    const expected = e instanceof TypeError ? e.message : 'a valid value';
+    return { error: `${where}.value: ${JSON.stringify(item.value ?? item.values)} is not ${expected} (column ${column.path} is ${column.type})` };
+  }
+}
+
+/** Parses a Filtering against a catalogue; every problem is one line of a single 400. */
+export function toQuery(filtering: Pick<Filtering, 'filter' | 'sort'>, catalog: ColumnCatalog, defaultSort: readonly string[]): Query {
+  const errors: string[] = [];
+  const conditions: Condition[] = [];
+  filtering.filter.forEach((item, i) => {
+    const r = condition(item, i, catalog);
+    if ('ok' in r) conditions.push(r.ok);
+    else errors.push(r.error);
+  });
+  const sort: SortKey[] = [];
+  filtering.sort.forEach((s, i) => {
+    const column = resolveColumn(catalog, s.column);
+    if (!column) errors.push(`sort[${i}].column: unknown column ${JSON.stringify(s.column)}`);
+    else if (column.array) errors.push(`sort[${i}].column: cannot sort by array column ${JSON.stringify(s.column)}`);
+    else sort.push({ column, order: s.order });
+  });
+  if (errors.length > 0) throw invalidFilter(errors);
+  for (const path of [...(sort.length === 0 ? defaultSort : []), 'id']) {
+    const column = catalog.columns.get(path);
+    if (column && !sort.some((k) => k.column.path === path)) sort.push({ column, order: 'ASC' });
+  }
+  return { conditions, sort };
+}
+
+/** LIKE semantics shared by every store: case-insensitive, % any run, _ one character; a value
+ * with neither matches as a substring. Returns the pattern to use. */
+export function likePattern(value: string): string {
+  return /[%_]/.test(value) ? value : `%${value}%`;
+}
