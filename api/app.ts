@@ -1,0 +1,124 @@
+// The fastify application. Every dependency arrives as an argument; only the composition root
+// (main.ts) knows which adapters run.
+
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Clock, EventStore, IdGenerator, ReadStore } from '../domain/ports.ts';
+import type { ReadModels } from '../projections/projection.ts';
+import type { RegistryDefinition } from '../domain/registry/defineRegistry.ts';
+import { unavailable } from '../domain/shared/errors.ts';
+import { authenticate, authorize, type Permission, type TokenVerifier } from './auth.ts';
+import { ErrorBodySchema, installErrorHandling } from './errorHandler.ts';
+import { registryRoutes } from './registryRoutes.ts';
+import { genReqId, installRequestContext } from './requestContext.ts';
+import { validatorCompiler } from './validation.ts';
+
+export type AppDeps = {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  readModels: ReadModels;
+  clock: Clock;
+  newId: IdGenerator;
+  verifyToken: TokenVerifier;
+  registries: readonly RegistryDefinition[];
+  logger?: FastifyServerOptions['logger'];
+  bodyLimit?: number;
+};
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    permission?: Permission;
+  }
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    genReqId,
+    requestIdHeader: false,
+    bodyLimit: deps.bodyLimit ?? 6 * 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 300 },
+    ajv: { customOptions: { removeAdditional: false } },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addContentTypeParser(
+    'application/merge-patch+json',
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  );
+  installRequestContext(app);
+  installErrorHandling(app, () => deps.clock.now());
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Administration API',
+        version: '1.0.0',
+        description:
+          'Event-sourced administration back end: every write is an event; `auditInfo.version` is the stream revision. ' +
+          'Single-record reads reflect every acknowledged write; search, count and list may lag by the projection lag ' +
+          '(use `X-Event-Position` with `?minPosition=`, or `?immediatelyRefresh=true` on writes).',
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+
+  app.addHook('onRequest', async (request) => {
+    const permission = request.routeOptions.config.permission;
+    if (permission === undefined) return;
+    const caller = await authenticate(request.headers.authorization, deps.verifyToken);
+    request.caller = caller;
+    authorize(caller, permission);
+  });
+
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  r.get('/health/live', { schema: { tags: ['health'], security: [], response: { 200: z.object({ status: z.literal('UP') }) } } }, () => ({
+    status: 'UP' as const,
+  }));
+  r.get(
+    '/health/ready',
+    {
+      schema: {
+        tags: ['health'],
+        security: [],
+        response: {
+          200: z.object({ status: z.literal('UP'), head: z.string(), readModels: z.array(z.object({ name: z.string(), position: z.string(), lag: z.int(), lagMs: z.number() })) }),
+          503: ErrorBodySchema,
+        },
+      },
+    },
+    async () => {
+      const head = await deps.eventStore.headPosition().catch((e: unknown) => {
+        throw unavailable('HEALTH.EVENT_STORE', `Event store unreachable: ${e instanceof Error ? e.message : String(e)}`);
+      });
+      await deps.readStore.checkpoint('health').catch((e: unknown) => {
+        throw unavailable('HEALTH.READ_STORE', `Read store unreachable: ${e instanceof Error ? e.message : String(e)}`);
+      });
+      return {
+        status: 'UP' as const,
+        head: head.toString(),
+        readModels: deps.readModels.statuses().map(({ name, position, lag, lagMs }) => ({ name, position, lag, lagMs })),
+      };
+    },
+  );
+
+  for (const def of deps.registries) registryRoutes(app, def, deps);
+  return app;
+}

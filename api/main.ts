@@ -1,0 +1,72 @@
+// Composition root: reads the configuration, opens the stores, starts the projectors and the HTTP
+// server. The only module that knows which adapters run.
+
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { registries } from '../domain/registries/index.ts';
+import { registryProjection } from '../projections/registryProjection.ts';
+import { loadConfig } from '../infra/config.ts';
+import { loadOrCreateSecret } from '../infra/authSecret.ts';
+import { openEmbeddedStores } from '../infra/embedded.ts';
+import { startProjectors } from '../workers/projector.ts';
+import { buildApp } from './app.ts';
+import { hs256Verifier, oidcVerifier, signHs256, type TokenVerifier } from './auth.ts';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  for (const [name, value] of [['EVENTSTORE_URL', config.EVENTSTORE_URL], ['MONGODB_URL', config.MONGODB_URL]] as const) {
+    if (value !== undefined) throw new Error(`${name} is set, but the production adapters are not part of this build yet (issue #3); unset it to run on the embedded stores`);
+  }
+  if (config.ROLE !== 'all') throw new Error(`ROLE=${config.ROLE} needs the production stores; the embedded stores run as ROLE=all`);
+  mkdirSync(config.DATA_DIR, { recursive: true });
+
+  let verifyToken: TokenVerifier;
+  let adminToken: Promise<string> | undefined;
+  if (config.AUTH_ISSUER !== undefined && config.AUTH_AUDIENCE !== undefined && config.AUTH_JWKS_URL !== undefined) {
+    verifyToken = oidcVerifier({ issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE, jwksUrl: config.AUTH_JWKS_URL });
+  } else {
+    const secret = config.AUTH_JWT_SECRET === undefined ? loadOrCreateSecret(config.DATA_DIR).secret : new TextEncoder().encode(config.AUTH_JWT_SECRET);
+    verifyToken = hs256Verifier(secret);
+    adminToken = signHs256(secret, { sub: 'admin', roles: ['admin'] });
+  }
+
+  const { eventStore, readStore } = openEmbeddedStores(config.DATA_DIR);
+  const logger = { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] };
+  let log: { error: (obj: object, msg: string) => void } = { error: (obj, msg) => { console.error(msg, obj); } };
+  const readModels = await startProjectors(registries.map(registryProjection), eventStore, readStore, {
+    logger: { error: (obj, msg) => { log.error(obj, msg); } },
+  });
+  const app = await buildApp({
+    eventStore,
+    readStore,
+    readModels,
+    clock: { now: () => new Date() },
+    newId: randomUUID,
+    verifyToken,
+    registries,
+    logger,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+  });
+  log = app.log;
+
+  const shutdown = async (signal: string): Promise<void> => {
+    app.log.info({ signal }, 'shutting down');
+    await app.close();
+    await readModels.stop();
+    await eventStore.close();
+    await readStore.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+
+  const address = await app.listen({ port: config.PORT, host: config.HOST });
+  console.log(`\nAdministration API listening on ${address}  (docs: ${address}/docs, OpenAPI: ${address}/openapi.json)`);
+  console.log(`Data folder: ${config.DATA_DIR}`);
+  if (adminToken) console.log(`Admin token (valid 12 h):\n  Authorization: Bearer ${await adminToken}\n`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

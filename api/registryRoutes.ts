@@ -1,0 +1,305 @@
+// The shared operation set of API.md, generated for one registry descriptor.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Position } from '../domain/ports.ts';
+import type { RegistryDefinition } from '../domain/registry/defineRegistry.ts';
+import { registryService, type WriteResult } from '../domain/registry/registryService.ts';
+import { unavailable } from '../domain/shared/errors.ts';
+import { dateTime, uuid } from '../domain/shared/fields.ts';
+import {
+  DEFAULT_PAGE_SIZE,
+  DEFAULT_UNPAGED_SIZE,
+  FilteringSchema,
+  MAX_UNPAGED_SIZE,
+  toQuery,
+  type Filtering,
+} from '../domain/shared/filtering.ts';
+import { pageOf } from '../domain/shared/page.ts';
+import type { AppDeps } from './app.ts';
+import { ErrorBodySchema } from './errorHandler.ts';
+import { commandContext, ifMatchVersion } from './requestContext.ts';
+import { pageSchema, historyEntrySchema } from './schemas.ts';
+
+const MIN_POSITION_WAIT_MS = 5000;
+
+const position = z.string().regex(/^\d{1,20}$/, { error: 'expected a log position (decimal digits)' });
+const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
+
+const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });
+const readModelQuery = z.strictObject({ minPosition: position.optional() });
+const idOrCodeParams = z.strictObject({ idOrCode: z.string().min(1).max(255) });
+
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
+
+/** For validation of the top level and for the OpenAPI document; the merged result is validated in full. */
+const patchSchema = (def: RegistryDefinition) =>
+  z
+    .strictObject({
+      ...Object.fromEntries(Object.entries(def.fields.shape).map(([k, v]) => [k, (v as z.ZodType).nullable().optional()])),
+      id: z.unknown().optional().meta({ description: 'Read-only: a patch naming it is refused.' }),
+      auditInfo: z.unknown().optional().meta({ description: 'Read-only: a patch naming it is refused.' }),
+    })
+    .meta({ id: `${def.name}Patch`, description: 'JSON merge patch (RFC 7396): null removes a field.' });
+
+export function registryRoutes(app: FastifyInstance, def: RegistryDefinition, deps: AppDeps): void {
+  const service = registryService(def, deps.eventStore);
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const base = `/api/v1/${def.path}`;
+  const tags = [def.path];
+  const record = def.record;
+
+  const waitForReadModel = async (at: Position | undefined): Promise<void> => {
+    if (at === undefined) return;
+    const ok = await deps.readModels.waitFor(def.collection, at, MIN_POSITION_WAIT_MS);
+    if (!ok) throw unavailable('READ_MODEL.LAGGING', `Read model ${def.collection} did not reach position ${at.toString()} in time`);
+  };
+
+  const answerWrite = async (reply: FastifyReply, result: WriteResult, refresh: boolean | undefined): Promise<void> => {
+    void reply.header('etag', `"${String(result.version)}"`);
+    if (result.position !== undefined) void reply.header('x-event-position', result.position.toString());
+    if (refresh === true) await waitForReadModel(result.position);
+  };
+
+  const ctx = (request: FastifyRequest) => commandContext(request, deps.clock, deps.newId);
+
+  const query = (filtering: Pick<Filtering, 'filter' | 'sort'>) => toQuery(filtering, def.columns, def.defaultSort);
+
+  r.post(
+    base,
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags,
+        summary: `Create a ${def.name}`,
+        querystring: writeQuery,
+        body: def.input,
+        response: { 201: record, ...errors(400, 401, 403, 409, 415) },
+      },
+    },
+    async (request, reply) => {
+      const result = await service.create(request.body, ctx(request));
+      const created = result.record;
+      if (created === undefined) throw new Error(`create of ${def.name} left no record`);
+      await answerWrite(reply, result, request.query.immediatelyRefresh);
+      return reply.code(201).header('location', `${base}/${created.id}`).send(created);
+    },
+  );
+
+  r.get(
+    base,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `List all ${def.name} records`, querystring: readModelQuery, response: { 200: z.array(record) } },
+    },
+    async (request) => {
+      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
+      const q = query({ filter: [], sort: [] });
+      const all = [];
+      for (let offset = 0; ; offset += DEFAULT_UNPAGED_SIZE) {
+        const chunk = await deps.readStore.find(def.collection, q, { offset, limit: DEFAULT_UNPAGED_SIZE });
+        all.push(...chunk);
+        if (chunk.length < DEFAULT_UNPAGED_SIZE) return all;
+      }
+    },
+  );
+
+  r.get(
+    `${base}/autocomplete`,
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        summary: 'Codes and names starting with or containing the search text, best first',
+        querystring: z.strictObject({
+          search: z.string().max(255).default(''),
+          size: z.coerce.number().int().min(1).max(100).default(10),
+          minPosition: position.optional(),
+        }),
+        response: { 200: z.array(z.string()) },
+      },
+    },
+    async (request) => {
+      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
+      return deps.readStore.autocomplete(def.collection, def.autocomplete, request.query.search, request.query.size);
+    },
+  );
+
+  r.get(
+    `${base}/by-code/:code`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Get a ${def.name} by code`, params: z.strictObject({ code: z.string().min(1).max(255) }), response: { 200: record, ...errors(404) } },
+    },
+    async (request, reply) => {
+      const found = await service.getByCode(request.params.code);
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+    },
+  );
+
+  r.post(
+    `${base}/by-ids`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Get ${def.name} records by ids (missing ids left out)`, body: z.array(uuid()).max(1000), response: { 200: z.array(record) } },
+    },
+    async (request) => {
+      const ids = [...new Set(request.body.map((id) => id.toLowerCase()))];
+      const found = await Promise.all(ids.map((id) => service.get(id).catch(() => undefined)));
+      return found.filter((x) => x !== undefined);
+    },
+  );
+
+  const searchBody = FilteringSchema;
+
+  r.post(
+    `${base}/search`,
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        summary: `Search ${def.name} records (unpaged)`,
+        querystring: z.strictObject({
+          size: z.coerce.number().int().min(1).max(MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
+          minPosition: position.optional(),
+        }),
+        body: searchBody,
+        response: { 200: z.array(record), ...errors(400) },
+      },
+    },
+    async (request) => {
+      const q = query(request.body);
+      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
+      return deps.readStore.find(def.collection, q, { offset: 0, limit: request.query.size });
+    },
+  );
+
+  r.post(
+    `${base}/search/page`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Search ${def.name} records, one page`, querystring: readModelQuery, body: searchBody, response: { 200: pageSchema(record), ...errors(400) } },
+    },
+    async (request) => {
+      const q = query(request.body);
+      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
+      const size = request.body.size ?? DEFAULT_PAGE_SIZE;
+      const [content, total] = await Promise.all([
+        deps.readStore.find(def.collection, q, { offset: request.body.page * size, limit: size }),
+        deps.readStore.count(def.collection, q),
+      ]);
+      return pageOf(content, total, request.body.page, size, request.body.sort.length > 0);
+    },
+  );
+
+  r.post(
+    `${base}/count`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Count ${def.name} records matching a filtering`, querystring: readModelQuery, body: searchBody, response: { 200: z.int(), ...errors(400) } },
+    },
+    async (request) => {
+      const q = query(request.body);
+      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
+      return deps.readStore.count(def.collection, q);
+    },
+  );
+
+  r.get(
+    `${base}/:idOrCode`,
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        summary: `Get a ${def.name} by id or code, optionally as it was at a time`,
+        params: idOrCodeParams,
+        querystring: z.strictObject({ asOf: dateTime().optional() }),
+        response: { 200: record, ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const found = await service.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf });
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+    },
+  );
+
+  r.get(
+    `${base}/:idOrCode/history`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Every version of a ${def.name}: who, when, which request, what changed`, params: idOrCodeParams, response: { 200: z.array(historyEntrySchema), ...errors(404) } },
+    },
+    async (request) => service.history(request.params.idOrCode),
+  );
+
+  r.get(
+    `${base}/:idOrCode/versions/:version`,
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        summary: `A ${def.name} as it was at one version`,
+        params: z.strictObject({ idOrCode: z.string().min(1).max(255), version: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
+        response: { 200: record, ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const found = await service.get(request.params.idOrCode, { version: request.params.version });
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+    },
+  );
+
+  r.put(
+    `${base}/:idOrCode`,
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags,
+        summary: `Replace a ${def.name}`,
+        params: idOrCodeParams,
+        querystring: writeQuery,
+        body: def.input,
+        response: { 200: record, ...errors(400, 404, 409, 412) },
+      },
+    },
+    async (request, reply) => {
+      const result = await service.replace(request.params.idOrCode, request.body, ctx(request), ifMatchVersion(request));
+      await answerWrite(reply, result, request.query.immediatelyRefresh);
+      return result.record;
+    },
+  );
+
+  r.patch(
+    `${base}/:idOrCode`,
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags,
+        summary: `Change some fields of a ${def.name} (JSON merge patch, RFC 7396)`,
+        params: idOrCodeParams,
+        querystring: writeQuery,
+        body: patchSchema(def),
+        response: { 200: record, ...errors(400, 404, 409, 412) },
+      },
+    },
+    async (request, reply) => {
+      const result = await service.patch(request.params.idOrCode, request.body, ctx(request), ifMatchVersion(request));
+      await answerWrite(reply, result, request.query.immediatelyRefresh);
+      return result.record;
+    },
+  );
+
+  r.delete(
+    `${base}/:idOrCode`,
+    {
+      config: { permission: 'write' },
+      schema: { tags, summary: `Delete a ${def.name}`, params: idOrCodeParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
+    },
+    async (request, reply) => {
+      const result = await service.remove(request.params.idOrCode, ctx(request), ifMatchVersion(request));
+      await answerWrite(reply, result, request.query.immediatelyRefresh);
+      return reply.code(204).send();
+    },
+  );
+}

@@ -1,0 +1,71 @@
+// Per-request identity: request, correlation and trace ids (echoed back, stored in every event the
+// request writes), the authenticated caller, and the command context handed to the domain.
+
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { CommandContext } from '../domain/shared/commandHandler.ts';
+import { validationFailed } from '../domain/shared/errors.ts';
+import { sha256 } from '../domain/shared/ids.ts';
+import type { Clock, IdGenerator } from '../domain/ports.ts';
+import type { Caller } from './auth.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    traceId: string;
+    correlationId: string;
+    caller: Caller | undefined;
+  }
+}
+
+const HEADER_ID = /^[\x21-\x7e]{1,200}$/;
+
+export const headerId = (value: unknown): string | undefined =>
+  typeof value === 'string' && HEADER_ID.test(value) ? value : undefined;
+
+export const genReqId = (req: { headers: Record<string, unknown> }): string =>
+  headerId(req.headers['x-request-id']) ?? randomUUID();
+
+function traceIdOf(traceparent: unknown): string {
+  const m = typeof traceparent === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent) : null;
+  return m?.[1] ?? randomBytes(16).toString('hex');
+}
+
+export function installRequestContext(app: FastifyInstance): void {
+  app.decorateRequest('traceId', '');
+  app.decorateRequest('correlationId', '');
+  app.decorateRequest('caller', undefined);
+  app.addHook('onRequest', (request, reply, done) => {
+    request.traceId = traceIdOf(request.headers.traceparent);
+    request.correlationId = headerId(request.headers['x-correlation-id']) ?? request.id;
+    void reply.header('x-request-id', request.id).header('x-correlation-id', request.correlationId);
+    done();
+  });
+}
+
+export function commandContext(request: FastifyRequest, clock: Clock, newId: IdGenerator): CommandContext {
+  const ctx: CommandContext = {
+    actor: request.caller?.sub ?? 'anonymous',
+    now: clock.now(),
+    newId,
+    requestId: request.id,
+    correlationId: request.correlationId,
+  };
+  const key = request.headers['idempotency-key'];
+  if (key !== undefined) {
+    if (typeof key !== 'string' || !HEADER_ID.test(key)) {
+      throw validationFailed('Invalid Idempotency-Key', ['header.idempotency-key: 1..200 printable ASCII characters']);
+    }
+    ctx.idempotencyKey = key;
+    ctx.requestHash = sha256(`${request.method} ${request.url.split('?')[0] ?? ''} ${JSON.stringify(request.body ?? null)}`);
+  }
+  return ctx;
+}
+
+/** `If-Match: "3"` (or W/"3", or 3) pins the version a write applies to; `*` pins nothing. */
+export function ifMatchVersion(request: FastifyRequest): number | undefined {
+  const raw = request.headers['if-match'];
+  if (raw === undefined || raw.trim() === '*') return undefined;
+  const m = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(raw);
+  if (!m?.[1]) throw validationFailed('Invalid If-Match', ['header.if-match: expected "<version>"']);
+  return Number(m[1]);
+}

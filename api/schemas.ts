@@ -1,0 +1,42 @@
+// Response shapes shared by every resource's routes.
+
+import { z } from 'zod';
+
+const sortInfo = z.object({ sorted: z.boolean(), unsorted: z.boolean(), empty: z.boolean() });
+
+export const pageSchema = <T extends z.ZodType>(item: T) =>
+  z.object({
+    content: z.array(item),
+    totalElements: z.int(),
+    totalPages: z.int(),
+    size: z.int(),
+    number: z.int(),
+    numberOfElements: z.int(),
+    first: z.boolean(),
+    last: z.boolean(),
+    empty: z.boolean(),
+    sort: sortInfo,
+    pageable: z.object({
+      sort: sortInfo,
+      offset: z.int(),
+      pageNumber: z.int(),
+      pageSize: z.int(),
+      paged: z.boolean(),
+      unpaged: z.boolean(),
+    }),
+  });
+
+export const historyEntrySchema = z
+  .object({
+    version: z.int(),
+    type: z.string(),
+    at: z.string(),
+    actor: z.string(),
+    requestId: z.string().optional(),
+    correlationId: z.string().optional(),
+    data: z.record(z.string(), z.unknown()),
+    changes: z.array(
+      z.object({ op: z.enum(['add', 'remove', 'replace']), path: z.string(), value: z.unknown().optional() }),
+    ),
+  })
+  .meta({ id: 'HistoryEntry', description: 'One event of a record\'s stream; changes are JSON Patch ops from the previous version.' });

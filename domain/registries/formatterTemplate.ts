@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { code, jsonMap, stringList, text, uuid } from '../shared/fields.ts';
+import { defineRegistry } from '../registry/defineRegistry.ts';
+
+export const InputTypes = ['FILE', 'HTML', 'SCRIPT'] as const;
+export const DocumentTypes = ['PDF', 'EMAIL', 'SOURCE'] as const;
+export const DocumentSizes = ['AUTO', 'PORTRAIT', 'LANDSCAPE', 'A4', 'B5', 'LETTER'] as const;
+
+export const formatterTemplate = defineRegistry({
+  name: 'FormatterTemplate',
+  path: 'formatter-templates',
+  description: 'Document template rendered to HTML, PDF or office formats from a template plus data.',
+  fields: z.strictObject({
+    code: code(),
+    name: text().optional(),
+    inputType: z.enum(InputTypes),
+    documentType: z.enum(DocumentTypes).optional(),
+    documentSize: z.enum(DocumentSizes).optional(),
+    content: z.string().max(5_000_000).optional(),
+    previewData: jsonMap().optional(),
+    formId: uuid().optional(),
+    dataTags: stringList().optional(),
+  }),
+});

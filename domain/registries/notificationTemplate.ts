@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { jsonMap, stringList, uuid } from '../shared/fields.ts';
+import { defineRegistry } from '../registry/defineRegistry.ts';
+import { codedValue, validityRule } from './codedValue.ts';
+
+export const DeliveryTypes = ['SMS', 'EMAIL', 'LETTER', 'APPLICATION', 'USER_COMMENT'] as const;
+export const TemplateStatuses = ['ACTIVE', 'INACTIVE'] as const;
+
+export const notificationTemplate = defineRegistry({
+  name: 'NotificationTemplate',
+  path: 'notification-templates',
+  description: 'Text, channel and addressing of a notification; content is used when no formatter template is named.',
+  fields: codedValue({
+    configTypeId: uuid(),
+    content: z.string().max(1_000_000).optional(),
+    formatterDocumentTemplateId: uuid().optional(),
+    deliveryTimeCode: z.string().max(255).optional(),
+    deliveryType: z.enum(DeliveryTypes).optional(),
+    from: z.string().max(255).optional(),
+    to: z.string().max(255).optional(),
+    icon: z.string().max(255).optional(),
+    subject: z.string().max(255).optional(),
+    status: z.enum(TemplateStatuses).optional(),
+    expiration: z.int32().min(0).optional().meta({ description: 'Days during which a response is possible.' }),
+    dataTags: stringList().optional(),
+    config: jsonMap().optional(),
+    notificationRuleCode: z.string().max(255).optional(),
+  }),
+  rules: [validityRule],
+  indexed: ['notificationRuleCode', 'status'],
+});

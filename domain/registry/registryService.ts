@@ -1,0 +1,155 @@
+// Commands and single-record reads of a registry resource, over the EventStore port. Reads of one
+// record fold its stream, so they reflect every acknowledged write.
+
+import type { EventStore, Position, RecordedEvent } from '../ports.ts';
+import { handleCommand, type CommandContext } from '../shared/commandHandler.ts';
+import { malformedUuid, notFound } from '../shared/errors.ts';
+import { isUuid, uuidV5 } from '../shared/ids.ts';
+import { diffJson, type JsonPatchOp } from '../shared/json.ts';
+import type { RegistryDefinition } from './defineRegistry.ts';
+import {
+  SCHEMA_VERSION,
+  decide,
+  evolve,
+  initialState,
+  streamOf,
+  toRecord,
+  type RegistryCommand,
+  type RegistryRecord,
+  type RegistryState,
+} from './registryDecider.ts';
+
+export type WriteResult = { record: RegistryRecord | undefined; version: number; position: Position | undefined };
+
+export type HistoryEntry = {
+  version: number;
+  type: string;
+  at: string;
+  actor: string;
+  requestId?: string;
+  correlationId?: string;
+  data: Record<string, unknown>;
+  changes: JsonPatchOp[];
+};
+
+export type ReadAt = { version?: number; asOf?: string };
+
+export type RegistryService = ReturnType<typeof registryService>;
+
+export function registryService(def: RegistryDefinition, store: EventStore) {
+  const fold = (events: readonly RecordedEvent[]): RegistryState =>
+    events.reduce<RegistryState>((s, e) => evolve(def, s, e), initialState());
+
+  /** The stream of a record named by uuid or code; deleted records keep their stream. */
+  async function locate(idOrCode: string, codeOnly = false): Promise<{ id: string; events: RecordedEvent[] } | undefined> {
+    if (!codeOnly && isUuid(idOrCode)) {
+      const id = idOrCode.toLowerCase();
+      const events = await store.readStream(streamOf(def, id));
+      if (events.length > 0) return { id, events };
+    }
+    const stream = await store.findCode({ scope: def.category, code: idOrCode });
+    if (stream === undefined) return undefined;
+    return { id: stream.slice(def.category.length + 1), events: await store.readStream(stream) };
+  }
+
+  async function run(id: string, command: RegistryCommand, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
+    const result = await handleCommand<RegistryState>(
+      {
+        resource: def.errorPrefix,
+        stream: streamOf(def, id),
+        initial: initialState,
+        evolve: (s, e) => evolve(def, s, e),
+        decide: (s) => decide(def, s, command),
+        schemaVersion: SCHEMA_VERSION,
+        ...(expectedVersion === undefined ? {} : { expectedVersion }),
+      },
+      ctx,
+      store,
+    );
+    const { state } = result;
+    return {
+      record: state.status === 'active' ? toRecord(state) : undefined,
+      version: result.version ?? 0,
+      position: result.position,
+    };
+  }
+
+  async function existingId(idOrCode: string): Promise<string> {
+    const found = await locate(idOrCode);
+    if (found === undefined || fold(found.events).status !== 'active') throw notFound(def.errorPrefix, idOrCode);
+    return found.id;
+  }
+
+  return {
+    definition: def,
+
+    create(input: unknown, ctx: CommandContext): Promise<WriteResult> {
+      const sent = typeof input === 'object' && input !== null ? (input as { id?: unknown }).id : undefined;
+      if (typeof sent === 'string' && !isUuid(sent)) throw malformedUuid('id', sent);
+      const id =
+        typeof sent === 'string'
+          ? sent.toLowerCase()
+          : ctx.idempotencyKey === undefined
+            ? ctx.newId()
+            : uuidV5(`${def.category}|${ctx.idempotencyKey}`);
+      return run(id, { type: 'Create', id, input }, ctx);
+    },
+
+    async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
+      return run(await existingId(idOrCode), { type: 'Replace', input }, ctx, expectedVersion);
+    },
+
+    async patch(idOrCode: string, patch: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
+      return run(await existingId(idOrCode), { type: 'Patch', patch }, ctx, expectedVersion);
+    },
+
+    async remove(idOrCode: string, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
+      return run(await existingId(idOrCode), { type: 'Delete' }, ctx, expectedVersion);
+    },
+
+    /** The live record, or as it was at a version or a time. */
+    async get(idOrCode: string, at: ReadAt = {}): Promise<RegistryRecord> {
+      const found = await locate(idOrCode);
+      if (found === undefined) throw notFound(def.errorPrefix, idOrCode);
+      const asOf = at.asOf === undefined ? undefined : Date.parse(at.asOf);
+      const events = found.events.filter(
+        (e) =>
+          (at.version === undefined || e.revision <= at.version) && (asOf === undefined || Date.parse(e.metadata.at) <= asOf),
+      );
+      if (at.version !== undefined && found.events.length <= at.version) throw notFound(def.errorPrefix, `${idOrCode}@${String(at.version)}`);
+      const state = fold(events);
+      if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
+      return toRecord(state);
+    },
+
+    async getByCode(code: string): Promise<RegistryRecord> {
+      const found = await locate(code, true);
+      const state = found === undefined ? initialState() : fold(found.events);
+      if (state.status !== 'active') throw notFound(def.errorPrefix, code);
+      return toRecord(state);
+    },
+
+    /** Every version with who, when, under which request, and what changed. */
+    async history(idOrCode: string): Promise<HistoryEntry[]> {
+      const found = await locate(idOrCode);
+      if (found === undefined) throw notFound(def.errorPrefix, idOrCode);
+      let state = initialState();
+      return found.events.map((e) => {
+        const before = state.status === 'active' ? state.fields : {};
+        state = evolve(def, state, e);
+        const after = state.status === 'active' ? state.fields : {};
+        const entry: HistoryEntry = {
+          version: e.revision,
+          type: e.type,
+          at: e.metadata.at,
+          actor: e.metadata.actor,
+          data: e.data,
+          changes: diffJson(before, after),
+        };
+        if (e.metadata.requestId !== undefined) entry.requestId = e.metadata.requestId;
+        if (e.metadata.correlationId !== undefined) entry.correlationId = e.metadata.correlationId;
+        return entry;
+      });
+    },
+  };
+}

@@ -1,0 +1,43 @@
+// Configuration from the environment (and `.env` when present), validated once at start.
+
+import { existsSync } from 'node:fs';
+import { z } from 'zod';
+
+const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), z.url().optional());
+const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
+
+export const ConfigSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATA_DIR: z.string().min(1).default('./data'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    AUTH_JWT_SECRET: optionalString.pipe(z.string().min(32, { error: 'AUTH_JWT_SECRET must be at least 32 characters' }).optional()),
+    AUTH_ISSUER: optionalString,
+    AUTH_AUDIENCE: optionalString,
+    AUTH_JWKS_URL: optionalUrl,
+    EVENTSTORE_URL: optionalString,
+    MONGODB_URL: optionalString,
+    KAFKA_BROKERS: optionalString,
+    SMTP_URL: optionalString,
+    CHROME_PATH: optionalString,
+    ROLE: z.enum(['all', 'api', 'projector', 'worker']).default('all'),
+    BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(6 * 1024 * 1024),
+  })
+  .superRefine((c, ctx) => {
+    const oidc = [c.AUTH_ISSUER, c.AUTH_AUDIENCE, c.AUTH_JWKS_URL].filter((v) => v !== undefined).length;
+    if (oidc !== 0 && oidc !== 3) {
+      ctx.addIssue({ code: 'custom', message: 'AUTH_ISSUER, AUTH_AUDIENCE and AUTH_JWKS_URL go together', path: ['AUTH_ISSUER'] });
+    }
+  });
+export type Config = z.infer<typeof ConfigSchema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, envFile = '.env'): Config {
+  if (existsSync(envFile)) process.loadEnvFile(envFile);
+  const result = ConfigSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n');
+    throw new Error(`Invalid configuration:\n${lines}`);
+  }
+  return result.data;
+}

@@ -1,0 +1,263 @@
+// The embedded event log: one SQLite file, WAL, synchronous=FULL. Appends that arrive in the same
+// event-loop turn are group-committed: one transaction (one fsync) for all of them, each in its own
+// savepoint so one request's conflict does not fail the others.
+
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import {
+  CodeTakenError,
+  WrongExpectedRevisionError,
+  type AppendRequest,
+  type AppendResult,
+  type CodeReservation,
+  type EventStore,
+  type Position,
+  type ReadAllOptions,
+  type RecordedEvent,
+} from '../../domain/ports.ts';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  position INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  stream TEXT NOT NULL,
+  category TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  schema_version INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  UNIQUE (stream, revision)
+);
+CREATE INDEX IF NOT EXISTS events_by_category ON events (category, position);
+CREATE TABLE IF NOT EXISTS codes (
+  scope TEXT NOT NULL,
+  code TEXT NOT NULL,
+  stream TEXT NOT NULL,
+  PRIMARY KEY (scope, code)
+) WITHOUT ROWID;
+`;
+
+type Row = {
+  position: bigint;
+  id: string;
+  stream: string;
+  revision: bigint;
+  type: string;
+  schema_version: bigint;
+  data: string;
+  metadata: string;
+};
+
+type Pending = {
+  request: AppendRequest;
+  resolve: (r: AppendResult) => void;
+  reject: (e: unknown) => void;
+};
+
+export const categoryOf = (stream: string): string => {
+  const dash = stream.indexOf('-');
+  return dash < 0 ? stream : stream.slice(0, dash);
+};
+
+const toEvent = (r: Row): RecordedEvent => ({
+  id: r.id,
+  stream: r.stream,
+  revision: Number(r.revision),
+  position: r.position,
+  type: r.type,
+  schemaVersion: Number(r.schema_version),
+  data: JSON.parse(r.data) as Record<string, unknown>,
+  metadata: JSON.parse(r.metadata) as RecordedEvent['metadata'],
+});
+
+export class SqliteEventStore implements EventStore {
+  readonly #db: DatabaseSync;
+  readonly #listeners = new Set<(p: Position) => void>();
+  readonly #statements = new Map<string, StatementSync>();
+  #queue: Pending[] = [];
+  #scheduled = false;
+  #closed = false;
+
+  constructor(path: string) {
+    this.#db = new DatabaseSync(path);
+    this.#db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;');
+    this.#db.exec(SCHEMA);
+  }
+
+  #stmt(sql: string): StatementSync {
+    let s = this.#statements.get(sql);
+    if (!s) {
+      s = this.#db.prepare(sql);
+      s.setReadBigInts(true);
+      this.#statements.set(sql, s);
+    }
+    return s;
+  }
+
+  append(request: AppendRequest): Promise<AppendResult> {
+    if (this.#closed) return Promise.reject(new Error('event store is closed'));
+    if (request.events.length === 0) return Promise.reject(new Error('append needs at least one event'));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ request, resolve, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => {
+          this.#flush();
+        });
+      }
+    });
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    const batch = this.#queue;
+    this.#queue = [];
+    if (batch.length === 0) return;
+    const outcomes: ({ ok: AppendResult } | { error: unknown })[] = [];
+    try {
+      this.#db.exec('BEGIN IMMEDIATE');
+      for (const p of batch) {
+        this.#db.exec('SAVEPOINT append');
+        try {
+          outcomes.push({ ok: this.#appendOne(p.request) });
+          this.#db.exec('RELEASE append');
+        } catch (error) {
+          this.#db.exec('ROLLBACK TO append; RELEASE append');
+          outcomes.push({ error });
+        }
+      }
+      this.#db.exec('COMMIT');
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      for (const p of batch) p.reject(error);
+      return;
+    }
+    let head = 0n;
+    batch.forEach((p, i) => {
+      const o = outcomes[i];
+      if (o && 'ok' in o) {
+        if (o.ok.position > head) head = o.ok.position;
+        p.resolve(o.ok);
+      } else p.reject(o?.error);
+    });
+    if (head > 0n) for (const l of this.#listeners) l(head);
+  }
+
+  #appendOne(req: AppendRequest): AppendResult {
+    const first = req.events[0];
+    if (first === undefined) throw new Error('append needs at least one event');
+    const retried = this.#stmt('SELECT stream, revision, position FROM events WHERE id = ?').get(first.id) as
+      | { stream: string; revision: bigint; position: bigint }
+      | undefined;
+    if (retried) return this.#idempotentResult(req, retried);
+
+    const head = this.#stmt('SELECT max(revision) AS r FROM events WHERE stream = ?').get(req.stream) as {
+      r: bigint | null;
+    };
+    const actual = head.r === null ? 'no_stream' : Number(head.r);
+    if (actual !== req.expected) throw new WrongExpectedRevisionError(req.stream, req.expected, actual);
+
+    for (const r of req.release ?? []) {
+      this.#stmt('DELETE FROM codes WHERE scope = ? AND code = ? AND stream = ?').run(r.scope, r.code, req.stream);
+    }
+    for (const c of req.claim ?? []) {
+      const holder = this.#stmt('SELECT stream FROM codes WHERE scope = ? AND code = ?').get(c.scope, c.code) as
+        | { stream: string }
+        | undefined;
+      if (holder === undefined) {
+        this.#stmt('INSERT INTO codes (scope, code, stream) VALUES (?, ?, ?)').run(c.scope, c.code, req.stream);
+      } else if (holder.stream !== req.stream) throw new CodeTakenError(c.scope, c.code);
+    }
+
+    const insert = this.#stmt(
+      'INSERT INTO events (id, stream, category, revision, type, schema_version, data, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    const category = categoryOf(req.stream);
+    let revision = actual === 'no_stream' ? -1 : actual;
+    let position = 0n;
+    for (const e of req.events) {
+      revision += 1;
+      const r = insert.run(
+        e.id,
+        req.stream,
+        category,
+        revision,
+        e.type,
+        e.schemaVersion,
+        JSON.stringify(e.data),
+        JSON.stringify(e.metadata),
+      );
+      position = BigInt(r.lastInsertRowid);
+    }
+    return { revision, position };
+  }
+
+  /** A retry of an append that already committed answers what the first one did and writes nothing. */
+  #idempotentResult(req: AppendRequest, first: { stream: string; revision: bigint; position: bigint }): AppendResult {
+    if (first.stream !== req.stream) throw new WrongExpectedRevisionError(req.stream, req.expected, 'no_stream');
+    const ids = req.events.map((e) => e.id);
+    const rows = this.#stmt(
+      `SELECT id, revision, position FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`,
+    ).all(req.stream, first.revision, ids.length) as { id: string; revision: bigint; position: bigint }[];
+    const same = rows.length === ids.length && rows.every((r, i) => r.id === ids[i]);
+    const last = rows.at(-1);
+    if (!same || last === undefined) {
+      throw new WrongExpectedRevisionError(req.stream, req.expected, Number(first.revision));
+    }
+    return { revision: Number(last.revision), position: last.position };
+  }
+
+  readStream(stream: string): Promise<RecordedEvent[]> {
+    const rows = this.#stmt('SELECT * FROM events WHERE stream = ? ORDER BY revision').all(stream) as Row[];
+    return Promise.resolve(rows.map(toEvent));
+  }
+
+  readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
+    const { after, limit, categories } = options;
+    let rows: Row[];
+    if (categories === undefined) {
+      rows = this.#stmt('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?').all(after, limit) as Row[];
+    } else if (categories.length === 1) {
+      rows = this.#stmt('SELECT * FROM events WHERE category = ? AND position > ? ORDER BY position LIMIT ?').all(
+        categories[0] ?? '',
+        after,
+        limit,
+      ) as Row[];
+    } else {
+      const marks = categories.map(() => '?').join(', ');
+      rows = this.#stmt(
+        `SELECT * FROM events WHERE category IN (${marks}) AND position > ? ORDER BY position LIMIT ?`,
+      ).all(...categories, after, limit) as Row[];
+    }
+    return Promise.resolve(rows.map(toEvent));
+  }
+
+  headPosition(): Promise<Position> {
+    const r = this.#stmt('SELECT max(position) AS p FROM events').get() as { p: bigint | null };
+    return Promise.resolve(r.p ?? 0n);
+  }
+
+  findCode(reservation: CodeReservation): Promise<string | undefined> {
+    const r = this.#stmt('SELECT stream FROM codes WHERE scope = ? AND code = ?').get(
+      reservation.scope,
+      reservation.code,
+    ) as { stream: string } | undefined;
+    return Promise.resolve(r?.stream);
+  }
+
+  onAppended(listener: (position: Position) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    // Let appends already queued commit before the file closes.
+    while (this.#queue.length > 0 || this.#scheduled) await new Promise((r) => setImmediate(r));
+    this.#closed = true;
+    this.#listeners.clear();
+    this.#db.close();
+  }
+}
+
+export const openSqliteEventStore = (path: string): SqliteEventStore => new SqliteEventStore(path);

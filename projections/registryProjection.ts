@@ -1,0 +1,25 @@
+// The read model of a registry resource: one document per live record, as the API returns it.
+
+import type { RegistryDefinition } from '../domain/registry/defineRegistry.ts';
+import { evolve, fromRecord, initialState, kindOf, toRecord } from '../domain/registry/registryDecider.ts';
+import type { Projection } from './projection.ts';
+
+export function registryProjection(def: RegistryDefinition): Projection {
+  return {
+    name: def.collection,
+    collection: def.collection,
+    categories: [def.category],
+    indexedPaths: def.indexed,
+    documentId: (event) => (kindOf(def, event.type) === undefined ? undefined : event.stream.slice(def.category.length + 1)),
+    evolve(current, event) {
+      const id = event.stream.slice(def.category.length + 1);
+      // Replays are harmless: an event at or below the stored version changes nothing.
+      if (current !== undefined && event.revision <= current.version) return undefined;
+      const before = current?.doc ? fromRecord(current.doc) : initialState();
+      const after = evolve(def, before, event);
+      if (after.status === 'absent') return undefined;
+      if (after.status === 'deleted') return { kind: 'delete', id, version: event.revision };
+      return { kind: 'upsert', id, version: event.revision, doc: toRecord(after) };
+    },
+  };
+}

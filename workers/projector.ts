@@ -1,0 +1,199 @@
+// Runs one projection: catch up from its checkpoint in batches, then follow the log live. Each
+// batch's writes and checkpoint go to the read store together, so a crash mid-batch replays the
+// batch, and the version guard makes the replay harmless.
+
+import type { Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent } from '../domain/ports.ts';
+import type { Projection, ReadModels, ReadModelStatus, StoredDocument } from '../projections/projection.ts';
+
+type ProjectionFailure = ReadModelStatus['failures'][number];
+
+type Logger = { error: (obj: object, msg: string) => void };
+
+export type ProjectorOptions = { batchSize?: number; logger?: Logger; now?: () => Date };
+
+export class Projector {
+  readonly projection: Projection;
+  readonly #events: EventStore;
+  readonly #reads: ReadStore;
+  readonly #batchSize: number;
+  readonly #logger: Logger | undefined;
+  readonly #now: () => Date;
+  #checkpoint: Position = 0n;
+  #head: Position = 0n;
+  #running = false;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #waiters: { position: Position; resolve: () => void }[] = [];
+  #lastEventAt: number | undefined;
+  readonly #failures: ProjectionFailure[] = [];
+
+  constructor(projection: Projection, events: EventStore, reads: ReadStore, options: ProjectorOptions = {}) {
+    this.projection = projection;
+    this.#events = events;
+    this.#reads = reads;
+    this.#batchSize = options.batchSize ?? 1000;
+    this.#logger = options.logger;
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  get checkpoint(): Position {
+    return this.#checkpoint;
+  }
+
+  async start(): Promise<void> {
+    if (this.#running) return;
+    await this.#reads.ensureCollection(this.projection.collection, this.projection.indexedPaths);
+    this.#checkpoint = await this.#reads.checkpoint(this.projection.name);
+    this.#head = await this.#events.headPosition();
+    this.#running = true;
+    this.#unsubscribe = this.#events.onAppended((p) => {
+      if (p > this.#head) this.#head = p;
+      this.#wake?.();
+    });
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    this.#unsubscribe?.();
+    this.#wake?.();
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    while (this.#running) {
+      try {
+        const caughtUp = await this.#step();
+        if (caughtUp && this.#running) await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+          if (this.#head > this.#checkpoint) resolve();
+        });
+        this.#wake = undefined;
+      } catch (error) {
+        // A store failure, not bad data: keep the checkpoint and try again shortly.
+        this.#logger?.error({ err: error, projection: this.projection.name }, 'projection batch failed; retrying');
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }
+
+  /** Applies one batch; true when the log had nothing more for this projection. */
+  async #step(): Promise<boolean> {
+    const head = await this.#events.headPosition();
+    if (head > this.#head) this.#head = head;
+    const events = await this.#events.readAll({
+      after: this.#checkpoint,
+      limit: this.#batchSize,
+      categories: this.projection.categories,
+    });
+    const complete = events.length < this.#batchSize;
+    const last = events.at(-1)?.position ?? this.#checkpoint;
+    // A short batch saw every event of our categories up to the head read before it.
+    const next = complete && head > last ? head : last;
+    if (next === this.#checkpoint) return true;
+    const writes = await this.#fold(events);
+    await this.#reads.applyBatch(this.projection.name, writes, next);
+    this.#checkpoint = next;
+    const lastEvent = events.at(-1);
+    if (lastEvent) this.#lastEventAt = Date.parse(lastEvent.metadata.at);
+    this.#release();
+    return complete;
+  }
+
+  async #fold(events: readonly RecordedEvent[]): Promise<DocumentWrite[]> {
+    const ids = new Set<string>();
+    for (const e of events) {
+      const id = this.projection.documentId(e);
+      if (id !== undefined) ids.add(id);
+    }
+    const stored = await this.#reads.getMany(this.projection.collection, [...ids]);
+    const current = new Map<string, StoredDocument>(stored);
+    const writes = new Map<string, DocumentWrite>();
+    for (const e of events) {
+      const id = this.projection.documentId(e);
+      if (id === undefined) continue;
+      try {
+        const write = this.projection.evolve(current.get(id), e);
+        if (write === undefined) continue;
+        writes.set(id, write);
+        current.set(id, { version: write.version, doc: write.kind === 'upsert' ? write.doc : (null as Document | null) });
+      } catch (error) {
+        this.#recordFailure(e, error);
+      }
+    }
+    return [...writes.values()];
+  }
+
+  #recordFailure(e: RecordedEvent, error: unknown): void {
+    const failure = {
+      position: e.position.toString(),
+      stream: e.stream,
+      type: e.type,
+      error: error instanceof Error ? error.message : String(error),
+      at: this.#now().toISOString(),
+    };
+    this.#failures.push(failure);
+    if (this.#failures.length > 100) this.#failures.shift();
+    this.#logger?.error({ projection: this.projection.name, ...failure }, 'event skipped by projection');
+  }
+
+  #release(): void {
+    const ready = this.#waiters.filter((w) => w.position <= this.#checkpoint);
+    this.#waiters = this.#waiters.filter((w) => w.position > this.#checkpoint);
+    for (const w of ready) w.resolve();
+  }
+
+  /** Resolves true once the read model reflects `position`, false after `timeoutMs`. */
+  waitFor(position: Position, timeoutMs: number): Promise<boolean> {
+    if (position <= this.#checkpoint) return Promise.resolve(true);
+    this.#wake?.();
+    return new Promise((resolve) => {
+      const waiter = {
+        position,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      this.#waiters.push(waiter);
+    });
+  }
+
+  status(): ReadModelStatus {
+    const lag = this.#head > this.#checkpoint ? Number(this.#head - this.#checkpoint) : 0;
+    return {
+      name: this.projection.name,
+      collection: this.projection.collection,
+      position: this.#checkpoint.toString(),
+      lag,
+      lagMs: lag === 0 || this.#lastEventAt === undefined ? 0 : Math.max(0, this.#now().getTime() - this.#lastEventAt),
+      failures: [...this.#failures],
+    };
+  }
+}
+
+/** Runs one projector per projection and answers for all of them. */
+export async function startProjectors(
+  projections: readonly Projection[],
+  events: EventStore,
+  reads: ReadStore,
+  options: ProjectorOptions = {},
+): Promise<ReadModels & { projectors: Projector[]; stop(): Promise<void> }> {
+  const projectors = projections.map((p) => new Projector(p, events, reads, options));
+  await Promise.all(projectors.map((p) => p.start()));
+  const byCollection = new Map(projectors.map((p) => [p.projection.collection, p]));
+  return {
+    projectors,
+    waitFor: (collection, position, timeoutMs) =>
+      byCollection.get(collection)?.waitFor(position, timeoutMs) ?? Promise.resolve(false),
+    statuses: () => projectors.map((p) => p.status()),
+    stop: async () => {
+      await Promise.all(projectors.map((p) => p.stop()));
+    },
+  };
+}
