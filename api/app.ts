@@ -50,6 +50,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  // JSON only: a text/plain body is a 415, not a string handed to the schema.
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(
     'application/merge-patch+json',
     { parseAs: 'string' },

@@ -4,7 +4,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { DomainError, HttpStatus, malformedUuid, type StatusName } from '../domain/shared/errors.ts';
-import { issueLines } from '../domain/shared/validation.ts';
+import { issueLines, issuePath } from '../domain/shared/validation.ts';
 
 export const ErrorBodySchema = z
   .object({
@@ -39,13 +39,13 @@ const byStatus = new Map<number, StatusName>(
 function toDomainError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
   if (error instanceof RequestValidationError) {
-    const uuidIssue = error.issues.find((i) => i.code === 'invalid_format' && i.format === 'uuid');
-    if (error.part === 'params' && uuidIssue) {
-      const field = String(uuidIssue.path[0] ?? 'id');
-      const value = (error.input as Record<string, unknown> | undefined)?.[field];
-      return malformedUuid(field, typeof value === 'string' ? value : '');
-    }
     const prefix = PART_PREFIX[error.part];
+    const uuidIssue = error.issues.find((i) => i.code === 'invalid_format' && i.format === 'uuid');
+    if (uuidIssue && error.issues.every((i) => i.code === 'invalid_format' && i.format === 'uuid')) {
+      const value = uuidIssue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k], error.input);
+      const e = malformedUuid(issuePath(uuidIssue.path), typeof value === 'string' ? value : '');
+      return new DomainError(e.code, e.status, e.message, issueLines(error.issues, prefix === undefined ? [] : [prefix]).map((l) => l.replace(/: .*$/, ': expected type uuid')));
+    }
     return new DomainError(
       'REQUEST.VALIDATION_FAILED',
       'BAD_REQUEST',

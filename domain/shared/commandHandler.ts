@@ -82,7 +82,7 @@ function priorResult<S>(spec: CommandSpec<S>, ctx: CommandContext, events: reado
 }
 
 export async function handleCommand<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore): Promise<CommandResult<S>> {
-  const attempts = 1 + (spec.expectedVersion === undefined ? (spec.retries ?? 5) : 0);
+  const attempts = 1 + (spec.expectedVersion === undefined ? (spec.retries ?? 16) : 0);
   for (let attempt = 1; ; attempt++) {
     const events = await store.readStream(spec.stream);
     const prior = priorResult(spec, ctx, events);

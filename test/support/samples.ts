@@ -1,0 +1,65 @@
+// Valid bodies derived from a registry's schema, so the contract suite needs nothing written per
+// resource: required fields get a value of their type, the code is the one asked for.
+
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { RegistryDefinition } from '../../domain/registry/defineRegistry.ts';
+
+type Def = { type: string; format?: string; innerType?: z.core.$ZodType; entries?: Record<string, string>; shape?: Record<string, z.core.$ZodType>; element?: z.core.$ZodType };
+
+function sample(schema: z.core.$ZodType, key: string): unknown {
+  const def = schema._zod.def as unknown as Def;
+  switch (def.type) {
+    case 'string':
+      if (def.format === 'uuid') return randomUUID();
+      if (def.format === 'datetime') return '2026-03-01T10:00:00.000Z';
+      return `${key}-value`;
+    case 'enum':
+      return Object.values(def.entries ?? {})[0];
+    case 'number':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'record':
+      return {};
+    case 'array':
+      return [];
+    case 'object':
+      return Object.fromEntries(
+        Object.entries(def.shape ?? {})
+          .filter(([, s]) => s._zod.def.type !== 'optional')
+          .map(([k, s]) => [k, sample(s, k)]),
+      );
+    default:
+      return def.innerType ? sample(def.innerType, key) : null;
+  }
+}
+
+export function sampleBody(def: RegistryDefinition, code: string): Record<string, unknown> {
+  const body = sample(def.fields, def.name) as Record<string, unknown>;
+  return { ...body, code, name: `Name of ${code}` };
+}
+
+/** An enumerated field of the resource with one valid and one invalid value, if it has one. */
+export function enumField(def: RegistryDefinition): { key: string; valid: string } | undefined {
+  for (const [key, s] of Object.entries(def.fields.shape)) {
+    let inner = s as z.core.$ZodType;
+    while ((inner._zod.def as unknown as Def).innerType) inner = (inner._zod.def as unknown as Def).innerType as z.core.$ZodType;
+    const d = inner._zod.def as unknown as Def;
+    if (d.type === 'enum') return { key, valid: String(Object.values(d.entries ?? {})[0]) };
+  }
+  return undefined;
+}
+
+export const uniqueCode = (prefix = 'C'): string => `${prefix}_${randomUUID().slice(0, 8).toUpperCase()}`;
+
+/** An optional free-text field of the resource, for patch tests. */
+export function optionalTextField(def: RegistryDefinition): string {
+  for (const [key, s] of Object.entries(def.fields.shape)) {
+    const d = s._zod.def as unknown as Def;
+    if (d.type !== 'optional' || key === 'name') continue;
+    const inner = (d.innerType as z.core.$ZodType)._zod.def as unknown as Def;
+    if (inner.type === 'string' && inner.format === undefined) return key;
+  }
+  throw new Error(`${def.name} has no optional text field`);
+}

@@ -1,0 +1,112 @@
+// Builds the whole application on the embedded stores in a fresh temporary folder: real SQLite
+// event log and read models, real projectors, real fastify. Tokens are signed with a test secret.
+
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../api/app.ts';
+import { hs256Verifier, signHs256 } from '../../api/auth.ts';
+import type { Clock } from '../../domain/ports.ts';
+import { registries } from '../../domain/registries/index.ts';
+import { openEmbeddedStores } from '../../infra/embedded.ts';
+import { registryProjection } from '../../projections/registryProjection.ts';
+import { startProjectors } from '../../workers/projector.ts';
+
+export const TEST_SECRET = new TextEncoder().encode('test-secret-that-is-long-enough-for-hs256-0123456789');
+
+/** The part of a response the tests read, from inject or from real HTTP alike. */
+export type TestResponse = {
+  statusCode: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: string;
+  json<T = unknown>(): T;
+};
+
+export type CallOptions = {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: string;
+  payload?: unknown;
+  headers?: Record<string, string>;
+  as?: keyof TestApp['tokens'] | null;
+};
+
+export type TestApp = {
+  app: FastifyInstance;
+  dataDir: string;
+  tokens: { admin: string; editor: string; viewer: string; nobody: string };
+  /** A request with the admin token unless `as` names another (null: none): through inject, or
+   * over a real socket after `listen()`. */
+  call(options: CallOptions): Promise<TestResponse>;
+  /** Listens on a free loopback port; from then on `call` goes over real HTTP. */
+  listen(): Promise<string>;
+  close(options?: { keepData?: boolean }): Promise<void>;
+};
+
+/** A clock that moves only when told, so tests can place writes in time without sleeping. */
+export function manualClock(start = new Date('2026-01-01T00:00:00.000Z')): Clock & { advance(ms: number): Date; set(d: Date): void } {
+  let now = start.getTime();
+  return {
+    now: () => new Date(now),
+    advance: (ms) => new Date((now += ms)),
+    set: (d) => {
+      now = d.getTime();
+    },
+  };
+}
+
+export async function startTestApp(options: { dataDir?: string; clock?: Clock } = {}): Promise<TestApp> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
+  const { eventStore, readStore } = openEmbeddedStores(dataDir);
+  const readModels = await startProjectors(registries.map(registryProjection), eventStore, readStore);
+  const app = await buildApp({
+    eventStore,
+    readStore,
+    readModels,
+    clock: options.clock ?? { now: () => new Date() },
+    newId: randomUUID,
+    verifyToken: hs256Verifier(TEST_SECRET),
+    registries,
+  });
+  await app.ready();
+  const sign = (sub: string, roles: string[]) => signHs256(TEST_SECRET, { sub, roles });
+  const tokens = {
+    admin: await sign('alice-admin', ['admin']),
+    editor: await sign('eddie-editor', ['editor']),
+    viewer: await sign('vera-viewer', ['viewer']),
+    nobody: await sign('nobody', []),
+  };
+  let baseUrl: string | undefined;
+  const call = async ({ as = 'admin', headers = {}, method, url, payload }: CallOptions): Promise<TestResponse> => {
+    const allHeaders: Record<string, string> = { ...(as === null ? {} : { authorization: `Bearer ${tokens[as]}` }), ...headers };
+    const body = payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload);
+    if (body !== undefined && !Object.keys(allHeaders).some((h) => h.toLowerCase() === 'content-type')) allHeaders['content-type'] = 'application/json';
+    if (baseUrl === undefined) return app.inject({ method, url, headers: allHeaders, ...(body === undefined ? {} : { payload: body }) }) as Promise<LightMyRequestResponse>;
+    const res = await fetch(baseUrl + url, { method, headers: allHeaders, ...(body === undefined ? {} : { body }) });
+    const text = await res.text();
+    return {
+      statusCode: res.status,
+      headers: Object.fromEntries(res.headers.entries()),
+      body: text,
+      json: <T,>() => JSON.parse(text) as T,
+    };
+  };
+  return {
+    app,
+    dataDir,
+    tokens,
+    call,
+    listen: async () => {
+      baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+      return baseUrl;
+    },
+    close: async ({ keepData = false } = {}) => {
+      await app.close();
+      await readModels.stop();
+      await eventStore.close();
+      await readStore.close();
+      if (!keepData) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
