@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { userType } from '../../../domain/registries/userType.ts';
+import { FilteringSchema, toQuery, type Filtering } from '../../../domain/shared/filtering.ts';
+
+const parse = (body: unknown) => toQuery(FilteringSchema.parse(body) as Filtering, userType.columns, userType.defaultSort);
+const errorsOf = (body: unknown): string[] => {
+  try {
+    parse(body);
+  } catch (e) {
+    return (e as { errors: string[] }).errors;
+  }
+  return [];
+};
+
+describe('Filtering', () => {
+  it('types values by their column and defaults the sort to code then id', () => {
+    const q = parse({ filter: [{ column: 'auditInfo.version', operator: 'gte', value: '2' }, { key: 'code', value: 'A' }, { column: 'auditInfo.whenEdited', operator: 'LT', value: '2026-01-01T01:00:00+01:00' }] });
+    expect(q.conditions).toMatchObject([
+      { kind: 'field', op: 'GTE', value: 2, column: { type: 'integer' } },
+      { kind: 'field', op: 'EQ', value: 'A' },
+      { kind: 'field', op: 'LT', value: '2026-01-01T00:00:00.000Z' },
+    ]);
+    expect(q.sort.map((s) => [s.column.path, s.order])).toEqual([['code', 'ASC'], ['id', 'ASC']]);
+  });
+
+  it('accepts any path below a free-form map as an `any` column', () => {
+    const q = parse({ filter: [{ column: 'config.region.name', operator: 'EQ', value: 'north' }], sort: [{ column: 'name', order: 'desc' }] });
+    expect(q.conditions[0]).toMatchObject({ column: { path: 'config.region.name', type: 'any' } });
+    expect(q.sort.map((s) => [s.column.path, s.order])).toEqual([['name', 'DESC'], ['id', 'ASC']]);
+  });
+
+  it('reports every problem at once, one line each, naming where', () => {
+    expect(
+      errorsOf({
+        filter: [
+          { column: 'nope', value: 'x' },
+          { column: 'code', operator: 'REGEX', value: 'x' },
+          { column: 'auditInfo.version', operator: 'EQ', value: 'two' },
+          { column: 'auditInfo.version', operator: 'LIKE', value: '2' },
+          { column: 'code', operator: 'IN' },
+          { column: 'config.$where', value: 'x' },
+          { isNested: true, nestedPath: 'regions', nestedProperty: 'regionId', value: 'x' },
+        ],
+        sort: [{ column: 'bogus' }],
+      }),
+    ).toEqual([
+      'filter[0].column: unknown column "nope"',
+      'filter[1].operator: unknown operator "REGEX"',
+      'filter[2].value: "two" is not an integer (column auditInfo.version is integer)',
+      'filter[3].operator: LIKE does not apply to integer column "auditInfo.version"',
+      'filter[4].values: IN needs values',
+      'filter[5].column: unknown column "config.$where"',
+      'filter[6].nestedPath: unknown nested path "regions"',
+      'sort[0].column: unknown column "bogus"',
+    ]);
+  });
+
+  it('refuses malformed uuid and date values', () => {
+    expect(errorsOf({ filter: [{ column: 'id', value: 'abc' }] })).toEqual(['filter[0].value: "abc" is not a uuid (column id is uuid)']);
+    expect(errorsOf({ filter: [{ column: 'validityFrom', operator: 'GT', value: 'yesterday' }] })).toHaveLength(1);
+  });
+});

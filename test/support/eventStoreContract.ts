@@ -1,0 +1,126 @@
+// The EventStore port's contract, written once and run against every adapter (SQLite here;
+// KurrentDB through testcontainers where a Docker engine exists).
+
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { CodeTakenError, WrongExpectedRevisionError, type EventStore, type NewEvent } from '../../domain/ports.ts';
+
+const anEvent = (type = 'ThingHappened', data: Record<string, unknown> = {}): NewEvent => ({
+  id: randomUUID(),
+  type,
+  schemaVersion: 1,
+  data,
+  metadata: { actor: 'tester', at: new Date().toISOString(), requestId: 'r1', correlationId: 'c1' },
+});
+
+/** A fresh category per test: tests never see each other's events and need no truncation. */
+const freshCategory = () => `t${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+
+export function eventStoreContract(name: string, open: () => Promise<EventStore> | EventStore): void {
+  describe(`EventStore contract: ${name}`, () => {
+    it('appends to a new stream with no_stream and reads it back in order with revisions', async () => {
+      const store = await open();
+      const stream = `${freshCategory()}-${randomUUID()}`;
+      const events = [anEvent('A', { n: 1 }), anEvent('B', { n: 2 })];
+      const result = await store.append({ stream, expected: 'no_stream', events });
+      expect(result.revision).toBe(1);
+      const read = await store.readStream(stream);
+      expect(read.map((e) => [e.type, e.revision, e.data, e.id])).toEqual([
+        ['A', 0, { n: 1 }, events[0]?.id],
+        ['B', 1, { n: 2 }, events[1]?.id],
+      ]);
+      expect(read[0]?.metadata).toMatchObject({ actor: 'tester', requestId: 'r1', correlationId: 'c1' });
+      expect(read[1]?.position).toBe(result.position);
+      expect((read[0]?.position ?? 0n) < (read[1]?.position ?? 0n)).toBe(true);
+    });
+
+    it('refuses a wrong expected revision and no_stream on an existing stream', async () => {
+      const store = await open();
+      const stream = `${freshCategory()}-${randomUUID()}`;
+      await store.append({ stream, expected: 'no_stream', events: [anEvent()] });
+      await expect(store.append({ stream, expected: 'no_stream', events: [anEvent()] })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      await expect(store.append({ stream, expected: 5, events: [anEvent()] })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      await expect(store.append({ stream: `${freshCategory()}-x`, expected: 0, events: [anEvent()] })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      const ok = await store.append({ stream, expected: 0, events: [anEvent()] });
+      expect(ok.revision).toBe(1);
+    });
+
+    it('treats a retried append with the same event ids as a no-op answering the first result', async () => {
+      const store = await open();
+      const stream = `${freshCategory()}-${randomUUID()}`;
+      const events = [anEvent(), anEvent()];
+      const first = await store.append({ stream, expected: 'no_stream', events });
+      const retry = await store.append({ stream, expected: 'no_stream', events });
+      expect(retry).toEqual(first);
+      expect(await store.readStream(stream)).toHaveLength(2);
+    });
+
+    it('of concurrent appends at one expected revision exactly one wins', async () => {
+      const store = await open();
+      const stream = `${freshCategory()}-${randomUUID()}`;
+      await store.append({ stream, expected: 'no_stream', events: [anEvent()] });
+      const results = await Promise.allSettled(Array.from({ length: 10 }, () => store.append({ stream, expected: 0, events: [anEvent()] })));
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      expect(results.filter((r) => r.status === 'rejected').every((r) => r.reason instanceof WrongExpectedRevisionError)).toBe(true);
+    });
+
+    it('reserves a code for one stream atomically: of many claimants exactly one wins', async () => {
+      const store = await open();
+      const scope = freshCategory();
+      const claims = Array.from({ length: 16 }, () =>
+        store.append({ stream: `${scope}-${randomUUID()}`, expected: 'no_stream', events: [anEvent()], claim: [{ scope, code: 'ONE' }] }),
+      );
+      const results = await Promise.allSettled(claims);
+      const winners = results.filter((r) => r.status === 'fulfilled');
+      expect(winners).toHaveLength(1);
+      expect(results.filter((r) => r.status === 'rejected').every((r) => r.reason instanceof CodeTakenError)).toBe(true);
+      const holder = await store.findCode({ scope, code: 'ONE' });
+      expect(holder?.startsWith(`${scope}-`)).toBe(true);
+      // the losers wrote nothing: their streams do not exist
+      const all = await store.readAll({ after: 0n, limit: 1000, categories: [scope] });
+      expect(all).toHaveLength(1);
+    });
+
+    it('releases and moves codes with the append that changes them', async () => {
+      const store = await open();
+      const scope = freshCategory();
+      const a = `${scope}-${randomUUID()}`;
+      const b = `${scope}-${randomUUID()}`;
+      await store.append({ stream: a, expected: 'no_stream', events: [anEvent()], claim: [{ scope, code: 'X' }] });
+      await store.append({ stream: a, expected: 0, events: [anEvent()], claim: [{ scope, code: 'Y' }], release: [{ scope, code: 'X' }] });
+      expect(await store.findCode({ scope, code: 'X' })).toBeUndefined();
+      expect(await store.findCode({ scope, code: 'Y' })).toBe(a);
+      await store.append({ stream: b, expected: 'no_stream', events: [anEvent()], claim: [{ scope, code: 'X' }] });
+      await expect(store.append({ stream: b, expected: 0, events: [anEvent()], claim: [{ scope, code: 'Y' }] })).rejects.toBeInstanceOf(CodeTakenError);
+      // a failed claim leaves nothing behind: b is still at revision 0
+      expect(await store.readStream(b)).toHaveLength(1);
+      // a stream re-claiming its own code is fine
+      await store.append({ stream: a, expected: 1, events: [anEvent()], claim: [{ scope, code: 'Y' }] });
+    });
+
+    it('reads all in global order from a position, filtered by category, in pages', async () => {
+      const store = await open();
+      const [c1, c2] = [freshCategory(), freshCategory()];
+      const streams = [`${c1}-${randomUUID()}`, `${c2}-${randomUUID()}`, `${c1}-${randomUUID()}`];
+      for (const s of streams) await store.append({ stream: s, expected: 'no_stream', events: [anEvent(), anEvent()] });
+      const mine = await store.readAll({ after: 0n, limit: 100, categories: [c1] });
+      expect(mine.map((e) => e.stream)).toEqual([streams[0], streams[0], streams[2], streams[2]]);
+      const both = await store.readAll({ after: 0n, limit: 100, categories: [c1, c2] });
+      expect(both).toHaveLength(6);
+      const positions = both.map((e) => e.position);
+      expect([...positions].sort((a, b) => (a < b ? -1 : 1))).toEqual(positions);
+      const page = await store.readAll({ after: positions[1] ?? 0n, limit: 2, categories: [c1, c2] });
+      expect(page.map((e) => e.position)).toEqual(positions.slice(2, 4));
+      expect(await store.headPosition()).toBeGreaterThanOrEqual(positions.at(-1) ?? 0n);
+    });
+
+    it('tells listeners of every committed append', async () => {
+      const store = await open();
+      const seen: bigint[] = [];
+      const off = store.onAppended((p) => seen.push(p));
+      const r = await store.append({ stream: `${freshCategory()}-${randomUUID()}`, expected: 'no_stream', events: [anEvent()] });
+      off();
+      expect(seen.at(-1)).toBeGreaterThanOrEqual(r.position);
+    });
+  });
+}
