@@ -8,7 +8,7 @@ import { registryProjection } from '../projections/registryProjection.ts';
 import { loadConfig } from '../infra/config.ts';
 import { loadOrCreateSecret } from '../infra/authSecret.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
-import { startProjectors } from '../workers/projector.ts';
+import { projectorGroup } from '../workers/projector.ts';
 import { buildApp } from './app.ts';
 import { hs256Verifier, oidcVerifier, signHs256, type TokenVerifier } from './auth.ts';
 
@@ -33,8 +33,9 @@ async function main(): Promise<void> {
   const { eventStore, readStore } = openEmbeddedStores(config.DATA_DIR);
   const logger = { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] };
   let log: { error: (obj: object, msg: string) => void } = { error: (obj, msg) => { console.error(msg, obj); } };
-  const readModels = await startProjectors(registries.map(registryProjection), eventStore, readStore, {
+  const readModels = projectorGroup(registries.map(registryProjection), eventStore, readStore, {
     logger: { error: (obj, msg) => { log.error(obj, msg); } },
+    batchSize: config.PROJECTION_BATCH_SIZE,
   });
   const app = await buildApp({
     eventStore,
@@ -61,6 +62,8 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
 
   const address = await app.listen({ port: config.PORT, host: config.HOST });
+  // After listen: a long catch-up shows as lag in /health/ready instead of delaying start.
+  await readModels.start();
   console.log(`\nAdministration API listening on ${address}  (docs: ${address}/docs, OpenAPI: ${address}/openapi.json)`);
   console.log(`Data folder: ${config.DATA_DIR}`);
   if (adminToken) console.log(`Admin token (valid 12 h):\n  Authorization: Bearer ${await adminToken}\n`);

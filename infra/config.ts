@@ -22,6 +22,7 @@ export const ConfigSchema = z
     SMTP_URL: optionalString,
     CHROME_PATH: optionalString,
     ROLE: z.enum(['all', 'api', 'projector', 'worker']).default('all'),
+    PROJECTION_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1000),
     BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(6 * 1024 * 1024),
   })
   .superRefine((c, ctx) => {

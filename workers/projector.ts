@@ -65,6 +65,9 @@ export class Projector {
     while (this.#running) {
       try {
         const caughtUp = await this.#step();
+        // The embedded stores answer synchronously: without this a long catch-up would never let
+        // the event loop serve requests.
+        await new Promise((r) => setImmediate(r));
         if (caughtUp && this.#running) await new Promise<void>((resolve) => {
           this.#wake = resolve;
           if (this.#head > this.#checkpoint) resolve();
@@ -177,23 +180,31 @@ export class Projector {
   }
 }
 
-/** Runs one projector per projection and answers for all of them. */
-export async function startProjectors(
+/** One projector per projection, answering for all of them. */
+export function projectorGroup(
   projections: readonly Projection[],
   events: EventStore,
   reads: ReadStore,
   options: ProjectorOptions = {},
-): Promise<ReadModels & { projectors: Projector[]; stop(): Promise<void> }> {
+): ReadModels & { projectors: Projector[]; start(): Promise<void>; stop(): Promise<void> } {
   const projectors = projections.map((p) => new Projector(p, events, reads, options));
-  await Promise.all(projectors.map((p) => p.start()));
   const byCollection = new Map(projectors.map((p) => [p.projection.collection, p]));
   return {
     projectors,
     waitFor: (collection, position, timeoutMs) =>
       byCollection.get(collection)?.waitFor(position, timeoutMs) ?? Promise.resolve(false),
     statuses: () => projectors.map((p) => p.status()),
+    start: async () => {
+      await Promise.all(projectors.map((p) => p.start()));
+    },
     stop: async () => {
       await Promise.all(projectors.map((p) => p.stop()));
     },
   };
+}
+
+export async function startProjectors(...args: Parameters<typeof projectorGroup>): Promise<ReturnType<typeof projectorGroup>> {
+  const group = projectorGroup(...args);
+  await group.start();
+  return group;
 }

@@ -17,7 +17,7 @@ export function deciderSpec<S, C, E>(decider: Decider<S, C, E>) {
         return {
           then: (expected: Partial<E>[], rest?: Record<string, unknown>) => {
             const decision = run();
-            expect(decision.events).toEqual(expected.map((e) => expect.objectContaining(e)));
+            expect(decision.events).toEqual(expected.map((e) => expect.objectContaining(e as Record<string, unknown>) as unknown));
             if (rest) expect(decision).toMatchObject(rest);
           },
           thenNothing: () => {

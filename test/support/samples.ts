@@ -51,7 +51,7 @@ export function enumField(def: RegistryDefinition): { key: string; valid: string
   return undefined;
 }
 
-export const uniqueCode = (prefix = 'C'): string => `${prefix}_${randomUUID().slice(0, 8).toUpperCase()}`;
+export const uniqueCode = (prefix = 'C'): string => `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 16).toUpperCase()}`;
 
 /** An optional free-text field of the resource, for patch tests. */
 export function optionalTextField(def: RegistryDefinition): string {
