@@ -1,0 +1,126 @@
+// Layer rules of DESIGN.md ("Layout"): imports point inward, domain <- projections <- api, workers;
+// infra implements domain/ports.ts and is wired only at the composition root.
+
+const production = '^(domain|projections|api|workers|infra)/';
+// Built-ins that do I/O or reach outside the process; pure ones (crypto, util, assert) stay allowed.
+const ioBuiltIns =
+  '^(node:)?(fs|net|http|https|http2|sqlite|dgram|dns|tls|child_process|cluster|worker_threads|' +
+  'readline|repl|inspector|os|process|timers|v8|vm)(/|$)';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Cycles make load order matter and blur which module owns what; invert the dependency.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'domain-imports-only-domain',
+      severity: 'error',
+      comment:
+        'domain/ is pure TypeScript: it may import domain/ and zod (plus side-effect-free built-ins), ' +
+        'never fastify, mongodb, kafkajs, @kurrent/*, other packages, or projections/api/workers/infra.',
+      from: { path: '^domain/' },
+      to: {
+        pathNot: ['^domain/', '(^|/)node_modules/zod/'],
+        dependencyTypesNot: ['core'],
+      },
+    },
+    {
+      name: 'domain-no-io-built-ins',
+      severity: 'error',
+      comment: 'domain/ does no I/O: node:sqlite, node:fs, node:net, node:http and friends belong in infra/.',
+      from: { path: '^domain/' },
+      to: { dependencyTypes: ['core'], path: ioBuiltIns },
+    },
+    {
+      name: 'projections-import-only-domain',
+      severity: 'error',
+      comment:
+        'A projection is evolve + queries over the ports of domain/ports.ts: it may import domain/, ' +
+        'projections/ and zod, never api/workers/infra, fastify or a database client.',
+      from: { path: '^projections/' },
+      to: {
+        pathNot: ['^(domain|projections)/', '(^|/)node_modules/zod/'],
+        dependencyTypesNot: ['core'],
+      },
+    },
+    {
+      name: 'projections-no-io-built-ins',
+      severity: 'error',
+      comment: 'Projections reach storage through the ReadStore port, not through built-ins.',
+      from: { path: '^projections/' },
+      to: { dependencyTypes: ['core'], path: ioBuiltIns },
+    },
+    {
+      name: 'api-workers-not-to-infra',
+      severity: 'error',
+      comment:
+        'Only the composition root (api/main.ts, api/cli.ts) knows which adapter runs; everything ' +
+        'else receives ports as arguments.',
+      from: { path: '^(api|workers)/', pathNot: '^api/(main|cli)[.]ts$' },
+      to: { path: '^infra/' },
+    },
+    {
+      name: 'infra-not-to-api-workers',
+      severity: 'error',
+      comment: 'infra/ implements domain/ports.ts; it must not reach back into api/ or workers/.',
+      from: { path: '^infra/' },
+      to: { path: '^(api|workers)/' },
+    },
+    {
+      name: 'production-not-to-test-or-bench',
+      severity: 'error',
+      comment: 'Shipped code must not depend on test helpers or benchmarks.',
+      from: { path: production },
+      to: { path: '^(test|bench)/' },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      comment: 'The import cannot be resolved to a file: a typo, a missing file, or a package not installed.',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    {
+      name: 'not-to-dev-dep',
+      severity: 'error',
+      comment:
+        'Shipped code imports a devDependency, which `npm ci --omit=dev` leaves out: move it to ' +
+        'dependencies. Type-only imports are erased and allowed.',
+      from: { path: production, pathNot: '[.]spec[.]ts$' },
+      to: {
+        dependencyTypes: ['npm-dev'],
+        dependencyTypesNot: ['type-only'],
+        pathNot: '(^|/)node_modules/@types/',
+      },
+    },
+    {
+      name: 'no-non-package-json',
+      severity: 'error',
+      comment:
+        'The package is not declared in package.json (it is only there as a transitive dependency): ' +
+        'declare it.',
+      from: {},
+      to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: ['node_modules'] },
+    moduleSystems: ['es6', 'cjs'],
+    // Type-only imports count: `import type { X } from '../infra/...'` is still a layer breach.
+    tsPreCompilationDeps: true,
+    // Resolves the `.ts` extensions of relative imports (allowImportingTsExtensions).
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.d.ts', '.js', '.mjs', '.cjs', '.json'],
+      mainFields: ['module', 'main', 'types', 'typings'],
+    },
+    skipAnalysisNotInRules: true,
+  },
+};
