@@ -22,6 +22,8 @@ export default defineConfig(
     },
     rules: {
       '@typescript-eslint/no-explicit-any': 'error',
+      // Off: it asks for `x!` where strict's no-non-null-assertion forbids `x!`; the two fight under --fix.
+      '@typescript-eslint/non-nullable-type-assertion-style': 'off',
       // `type` everywhere, as in the skeleton and Emmett: type aliases are assignable to Record<string, unknown>
       // (event data, JSON documents) where interfaces are not, and nothing merges by accident. Module
       // augmentation (`declare module 'fastify'`) must stay an interface: disable on that line, saying so.
@@ -75,7 +77,12 @@ export default defineConfig(
   {
     // A test body is a list of cases; splitting it to satisfy a size cap hurts reading.
     files: ['test/**', '**/*.spec.ts'],
-    rules: { complexity: 'off', 'max-lines-per-function': 'off' },
+    rules: {
+      complexity: 'off',
+      'max-lines-per-function': 'off',
+      // vitest's asymmetric matchers (expect.any, expect.objectContaining) are typed `any`.
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+    },
   },
 
   {

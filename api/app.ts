@@ -3,7 +3,7 @@
 
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
@@ -11,29 +11,17 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Clock, EventStore, IdGenerator, ReadStore } from '../domain/ports.ts';
-import type { ReadModels } from '../projections/projection.ts';
-import type { RegistryDefinition } from '../domain/registry/defineRegistry.ts';
 import { unavailable } from '../domain/shared/errors.ts';
-import { authenticate, authorize, type Permission, type TokenVerifier } from './auth.ts';
+import { authenticate, authorize, type Permission } from './auth.ts';
 import { ErrorBodySchema, installErrorHandling } from './errorHandler.ts';
+import type { AppDeps } from './deps.ts';
 import { registryRoutes } from './registryRoutes.ts';
 import { genReqId, installRequestContext } from './requestContext.ts';
 import { validatorCompiler } from './validation.ts';
 
-export type AppDeps = {
-  eventStore: EventStore;
-  readStore: ReadStore;
-  readModels: ReadModels;
-  clock: Clock;
-  newId: IdGenerator;
-  verifyToken: TokenVerifier;
-  registries: readonly RegistryDefinition[];
-  logger?: FastifyServerOptions['logger'];
-  bodyLimit?: number;
-};
 
 declare module 'fastify' {
+  // eslint-disable-next-line @typescript-eslint/consistent-type-definitions -- module augmentation merges only into an interface
   interface FastifyContextConfig {
     permission?: Permission;
   }

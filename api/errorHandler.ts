@@ -36,29 +36,28 @@ const byStatus = new Map<number, StatusName>(
   Object.entries(HttpStatus).map(([name, code]) => [code, name as StatusName]),
 );
 
+function fromValidation(error: RequestValidationError): DomainError {
+  const prefix = PART_PREFIX[error.part];
+  const lines = issueLines(error.issues, prefix === undefined ? [] : [prefix]);
+  const isUuidIssue = (i: z.core.$ZodIssue) => i.code === 'invalid_format' && i.format === 'uuid';
+  const [first] = error.issues;
+  if (first !== undefined && error.issues.every(isUuidIssue)) {
+    const value = first.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k], error.input);
+    const e = malformedUuid(issuePath(first.path), typeof value === 'string' ? value : '');
+    return new DomainError(e.code, e.status, e.message, lines.map((l) => l.replace(/: .*$/, ': expected type uuid')));
+  }
+  return new DomainError('REQUEST.VALIDATION_FAILED', 'BAD_REQUEST', error.message, lines);
+}
+
 function toDomainError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
-  if (error instanceof RequestValidationError) {
-    const prefix = PART_PREFIX[error.part];
-    const uuidIssue = error.issues.find((i) => i.code === 'invalid_format' && i.format === 'uuid');
-    if (uuidIssue && error.issues.every((i) => i.code === 'invalid_format' && i.format === 'uuid')) {
-      const value = uuidIssue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k], error.input);
-      const e = malformedUuid(issuePath(uuidIssue.path), typeof value === 'string' ? value : '');
-      return new DomainError(e.code, e.status, e.message, issueLines(error.issues, prefix === undefined ? [] : [prefix]).map((l) => l.replace(/: .*$/, ': expected type uuid')));
-    }
-    return new DomainError(
-      'REQUEST.VALIDATION_FAILED',
-      'BAD_REQUEST',
-      error.message,
-      issueLines(error.issues, prefix === undefined ? [] : [prefix]),
-    );
-  }
+  if (error instanceof RequestValidationError) return fromValidation(error);
   const fe = error as Partial<FastifyError>;
   const code = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
   const name = byStatus.get(code);
   if (code >= 400 && code < 500 && name) {
-    const message = fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError ? `Malformed JSON: ${fe.message ?? ''}` : (fe.message ?? name);
-    return new DomainError(`HTTP.${name}`, name, message);
+    const malformed = fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError;
+    return new DomainError(`HTTP.${name}`, name, malformed ? `Malformed JSON: ${fe.message ?? ''}` : (fe.message ?? name));
   }
   return new DomainError('HTTP.INTERNAL_SERVER_ERROR', 'INTERNAL_SERVER_ERROR', 'Internal server error');
 }

@@ -17,7 +17,7 @@ import {
   type Filtering,
 } from '../domain/shared/filtering.ts';
 import { pageOf } from '../domain/shared/page.ts';
-import type { AppDeps } from './app.ts';
+import type { AppDeps } from './deps.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import { commandContext, ifMatchVersion } from './requestContext.ts';
 import { pageSchema, historyEntrySchema } from './schemas.ts';
@@ -43,7 +43,9 @@ const patchSchema = (def: RegistryDefinition) =>
     })
     .meta({ id: `${def.name}Patch`, description: 'JSON merge patch (RFC 7396): null removes a field.' });
 
-export function registryRoutes(app: FastifyInstance, def: RegistryDefinition, deps: AppDeps): void {
+type RouteKit = ReturnType<typeof routeKit>;
+
+function routeKit(app: FastifyInstance, def: RegistryDefinition, deps: AppDeps) {
   const service = registryService(def, deps.eventStore);
   const r = app.withTypeProvider<ZodTypeProvider>();
   const base = `/api/v1/${def.path}`;
@@ -66,6 +68,14 @@ export function registryRoutes(app: FastifyInstance, def: RegistryDefinition, de
 
   const query = (filtering: Pick<Filtering, 'filter' | 'sort'>) => toQuery(filtering, def.columns, def.defaultSort);
 
+  /** `?minPosition=`: wait (bounded) until the read model reflects that write. */
+  const catchUp = (minPosition: string | undefined) => waitForReadModel(minPosition === undefined ? undefined : BigInt(minPosition));
+
+  return { r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query };
+}
+
+/** Create, replace, patch and delete: each appends to the record's stream. */
+function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx }: RouteKit): void {
   r.post(
     base,
     {
@@ -84,169 +94,6 @@ export function registryRoutes(app: FastifyInstance, def: RegistryDefinition, de
       if (created === undefined) throw new Error(`create of ${def.name} left no record`);
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return reply.code(201).header('location', `${base}/${created.id}`).send(created);
-    },
-  );
-
-  r.get(
-    base,
-    {
-      config: { permission: 'read' },
-      schema: { tags, summary: `List all ${def.name} records`, querystring: readModelQuery, response: { 200: z.array(record) } },
-    },
-    async (request) => {
-      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
-      const q = query({ filter: [], sort: [] });
-      const all = [];
-      for (let offset = 0; ; offset += DEFAULT_UNPAGED_SIZE) {
-        const chunk = await deps.readStore.find(def.collection, q, { offset, limit: DEFAULT_UNPAGED_SIZE });
-        all.push(...chunk);
-        if (chunk.length < DEFAULT_UNPAGED_SIZE) return all;
-      }
-    },
-  );
-
-  r.get(
-    `${base}/autocomplete`,
-    {
-      config: { permission: 'read' },
-      schema: {
-        tags,
-        summary: 'Codes and names starting with or containing the search text, best first',
-        querystring: z.strictObject({
-          search: z.string().max(255).default(''),
-          size: z.coerce.number().int().min(1).max(100).default(10),
-          minPosition: position.optional(),
-        }),
-        response: { 200: z.array(z.string()) },
-      },
-    },
-    async (request) => {
-      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
-      return deps.readStore.autocomplete(def.collection, def.autocomplete, request.query.search, request.query.size);
-    },
-  );
-
-  r.get(
-    `${base}/by-code/:code`,
-    {
-      config: { permission: 'read' },
-      schema: { tags, summary: `Get a ${def.name} by code`, params: z.strictObject({ code: z.string().min(1).max(255) }), response: { 200: record, ...errors(404) } },
-    },
-    async (request, reply) => {
-      const found = await service.getByCode(request.params.code);
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
-    },
-  );
-
-  r.post(
-    `${base}/by-ids`,
-    {
-      config: { permission: 'read' },
-      schema: { tags, summary: `Get ${def.name} records by ids (missing ids left out)`, body: z.array(uuid()).max(1000), response: { 200: z.array(record) } },
-    },
-    async (request) => {
-      const ids = [...new Set(request.body.map((id) => id.toLowerCase()))];
-      const found = await Promise.all(ids.map((id) => service.get(id).catch(() => undefined)));
-      return found.filter((x) => x !== undefined);
-    },
-  );
-
-  const searchBody = FilteringSchema;
-
-  r.post(
-    `${base}/search`,
-    {
-      config: { permission: 'read' },
-      schema: {
-        tags,
-        summary: `Search ${def.name} records (unpaged)`,
-        querystring: z.strictObject({
-          size: z.coerce.number().int().min(1).max(MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
-          minPosition: position.optional(),
-        }),
-        body: searchBody,
-        response: { 200: z.array(record), ...errors(400) },
-      },
-    },
-    async (request) => {
-      const q = query(request.body);
-      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
-      return deps.readStore.find(def.collection, q, { offset: 0, limit: request.query.size });
-    },
-  );
-
-  r.post(
-    `${base}/search/page`,
-    {
-      config: { permission: 'read' },
-      schema: { tags, summary: `Search ${def.name} records, one page`, querystring: readModelQuery, body: searchBody, response: { 200: pageSchema(record), ...errors(400) } },
-    },
-    async (request) => {
-      const q = query(request.body);
-      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
-      const size = request.body.size ?? DEFAULT_PAGE_SIZE;
-      const [content, total] = await Promise.all([
-        deps.readStore.find(def.collection, q, { offset: request.body.page * size, limit: size }),
-        deps.readStore.count(def.collection, q),
-      ]);
-      return pageOf(content, total, request.body.page, size, request.body.sort.length > 0);
-    },
-  );
-
-  r.post(
-    `${base}/count`,
-    {
-      config: { permission: 'read' },
-      schema: { tags, summary: `Count ${def.name} records matching a filtering`, querystring: readModelQuery, body: searchBody, response: { 200: z.int(), ...errors(400) } },
-    },
-    async (request) => {
-      const q = query(request.body);
-      await waitForReadModel(request.query.minPosition === undefined ? undefined : BigInt(request.query.minPosition));
-      return deps.readStore.count(def.collection, q);
-    },
-  );
-
-  r.get(
-    `${base}/:idOrCode`,
-    {
-      config: { permission: 'read' },
-      schema: {
-        tags,
-        summary: `Get a ${def.name} by id or code, optionally as it was at a time`,
-        params: idOrCodeParams,
-        querystring: z.strictObject({ asOf: dateTime().optional() }),
-        response: { 200: record, ...errors(400, 404) },
-      },
-    },
-    async (request, reply) => {
-      const found = await service.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf });
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
-    },
-  );
-
-  r.get(
-    `${base}/:idOrCode/history`,
-    {
-      config: { permission: 'read' },
-      schema: { tags, summary: `Every version of a ${def.name}: who, when, which request, what changed`, params: idOrCodeParams, response: { 200: z.array(historyEntrySchema), ...errors(404) } },
-    },
-    async (request) => service.history(request.params.idOrCode),
-  );
-
-  r.get(
-    `${base}/:idOrCode/versions/:version`,
-    {
-      config: { permission: 'read' },
-      schema: {
-        tags,
-        summary: `A ${def.name} as it was at one version`,
-        params: z.strictObject({ idOrCode: z.string().min(1).max(255), version: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
-        response: { 200: record, ...errors(400, 404) },
-      },
-    },
-    async (request, reply) => {
-      const found = await service.get(request.params.idOrCode, { version: request.params.version });
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
     },
   );
 
@@ -302,4 +149,182 @@ export function registryRoutes(app: FastifyInstance, def: RegistryDefinition, de
       return reply.code(204).send();
     },
   );
+}
+
+/** Reads of one record fold its stream, so they reflect every acknowledged write. */
+function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
+  r.get(
+    `${base}/by-code/:code`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Get a ${def.name} by code`, params: z.strictObject({ code: z.string().min(1).max(255) }), response: { 200: record, ...errors(404) } },
+    },
+    async (request, reply) => {
+      const found = await service.getByCode(request.params.code);
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+    },
+  );
+
+  r.post(
+    `${base}/by-ids`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Get ${def.name} records by ids (missing ids left out)`, body: z.array(uuid()).max(1000), response: { 200: z.array(record) } },
+    },
+    async (request) => {
+      const ids = [...new Set(request.body.map((id) => id.toLowerCase()))];
+      const found = await Promise.all(ids.map((id) => service.get(id).catch(() => undefined)));
+      return found.filter((x) => x !== undefined);
+    },
+  );
+
+  r.get(
+    `${base}/:idOrCode`,
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        summary: `Get a ${def.name} by id or code, optionally as it was at a time`,
+        params: idOrCodeParams,
+        querystring: z.strictObject({ asOf: dateTime().optional() }),
+        response: { 200: record, ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const found = await service.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf });
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+    },
+  );
+
+  r.get(
+    `${base}/:idOrCode/history`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Every version of a ${def.name}: who, when, which request, what changed`, params: idOrCodeParams, response: { 200: z.array(historyEntrySchema), ...errors(404) } },
+    },
+    async (request) => service.history(request.params.idOrCode),
+  );
+
+  r.get(
+    `${base}/:idOrCode/versions/:version`,
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        summary: `A ${def.name} as it was at one version`,
+        params: z.strictObject({ idOrCode: z.string().min(1).max(255), version: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
+        response: { 200: record, ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const found = await service.get(request.params.idOrCode, { version: request.params.version });
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+    },
+  );
+}
+
+/** List, search, page, count and autocomplete: served by the read model. */
+function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: RouteKit): void {
+  r.get(
+    base,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `List all ${def.name} records`, querystring: readModelQuery, response: { 200: z.array(record) } },
+    },
+    async (request) => {
+      await catchUp(request.query.minPosition);
+      const q = query({ filter: [], sort: [] });
+      const all = [];
+      for (let offset = 0; ; offset += DEFAULT_UNPAGED_SIZE) {
+        const chunk = await deps.readStore.find(def.collection, q, { offset, limit: DEFAULT_UNPAGED_SIZE });
+        all.push(...chunk);
+        if (chunk.length < DEFAULT_UNPAGED_SIZE) return all;
+      }
+    },
+  );
+
+  r.post(
+    `${base}/search`,
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        summary: `Search ${def.name} records (unpaged)`,
+        querystring: z.strictObject({
+          size: z.coerce.number().int().min(1).max(MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
+          minPosition: position.optional(),
+        }),
+        body: FilteringSchema,
+        response: { 200: z.array(record), ...errors(400) },
+      },
+    },
+    async (request) => {
+      const q = query(request.body);
+      await catchUp(request.query.minPosition);
+      return deps.readStore.find(def.collection, q, { offset: 0, limit: request.query.size });
+    },
+  );
+
+  r.post(
+    `${base}/search/page`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Search ${def.name} records, one page`, querystring: readModelQuery, body: FilteringSchema, response: { 200: pageSchema(record), ...errors(400) } },
+    },
+    async (request) => {
+      const q = query(request.body);
+      await catchUp(request.query.minPosition);
+      const size = request.body.size ?? DEFAULT_PAGE_SIZE;
+      const [content, total] = await Promise.all([
+        deps.readStore.find(def.collection, q, { offset: request.body.page * size, limit: size }),
+        deps.readStore.count(def.collection, q),
+      ]);
+      return pageOf(content, total, request.body.page, size, request.body.sort.length > 0);
+    },
+  );
+
+  r.post(
+    `${base}/count`,
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: `Count ${def.name} records matching a filtering`, querystring: readModelQuery, body: FilteringSchema, response: { 200: z.int(), ...errors(400) } },
+    },
+    async (request) => {
+      const q = query(request.body);
+      await catchUp(request.query.minPosition);
+      return deps.readStore.count(def.collection, q);
+    },
+  );
+}
+
+/** Codes and names for type-ahead fields. */
+function autocompleteRoute({ r, def, deps, base, tags, catchUp }: RouteKit): void {
+  r.get(
+    `${base}/autocomplete`,
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        summary: 'Codes and names starting with or containing the search text, best first',
+        querystring: z.strictObject({
+          search: z.string().max(255).default(''),
+          size: z.coerce.number().int().min(1).max(100).default(10),
+          minPosition: position.optional(),
+        }),
+        response: { 200: z.array(z.string()) },
+      },
+    },
+    async (request) => {
+      await catchUp(request.query.minPosition);
+      return deps.readStore.autocomplete(def.collection, def.autocomplete, request.query.search, request.query.size);
+    },
+  );
+}
+
+export function registryRoutes(app: FastifyInstance, def: RegistryDefinition, deps: AppDeps): void {
+  const kit = routeKit(app, def, deps);
+  commandRoutes(kit);
+  recordRoutes(kit);
+  queryRoutes(kit);
+  autocompleteRoute(kit);
 }

@@ -10,6 +10,7 @@ import type { Clock, IdGenerator } from '../domain/ports.ts';
 import type { Caller } from './auth.ts';
 
 declare module 'fastify' {
+  // eslint-disable-next-line @typescript-eslint/consistent-type-definitions -- module augmentation merges only into an interface
   interface FastifyRequest {
     traceId: string;
     correlationId: string;

@@ -88,7 +88,7 @@ export type ReadAllOptions = {
   categories?: readonly string[];
 };
 
-export interface EventStore {
+export type EventStore = {
   append(request: AppendRequest): Promise<AppendResult>;
   /** Events of one stream in revision order; empty when the stream does not exist. */
   readStream(stream: string): Promise<RecordedEvent[]>;
@@ -111,13 +111,15 @@ export type DocumentWrite =
 
 export type Page = { offset: number; limit: number };
 
-export interface ReadStore {
+export type ReadStore = {
   /** Declares a collection and the column paths worth an index; idempotent. */
   ensureCollection(collection: string, indexedPaths: readonly string[]): Promise<void>;
-  /** Version-guarded writes plus the projection checkpoint, atomically where the store can. */
-  applyBatch(projection: string, writes: readonly DocumentWrite[], checkpoint: Position): Promise<void>;
+  /** Version-guarded writes to a collection plus the checkpoint of the projection that made them
+   * (named after the collection unless given), atomically where the store can. */
+  applyBatch(collection: string, writes: readonly DocumentWrite[], checkpoint: Position, projection?: string): Promise<void>;
   checkpoint(projection: string): Promise<Position>;
-  /** Current stored documents (deleted ones absent), for folding a batch. */
+  /** Stored versions of the given ids, for folding a batch: tombstones of deleted documents come
+   * back with `doc: null` and their version, so the version guard still holds for them. */
   getMany(collection: string, ids: readonly string[]): Promise<Map<string, { version: number; doc: Document | null }>>;
   find(collection: string, query: Query, page: Page): Promise<Document[]>;
   count(collection: string, query: Query): Promise<number>;
@@ -130,7 +132,7 @@ export interface ReadStore {
   close(): Promise<void>;
 }
 
-export interface Clock {
+export type Clock = {
   now(): Date;
 }
 

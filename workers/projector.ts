@@ -37,6 +37,11 @@ export class Projector {
     this.#now = options.now ?? (() => new Date());
   }
 
+  /** A method, not the field, so checks after an await are not narrowed away by the compiler. */
+  isRunning(): boolean {
+    return this.#running;
+  }
+
   get checkpoint(): Position {
     return this.#checkpoint;
   }
@@ -68,7 +73,7 @@ export class Projector {
         // The embedded stores answer synchronously: without this a long catch-up would never let
         // the event loop serve requests.
         await new Promise((r) => setImmediate(r));
-        if (caughtUp && this.#running) await new Promise<void>((resolve) => {
+        if (caughtUp && this.isRunning()) await new Promise<void>((resolve) => {
           this.#wake = resolve;
           if (this.#head > this.#checkpoint) resolve();
         });
@@ -96,7 +101,7 @@ export class Projector {
     const next = complete && head > last ? head : last;
     if (next === this.#checkpoint) return true;
     const writes = await this.#fold(events);
-    await this.#reads.applyBatch(this.projection.name, writes, next);
+    await this.#reads.applyBatch(this.projection.collection, writes, next, this.projection.name);
     this.#checkpoint = next;
     const lastEvent = events.at(-1);
     if (lastEvent) this.#lastEventAt = Date.parse(lastEvent.metadata.at);

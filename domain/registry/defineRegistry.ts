@@ -70,7 +70,7 @@ function scalarType(schema: z.core.$ZodType): ColumnType | undefined {
     case 'literal':
       return 'string';
     case 'number':
-      return def.format !== undefined && def.format.includes('int') ? 'integer' : 'number';
+      return def.format?.includes('int') === true ? 'integer' : 'number';
     case 'boolean':
       return 'boolean';
     default:

@@ -36,46 +36,76 @@ export type ReadAt = { version?: number; asOf?: string };
 
 export type RegistryService = ReturnType<typeof registryService>;
 
+const foldRegistry = (def: RegistryDefinition, events: readonly RecordedEvent[]): RegistryState =>
+  events.reduce<RegistryState>((s, e) => evolve(def, s, e), initialState());
+
+type Located = { id: string; events: RecordedEvent[] };
+
+/** The stream of a record named by uuid or code; deleted records keep their stream. */
+async function locate(def: RegistryDefinition, store: EventStore, idOrCode: string, codeOnly = false): Promise<Located | undefined> {
+  if (!codeOnly && isUuid(idOrCode)) {
+    const id = idOrCode.toLowerCase();
+    const events = await store.readStream(streamOf(def, id));
+    if (events.length > 0) return { id, events };
+  }
+  const stream = await store.findCode({ scope: def.category, code: idOrCode });
+  if (stream === undefined) return undefined;
+  return { id: stream.slice(def.category.length + 1), events: await store.readStream(stream) };
+}
+
+/** Every version with who, when, under which request, and what changed. */
+function historyOf(def: RegistryDefinition, events: readonly RecordedEvent[]): HistoryEntry[] {
+  let state = initialState();
+  return events.map((e) => {
+    const before = state.status === 'active' ? state.fields : {};
+    state = evolve(def, state, e);
+    const after = state.status === 'active' ? state.fields : {};
+    const entry: HistoryEntry = { version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: e.data, changes: diffJson(before, after) };
+    if (e.metadata.requestId !== undefined) entry.requestId = e.metadata.requestId;
+    if (e.metadata.correlationId !== undefined) entry.correlationId = e.metadata.correlationId;
+    return entry;
+  });
+}
+
+/** The events of a stream up to a version or a time. */
+function eventsAt(events: readonly RecordedEvent[], at: ReadAt): RecordedEvent[] {
+  const asOf = at.asOf === undefined ? undefined : Date.parse(at.asOf);
+  return events.filter(
+    (e) => (at.version === undefined || e.revision <= at.version) && (asOf === undefined || Date.parse(e.metadata.at) <= asOf),
+  );
+}
+
+async function runCommand(
+  def: RegistryDefinition,
+  store: EventStore,
+  { id, command, ctx, expectedVersion }: { id: string; command: RegistryCommand; ctx: CommandContext; expectedVersion: number | undefined },
+): Promise<WriteResult> {
+  const result = await handleCommand<RegistryState>(
+    {
+      resource: def.errorPrefix,
+      stream: streamOf(def, id),
+      initial: initialState,
+      evolve: (s, e) => evolve(def, s, e),
+      decide: (s) => decide(def, s, command),
+      schemaVersion: SCHEMA_VERSION,
+      ...(expectedVersion === undefined ? {} : { expectedVersion }),
+    },
+    ctx,
+    store,
+  );
+  const { state } = result;
+  return { record: state.status === 'active' ? toRecord(state) : undefined, version: result.version ?? 0, position: result.position };
+}
+
 export function registryService(def: RegistryDefinition, store: EventStore) {
-  const fold = (events: readonly RecordedEvent[]): RegistryState =>
-    events.reduce<RegistryState>((s, e) => evolve(def, s, e), initialState());
+  const fold = (events: readonly RecordedEvent[]) => foldRegistry(def, events);
+  const find = (idOrCode: string, codeOnly = false) => locate(def, store, idOrCode, codeOnly);
 
-  /** The stream of a record named by uuid or code; deleted records keep their stream. */
-  async function locate(idOrCode: string, codeOnly = false): Promise<{ id: string; events: RecordedEvent[] } | undefined> {
-    if (!codeOnly && isUuid(idOrCode)) {
-      const id = idOrCode.toLowerCase();
-      const events = await store.readStream(streamOf(def, id));
-      if (events.length > 0) return { id, events };
-    }
-    const stream = await store.findCode({ scope: def.category, code: idOrCode });
-    if (stream === undefined) return undefined;
-    return { id: stream.slice(def.category.length + 1), events: await store.readStream(stream) };
-  }
-
-  async function run(id: string, command: RegistryCommand, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
-    const result = await handleCommand<RegistryState>(
-      {
-        resource: def.errorPrefix,
-        stream: streamOf(def, id),
-        initial: initialState,
-        evolve: (s, e) => evolve(def, s, e),
-        decide: (s) => decide(def, s, command),
-        schemaVersion: SCHEMA_VERSION,
-        ...(expectedVersion === undefined ? {} : { expectedVersion }),
-      },
-      ctx,
-      store,
-    );
-    const { state } = result;
-    return {
-      record: state.status === 'active' ? toRecord(state) : undefined,
-      version: result.version ?? 0,
-      position: result.position,
-    };
-  }
+  const run = (id: string, command: RegistryCommand, ctx: CommandContext, expectedVersion?: number) =>
+    runCommand(def, store, { id, command, ctx, expectedVersion });
 
   async function existingId(idOrCode: string): Promise<string> {
-    const found = await locate(idOrCode);
+    const found = await find(idOrCode);
     if (found === undefined || fold(found.events).status !== 'active') throw notFound(def.errorPrefix, idOrCode);
     return found.id;
   }
@@ -109,47 +139,26 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
 
     /** The live record, or as it was at a version or a time. */
     async get(idOrCode: string, at: ReadAt = {}): Promise<RegistryRecord> {
-      const found = await locate(idOrCode);
-      if (found === undefined) throw notFound(def.errorPrefix, idOrCode);
-      const asOf = at.asOf === undefined ? undefined : Date.parse(at.asOf);
-      const events = found.events.filter(
-        (e) =>
-          (at.version === undefined || e.revision <= at.version) && (asOf === undefined || Date.parse(e.metadata.at) <= asOf),
-      );
-      if (at.version !== undefined && found.events.length <= at.version) throw notFound(def.errorPrefix, `${idOrCode}@${String(at.version)}`);
-      const state = fold(events);
+      const found = await find(idOrCode);
+      if (found === undefined || (at.version !== undefined && found.events.length <= at.version)) {
+        throw notFound(def.errorPrefix, at.version === undefined ? idOrCode : `${idOrCode}@${String(at.version)}`);
+      }
+      const state = fold(eventsAt(found.events, at));
       if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
       return toRecord(state);
     },
 
     async getByCode(code: string): Promise<RegistryRecord> {
-      const found = await locate(code, true);
+      const found = await find(code, true);
       const state = found === undefined ? initialState() : fold(found.events);
       if (state.status !== 'active') throw notFound(def.errorPrefix, code);
       return toRecord(state);
     },
 
-    /** Every version with who, when, under which request, and what changed. */
     async history(idOrCode: string): Promise<HistoryEntry[]> {
-      const found = await locate(idOrCode);
+      const found = await find(idOrCode);
       if (found === undefined) throw notFound(def.errorPrefix, idOrCode);
-      let state = initialState();
-      return found.events.map((e) => {
-        const before = state.status === 'active' ? state.fields : {};
-        state = evolve(def, state, e);
-        const after = state.status === 'active' ? state.fields : {};
-        const entry: HistoryEntry = {
-          version: e.revision,
-          type: e.type,
-          at: e.metadata.at,
-          actor: e.metadata.actor,
-          data: e.data,
-          changes: diffJson(before, after),
-        };
-        if (e.metadata.requestId !== undefined) entry.requestId = e.metadata.requestId;
-        if (e.metadata.correlationId !== undefined) entry.correlationId = e.metadata.correlationId;
-        return entry;
-      });
+      return historyOf(def, found.events);
     },
   };
 }

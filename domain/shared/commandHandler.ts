@@ -81,47 +81,59 @@ function priorResult<S>(spec: CommandSpec<S>, ctx: CommandContext, events: reado
   return { state: fold(spec, upTo), version: last, position: upTo.at(-1)?.position, written: false };
 }
 
+function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decided['events']): NewEvent[] {
+  const metadata = metadataOf(ctx);
+  return decided.map((e, i) => ({
+    id: ctx.idempotencyKey === undefined ? ctx.newId() : uuidV5(`${spec.stream}|${ctx.idempotencyKey}|${String(i)}`),
+    type: e.type,
+    schemaVersion: spec.schemaVersion,
+    data: e.data,
+    metadata,
+  }));
+}
+
+/** The domain error for a failed append, or undefined when a retry may succeed. */
+function appendFailure<S>(spec: CommandSpec<S>, error: unknown): Error | undefined {
+  if (error instanceof CodeTakenError) return codeTaken(spec.resource, error.code);
+  if (!(error instanceof WrongExpectedRevisionError)) return error instanceof Error ? error : new Error(String(error));
+  if (spec.expectedVersion === undefined) return undefined;
+  return staleVersion(spec.resource, spec.expectedVersion, typeof error.actual === 'number' ? error.actual : -1);
+}
+
+async function attempt<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore): Promise<CommandResult<S>> {
+  const events = await store.readStream(spec.stream);
+  const prior = priorResult(spec, ctx, events);
+  if (prior) return prior;
+  const state = fold(spec, events);
+  const last = events.at(-1);
+  const actual = last?.revision;
+  if (spec.expectedVersion !== undefined && actual !== undefined && actual !== spec.expectedVersion) {
+    throw staleVersion(spec.resource, spec.expectedVersion, actual);
+  }
+  const decision = spec.decide(state);
+  if (decision.events.length === 0) return { state, version: actual, position: last?.position, written: false };
+  const fresh = newEvents(spec, ctx, decision.events);
+  const result = await store.append({
+    stream: spec.stream,
+    expected: actual ?? 'no_stream',
+    events: fresh,
+    claim: decision.claim ?? [],
+    release: decision.release ?? [],
+  });
+  const base = result.revision - fresh.length + 1;
+  const recorded = fresh.map((e, i) => ({ ...e, stream: spec.stream, revision: base + i, position: result.position }));
+  return { state: recorded.reduce(spec.evolve, state), version: result.revision, position: result.position, written: true };
+}
+
 export async function handleCommand<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore): Promise<CommandResult<S>> {
   const attempts = 1 + (spec.expectedVersion === undefined ? (spec.retries ?? 16) : 0);
-  for (let attempt = 1; ; attempt++) {
-    const events = await store.readStream(spec.stream);
-    const prior = priorResult(spec, ctx, events);
-    if (prior) return prior;
-    const state = fold(spec, events);
-    const last = events.at(-1);
-    const actual = last?.revision;
-    if (spec.expectedVersion !== undefined && actual !== undefined && actual !== spec.expectedVersion) {
-      throw staleVersion(spec.resource, spec.expectedVersion, actual);
-    }
-    const decision = spec.decide(state);
-    if (decision.events.length === 0) return { state, version: actual, position: last?.position, written: false };
-
-    const metadata = metadataOf(ctx);
-    const fresh: NewEvent[] = decision.events.map((e, i) => ({
-      id: ctx.idempotencyKey === undefined ? ctx.newId() : uuidV5(`${spec.stream}|${ctx.idempotencyKey}|${String(i)}`),
-      type: e.type,
-      schemaVersion: spec.schemaVersion,
-      data: e.data,
-      metadata,
-    }));
+  for (let n = 1; ; n++) {
     try {
-      const result = await store.append({
-        stream: spec.stream,
-        expected: actual ?? 'no_stream',
-        events: fresh,
-        claim: decision.claim ?? [],
-        release: decision.release ?? [],
-      });
-      const base = result.revision - fresh.length + 1;
-      const recorded = fresh.map((e, i) => ({ ...e, stream: spec.stream, revision: base + i, position: result.position }));
-      return { state: recorded.reduce(spec.evolve, state), version: result.revision, position: result.position, written: true };
+      return await attempt(spec, ctx, store);
     } catch (error) {
-      if (error instanceof CodeTakenError) throw codeTaken(spec.resource, error.code);
-      if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      if (spec.expectedVersion !== undefined) {
-        throw staleVersion(spec.resource, spec.expectedVersion, typeof error.actual === 'number' ? error.actual : -1);
-      }
-      if (attempt >= attempts) throw concurrentModification(spec.resource, spec.stream);
+      const failure = appendFailure(spec, error);
+      if (failure !== undefined) throw failure;
+      if (n >= attempts) throw concurrentModification(spec.resource, spec.stream);
     }
   }
 }

@@ -147,54 +147,68 @@ function parseValue(type: ColumnType, raw: string): Scalar | string {
   }
 }
 
-function condition(
-  item: FilterItem,
-  index: number,
-  catalog: ColumnCatalog,
-): { ok: Condition } | { error: string } {
-  const where = `filter[${index}]`;
-  const op = (item.operator ?? 'EQ').toUpperCase();
-  if (!isOperator(op)) return { error: `${where}.operator: unknown operator ${JSON.stringify(item.operator)}` };
-  let column: Column | undefined;
-  let arrayPath: string | undefined;
+type Located = { column: Column; arrayPath?: string };
+type Outcome<T> = { ok: T } | { error: string };
+
+function locate(item: FilterItem, where: string, catalog: ColumnCatalog): Outcome<Located> {
   if (item.isNested === true) {
-    if (item.nestedPath === undefined || item.nestedProperty === undefined)
+    if (item.nestedPath === undefined || item.nestedProperty === undefined) {
       return { error: `${where}: isNested needs nestedPath and nestedProperty` };
+    }
     const elements = catalog.nested.get(item.nestedPath);
     if (!elements) return { error: `${where}.nestedPath: unknown nested path ${JSON.stringify(item.nestedPath)}` };
-    column = resolveColumn(elements, item.nestedProperty);
+    const column = resolveColumn(elements, item.nestedProperty);
     if (!column) return { error: `${where}.nestedProperty: unknown property ${JSON.stringify(item.nestedProperty)}` };
-    arrayPath = item.nestedPath;
-  } else {
-    const name = item.column ?? item.key;
-    if (name === undefined) return { error: `${where}.column: required` };
-    column = resolveColumn(catalog, name);
-    if (!column) return { error: `${where}.column: unknown column ${JSON.stringify(name)}` };
+    return { ok: { column, arrayPath: item.nestedPath } };
   }
-  const base = { column, op };
-  const build = (extra: { value?: Scalar; values?: readonly Scalar[] }): { ok: Condition } =>
-    arrayPath === undefined
-      ? { ok: { kind: 'field', ...base, ...extra } }
-      : { ok: { kind: 'nested', arrayPath, ...base, ...extra } };
+  const name = item.column ?? item.key;
+  if (name === undefined) return { error: `${where}.column: required` };
+  const column = resolveColumn(catalog, name);
+  return column ? { ok: { column } } : { error: `${where}.column: unknown column ${JSON.stringify(name)}` };
+}
 
-  if (op === 'IS_NULL' || op === 'IS_NOT_NULL') return build({});
+const LIKE_TYPES: readonly ColumnType[] = ['string', 'uuid', 'any', 'date-time'];
+const ORDERING: readonly Operator[] = ['GT', 'GTE', 'LT', 'LTE'];
+
+function operatorProblem(op: Operator, column: Column): string | undefined {
   const like = op === 'LIKE' || op === 'NOT_LIKE';
-  if (like && !['string', 'uuid', 'any', 'date-time'].includes(column.type))
-    return { error: `${where}.operator: ${op} does not apply to ${column.type} column ${JSON.stringify(column.path)}` };
-  if ((column.type === 'boolean') && ['GT', 'GTE', 'LT', 'LTE'].includes(op))
-    return { error: `${where}.operator: ${op} does not apply to boolean column ${JSON.stringify(column.path)}` };
+  if ((like && !LIKE_TYPES.includes(column.type)) || (column.type === 'boolean' && ORDERING.includes(op))) {
+    return `${op} does not apply to ${column.type} column ${JSON.stringify(column.path)}`;
+  }
+  return undefined;
+}
+
+function operands(item: FilterItem, op: Operator, column: Column, where: string): Outcome<{ value?: Scalar; values?: readonly Scalar[] }> {
+  if (op === 'IS_NULL' || op === 'IS_NOT_NULL') return { ok: {} };
   try {
     if (op === 'IN' || op === 'NOT_IN') {
-      const raw = item.values ?? (item.value == null ? undefined : item.value.split(','));
+      const raw = item.values ?? item.value?.split(',');
       if (raw === undefined || raw.length === 0) return { error: `${where}.values: ${op} needs values` };
-      return build({ values: raw.map((v) => parseValue(column.type, v)) });
+      return { ok: { values: raw.map((v) => parseValue(column.type, v)) } };
     }
     if (item.value == null) return { error: `${where}.value: ${op} needs a value` };
-    return build({ value: like ? item.value : parseValue(column.type, item.value) });
+    const like = op === 'LIKE' || op === 'NOT_LIKE';
+    return { ok: { value: like ? item.value : parseValue(column.type, item.value) } };
   } catch (e) {
     const expected = e instanceof TypeError ? e.message : 'a valid value';
     return { error: `${where}.value: ${JSON.stringify(item.value ?? item.values)} is not ${expected} (column ${column.path} is ${column.type})` };
   }
+}
+
+function condition(item: FilterItem, index: number, catalog: ColumnCatalog): Outcome<Condition> {
+  const where = `filter[${String(index)}]`;
+  const op = (item.operator ?? 'EQ').toUpperCase();
+  if (!isOperator(op)) return { error: `${where}.operator: unknown operator ${JSON.stringify(item.operator)}` };
+  const located = locate(item, where, catalog);
+  if ('error' in located) return located;
+  const { column, arrayPath } = located.ok;
+  const problem = operatorProblem(op, column);
+  if (problem !== undefined) return { error: `${where}.operator: ${problem}` };
+  const values = operands(item, op, column, where);
+  if ('error' in values) return values;
+  return arrayPath === undefined
+    ? { ok: { kind: 'field', column, op, ...values.ok } }
+    : { ok: { kind: 'nested', arrayPath, column, op, ...values.ok } };
 }
 
 /** Parses a Filtering against a catalogue; every problem is one line of a single 400. */

@@ -9,12 +9,13 @@ export const isPlainObject = (v: unknown): v is JsonObject =>
 /** RFC 7396: null removes a member, objects merge recursively, anything else replaces. */
 export function applyMergePatch(target: unknown, patch: unknown): unknown {
   if (!isPlainObject(patch)) return patch;
-  const result: JsonObject = isPlainObject(target) ? { ...target } : {};
+  const base: JsonObject = isPlainObject(target) ? target : {};
+  const result = new Map(Object.entries(base));
   for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete result[key];
-    else result[key] = applyMergePatch(result[key], value);
+    if (value === null) result.delete(key);
+    else result.set(key, applyMergePatch(base[key], value));
   }
-  return result;
+  return Object.fromEntries(result);
 }
 
 export function deepEqual(a: unknown, b: unknown): boolean {

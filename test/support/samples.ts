@@ -56,7 +56,7 @@ export const uniqueCode = (prefix = 'C'): string => `${prefix}_${randomUUID().re
 /** An optional free-text field of the resource, for patch tests. */
 export function optionalTextField(def: RegistryDefinition): string {
   for (const [key, s] of Object.entries(def.fields.shape)) {
-    const d = s._zod.def as unknown as Def;
+    const d = (s as z.core.$ZodType)._zod.def as unknown as Def;
     if (d.type !== 'optional' || key === 'name') continue;
     const inner = (d.innerType as z.core.$ZodType)._zod.def as unknown as Def;
     if (inner.type === 'string' && inner.format === undefined) return key;

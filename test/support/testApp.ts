@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.ts';
 import { hs256Verifier, signHs256 } from '../../api/auth.ts';
 import type { Clock } from '../../domain/ports.ts';
@@ -21,7 +21,8 @@ export type TestResponse = {
   statusCode: number;
   headers: Record<string, string | string[] | number | undefined>;
   body: string;
-  json<T = unknown>(): T;
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- same signature as inject's json<T>()
+  json: <T = unknown>() => T;
 };
 
 export type CallOptions = {
@@ -82,13 +83,14 @@ export async function startTestApp(options: { dataDir?: string; clock?: Clock } 
     const allHeaders: Record<string, string> = { ...(as === null ? {} : { authorization: `Bearer ${tokens[as]}` }), ...headers };
     const body = payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload);
     if (body !== undefined && !Object.keys(allHeaders).some((h) => h.toLowerCase() === 'content-type')) allHeaders['content-type'] = 'application/json';
-    if (baseUrl === undefined) return app.inject({ method, url, headers: allHeaders, ...(body === undefined ? {} : { payload: body }) }) as Promise<LightMyRequestResponse>;
+    if (baseUrl === undefined) return app.inject({ method, url, headers: allHeaders, ...(body === undefined ? {} : { payload: body }) });
     const res = await fetch(baseUrl + url, { method, headers: allHeaders, ...(body === undefined ? {} : { body }) });
     const text = await res.text();
     return {
       statusCode: res.status,
       headers: Object.fromEntries(res.headers.entries()),
       body: text,
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- same signature as inject's json<T>()
       json: <T,>() => JSON.parse(text) as T,
     };
   };

@@ -37,7 +37,7 @@ async function startService(batchSize = 1000): Promise<{ child: ChildProcess; ur
     const timer = setTimeout(() => {
       reject(new Error(`service did not start: ${out}`));
     }, 20_000);
-    child.stdout?.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m?.[1]) {
@@ -45,7 +45,7 @@ async function startService(batchSize = 1000): Promise<{ child: ChildProcess; ur
         resolve(m[1]);
       }
     });
-    child.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.on('exit', (code) => {
       reject(new Error(`service exited with ${String(code)}: ${out}`));
     });
@@ -134,8 +134,8 @@ describe('crash safety', () => {
     for (;;) {
       const body = (await (await fetch(`${first.url}/health/ready`)).json()) as { head: string; readModels: { name: string; position: string }[] };
       const model = body.readModels.find((m) => m.name === def.collection);
-      if (model && BigInt(model.position) > 0n && BigInt(model.position) < BigInt(body.head)) break;
-      if (model && model.position === body.head) throw new Error(`rebuild finished before it could be interrupted: ${JSON.stringify(body).slice(0, 300)}`);
+      if (model !== undefined && BigInt(model.position) > 0n && BigInt(model.position) < BigInt(body.head)) break;
+      if (model?.position === body.head) throw new Error(`rebuild finished before it could be interrupted: ${JSON.stringify(body).slice(0, 300)}`);
     }
     await killHard(first.child);
 

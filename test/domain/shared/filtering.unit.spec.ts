@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { userType } from '../../../domain/registries/userType.ts';
-import { FilteringSchema, toQuery, type Filtering } from '../../../domain/shared/filtering.ts';
+import { FilteringSchema, toQuery } from '../../../domain/shared/filtering.ts';
 
-const parse = (body: unknown) => toQuery(FilteringSchema.parse(body) as Filtering, userType.columns, userType.defaultSort);
+const parse = (body: unknown) => toQuery(FilteringSchema.parse(body), userType.columns, userType.defaultSort);
 const errorsOf = (body: unknown): string[] => {
   try {
     parse(body);

@@ -1,0 +1,488 @@
+// The embedded read store: one table per collection holding each document as JSONB, with
+// expression indexes on the paths a resource filters and sorts by. Queries compile to SQL with every
+// value bound as a parameter; document paths reach the SQL text only as validated JSON paths.
+
+import { createHash } from 'node:crypto';
+import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
+import type { Document, DocumentWrite, Page, Position, ReadStore } from '../../domain/ports.ts';
+import { likePattern, type Column, type ColumnType, type Condition, type Operator, type Query, type Scalar } from '../../domain/shared/filtering.ts';
+
+const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
+const SEGMENT = /^[A-Za-z0-9_-]+$/;
+const BARE_SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const ASCII = /^\p{ASCII}*$/u;
+const STATEMENT_CACHE_SIZE = 500;
+
+/** A value reachable by a condition: its SQL value and its JSON type (`json_type` vocabulary). */
+type Target = { value: string; type: string };
+
+type PositiveOp = 'EQ' | 'IN' | 'LIKE' | 'GT' | 'GTE' | 'LT' | 'LTE';
+
+type Compiled = { where: string; orderBy: string; params: SQLInputValue[] };
+
+function tableName(collection: string): string {
+  if (!COLLECTION.test(collection)) throw new RangeError(`invalid collection name ${JSON.stringify(collection)}`);
+  return `"rm_${collection}"`;
+}
+
+/** The path as a SQL string literal of a JSON path; safe because segments cannot hold quotes. */
+function jsonPath(path: string): string {
+  const segments = path.split('.');
+  if (!segments.every((s) => SEGMENT.test(s))) throw new RangeError(`invalid document path ${JSON.stringify(path)}`);
+  return `'$${segments.map((s) => (BARE_SEGMENT.test(s) ? `.${s}` : `."${s}"`)).join('')}'`;
+}
+
+/**
+ * The one spelling of a document field used by indexes and queries alike: SQLite matches an
+ * expression index only against the same expression. `id` is the primary key column itself.
+ */
+function fieldValue(path: string): string {
+  return path === 'id' ? 'id' : `json_extract(doc, ${jsonPath(path)})`;
+}
+
+function fieldTarget(root: string, atDocumentRoot: boolean, path: string): Target {
+  if (atDocumentRoot && path === 'id') return { value: 'id', type: `'text'` };
+  const p = jsonPath(path);
+  return { value: atDocumentRoot ? fieldValue(path) : `json_extract(${root}, ${p})`, type: `json_type(${root}, ${p})` };
+}
+
+function indexName(collection: string, path: string): string {
+  const hash = createHash('sha256').update(path).digest('hex').slice(0, 10);
+  return `"rm_${collection}__${path.replace(/[^A-Za-z0-9_]/g, '_')}_${hash}"`;
+}
+
+/** A filter value's reading as a number, as the `any` type defines it. */
+function numericReading(value: Scalar): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value === 'boolean' || value.trim() === '') return undefined;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+function booleanReading(value: Scalar): boolean | undefined {
+  if (typeof value === 'boolean') return value;
+  return value === 'true' ? true : value === 'false' ? false : undefined;
+}
+
+/** The value as the stored JSON of a column of that type reads back from SQLite. */
+function bindable(type: Exclude<ColumnType, 'any'>, value: Scalar): string | number {
+  switch (type) {
+    case 'string':
+    case 'uuid':
+    case 'date-time':
+      return String(value);
+    case 'number':
+    case 'integer':
+      return typeof value === 'number' ? value : Number(value);
+    case 'boolean':
+      // json_extract reads JSON true/false as 1/0.
+      return value === true || value === 'true' ? 1 : 0;
+    default: {
+      const _never: never = type;
+      return _never;
+    }
+  }
+}
+
+/** LIKE's `\` is our escape character, so a backslash in a value is escaped to stay data. */
+const escapeBackslash = (s: string): string => s.replaceAll('\\', '\\\\');
+const escapeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+class Compiler {
+  readonly params: SQLInputValue[] = [];
+  private aliases = 0;
+
+  alias(prefix: string): string {
+    this.aliases += 1;
+    return `${prefix}${String(this.aliases)}`;
+  }
+
+  bind(value: SQLInputValue): string {
+    this.params.push(value);
+    return '?';
+  }
+
+  /** One value as `= ?`, several through one JSON array so the statement text stays the same. */
+  membership(expr: string, values: readonly (string | number)[]): string {
+    const [only] = values;
+    if (values.length === 1 && only !== undefined) return `${expr} = ${this.bind(only)}`;
+    return `${expr} IN (SELECT value FROM json_each(${this.bind(JSON.stringify(values))}))`;
+  }
+
+  /**
+   * `pattern` is already escaped for `ESCAPE '\'`. SQLite's LIKE folds ASCII case only; an ASCII
+   * pattern can match other characters only through wildcards, so native LIKE is exact for it, and
+   * any other pattern compares the Unicode-lowercased value with the lowercased pattern instead.
+   */
+  like(expr: string, pattern: string): string {
+    if (ASCII.test(pattern)) return `${expr} LIKE ${this.bind(pattern)} ESCAPE '\\'`;
+    return `rm_fold(${expr}) LIKE ${this.bind(pattern.toLowerCase())} ESCAPE '\\'`;
+  }
+
+  positive(t: Target, type: ColumnType, op: PositiveOp, values: readonly Scalar[]): string {
+    switch (op) {
+      case 'EQ':
+      case 'IN':
+        if (type === 'any') return this.anyMembership(t, values);
+        return this.membership(t.value, values.map((v) => bindable(type, v)));
+      case 'LIKE': {
+        const like = this.like(t.value, escapeBackslash(likePattern(String(values[0] ?? ''))));
+        return type === 'any' ? `(${t.type} = 'text' AND ${like})` : like;
+      }
+      case 'GT':
+      case 'GTE':
+      case 'LT':
+      case 'LTE': {
+        const cmp = { GT: '>', GTE: '>=', LT: '<', LTE: '<=' }[op];
+        const value = values[0] ?? '';
+        if (type !== 'any') return `${t.value} ${cmp} ${this.bind(bindable(type, value))}`;
+        // SQLite orders every number below every string, so each branch keeps to its own type.
+        const parts = [`(${t.type} = 'text' AND ${t.value} ${cmp} ${this.bind(String(value))})`];
+        const n = numericReading(value);
+        if (n !== undefined) parts.push(`(${t.type} IN ('integer', 'real') AND ${t.value} ${cmp} ${this.bind(n)})`);
+        return `(${parts.join(' OR ')})`;
+      }
+      default: {
+        const _never: never = op;
+        return _never;
+      }
+    }
+  }
+
+  /** The `any` type's equality: a stored string, number or boolean each by its own reading. */
+  anyMembership(t: Target, values: readonly Scalar[]): string {
+    const parts = [this.membership(t.value, values.map(String))];
+    const numbers = values.map(numericReading).filter((n): n is number => n !== undefined);
+    // A JSON boolean reads as 1/0, so only a stored JSON number may match a numeric reading.
+    if (numbers.length > 0) parts.push(`(${this.membership(t.value, numbers)} AND ${t.type} IN ('integer', 'real'))`);
+    const booleans = [...new Set(values.map(booleanReading).filter((b) => b !== undefined))];
+    if (booleans.length > 0) parts.push(`${t.type} IN (${booleans.map((b) => `'${String(b)}'`).join(', ')})`);
+    return `(${parts.join(' OR ')})`;
+  }
+
+  /**
+   * A condition on a field below `root`. Negations follow MongoDB: NOT_EQ, NOT_IN and NOT_LIKE hold
+   * for a missing or null scalar (as `$ne`/`$nin` do), and for an array when no element matches.
+   * IS_NULL holds for a missing or null scalar, and for an array with no non-null element.
+   */
+  field(root: string, atDocumentRoot: boolean, column: Column, op: Operator, values: readonly Scalar[]): string {
+    if (column.array) {
+      const e = this.alias('e');
+      const each = `json_each(${root}, ${jsonPath(column.path)}) AS ${e}`;
+      const element: Target = { value: `${e}.value`, type: `${e}.type` };
+      const exists = (negated: boolean, pred: string): string =>
+        `${negated ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${each} WHERE ${pred})`;
+      switch (op) {
+        case 'IS_NULL':
+          return exists(true, `${e}.type <> 'null'`);
+        case 'IS_NOT_NULL':
+          return exists(false, `${e}.type <> 'null'`);
+        case 'NOT_EQ':
+          return exists(true, this.positive(element, column.type, 'EQ', values));
+        case 'NOT_IN':
+          return exists(true, this.positive(element, column.type, 'IN', values));
+        case 'NOT_LIKE':
+          return exists(true, this.positive(element, column.type, 'LIKE', values));
+        case 'EQ':
+        case 'IN':
+        case 'LIKE':
+        case 'GT':
+        case 'GTE':
+        case 'LT':
+        case 'LTE':
+          return exists(false, this.positive(element, column.type, op, values));
+        default: {
+          const _never: never = op;
+          return _never;
+        }
+      }
+    }
+    const t = fieldTarget(root, atDocumentRoot, column.path);
+    switch (op) {
+      case 'IS_NULL':
+        return `${t.value} IS NULL`;
+      case 'IS_NOT_NULL':
+        return `${t.value} IS NOT NULL`;
+      case 'NOT_EQ':
+        return `(${this.positive(t, column.type, 'EQ', values)}) IS NOT 1`;
+      case 'NOT_IN':
+        return `(${this.positive(t, column.type, 'IN', values)}) IS NOT 1`;
+      case 'NOT_LIKE':
+        return `(${this.positive(t, column.type, 'LIKE', values)}) IS NOT 1`;
+      case 'EQ':
+      case 'IN':
+      case 'LIKE':
+      case 'GT':
+      case 'GTE':
+      case 'LT':
+      case 'LTE':
+        return this.positive(t, column.type, op, values);
+      default: {
+        const _never: never = op;
+        return _never;
+      }
+    }
+  }
+
+  /**
+   * A nested condition holds when one element of the array matches it as a whole, like MongoDB's
+   * `$elemMatch`; NOT_EQ therefore means "some element differs". Elements that are not objects
+   * never match (and must not reach json_extract, which rejects a bare string).
+   */
+  condition(c: Condition): string {
+    const single = c.value === undefined ? [] : [c.value];
+    const values = c.op === 'IN' || c.op === 'NOT_IN' ? (c.values ?? single) : single;
+    if (c.kind === 'field') return this.field('doc', true, c.column, c.op, values);
+    const n = this.alias('n');
+    const inner = this.field(`${n}.value`, false, c.column, c.op, values);
+    return `EXISTS (SELECT 1 FROM json_each(doc, ${jsonPath(c.arrayPath)}) AS ${n} WHERE CASE WHEN ${n}.type = 'object' THEN (${inner}) END)`;
+  }
+}
+
+/** A sort key is constant over the result when a typed equality pins its field; SQLite cannot see
+ * that through an expression index, and dropping it lets the index deliver the id order. */
+function pinnedPaths(conditions: readonly Condition[]): Set<string> {
+  const pinned = new Set<string>();
+  for (const c of conditions) {
+    if (c.kind !== 'field' || c.column.array || c.column.type === 'any') continue;
+    if (c.op === 'EQ' || (c.op === 'IN' && c.values?.length === 1)) pinned.add(c.column.path);
+  }
+  return pinned;
+}
+
+function compile(query: Query): Compiled {
+  const compiler = new Compiler();
+  const where = ['deleted = 0', ...query.conditions.map((c) => compiler.condition(c))].join(' AND ');
+  const pinned = pinnedPaths(query.conditions);
+  const keys = query.sort.some((k) => k.column.path === 'id')
+    ? query.sort
+    : [...query.sort, { column: { path: 'id', type: 'string', array: false } satisfies Column, order: 'ASC' as const }];
+  // SQLite puts NULLs first ascending and last descending, as MongoDB orders missing and null.
+  const orderBy = keys
+    .filter((k) => !pinned.has(k.column.path))
+    .map((k) => `${fieldValue(k.column.path)}${k.order === 'DESC' ? ' DESC' : ''}`)
+    .join(', ');
+  return { where, orderBy: orderBy === '' ? '' : ` ORDER BY ${orderBy}`, params: compiler.params };
+}
+
+function parseDocument(value: SQLOutputValue | undefined): Document | null {
+  if (typeof value !== 'string') return null;
+  const parsed: unknown = JSON.parse(value);
+  return parsed as Document;
+}
+
+/** Runs synchronous store work so that a throw becomes a rejection, as callers of the port expect. */
+function settle<T>(work: () => T): Promise<T> {
+  return new Promise((resolve) => {
+    resolve(work());
+  });
+}
+
+export class SqliteReadStore implements ReadStore {
+  private readonly db: DatabaseSync;
+  private readonly statements = new Map<string, StatementSync>();
+  private readonly tables = new Set<string>();
+
+  constructor(path: string) {
+    this.db = new DatabaseSync(path);
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec('PRAGMA synchronous = NORMAL');
+    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.db.exec('PRAGMA optimize = 0x10002');
+    this.db.exec('CREATE TABLE IF NOT EXISTS checkpoints (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)');
+    this.db.function('rm_fold', { deterministic: true }, (v) => (typeof v === 'string' ? v.toLowerCase() : v));
+  }
+
+  private statement(sql: string): StatementSync {
+    let s = this.statements.get(sql);
+    if (s) {
+      this.statements.delete(sql);
+    } else {
+      s = this.db.prepare(sql);
+      if (this.statements.size >= STATEMENT_CACHE_SIZE) {
+        const oldest = this.statements.keys().next();
+        if (oldest.done !== true) this.statements.delete(oldest.value);
+      }
+    }
+    this.statements.set(sql, s);
+    return s;
+  }
+
+  /** The collection's table, created on first use so reads of an undeclared collection are empty. */
+  private table(collection: string): string {
+    const table = tableName(collection);
+    if (!this.tables.has(table)) {
+      this.db.exec(
+        `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, version INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, doc BLOB)`,
+      );
+      this.tables.add(table);
+    }
+    return table;
+  }
+
+  private transaction(work: () => void): void {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      work();
+      this.db.exec('COMMIT');
+    } catch (e) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      throw e;
+    }
+  }
+
+  ensureCollection(collection: string, indexedPaths: readonly string[]): Promise<void> {
+    return settle(() => {
+      const table = this.table(collection);
+      for (const path of new Set(indexedPaths)) {
+        if (path === 'id') continue;
+        this.db.exec(
+          `CREATE INDEX IF NOT EXISTS ${indexName(collection, path)} ON ${table} (${fieldValue(path)}, id) WHERE deleted = 0`,
+        );
+      }
+    });
+  }
+
+  applyBatch(collection: string, writes: readonly DocumentWrite[], checkpoint: Position, projection = collection): Promise<void> {
+    return settle(() => {
+      const table = this.table(collection);
+      // A replayed event carries a version at most the stored one and must change nothing, not
+      // even a tombstone, so a deleted document is only brought back by a newer version.
+      const upsert = this.statement(
+        `INSERT INTO ${table} (id, version, deleted, doc) VALUES (?, ?, 0, jsonb(?))
+         ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 0, doc = excluded.doc
+         WHERE excluded.version > ${table}.version`,
+      );
+      const remove = this.statement(
+        `INSERT INTO ${table} (id, version, deleted, doc) VALUES (?, ?, 1, NULL)
+         ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 1, doc = NULL
+         WHERE excluded.version > ${table}.version`,
+      );
+      // Monotone, so a batch replayed after a crash cannot move the projector backwards.
+      const advance = this.statement(
+        `INSERT INTO checkpoints (projection, position) VALUES (?, ?)
+         ON CONFLICT (projection) DO UPDATE SET position = excluded.position
+         WHERE excluded.position > checkpoints.position`,
+      );
+      this.transaction(() => {
+        for (const w of writes) {
+          switch (w.kind) {
+            case 'upsert':
+              upsert.run(w.id, w.version, JSON.stringify(w.doc));
+              break;
+            case 'delete':
+              remove.run(w.id, w.version);
+              break;
+            default: {
+              const _never: never = w;
+              throw new TypeError(`unknown write ${JSON.stringify(_never)}`);
+            }
+          }
+        }
+        advance.run(projection, checkpoint);
+      });
+    });
+  }
+
+  checkpoint(projection: string): Promise<Position> {
+    return settle(() => {
+      const s = this.statement('SELECT position FROM checkpoints WHERE projection = ?');
+      s.setReadBigInts(true);
+      const position = s.get(projection)?.position;
+      return typeof position === 'bigint' ? position : 0n;
+    });
+  }
+
+  getMany(collection: string, ids: readonly string[]): Promise<Map<string, { version: number; doc: Document | null }>> {
+    return settle(() => {
+      const found = new Map<string, { version: number; doc: Document | null }>();
+      if (ids.length === 0) return found;
+      const rows = this.statement(
+        `SELECT id, version, json(doc) AS doc FROM ${this.table(collection)} WHERE id IN (SELECT value FROM json_each(?))`,
+      ).all(JSON.stringify(ids));
+      for (const row of rows) {
+        found.set(String(row.id), { version: Number(row.version), doc: parseDocument(row.doc) });
+      }
+      return found;
+    });
+  }
+
+  find(collection: string, query: Query, page: Page): Promise<Document[]> {
+    return settle(() => {
+      const { where, orderBy, params } = compile(query);
+      const rows = this.statement(
+        `SELECT json(doc) AS doc FROM ${this.table(collection)} WHERE ${where}${orderBy} LIMIT ? OFFSET ?`,
+      ).all(...params, page.limit, page.offset);
+      return rows.map((row) => parseDocument(row.doc)).filter((d): d is Document => d !== null);
+    });
+  }
+
+  count(collection: string, query: Query): Promise<number> {
+    return settle(() => {
+      const { where, params } = compile(query);
+      const row = this.statement(`SELECT count(*) AS n FROM ${this.table(collection)} WHERE ${where}`).get(...params);
+      return Number(row?.n ?? 0);
+    });
+  }
+
+  /** Prefix matches first, then substring matches, each in case-insensitive alphabetical order. */
+  autocomplete(collection: string, paths: readonly string[], term: string, limit: number): Promise<string[]> {
+    return settle(() => {
+      if (paths.length === 0 || limit <= 0) return [];
+      const table = this.table(collection);
+      const compiler = new Compiler();
+      const literal = escapeLiteral(term);
+      // json_each reads a scalar as a single element, so array columns are searched the same way.
+      const sources = [...new Set(paths)].map(
+        (path) =>
+          `SELECT e.value AS value FROM ${table} AS d, json_each(d.doc, ${jsonPath(path)}) AS e
+           WHERE d.deleted = 0 AND e.type = 'text' AND ${compiler.like('e.value', `%${literal}%`)}`,
+      );
+      const prefix = compiler.like('value', `${literal}%`);
+      const rows = this.statement(
+        `SELECT value FROM (${sources.join(' UNION ')}) ORDER BY (${prefix}) DESC, value COLLATE NOCASE, value LIMIT ?`,
+      ).all(...compiler.params, limit);
+      return rows.map((row) => String(row.value));
+    });
+  }
+
+  size(collection: string): Promise<number> {
+    return settle(() => {
+      const row = this.statement(`SELECT count(*) AS n FROM ${this.table(collection)} WHERE deleted = 0`).get();
+      return Number(row?.n ?? 0);
+    });
+  }
+
+  reset(collection: string, projection: string): Promise<void> {
+    return settle(() => {
+      const table = this.table(collection);
+      this.transaction(() => {
+        this.statement(`DELETE FROM ${table}`).run();
+        this.statement('DELETE FROM checkpoints WHERE projection = ?').run(projection);
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    return settle(() => {
+      this.statements.clear();
+      if (!this.db.isOpen) return;
+      // Keeps the statistics fresh that let the planner choose between expression indexes.
+      this.db.exec('PRAGMA optimize');
+      this.db.close();
+    });
+  }
+
+  /** The query plan of a find, one line per step, for checking that indexes are used. */
+  explain(collection: string, query: Query, page: Page): string[] {
+    const { where, orderBy, params } = compile(query);
+    return this.db
+      .prepare(`EXPLAIN QUERY PLAN SELECT json(doc) AS doc FROM ${this.table(collection)} WHERE ${where}${orderBy} LIMIT ? OFFSET ?`)
+      .all(...params, page.limit, page.offset)
+      .map((row) => String(row.detail));
+  }
+}
+
+export function openSqliteReadStore(options: { path: string }): SqliteReadStore {
+  return new SqliteReadStore(options.path);
+}

@@ -1,0 +1,318 @@
+// The ReadStore contract, written against the port only so that every adapter runs it unchanged.
+// The port's writes name no collection: a projection writes the collection of its own name, so
+// each test uses one fresh name for both.
+
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Document, DocumentWrite, Page, ReadStore } from '../../domain/ports.ts';
+import {
+  D1,
+  D2,
+  D3,
+  D4,
+  D5,
+  D6,
+  D7,
+  deletedDocument,
+  filteringFixtures,
+  fixtureDocuments,
+  fixtureIndexedPaths,
+  fixtureQuery,
+} from './readStoreFixtures.ts';
+
+const fresh = (): string => `c${randomUUID().replaceAll('-', '')}`;
+const upsert = (doc: Document, version: number): DocumentWrite => ({ kind: 'upsert', id: doc.id, version, doc });
+const remove = (id: string, version: number): DocumentWrite => ({ kind: 'delete', id, version });
+const idsOf = (docs: readonly Document[]): string[] => docs.map((d) => d.id);
+const everything: Page = { offset: 0, limit: 1000 };
+const byCode = fixtureQuery({});
+
+export function readStoreContract(name: string, open: () => Promise<ReadStore>): void {
+  describe(`ReadStore contract: ${name}`, () => {
+    let store: ReadStore;
+
+    beforeAll(async () => {
+      store = await open();
+    });
+
+    afterAll(async () => {
+      await store.close();
+    });
+
+    async function collectionWith(docs: readonly Document[]): Promise<string> {
+      const c = fresh();
+      await store.ensureCollection(c, ['code']);
+      await store.applyBatch(c, docs.map((d) => upsert(d, 1)), 1n);
+      return c;
+    }
+
+    describe('writes', () => {
+      it('stores documents as written and reads them back by id', async () => {
+        const doc: Document = {
+          id: randomUUID(),
+          code: 'X',
+          text: "quote ' backslash \\ unicode Ünï 🚀",
+          n: -12.5,
+          big: 9007199254740991,
+          nothing: null,
+          empty: {},
+          list: [1, 'two', true, null, { three: [3] }],
+        };
+        const c = await collectionWith([doc]);
+        const found = await store.getMany(c, [doc.id]);
+        expect(found.get(doc.id)).toEqual({ version: 1, doc });
+        expect(await store.find(c, byCode, everything)).toEqual([doc]);
+      });
+
+      it('ignores a replay of an older or the same version', async () => {
+        const id = randomUUID();
+        const c = fresh();
+        await store.applyBatch(c, [upsert({ id, code: 'V2' }, 2)], 1n);
+        await store.applyBatch(c, [upsert({ id, code: 'V1' }, 1), upsert({ id, code: 'V2 again' }, 2)], 2n);
+        expect((await store.getMany(c, [id])).get(id)).toEqual({ version: 2, doc: { id, code: 'V2' } });
+      });
+
+      it('keeps the highest version when a batch holds several writes of one document', async () => {
+        const a = randomUUID();
+        const b = randomUUID();
+        const c = fresh();
+        await store.applyBatch(
+          c,
+          [upsert({ id: a, code: 'A1' }, 1), upsert({ id: a, code: 'A2' }, 2), upsert({ id: b, code: 'B3' }, 3), upsert({ id: b, code: 'B2' }, 2)],
+          1n,
+        );
+        const found = await store.getMany(c, [a, b]);
+        expect(found.get(a)).toEqual({ version: 2, doc: { id: a, code: 'A2' } });
+        expect(found.get(b)).toEqual({ version: 3, doc: { id: b, code: 'B3' } });
+      });
+
+      it('keeps a tombstone so that a replayed upsert does not resurrect a deleted document', async () => {
+        const id = randomUUID();
+        const c = fresh();
+        await store.applyBatch(c, [upsert({ id, code: 'GONE' }, 1), upsert({ id, code: 'GONE' }, 2), remove(id, 3)], 1n);
+        await store.applyBatch(c, [upsert({ id, code: 'GONE' }, 1), upsert({ id, code: 'GONE' }, 3)], 2n);
+        expect((await store.getMany(c, [id])).get(id)).toEqual({ version: 3, doc: null });
+        expect(await store.find(c, byCode, everything)).toEqual([]);
+        expect(await store.count(c, byCode)).toBe(0);
+        expect(await store.size(c)).toBe(0);
+      });
+
+      it('ignores a replayed delete older than the stored version', async () => {
+        const id = randomUUID();
+        const c = fresh();
+        await store.applyBatch(c, [upsert({ id, code: 'KEPT' }, 5)], 1n);
+        await store.applyBatch(c, [remove(id, 4)], 2n);
+        expect((await store.getMany(c, [id])).get(id)).toEqual({ version: 5, doc: { id, code: 'KEPT' } });
+      });
+
+      it('brings a deleted document back with a newer version', async () => {
+        const id = randomUUID();
+        const c = fresh();
+        await store.applyBatch(c, [upsert({ id, code: 'A' }, 1), remove(id, 2)], 1n);
+        await store.applyBatch(c, [upsert({ id, code: 'B' }, 3)], 2n);
+        expect(idsOf(await store.find(c, byCode, everything))).toEqual([id]);
+        expect((await store.getMany(c, [id])).get(id)).toEqual({ version: 3, doc: { id, code: 'B' } });
+      });
+
+      it('getMany answers only the ids it holds', async () => {
+        const a = randomUUID();
+        const c = await collectionWith([{ id: a, code: 'A' }]);
+        const found = await store.getMany(c, [randomUUID(), a]);
+        expect([...found.keys()]).toEqual([a]);
+        expect((await store.getMany(c, [])).size).toBe(0);
+        expect((await store.getMany(fresh(), [a])).size).toBe(0);
+      });
+
+      it('size counts live documents only', async () => {
+        const docs = [0, 1, 2].map((i) => ({ id: randomUUID(), code: `S${String(i)}` }));
+        const c = await collectionWith(docs);
+        expect(await store.size(c)).toBe(3);
+        await store.applyBatch(c, [remove(docs[0]?.id ?? '', 2)], 2n);
+        expect(await store.size(c)).toBe(2);
+        expect(await store.size(fresh())).toBe(0);
+      });
+    });
+
+    describe('checkpoint', () => {
+      it('is 0 for a projection that never applied a batch', async () => {
+        expect(await store.checkpoint(fresh())).toBe(0n);
+      });
+
+      it('advances with each batch, also one without writes', async () => {
+        const c = fresh();
+        await store.applyBatch(c, [upsert({ id: randomUUID(), code: 'A' }, 1)], 10n);
+        expect(await store.checkpoint(c)).toBe(10n);
+        await store.applyBatch(c, [], 12n);
+        expect(await store.checkpoint(c)).toBe(12n);
+      });
+
+      it('never moves backwards', async () => {
+        const c = fresh();
+        await store.applyBatch(c, [], 20n);
+        await store.applyBatch(c, [upsert({ id: randomUUID(), code: 'A' }, 1)], 15n);
+        expect(await store.checkpoint(c)).toBe(20n);
+      });
+
+      it('keeps positions beyond 2^53 exactly', async () => {
+        const c = fresh();
+        const position = 2n ** 62n + 3n;
+        await store.applyBatch(c, [], position);
+        expect(await store.checkpoint(c)).toBe(position);
+      });
+
+      it('belongs to one projection', async () => {
+        const a = fresh();
+        const b = fresh();
+        await store.applyBatch(a, [], 5n);
+        await store.applyBatch(b, [], 9n);
+        expect([await store.checkpoint(a), await store.checkpoint(b)]).toEqual([5n, 9n]);
+      });
+
+      it('does not advance when the batch fails', async () => {
+        const c = fresh();
+        await store.applyBatch(c, [], 3n);
+        const circular: Document = { id: randomUUID(), code: 'LOOP' };
+        circular.self = circular;
+        await expect(
+          store.applyBatch(c, [upsert({ id: randomUUID(), code: 'OK' }, 1), upsert(circular, 1)], 4n),
+        ).rejects.toThrow();
+        expect(await store.checkpoint(c)).toBe(3n);
+      });
+    });
+
+    describe('filtering', () => {
+      let c: string;
+
+      beforeAll(async () => {
+        c = fresh();
+        await store.ensureCollection(c, fixtureIndexedPaths);
+        await store.applyBatch(c, [upsert(deletedDocument, 1), ...fixtureDocuments.map((d) => upsert(d, 1))], 1n);
+        await store.applyBatch(c, [remove(deletedDocument.id, 2)], 2n);
+      });
+
+      for (const fixture of filteringFixtures) {
+        it(fixture.name, async () => {
+          const query = fixtureQuery(fixture.body);
+          expect(idsOf(await store.find(c, query, everything))).toEqual(fixture.ids);
+          expect(await store.count(c, query)).toBe(fixture.ids.length);
+        });
+      }
+
+      it('returns whole documents', async () => {
+        const found = await store.find(c, fixtureQuery({ filter: [{ column: 'id', value: D1 }] }), everything);
+        expect(found).toEqual([fixtureDocuments.find((d) => d.id === D1)]);
+      });
+
+      it('pages with offset and limit over the sorted result; count ignores the page', async () => {
+        expect(idsOf(await store.find(c, byCode, { offset: 0, limit: 2 }))).toEqual([D1, D2]);
+        expect(idsOf(await store.find(c, byCode, { offset: 2, limit: 3 }))).toEqual([D4, D5, D3]);
+        expect(idsOf(await store.find(c, byCode, { offset: 6, limit: 5 }))).toEqual([D7]);
+        expect(await store.find(c, byCode, { offset: 10, limit: 5 })).toEqual([]);
+        const descending = fixtureQuery({ sort: [{ column: 'code', order: 'DESC' }] });
+        expect(idsOf(await store.find(c, descending, { offset: 1, limit: 2 }))).toEqual([D6, D3]);
+        expect(await store.count(c, byCode)).toBe(7);
+      });
+
+      it('finds nothing in a collection that was never written', async () => {
+        expect(await store.find(fresh(), byCode, everything)).toEqual([]);
+        expect(await store.count(fresh(), byCode)).toBe(0);
+      });
+    });
+
+    describe('autocomplete', () => {
+      let c: string;
+
+      beforeAll(async () => {
+        c = fresh();
+        const gone = randomUUID();
+        await store.ensureCollection(c, ['code', 'name']);
+        await store.applyBatch(
+          c,
+          [
+            { code: 'ADMINS', name: 'Administrators' },
+            { code: 'USERS', name: 'Plain users' },
+            { code: 'SYSADM', name: 'System admins' },
+            { code: 'adm', name: 'Admin' },
+            { code: 'A_B', name: 'Administrators' },
+            { code: 'EMI', name: 'Émile' },
+            { code: 'NONAME', name: null },
+          ]
+            .map((fields) => upsert({ id: randomUUID(), ...fields }, 1))
+            .concat([upsert({ id: gone, code: 'ADMGONE' }, 1), remove(gone, 2)]),
+          1n,
+        );
+      });
+
+      it('puts values starting with the term first, then values containing it, each alphabetically', async () => {
+        const expected = ['adm', 'Admin', 'Administrators', 'ADMINS', 'SYSADM', 'System admins'];
+        expect(await store.autocomplete(c, ['code', 'name'], 'adm', 10)).toEqual(expected);
+        expect(await store.autocomplete(c, ['code', 'name'], 'ADM', 10)).toEqual(expected);
+      });
+
+      it('answers at most limit values', async () => {
+        expect(await store.autocomplete(c, ['code', 'name'], 'adm', 3)).toEqual(['adm', 'Admin', 'Administrators']);
+      });
+
+      it('searches only the given paths', async () => {
+        expect(await store.autocomplete(c, ['code'], 'adm', 10)).toEqual(['adm', 'ADMINS', 'SYSADM']);
+      });
+
+      it('takes the term literally and folds non-ASCII case', async () => {
+        expect(await store.autocomplete(c, ['code', 'name'], '_', 10)).toEqual(['A_B']);
+        expect(await store.autocomplete(c, ['code', 'name'], '%', 10)).toEqual([]);
+        expect(await store.autocomplete(c, ['code', 'name'], 'ÉMI', 10)).toEqual(['Émile']);
+      });
+
+      it('lists every distinct value for an empty term', async () => {
+        expect(await store.autocomplete(c, ['code', 'name'], '', 100)).toEqual([
+          'A_B',
+          'adm',
+          'Admin',
+          'Administrators',
+          'ADMINS',
+          'EMI',
+          'NONAME',
+          'Plain users',
+          'SYSADM',
+          'System admins',
+          'USERS',
+          'Émile',
+        ]);
+      });
+    });
+
+    describe('reset', () => {
+      it('drops every document and tombstone and the checkpoint', async () => {
+        const a = randomUUID();
+        const b = randomUUID();
+        const c = fresh();
+        await store.ensureCollection(c, ['code']);
+        await store.applyBatch(c, [upsert({ id: a, code: 'A' }, 4), upsert({ id: b, code: 'B' }, 1), remove(b, 2)], 7n);
+        await store.reset(c, c);
+        expect(await store.size(c)).toBe(0);
+        expect(await store.find(c, byCode, everything)).toEqual([]);
+        expect((await store.getMany(c, [a, b])).size).toBe(0);
+        expect(await store.checkpoint(c)).toBe(0n);
+        await store.applyBatch(c, [upsert({ id: a, code: 'A again' }, 1)], 1n);
+        expect((await store.getMany(c, [a])).get(a)).toEqual({ version: 1, doc: { id: a, code: 'A again' } });
+      });
+
+      it('leaves other collections and checkpoints alone', async () => {
+        const kept = await collectionWith([{ id: randomUUID(), code: 'K' }]);
+        const dropped = await collectionWith([{ id: randomUUID(), code: 'D' }]);
+        await store.reset(dropped, dropped);
+        expect(await store.size(kept)).toBe(1);
+        expect(await store.checkpoint(kept)).toBe(1n);
+      });
+    });
+
+    describe('ensureCollection', () => {
+      it('is idempotent and keeps the documents', async () => {
+        const c = await collectionWith([{ id: randomUUID(), code: 'A', name: 'n' }]);
+        await store.ensureCollection(c, ['code', 'name', 'chars.region']);
+        await store.ensureCollection(c, ['code', 'name', 'chars.region']);
+        expect(await store.size(c)).toBe(1);
+      });
+    });
+  });
+}
