@@ -124,6 +124,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx }
       schema: {
         tags,
         summary: `Change some fields of a ${def.name} (JSON merge patch, RFC 7396)`,
+        consumes: ['application/merge-patch+json', 'application/json'],
         params: idOrCodeParams,
         querystring: writeQuery,
         body: patchSchema(def),
