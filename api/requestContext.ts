@@ -1,7 +1,7 @@
 // Per-request identity: request, correlation and trace ids (echoed back, stored in every event the
 // request writes), the authenticated caller, and the command context handed to the domain.
 
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { validationFailed } from '../domain/shared/errors.ts';
@@ -28,7 +28,8 @@ export const genReqId = (req: { headers: Record<string, unknown> }): string =>
 
 function traceIdOf(traceparent: unknown): string {
   const m = typeof traceparent === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent) : null;
-  return m?.[1] ?? randomBytes(16).toString('hex');
+  // randomUUID draws from a pooled entropy buffer; randomBytes per request cost a tenth of a read.
+  return m?.[1] ?? randomUUID().replaceAll('-', '');
 }
 
 export function installRequestContext(app: FastifyInstance): void {

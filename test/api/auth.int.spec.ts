@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { oidcVerifier } from '../../api/auth.ts';
+import { cachedVerifier, hs256Verifier, oidcVerifier, signHs256 } from '../../api/auth.ts';
 
 let server: Server;
 let jwksUrl: string;
@@ -46,5 +46,38 @@ describe('OIDC verifier', () => {
     ['an expired token', { expired: true }],
   ])('refuses %s with a 401', async (_name, options) => {
     await expect(verifier()(await sign({ roles: ['admin'] }, options))).rejects.toMatchObject({ status: 'UNAUTHORIZED' });
+  });
+});
+
+describe('verified-token cache', () => {
+  it('checks a token once until it expires, and never caches a refusal', async () => {
+    let clock = 1_000_000;
+    let checks = 0;
+    const verify = cachedVerifier(
+      (token) => {
+        checks++;
+        if (token === 'forged') return Promise.reject(new Error('bad signature'));
+        return Promise.resolve({ caller: { sub: token, roles: ['viewer'] }, exp: (clock + 30_000) / 1000 });
+      },
+      () => clock,
+    );
+    await verify('good');
+    await verify('good');
+    expect(checks).toBe(1);
+    await expect(verify('forged')).rejects.toThrow();
+    await expect(verify('forged')).rejects.toThrow();
+    expect(checks).toBe(3);
+    clock += 31_000;
+    await verify('good');
+    expect(checks).toBe(4);
+  });
+
+  it('refuses a token signed with another secret even after a good one was cached', async () => {
+    const secret = new TextEncoder().encode('a'.repeat(40));
+    const verify = hs256Verifier(secret);
+    const good = await signHs256(secret, { sub: 'u', roles: ['admin'] });
+    await expect(verify(good)).resolves.toEqual({ sub: 'u', roles: ['admin'] });
+    const forged = await signHs256(new TextEncoder().encode('b'.repeat(40)), { sub: 'u', roles: ['admin'] });
+    await expect(verify(forged)).rejects.toMatchObject({ status: 'UNAUTHORIZED' });
   });
 });
