@@ -3,7 +3,7 @@
 
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
@@ -11,9 +11,10 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { unavailable } from '../domain/shared/errors.ts';
+import { DomainError, unavailable, validationFailed } from '../domain/shared/errors.ts';
+import { nestsDeeperThan } from '../domain/shared/json.ts';
 import { authenticate, authorize, type Permission } from './auth.ts';
-import { ErrorBodySchema, installErrorHandling } from './errorHandler.ts';
+import { ErrorBodySchema, errorBody, installErrorHandling } from './errorHandler.ts';
 import type { AppDeps } from './deps.ts';
 import { registryRoutes } from './registryRoutes.ts';
 import { genReqId, installRequestContext } from './requestContext.ts';
@@ -27,24 +28,76 @@ declare module 'fastify' {
   }
 }
 
+const MAX_JSON_DEPTH = 32;
+
+/** JSON only: a text/plain body is a 415, not a string handed to the schema. Nesting is bounded
+ * before any schema walks the value (a deep document would otherwise exhaust the stack). */
+function installJsonParsing(app: FastifyInstance): void {
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, (request, body, done) => {
+    void parseJson(request, body as string, (error: Error | null, value?: unknown) => {
+      if (error) done(error);
+      else if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+        done(validationFailed(`JSON nests deeper than ${String(MAX_JSON_DEPTH)} levels`, [`(body): at most ${String(MAX_JSON_DEPTH)} levels of nesting`]));
+      } else done(null, value);
+    });
+  });
+}
+
+/** Open: liveness, and readiness with each read model's position and lag. */
+function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  r.get('/health/live', { schema: { tags: ['health'], security: [], response: { 200: z.object({ status: z.literal('UP') }) } } }, () => ({
+    status: 'UP' as const,
+  }));
+  r.get(
+    '/health/ready',
+    {
+      schema: {
+        tags: ['health'],
+        security: [],
+        response: {
+          200: z.object({ status: z.literal('UP'), head: z.string(), readModels: z.array(z.object({ name: z.string(), position: z.string(), lag: z.int(), lagMs: z.number(), skipped: z.int() })) }),
+          503: ErrorBodySchema,
+        },
+      },
+    },
+    async () => {
+      const head = await deps.eventStore.headPosition().catch((e: unknown) => {
+        throw unavailable('HEALTH.EVENT_STORE', `Event store unreachable: ${e instanceof Error ? e.message : String(e)}`);
+      });
+      await deps.readStore.checkpoint('health').catch((e: unknown) => {
+        throw unavailable('HEALTH.READ_STORE', `Read store unreachable: ${e instanceof Error ? e.message : String(e)}`);
+      });
+      return {
+        status: 'UP' as const,
+        head: head.toString(),
+        readModels: deps.readModels.statuses().map(({ name, position, lag, lagMs, failures }) => ({ name, position, lag, lagMs, skipped: failures.length })),
+      };
+    },
+  );
+
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: deps.logger ?? false,
     genReqId,
     requestIdHeader: false,
     bodyLimit: deps.bodyLimit ?? 6 * 1024 * 1024,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 300 },
+    // Long enough that an over-long idOrCode reaches its schema and gets the 400 of API.md.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    // Errors fastify raises before routing (a malformed URL) answer with the error body too.
+    frameworkErrors: (error, request, reply) => {
+      const body = errorBody(new DomainError('HTTP.BAD_REQUEST', 'BAD_REQUEST', error.message), request.traceId || 'none', deps.clock.now());
+      void (reply as FastifyReply).code(400).send(body);
+    },
     ajv: { customOptions: { removeAdditional: false } },
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  // JSON only: a text/plain body is a 415, not a string handed to the schema.
-  app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser(
-    'application/merge-patch+json',
-    { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error'),
-  );
+  installJsonParsing(app);
   installRequestContext(app);
   installErrorHandling(app, () => deps.clock.now());
 
@@ -78,37 +131,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     authorize(caller, permission);
   });
 
-  const r = app.withTypeProvider<ZodTypeProvider>();
-  r.get('/health/live', { schema: { tags: ['health'], security: [], response: { 200: z.object({ status: z.literal('UP') }) } } }, () => ({
-    status: 'UP' as const,
-  }));
-  r.get(
-    '/health/ready',
-    {
-      schema: {
-        tags: ['health'],
-        security: [],
-        response: {
-          200: z.object({ status: z.literal('UP'), head: z.string(), readModels: z.array(z.object({ name: z.string(), position: z.string(), lag: z.int(), lagMs: z.number() })) }),
-          503: ErrorBodySchema,
-        },
-      },
-    },
-    async () => {
-      const head = await deps.eventStore.headPosition().catch((e: unknown) => {
-        throw unavailable('HEALTH.EVENT_STORE', `Event store unreachable: ${e instanceof Error ? e.message : String(e)}`);
-      });
-      await deps.readStore.checkpoint('health').catch((e: unknown) => {
-        throw unavailable('HEALTH.READ_STORE', `Read store unreachable: ${e instanceof Error ? e.message : String(e)}`);
-      });
-      return {
-        status: 'UP' as const,
-        head: head.toString(),
-        readModels: deps.readModels.statuses().map(({ name, position, lag, lagMs }) => ({ name, position, lag, lagMs })),
-      };
-    },
-  );
-
+  healthRoutes(app, deps);
   for (const def of deps.registries) registryRoutes(app, def, deps);
   return app;
 }

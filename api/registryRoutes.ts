@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Position } from '../domain/ports.ts';
 import type { RegistryDefinition } from '../domain/registry/defineRegistry.ts';
 import { registryService, type WriteResult } from '../domain/registry/registryService.ts';
-import { unavailable } from '../domain/shared/errors.ts';
+import { isDomainError, unavailable } from '../domain/shared/errors.ts';
 import { dateTime, uuid } from '../domain/shared/fields.ts';
 import {
   DEFAULT_PAGE_SIZE,
@@ -33,11 +33,19 @@ const idOrCodeParams = z.strictObject({ idOrCode: z.string().min(1).max(255) });
 
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
 
+/** A member of a merge patch: scalars as their field, objects and maps as a nested merge patch
+ * (whose nulls remove members, RFC 7396); the merged result is validated in full by the decider. */
+function patchValue(field: z.ZodType): z.ZodType {
+  const inner = field instanceof z.ZodOptional ? (field.unwrap() as z.ZodType) : field;
+  const nested = inner instanceof z.ZodObject || inner instanceof z.ZodRecord;
+  return (nested ? z.record(z.string(), z.unknown()).meta({ description: 'merge patch of this object' }) : inner).nullable().optional();
+}
+
 /** For validation of the top level and for the OpenAPI document; the merged result is validated in full. */
 const patchSchema = (def: RegistryDefinition) =>
   z
     .strictObject({
-      ...Object.fromEntries(Object.entries(def.fields.shape).map(([k, v]) => [k, (v as z.ZodType).nullable().optional()])),
+      ...Object.fromEntries(Object.entries(def.fields.shape).map(([k, v]) => [k, patchValue(v as z.ZodType)])),
       id: z.unknown().optional().meta({ description: 'Read-only: a patch naming it is refused.' }),
       auditInfo: z.unknown().optional().meta({ description: 'Read-only: a patch naming it is refused.' }),
     })
@@ -174,7 +182,14 @@ function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
     },
     async (request) => {
       const ids = [...new Set(request.body.map((id) => id.toLowerCase()))];
-      const found = await Promise.all(ids.map((id) => service.get(id).catch(() => undefined)));
+      const found = await Promise.all(
+        ids.map((id) =>
+          service.get(id).catch((error: unknown) => {
+            if (isDomainError(error) && error.status === 'NOT_FOUND') return undefined;
+            throw error;
+          }),
+        ),
+      );
       return found.filter((x) => x !== undefined);
     },
   );
@@ -234,13 +249,8 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: Route
     },
     async (request) => {
       await catchUp(request.query.minPosition);
-      const q = query({ filter: [], sort: [] });
-      const all = [];
-      for (let offset = 0; ; offset += DEFAULT_UNPAGED_SIZE) {
-        const chunk = await deps.readStore.find(def.collection, q, { offset, limit: DEFAULT_UNPAGED_SIZE });
-        all.push(...chunk);
-        if (chunk.length < DEFAULT_UNPAGED_SIZE) return all;
-      }
+      // One read, so a projector commit cannot shift rows between pages of the answer.
+      return deps.readStore.find(def.collection, query({ filter: [], sort: [] }), { offset: 0, limit: Number.MAX_SAFE_INTEGER });
     },
   );
 

@@ -54,6 +54,8 @@ export type AppendResult = {
   revision: number;
   /** Position of the last event appended (or of the original append for an idempotent retry). */
   position: Position;
+  /** True when every event id was already in the stream: a retry, nothing was written. */
+  duplicate?: boolean;
 };
 
 export class WrongExpectedRevisionError extends Error {

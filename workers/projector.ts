@@ -101,12 +101,34 @@ export class Projector {
     const next = complete && head > last ? head : last;
     if (next === this.#checkpoint) return true;
     const writes = await this.#fold(events);
-    await this.#reads.applyBatch(this.projection.collection, writes, next, this.projection.name);
+    await this.#apply(writes, next);
     this.#checkpoint = next;
     const lastEvent = events.at(-1);
     if (lastEvent) this.#lastEventAt = Date.parse(lastEvent.metadata.at);
     this.#release();
     return complete;
+  }
+
+  /** Writes a batch; when the store refuses it but is healthy, writes one document at a time and
+   * records and skips the documents it refuses, so one bad document cannot stall the model. */
+  async #apply(writes: readonly DocumentWrite[], next: Position): Promise<void> {
+    const { collection, name } = this.projection;
+    try {
+      await this.#reads.applyBatch(collection, writes, next, name);
+      return;
+    } catch (error) {
+      if (writes.length === 0) throw error;
+    }
+    // Throws (and the batch is retried later) when the store itself is failing.
+    await this.#reads.applyBatch(collection, [], this.#checkpoint, name);
+    for (const w of writes) {
+      try {
+        await this.#reads.applyBatch(collection, [w], this.#checkpoint, name);
+      } catch (error) {
+        this.#recordFailure({ position: next, stream: `${collection}/${w.id}`, type: `document ${w.kind}` }, error);
+      }
+    }
+    await this.#reads.applyBatch(collection, [], next, name);
   }
 
   async #fold(events: readonly RecordedEvent[]): Promise<DocumentWrite[]> {
@@ -133,7 +155,7 @@ export class Projector {
     return [...writes.values()];
   }
 
-  #recordFailure(e: RecordedEvent, error: unknown): void {
+  #recordFailure(e: Pick<RecordedEvent, 'position' | 'stream' | 'type'>, error: unknown): void {
     const failure = {
       position: e.position.toString(),
       stream: e.stream,

@@ -140,7 +140,7 @@ function validate(def: RegistryDefinition, input: unknown, patchMode = false): J
 function stripReadOnly(input: unknown, id: string | undefined): unknown {
   if (!isPlainObject(input)) return input;
   const { id: sentId, auditInfo: _ignored, ...rest } = input;
-  if (sentId !== undefined && id !== undefined && sentId !== id) {
+  if (sentId !== undefined && id !== undefined && (typeof sentId !== 'string' || sentId.toLowerCase() !== id)) {
     throw validationFailed('The body names another record', [`id: must be ${id} or absent`]);
   }
   return rest;

@@ -2,7 +2,7 @@
 // record fold its stream, so they reflect every acknowledged write.
 
 import type { EventStore, Position, RecordedEvent } from '../ports.ts';
-import { handleCommand, type CommandContext } from '../shared/commandHandler.ts';
+import { handleCommand, writtenUnderKey, type CommandContext } from '../shared/commandHandler.ts';
 import { malformedUuid, notFound } from '../shared/errors.ts';
 import { isUuid, uuidV5 } from '../shared/ids.ts';
 import { diffJson, type JsonPatchOp } from '../shared/json.ts';
@@ -104,8 +104,11 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
   const run = (id: string, command: RegistryCommand, ctx: CommandContext, expectedVersion?: number) =>
     runCommand(def, store, { id, command, ctx, expectedVersion });
 
-  async function existingId(idOrCode: string): Promise<string> {
+  /** The record a change names; a retry of a change already applied under the same
+   * Idempotency-Key finds its record even if it is gone since, and answers as the first time. */
+  async function existingId(idOrCode: string, ctx: CommandContext): Promise<string> {
     const found = await find(idOrCode);
+    if (found?.events.some((e) => writtenUnderKey(e, ctx)) === true) return found.id;
     if (found === undefined || fold(found.events).status !== 'active') throw notFound(def.errorPrefix, idOrCode);
     return found.id;
   }
@@ -121,20 +124,20 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
           ? sent.toLowerCase()
           : ctx.idempotencyKey === undefined
             ? ctx.newId()
-            : uuidV5(`${def.category}|${ctx.idempotencyKey}`);
+            : uuidV5(`${def.category}|${ctx.actor}|${ctx.idempotencyKey}`);
       return run(id, { type: 'Create', id, input }, ctx);
     },
 
     async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
-      return run(await existingId(idOrCode), { type: 'Replace', input }, ctx, expectedVersion);
+      return run(await existingId(idOrCode, ctx), { type: 'Replace', input }, ctx, expectedVersion);
     },
 
     async patch(idOrCode: string, patch: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
-      return run(await existingId(idOrCode), { type: 'Patch', patch }, ctx, expectedVersion);
+      return run(await existingId(idOrCode, ctx), { type: 'Patch', patch }, ctx, expectedVersion);
     },
 
     async remove(idOrCode: string, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
-      return run(await existingId(idOrCode), { type: 'Delete' }, ctx, expectedVersion);
+      return run(await existingId(idOrCode, ctx), { type: 'Delete' }, ctx, expectedVersion);
     },
 
     /** The live record, or as it was at a version or a time. */

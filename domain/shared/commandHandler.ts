@@ -68,15 +68,24 @@ function metadataOf(ctx: CommandContext): EventMetadata {
 
 const fold = <S>(spec: CommandSpec<S>, events: readonly RecordedEvent[]): S => events.reduce(spec.evolve, spec.initial());
 
+/** Event ids under an Idempotency-Key: the same key of the same caller on the same stream always
+ * names the same events. Keys are the caller's own: another caller's key never matches. */
+const keyedEventId = (stream: string, ctx: CommandContext, i: number): string =>
+  uuidV5(`${stream}|${ctx.actor}|${ctx.idempotencyKey ?? ''}|${String(i)}`);
+
+/** Whether an event was written by a request of this caller under this Idempotency-Key. */
+export const writtenUnderKey = (event: RecordedEvent, ctx: Pick<CommandContext, 'actor' | 'idempotencyKey'>): boolean =>
+  ctx.idempotencyKey !== undefined && event.metadata.idempotencyKey === ctx.idempotencyKey && event.metadata.actor === ctx.actor;
+
 /** A request already applied under the same Idempotency-Key answers what it answered then. */
 function priorResult<S>(spec: CommandSpec<S>, ctx: CommandContext, events: readonly RecordedEvent[]): CommandResult<S> | undefined {
   if (ctx.idempotencyKey === undefined) return undefined;
-  const index = events.findLastIndex((e) => e.metadata.idempotencyKey === ctx.idempotencyKey);
+  const index = events.findLastIndex((e) => writtenUnderKey(e, ctx));
   const prior = events[index];
   if (prior === undefined) return undefined;
   if (prior.metadata.requestHash !== ctx.requestHash) throw idempotencyKeyReused();
   let last = index;
-  while (events[last + 1]?.id === uuidV5(`${spec.stream}|${ctx.idempotencyKey}|${String(last + 1 - index)}`)) last++;
+  while (events[last + 1]?.id === keyedEventId(spec.stream, ctx, last + 1 - index)) last++;
   const upTo = events.slice(0, last + 1);
   return { state: fold(spec, upTo), version: last, position: upTo.at(-1)?.position, written: false };
 }
@@ -84,7 +93,7 @@ function priorResult<S>(spec: CommandSpec<S>, ctx: CommandContext, events: reado
 function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decided['events']): NewEvent[] {
   const metadata = metadataOf(ctx);
   return decided.map((e, i) => ({
-    id: ctx.idempotencyKey === undefined ? ctx.newId() : uuidV5(`${spec.stream}|${ctx.idempotencyKey}|${String(i)}`),
+    id: ctx.idempotencyKey === undefined ? ctx.newId() : keyedEventId(spec.stream, ctx, i),
     type: e.type,
     schemaVersion: spec.schemaVersion,
     data: e.data,
@@ -120,22 +129,51 @@ async function attempt<S>(spec: CommandSpec<S>, ctx: CommandContext, store: Even
     claim: decision.claim ?? [],
     release: decision.release ?? [],
   });
+  if (result.duplicate === true) {
+    // Another request with this key got there first: answer as its retry would (or 409).
+    const again = priorResult(spec, ctx, await store.readStream(spec.stream));
+    if (again) return again;
+    throw new Error(`append to ${spec.stream} was a duplicate, yet no prior result is in the stream`);
+  }
   const base = result.revision - fresh.length + 1;
   const recorded = fresh.map((e, i) => ({ ...e, stream: spec.stream, revision: base + i, position: result.position }));
   return { state: recorded.reduce(spec.evolve, state), version: result.revision, position: result.position, written: true };
 }
 
-export async function handleCommand<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore): Promise<CommandResult<S>> {
-  const attempts = 1 + (spec.expectedVersion === undefined ? (spec.retries ?? 16) : 0);
-  for (let n = 1; ; n++) {
-    try {
-      return await attempt(spec, ctx, store);
-    } catch (error) {
-      const failure = appendFailure(spec, error);
-      if (failure !== undefined) throw failure;
-      if (n >= attempts) throw concurrentModification(spec.resource, spec.stream);
-    }
+/** In-process commands on one stream run one after another, so writers without If-Match do not
+ * race each other into retries; other processes still meet the expected-revision check. */
+const streamQueues = new WeakMap<EventStore, Map<string, Promise<unknown>>>();
+
+function serialized<T>(store: EventStore, stream: string, run: () => Promise<T>): Promise<T> {
+  let queues = streamQueues.get(store);
+  if (queues === undefined) {
+    queues = new Map();
+    streamQueues.set(store, queues);
   }
+  const result = (queues.get(stream) ?? Promise.resolve()).then(run, run);
+  const tail = result.catch(() => undefined);
+  queues.set(stream, tail);
+  void tail.then(() => {
+    if (queues.get(stream) === tail) queues.delete(stream);
+  });
+  return result;
+}
+
+export function handleCommand<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore): Promise<CommandResult<S>> {
+  const attempts = 1 + (spec.expectedVersion === undefined ? (spec.retries ?? 16) : 0);
+  return serialized(store, spec.stream, async () => {
+    for (let n = 1; ; n++) {
+      try {
+        return await attempt(spec, ctx, store);
+      } catch (error) {
+        const failure = appendFailure(spec, error);
+        if (failure !== undefined) throw failure;
+        if (n >= attempts) throw concurrentModification(spec.resource, spec.stream);
+        // A writer in another process: back off a little, randomly, before reading again.
+        await new Promise((r) => setTimeout(r, Math.random() * 2 * n));
+      }
+    }
+  });
 }
 
 export const foldStream = <S>(

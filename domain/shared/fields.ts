@@ -8,7 +8,11 @@ export const uuid = () => z.uuid({ error: 'wrong UUID format, expected type uuid
 export const dateTime = () =>
   z.iso
     .datetime({ offset: true, local: false, error: 'expected an ISO 8601 date-time with a time zone' })
-    .overwrite((s) => new Date(s).toISOString());
+    // Runs even when the format check failed; leave such values alone for the 400 to name them.
+    .overwrite((s) => {
+      const t = Date.parse(s);
+      return Number.isNaN(t) ? s : new Date(t).toISOString();
+    });
 
 /** ASCII without spaces: meant for programmatic reference. */
 export const code = () =>

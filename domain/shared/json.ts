@@ -54,3 +54,16 @@ export function diffJson(from: unknown, to: unknown, at: readonly string[] = [])
   }
   return ops;
 }
+
+/** Whether a parsed JSON value nests deeper than `max` (checked without recursion, so a hostile
+ * document cannot exhaust the stack of the checker itself). */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    const [v, depth] = item;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= max) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}

@@ -207,7 +207,7 @@ export class SqliteEventStore implements EventStore {
     if (!same || last === undefined) {
       throw new WrongExpectedRevisionError(req.stream, req.expected, Number(first.revision));
     }
-    return { revision: Number(last.revision), position: last.position };
+    return { revision: Number(last.revision), position: last.position, duplicate: true };
   }
 
   readStream(stream: string): Promise<RecordedEvent[]> {

@@ -1,0 +1,89 @@
+// The projector on the real SQLite stores: catch-up, live follow, waits, and a document the read
+// store refuses, which is recorded and skipped instead of stalling the read model.
+
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Document, NewEvent } from '../../domain/ports.ts';
+import { toQuery } from '../../domain/shared/filtering.ts';
+import { openEmbeddedStores } from '../../infra/embedded.ts';
+import type { Projection } from '../../projections/projection.ts';
+import { Projector } from '../../workers/projector.ts';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+});
+
+function setup() {
+  const dir = mkdtempSync(join(tmpdir(), 'projector-'));
+  const stores = openEmbeddedStores(dir);
+  cleanups.push(async () => {
+    await stores.eventStore.close();
+    await stores.readStore.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return stores;
+}
+
+const category = 'note';
+const collection = `notes_${randomUUID().slice(0, 8)}`;
+
+/** Notes: one document per stream holding its text; a `Poison` event yields a document no store
+ * can serialise (it refers to itself). */
+const notes: Projection = {
+  name: collection,
+  collection,
+  categories: [category],
+  indexedPaths: ['text'],
+  documentId: (e) => e.stream.slice(category.length + 1),
+  evolve: (_current, e) => {
+    const id = e.stream.slice(category.length + 1);
+    const doc: Document = { id, text: String(e.data.text) };
+    if (e.type === 'Poison') doc.self = doc;
+    return { kind: 'upsert', id, version: e.revision, doc };
+  },
+};
+
+const note = (type: string, text: string): NewEvent => ({
+  id: randomUUID(),
+  type,
+  schemaVersion: 1,
+  data: { text },
+  metadata: { actor: 't', at: new Date().toISOString() },
+});
+
+describe('projector', () => {
+  it('catches up, follows live appends, and answers waits for a position', async () => {
+    const { eventStore, readStore } = setup();
+    for (let i = 0; i < 25; i++) await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Noted', `early ${String(i)}`)] });
+    const projector = new Projector(notes, eventStore, readStore, { batchSize: 10 });
+    await projector.start();
+    cleanups.unshift(() => projector.stop());
+    const live = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Noted', 'live')] });
+    expect(await projector.waitFor(live.position, 2000)).toBe(true);
+    expect(await readStore.size(collection)).toBe(26);
+    expect(await projector.waitFor(live.position + 1000n, 50)).toBe(false);
+  });
+
+  it('records and skips a document the store refuses, and keeps projecting', async () => {
+    const { eventStore, readStore } = setup();
+    const streams = Array.from({ length: 5 }, () => `${category}-${randomUUID()}`);
+    for (const [i, stream] of streams.entries()) {
+      await eventStore.append({ stream, expected: 'no_stream', events: [note(i === 2 ? 'Poison' : 'Noted', `n${String(i)}`)] });
+    }
+    const projector = new Projector(notes, eventStore, readStore);
+    await projector.start();
+    cleanups.unshift(() => projector.stop());
+    const after = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Noted', 'after')] });
+    expect(await projector.waitFor(after.position, 2000)).toBe(true);
+
+    const texts = (await readStore.find(collection, toQuery({ filter: [], sort: [] }, { columns: new Map([['id', { path: 'id', type: 'uuid', array: false }], ['text', { path: 'text', type: 'string', array: false }]]), maps: new Set(), nested: new Map() }, ['text']), { offset: 0, limit: 100 })).map((d) => d.text);
+    expect(texts).toEqual(['after', 'n0', 'n1', 'n3', 'n4']);
+    const status = projector.status();
+    expect(status.lag).toBe(0);
+    expect(status.failures).toEqual([expect.objectContaining({ stream: `${collection}/${streams[2]?.slice(category.length + 1) ?? ''}`, type: 'document upsert' })]);
+  });
+});
