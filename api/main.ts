@@ -1,15 +1,11 @@
 // Composition root: reads the configuration, opens the stores, starts the projectors and the HTTP
 // server. The only module that knows which adapters run.
 
-import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { registries } from '../domain/registries/index.ts';
-import { registryProjection } from '../projections/registryProjection.ts';
 import { loadConfig } from '../infra/config.ts';
 import { loadOrCreateSecret } from '../infra/authSecret.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
-import { projectorGroup } from '../workers/projector.ts';
-import { buildApp } from './app.ts';
+import { composeService } from './compose.ts';
 import { hs256Verifier, oidcVerifier, signHs256, type TokenVerifier } from './auth.ts';
 
 async function main(): Promise<void> {
@@ -30,40 +26,25 @@ async function main(): Promise<void> {
     adminToken = signHs256(secret, { sub: 'admin', roles: ['admin'] });
   }
 
-  const { eventStore, readStore } = openEmbeddedStores(config.DATA_DIR);
-  const logger = { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] };
-  let log: { error: (obj: object, msg: string) => void } = { error: (obj, msg) => { console.error(msg, obj); } };
-  const readModels = projectorGroup(registries.map(registryProjection), eventStore, readStore, {
-    logger: { error: (obj, msg) => { log.error(obj, msg); } },
+  const service = await composeService({
+    ...openEmbeddedStores(config.DATA_DIR),
+    verifyToken,
+    logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
+    bodyLimit: config.BODY_LIMIT_BYTES,
     batchSize: config.PROJECTION_BATCH_SIZE,
   });
-  const app = await buildApp({
-    eventStore,
-    readStore,
-    readModels,
-    clock: { now: () => new Date() },
-    newId: randomUUID,
-    verifyToken,
-    registries,
-    logger,
-    bodyLimit: config.BODY_LIMIT_BYTES,
-  });
-  log = app.log;
 
   const shutdown = async (signal: string): Promise<void> => {
-    app.log.info({ signal }, 'shutting down');
-    await app.close();
-    await readModels.stop();
-    await eventStore.close();
-    await readStore.close();
+    service.app.log.info({ signal }, 'shutting down');
+    await service.close();
     process.exit(0);
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
 
-  const address = await app.listen({ port: config.PORT, host: config.HOST });
+  const address = await service.app.listen({ port: config.PORT, host: config.HOST });
   // After listen: a long catch-up shows as lag in /health/ready instead of delaying start.
-  await readModels.start();
+  await service.startProjectors();
   console.log(`\nAdministration API listening on ${address}  (docs: ${address}/docs, OpenAPI: ${address}/openapi.json)`);
   console.log(`Data folder: ${config.DATA_DIR}`);
   if (adminToken) console.log(`Admin token (valid 12 h):\n  Authorization: Bearer ${await adminToken}\n`);

@@ -13,40 +13,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { buildApp } from '../api/app.ts';
 import { hs256Verifier, signHs256 } from '../api/auth.ts';
-import { registries } from '../domain/registries/index.ts';
+import { composeService } from '../api/compose.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
-import { registryProjection } from '../projections/registryProjection.ts';
-import { startProjectors } from '../workers/projector.ts';
 import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
 
 type Started = { app: FastifyInstance; token: string; close: () => Promise<void> };
 
 async function startService(dataDir: string): Promise<Started> {
-  const { eventStore, readStore } = openEmbeddedStores(dataDir);
-  const readModels = await startProjectors(registries.map(registryProjection), eventStore, readStore);
   const secret = new TextEncoder().encode(`bench-${randomUUID()}-${randomUUID()}`);
-  const app = await buildApp({
-    eventStore,
-    readStore,
-    readModels,
-    clock: { now: () => new Date() },
-    newId: randomUUID,
-    verifyToken: hs256Verifier(secret),
-    registries,
-  });
+  const service = await composeService({ ...openEmbeddedStores(dataDir), verifyToken: hs256Verifier(secret) });
+  await service.startProjectors();
   const token = await signHs256(secret, { sub: 'bench-admin', roles: ['admin'] });
-  return {
-    app,
-    token,
-    close: async () => {
-      await app.close();
-      await readModels.stop();
-      await eventStore.close();
-      await readStore.close();
-    },
-  };
+  return { app: service.app, token, close: service.close };
 }
 
 function startRawInsert(dataDir: string): Started {

@@ -1,18 +1,14 @@
 // Builds the whole application on the embedded stores in a fresh temporary folder: real SQLite
 // event log and read models, real projectors, real fastify. Tokens are signed with a test secret.
 
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../api/app.ts';
 import { hs256Verifier, signHs256 } from '../../api/auth.ts';
 import type { Clock } from '../../domain/ports.ts';
-import { registries } from '../../domain/registries/index.ts';
+import { composeService } from '../../api/compose.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
-import { registryProjection } from '../../projections/registryProjection.ts';
-import { startProjectors } from '../../workers/projector.ts';
 
 export const TEST_SECRET = new TextEncoder().encode('test-secret-that-is-long-enough-for-hs256-0123456789');
 
@@ -59,17 +55,13 @@ export function manualClock(start = new Date('2026-01-01T00:00:00.000Z')): Clock
 
 export async function startTestApp(options: { dataDir?: string; clock?: Clock } = {}): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
-  const { eventStore, readStore } = openEmbeddedStores(dataDir);
-  const readModels = await startProjectors(registries.map(registryProjection), eventStore, readStore);
-  const app = await buildApp({
-    eventStore,
-    readStore,
-    readModels,
-    clock: options.clock ?? { now: () => new Date() },
-    newId: randomUUID,
+  const service = await composeService({
+    ...openEmbeddedStores(dataDir),
     verifyToken: hs256Verifier(TEST_SECRET),
-    registries,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
+  await service.startProjectors();
+  const { app } = service;
   await app.ready();
   const sign = (sub: string, roles: string[]) => signHs256(TEST_SECRET, { sub, roles });
   const tokens = {
@@ -100,14 +92,12 @@ export async function startTestApp(options: { dataDir?: string; clock?: Clock } 
     tokens,
     call,
     listen: async () => {
-      baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
-      return baseUrl;
+      const url = await app.listen({ port: 0, host: '127.0.0.1' });
+      baseUrl = url;
+      return url;
     },
     close: async ({ keepData = false } = {}) => {
-      await app.close();
-      await readModels.stop();
-      await eventStore.close();
-      await readStore.close();
+      await service.close();
       if (!keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
