@@ -229,9 +229,3 @@ export function projectorGroup(
     },
   };
 }
-
-export async function startProjectors(...args: Parameters<typeof projectorGroup>): Promise<ReturnType<typeof projectorGroup>> {
-  const group = projectorGroup(...args);
-  await group.start();
-  return group;
-}

@@ -175,9 +175,3 @@ export function handleCommand<S>(spec: CommandSpec<S>, ctx: CommandContext, stor
     }
   });
 }
-
-export const foldStream = <S>(
-  initial: () => S,
-  evolve: (state: S, event: RecordedEvent) => S,
-  events: readonly RecordedEvent[],
-): S => events.reduce(evolve, initial());

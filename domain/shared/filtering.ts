@@ -21,6 +21,42 @@ export const Operators = [
 ] as const;
 export type Operator = (typeof Operators)[number];
 
+export type PositiveOperator = 'EQ' | 'IN' | 'LIKE' | 'GT' | 'GTE' | 'LT' | 'LTE';
+
+/** How every read store reads an operator: a null test, a comparison, or the negation of one
+ * (NOT_EQ, NOT_IN and NOT_LIKE hold where their positive does not, as MongoDB's `$ne` and `$nin`). */
+export type OperatorShape =
+  | { kind: 'null'; isNull: boolean }
+  | { kind: 'positive'; op: PositiveOperator }
+  | { kind: 'negated'; op: PositiveOperator };
+
+export function shapeOf(op: Operator): OperatorShape {
+  switch (op) {
+    case 'IS_NULL':
+      return { kind: 'null', isNull: true };
+    case 'IS_NOT_NULL':
+      return { kind: 'null', isNull: false };
+    case 'NOT_EQ':
+      return { kind: 'negated', op: 'EQ' };
+    case 'NOT_IN':
+      return { kind: 'negated', op: 'IN' };
+    case 'NOT_LIKE':
+      return { kind: 'negated', op: 'LIKE' };
+    case 'EQ':
+    case 'IN':
+    case 'LIKE':
+    case 'GT':
+    case 'GTE':
+    case 'LT':
+    case 'LTE':
+      return { kind: 'positive', op };
+    default: {
+      const _never: never = op;
+      return _never;
+    }
+  }
+}
+
 /**
  * `any` is the type of a path below a free-form map (chars, config, registry, …): a value matches
  * a stored string equal to it, a stored number equal to its numeric reading, or a stored boolean

@@ -1,6 +1,5 @@
 // JSON values, RFC 7396 merge patches and RFC 6902 diffs (the `changes` of a history entry).
 
-export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 export type JsonObject = Record<string, unknown>;
 
 export const isPlainObject = (v: unknown): v is JsonObject =>

@@ -5,7 +5,17 @@
 import { createHash } from 'node:crypto';
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
 import type { Document, DocumentWrite, Page, Position, ReadStore } from '../../domain/ports.ts';
-import { likePattern, type Column, type ColumnType, type Condition, type Operator, type Query, type Scalar } from '../../domain/shared/filtering.ts';
+import {
+  likePattern,
+  shapeOf,
+  type Column,
+  type ColumnType,
+  type Condition,
+  type Operator,
+  type PositiveOperator,
+  type Query,
+  type Scalar,
+} from '../../domain/shared/filtering.ts';
 
 const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
@@ -16,7 +26,6 @@ const STATEMENT_CACHE_SIZE = 500;
 /** A value reachable by a condition: its SQL value and its JSON type (`json_type` vocabulary). */
 type Target = { value: string; type: string };
 
-type PositiveOp = 'EQ' | 'IN' | 'LIKE' | 'GT' | 'GTE' | 'LT' | 'LTE';
 
 type Compiled = { where: string; orderBy: string; params: SQLInputValue[] };
 
@@ -119,7 +128,7 @@ class Compiler {
     return `rm_fold(${expr}) LIKE ${this.bind(pattern.toLowerCase())} ESCAPE '\\'`;
   }
 
-  positive(t: Target, type: ColumnType, op: PositiveOp, values: readonly Scalar[]): string {
+  positive(t: Target, type: ColumnType, op: PositiveOperator, values: readonly Scalar[]): string {
     switch (op) {
       case 'EQ':
       case 'IN':
@@ -166,62 +175,19 @@ class Compiler {
    * IS_NULL holds for a missing or null scalar, and for an array with no non-null element.
    */
   field(root: string, atDocumentRoot: boolean, column: Column, op: Operator, values: readonly Scalar[]): string {
+    const shape = shapeOf(op);
     if (column.array) {
       const e = this.alias('e');
-      const each = `json_each(${root}, ${jsonPath(column.path)}) AS ${e}`;
       const element: Target = { value: `${e}.value`, type: `${e}.type` };
       const exists = (negated: boolean, pred: string): string =>
-        `${negated ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${each} WHERE ${pred})`;
-      switch (op) {
-        case 'IS_NULL':
-          return exists(true, `${e}.type <> 'null'`);
-        case 'IS_NOT_NULL':
-          return exists(false, `${e}.type <> 'null'`);
-        case 'NOT_EQ':
-          return exists(true, this.positive(element, column.type, 'EQ', values));
-        case 'NOT_IN':
-          return exists(true, this.positive(element, column.type, 'IN', values));
-        case 'NOT_LIKE':
-          return exists(true, this.positive(element, column.type, 'LIKE', values));
-        case 'EQ':
-        case 'IN':
-        case 'LIKE':
-        case 'GT':
-        case 'GTE':
-        case 'LT':
-        case 'LTE':
-          return exists(false, this.positive(element, column.type, op, values));
-        default: {
-          const _never: never = op;
-          return _never;
-        }
-      }
+        `${negated ? 'NOT ' : ''}EXISTS (SELECT 1 FROM json_each(${root}, ${jsonPath(column.path)}) AS ${e} WHERE ${pred})`;
+      if (shape.kind === 'null') return exists(shape.isNull, `${e}.type <> 'null'`);
+      return exists(shape.kind === 'negated', this.positive(element, column.type, shape.op, values));
     }
     const t = fieldTarget(root, atDocumentRoot, column.path);
-    switch (op) {
-      case 'IS_NULL':
-        return `${t.value} IS NULL`;
-      case 'IS_NOT_NULL':
-        return `${t.value} IS NOT NULL`;
-      case 'NOT_EQ':
-        return `(${this.positive(t, column.type, 'EQ', values)}) IS NOT 1`;
-      case 'NOT_IN':
-        return `(${this.positive(t, column.type, 'IN', values)}) IS NOT 1`;
-      case 'NOT_LIKE':
-        return `(${this.positive(t, column.type, 'LIKE', values)}) IS NOT 1`;
-      case 'EQ':
-      case 'IN':
-      case 'LIKE':
-      case 'GT':
-      case 'GTE':
-      case 'LT':
-      case 'LTE':
-        return this.positive(t, column.type, op, values);
-      default: {
-        const _never: never = op;
-        return _never;
-      }
-    }
+    if (shape.kind === 'null') return `${t.value} IS ${shape.isNull ? '' : 'NOT '}NULL`;
+    const positive = this.positive(t, column.type, shape.op, values);
+    return shape.kind === 'negated' ? `(${positive}) IS NOT 1` : positive;
   }
 
   /**

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registries } from '../../domain/registries/index.ts';
 import { enumField, optionalTextField, sampleBody, uniqueCode } from '../support/samples.ts';
-import { startTestApp, type TestApp } from '../support/testApp.ts';
+import { manualClock, startTestApp, type TestApp } from '../support/testApp.ts';
 
 const expectErrorBody = (body: unknown, status: string) => {
   expect(body).toMatchObject({ status, message: expect.any(String), traceId: expect.any(String), errors: expect.any(Array) });
@@ -14,8 +14,9 @@ const expectErrorBody = (body: unknown, status: string) => {
 
 describe.each(['inject', 'real HTTP'] as const)('over %s', (transport) => {
 let t: TestApp;
+const clock = manualClock();
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp({ clock });
   if (transport === 'real HTTP') await t.listen();
 });
 afterAll(async () => {
@@ -179,8 +180,8 @@ describe.each(registries.map((def) => [def.path, def] as const))('%s', (path, de
 
   it('shows a record as of a time', async () => {
     const { record } = await create();
-    const before = new Date().toISOString();
-    await new Promise((r) => setTimeout(r, 5));
+    const before = clock.now().toISOString();
+    clock.advance(1000);
     await t.call({ method: 'PATCH', url: `${base}/${record.id}`, payload: { name: 'Later name' } });
     const asOf = await t.call({ method: 'GET', url: `${base}/${record.id}?asOf=${encodeURIComponent(before)}` });
     expect(asOf.json()).toMatchObject({ name: record.name, auditInfo: { version: 0 } });

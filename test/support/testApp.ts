@@ -42,14 +42,11 @@ export type TestApp = {
 };
 
 /** A clock that moves only when told, so tests can place writes in time without sleeping. */
-export function manualClock(start = new Date('2026-01-01T00:00:00.000Z')): Clock & { advance(ms: number): Date; set(d: Date): void } {
+export function manualClock(start = new Date('2026-01-01T00:00:00.000Z')): Clock & { advance(ms: number): Date } {
   let now = start.getTime();
   return {
     now: () => new Date(now),
     advance: (ms) => new Date((now += ms)),
-    set: (d) => {
-      now = d.getTime();
-    },
   };
 }
 
