@@ -58,7 +58,7 @@ function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
         tags: ['health'],
         security: [],
         response: {
-          200: z.object({ status: z.literal('UP'), head: z.string(), readModels: z.array(z.object({ name: z.string(), position: z.string(), lag: z.int(), lagMs: z.number(), skipped: z.int() })) }),
+          200: z.object({ status: z.literal('UP'), head: z.string(), readModels: z.array(z.object({ name: z.string(), active: z.boolean().meta({ description: 'this instance holds the projection lease and writes the model; false = standing by' }), position: z.string(), lag: z.int(), lagMs: z.number(), skipped: z.int() })) }),
           503: ErrorBodySchema,
         },
       },
@@ -73,7 +73,7 @@ function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
       return {
         status: 'UP' as const,
         head: head.toString(),
-        readModels: deps.readModels.statuses().map(({ name, position, lag, lagMs, failures }) => ({ name, position, lag, lagMs, skipped: failures.length })),
+        readModels: deps.readModels.statuses().map(({ name, active, position, lag, lagMs, failures }) => ({ name, active, position, lag, lagMs, skipped: failures.length })),
       };
     },
   );

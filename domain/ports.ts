@@ -3,7 +3,9 @@
 
 import type { Query } from './shared/filtering.ts';
 
-/** Global position in the log. Opaque to clients (sent as a decimal string), ordered here. */
+/** Global position in the log. Opaque to clients (sent as a decimal string), ordered here: the
+ * embedded log numbers its events 1, 2, 3…; KurrentDB's (commit, prepare) pair is packed as
+ * commit·2^64 + prepare, which keeps the order. */
 export type Position = bigint;
 
 export type EventMetadata = {
@@ -99,6 +101,9 @@ export type EventStore = {
   headPosition(): Promise<Position>;
   /** The stream holding a code, if any. */
   findCode(reservation: CodeReservation): Promise<string | undefined>;
+  /** How far `to` is ahead of `from`, for lag figures: events in the embedded log, bytes of the
+   * transaction log in KurrentDB; 0 when `to` is not ahead. */
+  distance(from: Position, to: Position): number;
   /** Called after every committed append; the log's live subscription is built on it. */
   onAppended(listener: (position: Position) => void): () => void;
   close(): Promise<void>;
@@ -131,6 +136,11 @@ export type ReadStore = {
   size(collection: string): Promise<number>;
   /** Drops a collection's documents and the named projection's checkpoint. */
   reset(collection: string, projection: string): Promise<void>;
+  /** Takes or renews the lease that lets one instance run a projection: true when `owner` holds it
+   * for the next `ttlMs` (it was free, lapsed, or already the owner's), false when another holds it. */
+  tryLease(projection: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Gives the lease up early (a clean shutdown), if `owner` holds it. */
+  releaseLease(projection: string, owner: string): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -19,8 +19,11 @@ export type Projection = {
 export type ReadModelStatus = {
   name: string;
   collection: string;
+  /** True when this instance holds the lease and writes the model; false when it stands by. */
+  active: boolean;
   position: string;
-  /** Events of the log not yet reflected. */
+  /** How far the log's head is ahead of the model (EventStore.distance: events in the embedded
+   * log, bytes in KurrentDB); 0 when caught up. */
   lag: number;
   lagMs: number;
   failures: { position: string; stream: string; type: string; error: string; at: string }[];

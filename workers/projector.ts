@@ -1,7 +1,11 @@
 // Runs one projection: catch up from its checkpoint in batches, then follow the log live. Each
 // batch's writes and checkpoint go to the read store together, so a crash mid-batch replays the
 // batch, and the version guard makes the replay harmless.
+// When several instances share a read store, one of them holds the projection's lease and writes;
+// the others stand by, follow its checkpoint (so their `waitFor` still answers) and take over
+// when the lease lapses.
 
+import { randomUUID } from 'node:crypto';
 import type { Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent } from '../domain/ports.ts';
 import type { Projection, ReadModels, ReadModelStatus, StoredDocument } from '../projections/projection.ts';
 
@@ -9,7 +13,19 @@ type ProjectionFailure = ReadModelStatus['failures'][number];
 
 type Logger = { error: (obj: object, msg: string) => void };
 
-export type ProjectorOptions = { batchSize?: number; logger?: Logger; now?: () => Date };
+export type ProjectorOptions = {
+  batchSize?: number;
+  logger?: Logger;
+  now?: () => Date;
+  /** Who this process is when taking leases; one random id per process by default. */
+  instanceId?: string;
+  /** How long a lease lasts unless renewed; renewed at a third of it. */
+  leaseMs?: number;
+};
+
+const DEFAULT_INSTANCE = `${process.pid.toString()}-${randomUUID()}`;
+/** How often a standby instance re-reads the active one's checkpoint. */
+const STANDBY_POLL_MS = 250;
 
 export class Projector {
   readonly projection: Projection;
@@ -18,6 +34,10 @@ export class Projector {
   readonly #batchSize: number;
   readonly #logger: Logger | undefined;
   readonly #now: () => Date;
+  readonly #instanceId: string;
+  readonly #leaseMs: number;
+  #active = false;
+  #leaseCheckedAt = Number.NEGATIVE_INFINITY;
   #checkpoint: Position = 0n;
   #head: Position = 0n;
   #running = false;
@@ -35,6 +55,8 @@ export class Projector {
     this.#batchSize = options.batchSize ?? 1000;
     this.#logger = options.logger;
     this.#now = options.now ?? (() => new Date());
+    this.#instanceId = options.instanceId ?? DEFAULT_INSTANCE;
+    this.#leaseMs = options.leaseMs ?? 15_000;
   }
 
   /** A method, not the field, so checks after an await are not narrowed away by the compiler. */
@@ -64,20 +86,63 @@ export class Projector {
     this.#unsubscribe?.();
     this.#wake?.();
     await this.#loop;
+    if (this.#active) {
+      this.#active = false;
+      await this.#reads.releaseLease(this.projection.name, this.#instanceId).catch((error: unknown) => {
+        this.#logger?.error({ err: error, projection: this.projection.name }, 'could not release the projection lease');
+      });
+    }
+  }
+
+  /** Takes or renews the lease when a third of it has passed; true while this instance writes. */
+  async #holdLease(): Promise<boolean> {
+    const now = Date.now();
+    if (now - this.#leaseCheckedAt >= this.#leaseMs / 3) {
+      this.#leaseCheckedAt = now;
+      this.#active = await this.#reads.tryLease(this.projection.name, this.#instanceId, this.#leaseMs);
+    }
+    return this.#active;
+  }
+
+  /** Another instance writes this model: follow its checkpoint for a while, then try the lease again. */
+  async #standBy(): Promise<void> {
+    const stored = await this.#reads.checkpoint(this.projection.name);
+    if (stored > this.#checkpoint) {
+      this.#checkpoint = stored;
+      this.#release();
+    }
+    const head = await this.#events.headPosition();
+    if (head > this.#head) this.#head = head;
+    await this.#idle(STANDBY_POLL_MS);
+  }
+
+  /** Waits for news from the log, or at most `ms`. */
+  async #idle(ms: number): Promise<void> {
+    if (!this.isRunning()) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      if (this.#active && this.#head > this.#checkpoint) this.#wake();
+    });
+    this.#wake = undefined;
   }
 
   async #run(): Promise<void> {
     while (this.#running) {
       try {
+        if (!(await this.#holdLease())) {
+          await this.#standBy();
+          continue;
+        }
         const caughtUp = await this.#step();
         // The embedded stores answer synchronously: without this a long catch-up would never let
         // the event loop serve requests.
         await new Promise((r) => setImmediate(r));
-        if (caughtUp && this.isRunning()) await new Promise<void>((resolve) => {
-          this.#wake = resolve;
-          if (this.#head > this.#checkpoint) resolve();
-        });
-        this.#wake = undefined;
+        // Idle no longer than the lease renewal interval, so an idle owner keeps its lease.
+        if (caughtUp) await this.#idle(this.#leaseMs / 3);
       } catch (error) {
         // A store failure, not bad data: keep the checkpoint and try again shortly.
         this.#logger?.error({ err: error, projection: this.projection.name }, 'projection batch failed; retrying');
@@ -195,9 +260,10 @@ export class Projector {
   }
 
   status(): ReadModelStatus {
-    const lag = this.#head > this.#checkpoint ? Number(this.#head - this.#checkpoint) : 0;
+    const lag = this.#events.distance(this.#checkpoint, this.#head);
     return {
       name: this.projection.name,
+      active: this.#active,
       collection: this.projection.collection,
       position: this.#checkpoint.toString(),
       lag,

@@ -248,6 +248,11 @@ export class SqliteEventStore implements EventStore {
     return Promise.resolve(r?.stream);
   }
 
+  /** Positions number the events 1, 2, 3…, so the distance is a count of events. */
+  distance(from: Position, to: Position): number {
+    return to > from ? Number(to - from) : 0;
+  }
+
   onAppended(listener: (position: Position) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);

@@ -93,6 +93,22 @@ function bindable(type: Exclude<ColumnType, 'any'>, value: Scalar): string | num
   }
 }
 
+/** A lowercased LIKE pattern escaped for `ESCAPE '\'` as a whole-value regular expression over
+ * code points, for the patterns SQLite's own LIKE cannot take. */
+function likeToRegExp(pattern: string): RegExp {
+  const literal = (c: string): string => c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  let source = '';
+  let escaped = false;
+  for (const c of pattern) {
+    if (escaped) source += literal(c);
+    else if (c === '%') source += '[\\s\\S]*';
+    else if (c === '_') source += '[\\s\\S]';
+    else if (c !== '\\') source += literal(c);
+    escaped = !escaped && c === '\\';
+  }
+  return new RegExp(`^${source}$`, 'u');
+}
+
 /** LIKE's `\` is our escape character, so a backslash in a value is escaped to stay data. */
 const escapeBackslash = (s: string): string => s.replaceAll('\\', '\\\\');
 const escapeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
@@ -124,6 +140,8 @@ class Compiler {
    * any other pattern compares the Unicode-lowercased value with the lowercased pattern instead.
    */
   like(expr: string, pattern: string): string {
+    // SQLite's LIKE reads its pattern as a C string, so a NUL would end it early.
+    if (pattern.includes('\0')) return `rm_like(${expr}, ${this.bind(pattern.toLowerCase())})`;
     if (ASCII.test(pattern)) return `${expr} LIKE ${this.bind(pattern)} ESCAPE '\\'`;
     return `rm_fold(${expr}) LIKE ${this.bind(pattern.toLowerCase())} ESCAPE '\\'`;
   }
@@ -160,7 +178,8 @@ class Compiler {
 
   /** The `any` type's equality: a stored string, number or boolean each by its own reading. */
   anyMembership(t: Target, values: readonly Scalar[]): string {
-    const parts = [this.membership(t.value, values.map(String))];
+    // json_extract reads an array or object as its JSON text, which must not equal a string value.
+    const parts = [`(${t.type} = 'text' AND ${this.membership(t.value, values.map(String))})`];
     const numbers = values.map(numericReading).filter((n): n is number => n !== undefined);
     // A JSON boolean reads as 1/0, so only a stored JSON number may match a numeric reading.
     if (numbers.length > 0) parts.push(`(${this.membership(t.value, numbers)} AND ${t.type} IN ('integer', 'real'))`);
@@ -248,6 +267,7 @@ export class SqliteReadStore implements ReadStore {
   private readonly db: DatabaseSync;
   private readonly statements = new Map<string, StatementSync>();
   private readonly tables = new Set<string>();
+  private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
 
   constructor(path: string) {
     this.db = new DatabaseSync(path);
@@ -257,6 +277,9 @@ export class SqliteReadStore implements ReadStore {
     this.db.exec('PRAGMA optimize = 0x10002');
     this.db.exec('CREATE TABLE IF NOT EXISTS checkpoints (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)');
     this.db.function('rm_fold', { deterministic: true }, (v) => (typeof v === 'string' ? v.toLowerCase() : v));
+    this.db.function('rm_like', { deterministic: true }, (v, p) =>
+      typeof v === 'string' && typeof p === 'string' ? Number(likeToRegExp(p).test(v.toLowerCase())) : null,
+    );
   }
 
   private statement(sql: string): StatementSync {
@@ -427,6 +450,24 @@ export class SqliteReadStore implements ReadStore {
         this.statement('DELETE FROM checkpoints WHERE projection = ?').run(projection);
       });
     });
+  }
+
+  /**
+   * The embedded read models belong to one process (the embedded log tells only its own process of
+   * appends), so leases live in memory: they arbitrate between projectors of this process, and a
+   * restart after a crash does not wait for the dead process's lease to lapse.
+   */
+  tryLease(projection: string, owner: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const held = this.leases.get(projection);
+    if (held !== undefined && held.owner !== owner && held.expiresAt > now) return Promise.resolve(false);
+    this.leases.set(projection, { owner, expiresAt: now + ttlMs });
+    return Promise.resolve(true);
+  }
+
+  releaseLease(projection: string, owner: string): Promise<void> {
+    if (this.leases.get(projection)?.owner === owner) this.leases.delete(projection);
+    return Promise.resolve();
   }
 
   close(): Promise<void> {

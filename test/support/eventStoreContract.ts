@@ -48,12 +48,38 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
     it('treats a retried append with the same event ids as a no-op answering the first result', async () => {
       const store = await open();
       const stream = `${freshCategory()}-${randomUUID()}`;
-      const events = [anEvent(), anEvent()];
+      // Ids repeat only when derived from an Idempotency-Key, which the events then carry.
+      const keyed = (e: NewEvent): NewEvent => ({ ...e, metadata: { ...e.metadata, idempotencyKey: 'k1' } });
+      const events = [keyed(anEvent()), keyed(anEvent())];
       const first = await store.append({ stream, expected: 'no_stream', events });
       const retry = await store.append({ stream, expected: 'no_stream', events });
       expect(retry).toEqual({ ...first, duplicate: true });
       expect(first.duplicate).not.toBe(true);
-      expect(await store.readStream(stream)).toHaveLength(2);
+      // also after the stream has moved on
+      await store.append({ stream, expected: 1, events: [anEvent()] });
+      expect(await store.append({ stream, expected: 'no_stream', events })).toEqual({ ...first, duplicate: true });
+      expect(await store.readStream(stream)).toHaveLength(3);
+    });
+
+    it('reads a missing stream as empty and a missing code as undefined', async () => {
+      const store = await open();
+      expect(await store.readStream(`${freshCategory()}-${randomUUID()}`)).toEqual([]);
+      expect(await store.findCode({ scope: freshCategory(), code: 'NONE' })).toBeUndefined();
+    });
+
+    it('resumes reading all from any position it handed out, and measures distance forward', async () => {
+      const store = await open();
+      const c = freshCategory();
+      const stream = `${c}-${randomUUID()}`;
+      await store.append({ stream, expected: 'no_stream', events: [anEvent(), anEvent(), anEvent()] });
+      const all = await store.readAll({ after: 0n, limit: 10, categories: [c] });
+      const [p0, p1, p2] = all.map((e) => e.position);
+      if (p0 === undefined || p1 === undefined || p2 === undefined) throw new Error('three events expected');
+      expect((await store.readAll({ after: p0, limit: 10, categories: [c] })).map((e) => e.position)).toEqual([p1, p2]);
+      expect(await store.readAll({ after: p2, limit: 10, categories: [c] })).toEqual([]);
+      expect(store.distance(p0, p2)).toBeGreaterThan(0);
+      expect(store.distance(p2, p0)).toBe(0);
+      expect(store.distance(p1, p1)).toBe(0);
     });
 
     it('of concurrent appends at one expected revision exactly one wins', async () => {

@@ -314,5 +314,32 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         expect(await store.size(c)).toBe(1);
       });
     });
+
+    describe('lease', () => {
+      it('goes to one owner at a time: taken, refused to another, renewed by its owner', async () => {
+        const p = fresh();
+        expect(await store.tryLease(p, 'one', 30_000)).toBe(true);
+        expect(await store.tryLease(p, 'two', 30_000)).toBe(false);
+        expect(await store.tryLease(p, 'one', 30_000)).toBe(true);
+        expect(await store.tryLease(fresh(), 'two', 30_000)).toBe(true);
+      });
+
+      it('of concurrent takers exactly one wins', async () => {
+        const p = fresh();
+        const results = await Promise.all(Array.from({ length: 8 }, (_, i) => store.tryLease(p, `owner-${String(i)}`, 30_000)));
+        expect(results.filter(Boolean)).toHaveLength(1);
+      });
+
+      it('passes to another owner once it lapses or is released', async () => {
+        const p = fresh();
+        expect(await store.tryLease(p, 'one', 200)).toBe(true);
+        await new Promise((r) => setTimeout(r, 400));
+        expect(await store.tryLease(p, 'two', 30_000)).toBe(true);
+        await store.releaseLease(p, 'one');
+        expect(await store.tryLease(p, 'one', 30_000)).toBe(false);
+        await store.releaseLease(p, 'two');
+        expect(await store.tryLease(p, 'one', 30_000)).toBe(true);
+      });
+    });
   });
 }

@@ -86,4 +86,39 @@ describe('projector', () => {
     expect(status.lag).toBe(0);
     expect(status.failures).toEqual([expect.objectContaining({ stream: `${collection}/${streams[2]?.slice(category.length + 1) ?? ''}`, type: 'document upsert' })]);
   });
+
+  it('lets one of two instances write a model; the other stands by, follows, and takes over', async () => {
+    const { eventStore, readStore } = setup();
+    const leaseMs = 300;
+    const first = new Projector(notes, eventStore, readStore, { instanceId: 'first', leaseMs });
+    const second = new Projector(notes, eventStore, readStore, { instanceId: 'second', leaseMs });
+    await first.start();
+    await second.start();
+    cleanups.push(() => Promise.all([first.stop(), second.stop()]).then(() => undefined));
+    const a = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Added', 'a')] });
+    // The standby answers waits from the active instance's checkpoint.
+    expect(await second.waitFor(a.position, 5000)).toBe(true);
+    expect(await first.waitFor(a.position, 5000)).toBe(true);
+    expect([first.status().active, second.status().active]).toEqual([true, false]);
+
+    await first.stop();
+    const b = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Added', 'b')] });
+    expect(await second.waitFor(b.position, 5000)).toBe(true);
+    expect(second.status().active).toBe(true);
+    expect(await readStore.size(collection)).toBe(2);
+  });
+
+  it('takes over from an instance that stopped renewing once its lease lapses', async () => {
+    const { eventStore, readStore } = setup();
+    const leaseMs = 300;
+    // A crashed instance: it holds the lease and never renews it.
+    expect(await readStore.tryLease(notes.name, 'crashed', leaseMs)).toBe(true);
+    const survivor = new Projector(notes, eventStore, readStore, { instanceId: 'survivor', leaseMs });
+    await survivor.start();
+    cleanups.push(() => survivor.stop());
+    const a = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Added', 'a')] });
+    expect(survivor.status().active).toBe(false);
+    expect(await survivor.waitFor(a.position, 5000)).toBe(true);
+    expect(survivor.status().active).toBe(true);
+  });
 });
