@@ -1,0 +1,515 @@
+// The MongoDB read store's query language, pure so that an in-memory engine (mingo) runs exactly
+// what the server would: the stored shape and its key codec, a Query compiled to a filter and a
+// sort, the autocomplete pipeline, the version-guarded writes, checkpoints and leases. The SQLite
+// store's comments define the semantics; the equivalence test replays every filtering fixture
+// through both. Values only ever appear as operands of explicit operators ($eq, $in, $regex, …,
+// $literal in expressions); field paths come from validated column paths only.
+
+import type { Document, DocumentWrite, Position } from '../../domain/ports.ts';
+import {
+  likePattern,
+  shapeOf,
+  type Column,
+  type ColumnType,
+  type Condition,
+  type Operator,
+  type OperatorShape,
+  type PositiveOperator,
+  type Query,
+  type Scalar,
+} from '../../domain/shared/filtering.ts';
+
+/** A query document, update document or pipeline stage. */
+export type MongoFilter = Record<string, unknown>;
+
+export type SortPair = readonly [field: string, direction: 1 | -1];
+
+/** One document of a read model collection. `doc` holds the document with its keys encoded (see
+ * encodeKey), so internal fields never meet document fields; a tombstone has `doc: null`. */
+export type StoredDocument = { _id: string; v: number; deleted: boolean; doc: Record<string, unknown> | null };
+
+export type Checkpoint = { _id: string; position: string };
+
+export type Lease = { _id: string; owner: string; expiresAt: Date };
+
+export const CHECKPOINTS = 'checkpoints';
+export const LEASES = 'leases';
+
+const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
+const SEGMENT = /^[A-Za-z0-9_-]+$/;
+
+/** Only live documents: every query, count and index filters on it. */
+export const LIVE: MongoFilter = Object.freeze({ deleted: false });
+
+export function collectionName(collection: string): string {
+  if (!COLLECTION.test(collection)) throw new RangeError(`invalid collection name ${JSON.stringify(collection)}`);
+  return `rm_${collection}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key codec
+
+/**
+ * A document key as MongoDB accepts it: `%`, `.` and NUL percent-encoded, a leading `$` too, the
+ * empty key as a lone `%`, and `_bsontype` (which the BSON serializer reads as a type tag) with its
+ * underscore encoded. Every `%` of an encoded key starts an escape, so decoding is unambiguous; a
+ * path segment (`[A-Za-z0-9_-]+`) other than `_bsontype` encodes to itself.
+ */
+export function encodeKey(key: string): string {
+  if (key === '') return '%';
+  if (key === '_bsontype') return '%5Fbsontype';
+  const escaped = key.replace(/[%.\0]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0').toUpperCase()}`);
+  return escaped.startsWith('$') ? `%24${escaped.slice(1)}` : escaped;
+}
+
+export function decodeKey(key: string): string {
+  if (key === '%') return '';
+  return key.replace(/%([0-9A-F]{2})/g, (_escape, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+}
+
+type Ancestors = Set<object>;
+
+function encodeArray(values: readonly unknown[], ancestors: Ancestors): unknown[] {
+  // As JSON: a value without a JSON form is null inside an array.
+  return values.map((v) => encodeValue(v, ancestors) ?? null);
+}
+
+function encodeObject(value: object, ancestors: Ancestors): Record<string, unknown> {
+  const entries: [string, unknown][] = [];
+  for (const [key, v] of Object.entries(value)) {
+    const encoded = encodeValue(v, ancestors);
+    if (encoded !== undefined) entries.push([encodeKey(key), encoded]);
+  }
+  // fromEntries defines own properties, so a `__proto__` key stays a key.
+  return Object.fromEntries(entries);
+}
+
+function jsonForm(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || !('toJSON' in value)) return value;
+  const toJSON = value.toJSON;
+  return typeof toJSON === 'function' ? (toJSON as (this: object) => unknown).call(value) : value;
+}
+
+/** The stored form of a JSON value, read as JSON.stringify would (toJSON first, non-finite numbers
+ * as null); undefined when it has no JSON form. */
+function encodeValue(value: unknown, ancestors: Ancestors): unknown {
+  const json = jsonForm(value);
+  if (json === null || typeof json === 'string' || typeof json === 'boolean') return json;
+  if (typeof json === 'number') return Number.isFinite(json) ? json : null;
+  if (typeof json === 'bigint') throw new TypeError('cannot store a bigint in a document');
+  if (typeof json !== 'object') return undefined;
+  if (ancestors.has(json)) throw new TypeError('cannot store a circular structure');
+  ancestors.add(json);
+  try {
+    return Array.isArray(json) ? encodeArray(json, ancestors) : encodeObject(json, ancestors);
+  } finally {
+    ancestors.delete(json);
+  }
+}
+
+/** The document as stored: keys encoded, as JSON would read it; throws on a circular structure. */
+export function encodeDocument(doc: Document): Record<string, unknown> {
+  return encodeValue(doc, new Set()) as Record<string, unknown>;
+}
+
+function decodeValue(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(decodeValue);
+  if (value === null || typeof value !== 'object' || value instanceof Date) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [decodeKey(k), decodeValue(v)]));
+}
+
+export function decodeDocument(stored: Record<string, unknown>): Document {
+  return decodeValue(stored) as Document;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths
+
+function encodedSegments(path: string): string[] {
+  const segments = path.split('.');
+  if (!segments.every((s) => SEGMENT.test(s))) throw new RangeError(`invalid document path ${JSON.stringify(path)}`);
+  return segments.map(encodeKey);
+}
+
+/** The stored field of a document path, as pipelines read it. */
+export function fieldOf(path: string): string {
+  return `doc.${encodedSegments(path).join('.')}`;
+}
+
+/** Where a condition reads a column: `id` at the document root is the stored `_id`. */
+type Target = {
+  field: string;
+  /** The fields above it (`doc.a`, `doc.a.b` for `doc.a.b.c`). */
+  parents: string[];
+};
+
+function targetOf(path: string, atDocumentRoot: boolean): Target {
+  if (atDocumentRoot && path === 'id') return { field: '_id', parents: [] };
+  const prefix = atDocumentRoot ? ['doc'] : [];
+  const segments = [...prefix, ...encodedSegments(path)];
+  const parents = segments.slice(prefix.length, -1).map((_s, i) => segments.slice(0, prefix.length + i + 1).join('.'));
+  return { field: segments.join('.'), parents };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+/** A filter value's reading as a number, as the `any` type defines it. */
+function numericReading(value: Scalar): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value === 'boolean' || value.trim() === '') return undefined;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+function booleanReading(value: Scalar): boolean | undefined {
+  if (typeof value === 'boolean') return value;
+  return value === 'true' ? true : value === 'false' ? false : undefined;
+}
+
+/** The value as a column of that type stores it. */
+function typedValue(type: Exclude<ColumnType, 'any'>, value: Scalar): string | number | boolean {
+  switch (type) {
+    case 'string':
+    case 'uuid':
+    case 'date-time':
+      return String(value);
+    case 'number':
+    case 'integer':
+      return typeof value === 'number' ? value : Number(value);
+    case 'boolean':
+      return value === true || value === 'true';
+    default: {
+      const _never: never = type;
+      return _never;
+    }
+  }
+}
+
+const REGEX_META = /[\\^$.|?*+()[\]{}\0]/g;
+
+/** Text matched literally by a regular expression, in PCRE (the server) and JavaScript alike. */
+export function regexLiteral(text: string): string {
+  return text.replace(REGEX_META, (c) => (c === '\0' ? '\\x00' : `\\${c}`));
+}
+
+/** Case-insensitive, and `.` also matches a line break, as `_` does in LIKE. */
+export const REGEX_OPTIONS = 'is';
+
+/**
+ * LIKE as a regular expression: `%` any run, `_` one character, everything else literal, matched
+ * against the whole value. The end is `(?![\s\S])` rather than `$`, which in PCRE also matches
+ * before a final line break; a `%` at either end simply leaves that end unanchored.
+ */
+export function likeRegex(value: string): string {
+  const pattern = likePattern(value).replace(/%+/g, '%');
+  if (pattern === '%') return '';
+  const open = !pattern.startsWith('%');
+  const close = !pattern.endsWith('%');
+  const body = pattern
+    .slice(open ? 0 : 1, close ? pattern.length : -1)
+    .split('%')
+    .map((run) => run.split('_').map(regexLiteral).join('.'))
+    .join('.*');
+  return `${open ? '^' : ''}${body}${close ? '(?![\\s\\S])' : ''}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conditions
+
+const COMPARISON = { GT: '$gt', GTE: '$gte', LT: '$lt', LTE: '$lte' } as const;
+
+function membership(field: string, values: readonly unknown[]): MongoFilter {
+  const [only] = values;
+  return values.length === 1 ? { [field]: { $eq: only } } : { [field]: { $in: [...values] } };
+}
+
+const like = (field: string, value: Scalar): MongoFilter => ({
+  [field]: { $regex: likeRegex(String(value)), $options: REGEX_OPTIONS },
+});
+
+function typedPositive(field: string, type: Exclude<ColumnType, 'any'>, op: PositiveOperator, values: readonly Scalar[]): MongoFilter {
+  switch (op) {
+    case 'EQ':
+    case 'IN':
+      return membership(field, values.map((v) => typedValue(type, v)));
+    case 'LIKE':
+      return like(field, values[0] ?? '');
+    case 'GT':
+    case 'GTE':
+    case 'LT':
+    case 'LTE':
+      return { [field]: { [COMPARISON[op]]: typedValue(type, values[0] ?? '') } };
+    default: {
+      const _never: never = op;
+      return _never;
+    }
+  }
+}
+
+/** The `any` type's equality: one `$in` holding each value's string, numeric and boolean reading;
+ * MongoDB compares across types never, and numbers by value, as the SQLite store does. */
+function anyMembership(field: string, values: readonly Scalar[]): MongoFilter {
+  const readings = [
+    ...values.map(String),
+    ...values.map(numericReading).filter((n) => n !== undefined),
+    ...values.map(booleanReading).filter((b) => b !== undefined),
+  ];
+  return membership(field, [...new Set(readings)]);
+}
+
+function anyPositive(field: string, op: PositiveOperator, values: readonly Scalar[]): MongoFilter {
+  switch (op) {
+    case 'EQ':
+    case 'IN':
+      return anyMembership(field, values);
+    case 'LIKE':
+      return like(field, values[0] ?? '');
+    case 'GT':
+    case 'GTE':
+    case 'LT':
+    case 'LTE': {
+      // A string bound only orders strings and a number only numbers, so each branch keeps to its type.
+      const value = values[0] ?? '';
+      const byString = { [field]: { [COMPARISON[op]]: String(value) } };
+      const n = numericReading(value);
+      return n === undefined ? byString : { $or: [byString, { [field]: { [COMPARISON[op]]: n } }] };
+    }
+    default: {
+      const _never: never = op;
+      return _never;
+    }
+  }
+}
+
+function positive(field: string, type: ColumnType, op: PositiveOperator, values: readonly Scalar[]): MongoFilter {
+  return type === 'any' ? anyPositive(field, op, values) : typedPositive(field, type, op, values);
+}
+
+const notArray = (field: string): MongoFilter => ({ [field]: { $not: { $type: 'array' } } });
+const both = (...filters: MongoFilter[]): MongoFilter => ({ $and: filters });
+const not = (filter: MongoFilter): MongoFilter => ({ $nor: [filter] });
+
+/**
+ * An array column holds a condition when some element does (MongoDB's implicit array traversal;
+ * a scalar counts as its own single element) and a negation when none does. IS_NOT_NULL means a
+ * non-null element: an array with one, or a non-null scalar.
+ */
+function arrayCondition(field: string, type: ColumnType, shape: OperatorShape, values: readonly Scalar[]): MongoFilter {
+  switch (shape.kind) {
+    case 'null': {
+      const nonNull = { $or: [{ [field]: { $elemMatch: { $ne: null } } }, both({ [field]: { $ne: null } }, notArray(field))] };
+      return shape.isNull ? not(nonNull) : nonNull;
+    }
+    case 'positive':
+      return positive(field, type, shape.op, values);
+    case 'negated':
+      return not(positive(field, type, shape.op, values));
+    default: {
+      const _never: never = shape;
+      return _never;
+    }
+  }
+}
+
+/** A typed scalar column: negations hold for a missing or null value, as `$ne`/`$nin` do. */
+function scalarCondition(field: string, type: ColumnType, shape: OperatorShape, values: readonly Scalar[]): MongoFilter {
+  switch (shape.kind) {
+    case 'null':
+      return { [field]: shape.isNull ? { $eq: null } : { $ne: null } };
+    case 'positive':
+      return positive(field, type, shape.op, values);
+    case 'negated':
+      return not(positive(field, type, shape.op, values));
+    default: {
+      const _never: never = shape;
+      return _never;
+    }
+  }
+}
+
+/**
+ * A path below a free-form map may meet arrays, which MongoDB would search element by element.
+ * The SQLite store reads a JSON path: an array on the way makes the value null, and an array at
+ * the end is a value that equals, matches and orders against no scalar (yet is not null).
+ */
+function anyCondition(target: Target, shape: OperatorShape, values: readonly Scalar[]): MongoFilter {
+  const { field, parents } = target;
+  const reachable = parents.map(notArray);
+  switch (shape.kind) {
+    case 'null': {
+      const present = both(...reachable, { $or: [{ [field]: { $type: 'array' } }, { [field]: { $ne: null } }] });
+      return shape.isNull ? not(present) : present;
+    }
+    case 'positive':
+      return both(...reachable, notArray(field), anyPositive(field, shape.op, values));
+    case 'negated':
+      return not(both(...reachable, notArray(field), anyPositive(field, shape.op, values)));
+    default: {
+      const _never: never = shape;
+      return _never;
+    }
+  }
+}
+
+function fieldCondition(column: Column, atDocumentRoot: boolean, op: Operator, values: readonly Scalar[]): MongoFilter {
+  const target = targetOf(column.path, atDocumentRoot);
+  const shape = shapeOf(op);
+  if (column.array) return arrayCondition(target.field, column.type, shape, values);
+  if (column.type === 'any') return anyCondition(target, shape, values);
+  return scalarCondition(target.field, column.type, shape, values);
+}
+
+/**
+ * A nested condition holds when one element of the array matches it as a whole: `$elemMatch`,
+ * which skips scalar elements as the SQLite store skips non-objects. (An element that is itself
+ * an array is read by MongoDB as a document with no such property, where SQLite skips it.)
+ */
+function condition(c: Condition): MongoFilter {
+  const single = c.value === undefined ? [] : [c.value];
+  const values = c.op === 'IN' || c.op === 'NOT_IN' ? (c.values ?? single) : single;
+  if (c.kind === 'field') return fieldCondition(c.column, true, c.op, values);
+  return { [targetOf(c.arrayPath, true).field]: { $elemMatch: fieldCondition(c.column, false, c.op, values) } };
+}
+
+/** The filter of a find or count: live documents meeting every condition. */
+export function compileFilter(query: Query): MongoFilter {
+  if (query.conditions.length === 0) return LIVE;
+  return { $and: [LIVE, ...query.conditions.map(condition)] };
+}
+
+/** The sort keys in order, `_id` last unless the query sorts by id. MongoDB orders missing and
+ * null first ascending and last descending, as SQLite orders NULL, then numbers, then strings
+ * (binary), then booleans. Not alike: booleans mixed with numbers at one path (SQLite sorts them as
+ * 0 and 1 among the numbers), and arrays or objects met at a sort path (SQLite sorts their JSON
+ * text among the strings; MongoDB an array by its least or greatest element). */
+export function compileSort(query: Query): SortPair[] {
+  const pairs: SortPair[] = [];
+  for (const key of query.sort) {
+    const { field } = targetOf(key.column.path, true);
+    if (!pairs.some(([f]) => f === field)) pairs.push([field, key.order === 'DESC' ? -1 : 1]);
+  }
+  if (!pairs.some(([f]) => f === '_id')) pairs.push(['_id', 1]);
+  return pairs;
+}
+
+/** A sort spec as a document, for pipelines; field names never look like array indexes, so the
+ * object keeps their order. */
+export const sortDocument = (pairs: readonly SortPair[]): Record<string, 1 | -1> => Object.fromEntries(pairs);
+
+// ---------------------------------------------------------------------------------------------
+// Autocomplete
+
+/** Upper and lower case of the 26 ASCII letters. */
+const ASCII_CASES = Array.from({ length: 26 }, (_letter, i) => [String.fromCharCode(0x41 + i), String.fromCharCode(0x61 + i)]);
+
+/** ASCII-only lower case, SQLite's NOCASE. `$toLower` leaves other characters undefined (and an
+ * in-memory engine lowers them all), so the 26 letters are replaced one by one. */
+function asciiLower(expression: string): MongoFilter {
+  const replace = { $replaceAll: { input: '$$value', find: { $arrayElemAt: ['$$this', 0] }, replacement: { $arrayElemAt: ['$$this', 1] } } };
+  return { $reduce: { input: { $literal: ASCII_CASES }, initialValue: expression, in: replace } };
+}
+
+const regexMatch = (input: string, regex: string): MongoFilter => ({
+  $regexMatch: { input, regex: { $literal: regex }, options: REGEX_OPTIONS },
+});
+
+/** The path's values as an array: its elements when it is an array, else itself. */
+function elementsOf(field: string): MongoFilter {
+  return { $cond: { if: { $isArray: `$${field}` }, then: `$${field}`, else: [`$${field}`] } };
+}
+
+/**
+ * Distinct string values of the paths (array elements one by one) containing `term`, values
+ * starting with it first, then case-insensitively alphabetical (ASCII folding), then binary.
+ */
+export function compileAutocomplete(paths: readonly string[], term: string, limit: number): MongoFilter[] {
+  const fields = [...new Set(paths)].map(fieldOf);
+  const contains = regexLiteral(term);
+  return [
+    { $match: { $and: [LIVE, { $or: fields.map((f) => ({ [f]: { $regex: contains, $options: REGEX_OPTIONS } })) }] } },
+    { $project: { _id: 0, value: { $concatArrays: fields.map(elementsOf) } } },
+    { $unwind: '$value' },
+    {
+      $match: {
+        $expr: { $cond: { if: { $eq: [{ $type: '$value' }, 'string'] }, then: regexMatch('$value', contains), else: false } },
+      },
+    },
+    { $group: { _id: '$value' } },
+    { $project: { prefix: regexMatch('$_id', `^${contains}`), folded: asciiLower('$_id') } },
+    { $sort: { prefix: -1, folded: 1, _id: 1 } },
+    { $limit: Math.max(1, Math.floor(limit)) },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes, checkpoints, leases
+
+export type VersionedWrite = { filter: MongoFilter; replacement: Omit<StoredDocument, '_id'> };
+
+/**
+ * A replace-with-upsert that applies only over an older version. Over the same or a newer one the
+ * filter misses and the upsert's insert of the same `_id` fails with a duplicate key (11000): a
+ * replay changes nothing, not even a tombstone.
+ */
+export function versionedWrite(write: DocumentWrite): VersionedWrite {
+  const filter = { _id: { $eq: write.id }, v: { $lt: write.version } };
+  switch (write.kind) {
+    case 'upsert':
+      return { filter, replacement: { v: write.version, deleted: false, doc: encodeDocument(write.doc) } };
+    case 'delete':
+      return { filter, replacement: { v: write.version, deleted: true, doc: null } };
+    default: {
+      const _never: never = write;
+      throw new TypeError(`unknown write ${JSON.stringify(_never)}`);
+    }
+  }
+}
+
+/** Positions are bigints (KurrentDB's reach 2^128): stored as fixed-width decimal strings, whose
+ * string order is their numeric order, so `$max` keeps a checkpoint monotone. */
+const POSITION_DIGITS = 40;
+
+export function encodePosition(position: Position): string {
+  const digits = position.toString();
+  if (position < 0n || digits.length > POSITION_DIGITS) throw new RangeError(`position out of range: ${digits}`);
+  return digits.padStart(POSITION_DIGITS, '0');
+}
+
+export function decodePosition(stored: unknown): Position {
+  if (typeof stored !== 'string' || !/^\d+$/.test(stored)) return 0n;
+  return BigInt(stored);
+}
+
+export const checkpointUpdate = (position: Position): MongoFilter => ({ $max: { position: encodePosition(position) } });
+
+/** Matches the lease when it is `owner`'s or has lapsed by the server's clock; with an upsert, a
+ * missing lease is created and one held by another fails the insert with a duplicate key. */
+export function leaseFilter(projection: string, owner: string): MongoFilter {
+  return {
+    _id: { $eq: projection },
+    $expr: { $or: [{ $eq: ['$owner', { $literal: owner }] }, { $lte: ['$expiresAt', '$$NOW'] }] },
+  };
+}
+
+export function leaseUpdate(owner: string, ttlMs: number): MongoFilter[] {
+  if (!Number.isFinite(ttlMs) || ttlMs < 0) throw new RangeError(`invalid lease duration ${String(ttlMs)}`);
+  return [{ $set: { owner: { $literal: owner }, expiresAt: { $add: ['$$NOW', { $literal: ttlMs }] } } }];
+}
+
+export const leaseOwnedBy = (projection: string, owner: string): MongoFilter => ({
+  _id: { $eq: projection },
+  owner: { $eq: owner },
+});
+
+// ---------------------------------------------------------------------------------------------
+// Indexes
+
+export type IndexSpec = { name: string; key: Record<string, 1>; partialFilterExpression: MongoFilter };
+
+/** One index per declared path, with `_id` after it so that a sort on the path needs no sort step;
+ * partial on live documents, which every query asks for. */
+export function indexSpec(path: string): IndexSpec {
+  const field = fieldOf(path);
+  return { name: `${field}_1__id_1`, key: { [field]: 1, _id: 1 }, partialFilterExpression: LIVE };
+}

@@ -1,0 +1,242 @@
+// The production read store: the ReadStore port over MongoDB. One collection per read model
+// (`rm_<collection>`) of StoredDocuments, plus `checkpoints` and `leases`. What a query, a write or
+// a lease means is decided in query.ts, pure and replayed through mingo by the tests; this file
+// only sends it to the server and reads the answers back.
+
+import {
+  MongoBulkWriteError,
+  MongoClient,
+  MongoError,
+  MongoErrorLabel,
+  MongoNetworkError,
+  MongoOperationTimeoutError,
+  MongoServerSelectionError,
+  type AnyBulkWriteOperation,
+  type Collection,
+  type Db,
+  type Filter,
+  type UpdateFilter,
+} from 'mongodb';
+import type { Document, DocumentWrite, Page, Position, ReadStore } from '../../domain/ports.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
+import type { Query } from '../../domain/shared/filtering.ts';
+import {
+  CHECKPOINTS,
+  LEASES,
+  LIVE,
+  checkpointUpdate,
+  collectionName,
+  compileAutocomplete,
+  compileFilter,
+  compileSort,
+  decodeDocument,
+  decodePosition,
+  indexSpec,
+  leaseFilter,
+  leaseOwnedBy,
+  leaseUpdate,
+  versionedWrite,
+  type Checkpoint,
+  type Lease,
+  type MongoFilter,
+  type StoredDocument,
+} from './query.ts';
+
+const DUPLICATE_KEY = 11000;
+
+/** The server did not answer (down, unreachable, primary changing): the work may be retried. A
+ * DomainError so the HTTP layer answers 503 with the error body; the cause keeps the detail. */
+export class ReadStoreUnavailableError extends DomainError {
+  constructor(cause: unknown) {
+    super('READ_STORE.UNAVAILABLE', 'SERVICE_UNAVAILABLE', 'The read store is unavailable; retry the request');
+    this.name = 'ReadStoreUnavailableError';
+    this.cause = cause;
+  }
+}
+
+const TRANSIENT_LABELS: readonly string[] = [
+  MongoErrorLabel.RetryableWriteError,
+  MongoErrorLabel.RetryableError,
+  MongoErrorLabel.TransientTransactionError,
+  MongoErrorLabel.SystemOverloadedError,
+];
+
+function isTransient(error: unknown): boolean {
+  if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true;
+  if (error instanceof MongoOperationTimeoutError) return true;
+  return error instanceof MongoError && TRANSIENT_LABELS.some((label) => error.hasErrorLabel(label));
+}
+
+/** The port's error for a driver error: transient failures become ReadStoreUnavailableError, the
+ * rest stay the driver's own errors (the projector retries either). */
+export function translateError(error: unknown): unknown {
+  return isTransient(error) ? new ReadStoreUnavailableError(error) : error;
+}
+
+export const isDuplicateKey = (error: unknown): boolean => error instanceof MongoError && error.code === DUPLICATE_KEY;
+
+/** True when every failed write of an unordered bulk write hit an existing `_id`: a newer version
+ * is stored, which the version guard means to keep. */
+export function onlyStaleWrites(error: MongoBulkWriteError): boolean {
+  const failed = error.result.getWriteErrors();
+  return failed.length > 0 && failed.every((w) => w.code === DUPLICATE_KEY) && error.result.getWriteConcernError() === undefined;
+}
+
+const asFilter = <T>(filter: MongoFilter): Filter<T> => filter as Filter<T>;
+
+function stored(row: Pick<StoredDocument, 'v' | 'deleted' | 'doc'>): { version: number; doc: Document | null } {
+  return { version: row.v, doc: row.deleted || row.doc === null ? null : decodeDocument(row.doc) };
+}
+
+export class MongoReadStore implements ReadStore {
+  readonly #client: MongoClient;
+  readonly #db: Db;
+
+  constructor(client: MongoClient, db: Db) {
+    this.#client = client;
+    this.#db = db;
+  }
+
+  #documents(collection: string): Collection<StoredDocument> {
+    return this.#db.collection<StoredDocument>(collectionName(collection));
+  }
+
+  get #checkpoints(): Collection<Checkpoint> {
+    return this.#db.collection<Checkpoint>(CHECKPOINTS);
+  }
+
+  get #leases(): Collection<Lease> {
+    return this.#db.collection<Lease>(LEASES);
+  }
+
+  async #run<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw translateError(error);
+    }
+  }
+
+  async ensureCollection(collection: string, indexedPaths: readonly string[]): Promise<void> {
+    const documents = this.#documents(collection);
+    const specs = [...new Set(indexedPaths)].filter((path) => path !== 'id').map(indexSpec);
+    await this.#run(async () => {
+      // Same names and options each time, so creating them again is a no-op.
+      if (specs.length > 0) await documents.createIndexes(specs);
+    });
+  }
+
+  async applyBatch(collection: string, writes: readonly DocumentWrite[], checkpoint: Position, projection = collection): Promise<void> {
+    const documents = this.#documents(collection);
+    // Encoded before anything is sent, so a document that cannot be stored fails the whole batch.
+    const operations: AnyBulkWriteOperation<StoredDocument>[] = writes.map((write) => {
+      const { filter, replacement } = versionedWrite(write);
+      return { replaceOne: { filter: asFilter<StoredDocument>(filter), replacement, upsert: true } };
+    });
+    const advance = checkpointUpdate(checkpoint) as UpdateFilter<Checkpoint>;
+    await this.#run(async () => {
+      if (operations.length > 0) await this.#write(documents, operations);
+      // After the writes: a crash in between replays a batch whose writes the version guard ignores.
+      await this.#checkpoints.updateOne({ _id: { $eq: projection } }, advance, { upsert: true });
+    });
+  }
+
+  async #write(documents: Collection<StoredDocument>, operations: AnyBulkWriteOperation<StoredDocument>[]): Promise<void> {
+    try {
+      await documents.bulkWrite(operations, { ordered: false });
+    } catch (error) {
+      if (error instanceof MongoBulkWriteError && onlyStaleWrites(error)) return;
+      throw error;
+    }
+  }
+
+  async checkpoint(projection: string): Promise<Position> {
+    const row = await this.#run(() => this.#checkpoints.findOne({ _id: { $eq: projection } }));
+    return decodePosition(row?.position);
+  }
+
+  async getMany(collection: string, ids: readonly string[]): Promise<Map<string, { version: number; doc: Document | null }>> {
+    const documents = this.#documents(collection);
+    const found = new Map<string, { version: number; doc: Document | null }>();
+    if (ids.length === 0) return found;
+    const rows = await this.#run(() => documents.find({ _id: { $in: [...ids] } }).toArray());
+    for (const row of rows) found.set(row._id, stored(row));
+    return found;
+  }
+
+  async find(collection: string, query: Query, page: Page): Promise<Document[]> {
+    const documents = this.#documents(collection);
+    const filter = asFilter<StoredDocument>(compileFilter(query));
+    const sort = compileSort(query);
+    // A limit of 0 means "no limit" to MongoDB.
+    if (page.limit <= 0) return [];
+    const rows = await this.#run(() =>
+      documents.find(filter, { sort, skip: Math.max(0, page.offset), limit: page.limit, projection: { doc: 1 } }).toArray(),
+    );
+    return rows.flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
+  }
+
+  async count(collection: string, query: Query): Promise<number> {
+    const documents = this.#documents(collection);
+    const filter = asFilter<StoredDocument>(compileFilter(query));
+    return this.#run(() => documents.countDocuments(filter));
+  }
+
+  async autocomplete(collection: string, paths: readonly string[], term: string, limit: number): Promise<string[]> {
+    const documents = this.#documents(collection);
+    if (paths.length === 0 || limit <= 0) return [];
+    const pipeline = compileAutocomplete(paths, term, limit);
+    const rows = await this.#run(() => documents.aggregate<{ _id: unknown }>(pipeline).toArray());
+    return rows.map((row) => row._id).filter((value): value is string => typeof value === 'string');
+  }
+
+  async size(collection: string): Promise<number> {
+    const documents = this.#documents(collection);
+    return this.#run(() => documents.countDocuments(asFilter<StoredDocument>(LIVE)));
+  }
+
+  async reset(collection: string, projection: string): Promise<void> {
+    const documents = this.#documents(collection);
+    await this.#run(async () => {
+      // deleteMany rather than drop: the collection keeps the indexes ensureCollection made.
+      await documents.deleteMany({});
+      await this.#checkpoints.deleteOne({ _id: { $eq: projection } });
+    });
+  }
+
+  async tryLease(projection: string, owner: string, ttlMs: number): Promise<boolean> {
+    const filter = asFilter<Lease>(leaseFilter(projection, owner));
+    const update = leaseUpdate(owner, ttlMs);
+    try {
+      const result = await this.#leases.updateOne(filter, update, { upsert: true });
+      return result.matchedCount + result.upsertedCount > 0;
+    } catch (error) {
+      // The filter missed an existing lease, so the upsert tried to create it again: another holds it.
+      if (isDuplicateKey(error)) return false;
+      throw translateError(error);
+    }
+  }
+
+  async releaseLease(projection: string, owner: string): Promise<void> {
+    await this.#run(() => this.#leases.deleteOne(asFilter<Lease>(leaseOwnedBy(projection, owner))));
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close();
+  }
+}
+
+/** Connects and pings, so a wrong URL fails at start-up. The database is `dbName`, else the one
+ * the URL names, else the driver's default (`test`). */
+export async function openMongoReadStore(url: string, options: { dbName?: string } = {}): Promise<MongoReadStore> {
+  const client = new MongoClient(url);
+  try {
+    await client.connect();
+    const db = client.db(options.dbName);
+    await db.command({ ping: 1 });
+    return new MongoReadStore(client, db);
+  } catch (error) {
+    await client.close();
+    throw translateError(error);
+  }
+}

@@ -1,0 +1,201 @@
+// The ReadStore contract on MongoDB: against MONGODB_URL when it is set, else in a container
+// started through testcontainers, else skipped with the reason in the title. Plus what only a real
+// server shows: leases between instances by the server's clock, hostile values and keys, and the
+// cases mingo does not model (PCRE anchors, `$elemMatch` over non-documents), compared with SQLite.
+
+import { randomUUID } from 'node:crypto';
+import { MongoDBContainer, type StartedMongoDBContainer } from '@testcontainers/mongodb';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Document, DocumentWrite, Page, ReadStore } from '../../../domain/ports.ts';
+import type { Query } from '../../../domain/shared/filtering.ts';
+import { openMongoReadStore, type MongoReadStore } from '../../../infra/mongodb/readStore.ts';
+import { openSqliteReadStore } from '../../../infra/sqlite/readStore.ts';
+import { IMAGES, planTarget } from '../../support/containers.ts';
+import { readStoreContract } from '../../support/readStoreContract.ts';
+import { fixtureDocuments, fixtureQuery, type FilteringBody } from '../../support/readStoreFixtures.ts';
+
+const plan = planTarget('MONGODB_URL');
+
+/** The container's replica set names its member by an address only the container knows. */
+const direct = (connectionString: string): string =>
+  connectionString.includes('?') ? `${connectionString}&directConnection=true` : `${connectionString.replace(/\/?$/, '/')}?directConnection=true`;
+
+const upsert = (doc: Document, version: number): DocumentWrite => ({ kind: 'upsert', id: doc.id, version, doc });
+const idsOf = (docs: readonly Document[]): string[] => docs.map((d) => d.id);
+const fresh = (): string => `c${randomUUID().replaceAll('-', '')}`;
+const everything: Page = { offset: 0, limit: 1000 };
+
+if (plan.kind === 'skip') {
+  describe.skip(`ReadStore contract: MongoDB (skipped: ${plan.reason})`, () => {
+    it('runs where MongoDB or a container engine is available', () => undefined);
+  });
+} else {
+  let container: StartedMongoDBContainer | undefined;
+  let url = plan.kind === 'url' ? plan.url : undefined;
+  const dbName = `readstore_test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const opened: Promise<MongoReadStore>[] = [];
+
+  beforeAll(async () => {
+    if (plan.kind !== 'container') return;
+    container = await new MongoDBContainer(IMAGES.mongodb).start();
+    url = direct(container.getConnectionString());
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const s of await Promise.allSettled(opened)) if (s.status === 'fulfilled') await s.value.close();
+    if (url !== undefined && container === undefined) {
+      // A server that outlives the run keeps nothing of it.
+      const client = new MongoClient(url);
+      try {
+        await client.db(dbName).dropDatabase();
+      } finally {
+        await client.close();
+      }
+    }
+    await container?.stop();
+  }, 60_000);
+
+  const serverUrl = (): string => {
+    if (url === undefined) throw new Error('MongoDB did not start');
+    return url;
+  };
+  const openStore = (): Promise<MongoReadStore> => {
+    const store = openMongoReadStore(serverUrl(), { dbName });
+    opened.push(store);
+    return store;
+  };
+  // The contract closes the store it opens.
+  readStoreContract('MongoDB', () => openMongoReadStore(serverUrl(), { dbName }));
+
+  describe('MongoDB read store on a real server', () => {
+    let one: MongoReadStore;
+    let two: MongoReadStore;
+
+    beforeAll(async () => {
+      [one, two] = await Promise.all([openStore(), openStore()]);
+    });
+
+    describe('leases between instances', () => {
+      it('goes to one owner, is renewed by it, and passes on when it lapses', async () => {
+        const p = fresh();
+        expect(await one.tryLease(p, 'one', 400)).toBe(true);
+        expect(await two.tryLease(p, 'two', 30_000)).toBe(false);
+        expect(await one.tryLease(p, 'one', 400)).toBe(true);
+        await new Promise((r) => setTimeout(r, 800));
+        expect(await two.tryLease(p, 'two', 30_000)).toBe(true);
+        expect(await one.tryLease(p, 'one', 30_000)).toBe(false);
+      });
+
+      it('is given up only by its owner', async () => {
+        const p = fresh();
+        expect(await one.tryLease(p, 'one', 30_000)).toBe(true);
+        await two.releaseLease(p, 'two');
+        expect(await two.tryLease(p, 'two', 30_000)).toBe(false);
+        await one.releaseLease(p, 'one');
+        expect(await two.tryLease(p, 'two', 30_000)).toBe(true);
+      });
+
+      it('of concurrent takers on two instances exactly one wins', async () => {
+        const p = fresh();
+        const takers = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? one : two).tryLease(p, `owner-${String(i)}`, 30_000));
+        expect((await Promise.all(takers)).filter(Boolean)).toHaveLength(1);
+      });
+
+      it('reads owners as data', async () => {
+        const p = fresh();
+        expect(await one.tryLease(p, '$owner', 30_000)).toBe(true);
+        expect(await two.tryLease(p, '$$NOW', 30_000)).toBe(false);
+        expect(await one.tryLease(p, '$owner', 30_000)).toBe(true);
+      });
+    });
+
+    describe('injection', () => {
+      let c: string;
+
+      beforeAll(async () => {
+        c = fresh();
+        await one.applyBatch(c, fixtureDocuments.map((d) => upsert(d, 1)), 1n);
+      });
+
+      it('reads values as data', async () => {
+        const hostile = ['{"$gt": ""}', '{"$ne": null}', '.*', '^', '$', '\\', '$where', 'this.code', '[a-z]+', '(?i)alpha', '\0', '\\E.*\\Q'];
+        for (const value of hostile) {
+          for (const operator of ['EQ', 'LIKE', 'IN']) {
+            const query = fixtureQuery({ filter: [{ column: 'code', operator, value }, { column: 'chars.region', operator, value }] });
+            expect(await one.find(c, query, everything)).toEqual([]);
+          }
+        }
+        expect(await one.size(c)).toBe(fixtureDocuments.length);
+      });
+
+      it('stores documents with hostile keys and reads them back intact', async () => {
+        const doc: Document = {
+          id: randomUUID(),
+          $where: 'sleep(1000)',
+          nested: { $gt: '', 'a.b': { '%': 1, '%2E': 2, '': 3, '.': 4 }, $: [{ $ne: null }] },
+          _bsontype: 'Code',
+          ['__proto__']: { polluted: true },
+          'x\0y': 'nul',
+        };
+        const k = fresh();
+        await one.applyBatch(k, [upsert(doc, 1)], 1n);
+        expect((await one.getMany(k, [doc.id])).get(doc.id)).toEqual({ version: 1, doc });
+        expect(await one.find(k, fixtureQuery({}), everything)).toEqual([doc]);
+      });
+
+      it('refuses a path that is not a plain dotted path and a collection name that is not an identifier', async () => {
+        const query: Query = {
+          conditions: [{ kind: 'field', column: { path: 'code.$where', type: 'string', array: false }, op: 'EQ', value: 'x' }],
+          sort: [],
+        };
+        await expect(one.find(c, query, everything)).rejects.toThrow(RangeError);
+        await expect(one.ensureCollection(c, ['a b'])).rejects.toThrow(RangeError);
+        await expect(one.size('x"; db.dropDatabase()')).rejects.toThrow(RangeError);
+        await expect(one.applyBatch('user-groups', [], 1n)).rejects.toThrow(RangeError);
+      });
+    });
+
+    describe('what mingo does not model, compared with the SQLite store', () => {
+      const docs: Document[] = [
+        { id: randomUUID(), code: 'A', name: 'abc\n', regions: ['legacy', 7, null, { role: 'admin' }] },
+        { id: randomUUID(), code: 'B', name: 'abc', regions: [{ role: 'viewer' }, 'loose'] },
+        { id: randomUUID(), code: 'C', name: 'a\nbc', regions: [null] },
+        { id: randomUUID(), code: 'D', name: 'ABC', regions: 'not an array' },
+      ];
+      const bodies: FilteringBody[] = [
+        ...['EQ', 'NOT_EQ', 'IS_NULL', 'IS_NOT_NULL', 'LIKE', 'NOT_LIKE'].map((operator) => ({
+          filter: [{ isNested: true, nestedPath: 'regions', nestedProperty: 'role', operator, value: 'admin' }],
+        })),
+        ...['abc', 'abc%', '%bc', 'a_bc', 'a%c'].map((value) => ({ filter: [{ column: 'name', operator: 'LIKE', value }] })),
+      ];
+      let c: string;
+      let sqlite: ReadStore;
+
+      beforeAll(async () => {
+        c = fresh();
+        sqlite = openSqliteReadStore({ path: ':memory:' });
+        await one.applyBatch(c, docs.map((d) => upsert(d, 1)), 1n);
+        await sqlite.applyBatch(c, docs.map((d) => upsert(d, 1)), 1n);
+      });
+
+      afterAll(async () => {
+        await sqlite.close();
+      });
+
+      for (const body of bodies) {
+        it(JSON.stringify(body), async () => {
+          const query = fixtureQuery(body);
+          expect(idsOf(await one.find(c, query, everything))).toEqual(idsOf(await sqlite.find(c, query, everything)));
+          expect(await one.count(c, query)).toBe(await sqlite.count(c, query));
+        });
+      }
+
+      it('autocompletes as the SQLite store does', async () => {
+        for (const term of ['', 'a', 'BC', '\n', '.']) {
+          expect(await one.autocomplete(c, ['code', 'name'], term, 10)).toEqual(await sqlite.autocomplete(c, ['code', 'name'], term, 10));
+        }
+      });
+    });
+  });
+}
