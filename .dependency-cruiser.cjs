@@ -65,6 +65,16 @@ module.exports = {
       to: { path: '^infra/' },
     },
     {
+      name: 'store-clients-only-in-infra',
+      severity: 'error',
+      comment:
+        'Which event log and read store run is decided by configuration in infra/ (infra/stores.ts, ' +
+        'called by the composition root): no other layer may import a store client, so switching ' +
+        'EVENTSTORE_URL or MONGODB_URL changes nothing outside infra/.',
+      from: { path: '^(domain|projections|api|workers)/' },
+      to: { path: ['(^|/)node_modules/(@kurrent/|mongodb/|mongodb-|bson/)', '^(node:)?sqlite$'] },
+    },
+    {
       name: 'infra-not-to-api-workers',
       severity: 'error',
       comment: 'infra/ implements domain/ports.ts; it must not reach back into api/ or workers/.',

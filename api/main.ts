@@ -1,19 +1,18 @@
-// Composition root: reads the configuration, opens the stores, starts the projectors and the HTTP
-// server. The only module that knows which adapters run.
+// Composition root: reads the configuration, opens the stores it names (infra/stores.ts), starts
+// the projectors and the HTTP server. The only module of api/ that reaches infra/.
 
 import { mkdirSync } from 'node:fs';
 import { loadConfig } from '../infra/config.ts';
 import { loadOrCreateSecret } from '../infra/authSecret.ts';
-import { openEmbeddedStores } from '../infra/embedded.ts';
+import { openStores } from '../infra/stores.ts';
 import { composeService } from './compose.ts';
 import { hs256Verifier, oidcVerifier, signHs256, type TokenVerifier } from './auth.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  for (const [name, value] of [['EVENTSTORE_URL', config.EVENTSTORE_URL], ['MONGODB_URL', config.MONGODB_URL]] as const) {
-    if (value !== undefined) throw new Error(`${name} is set, but the production adapters are not part of this build yet (issue #3); unset it to run on the embedded stores`);
+  if (config.ROLE !== 'all') {
+    throw new Error(`ROLE=${config.ROLE} is not available yet: every instance runs as ROLE=all, and instances sharing MongoDB take turns at each projection through its lease`);
   }
-  if (config.ROLE !== 'all') throw new Error(`ROLE=${config.ROLE} needs the production stores; the embedded stores run as ROLE=all`);
   mkdirSync(config.DATA_DIR, { recursive: true });
 
   let verifyToken: TokenVerifier;
@@ -26,8 +25,10 @@ async function main(): Promise<void> {
     adminToken = signHs256(secret, { sub: 'admin', roles: ['admin'] });
   }
 
+  const stores = await openStores(config);
   const service = await composeService({
-    ...openEmbeddedStores(config.DATA_DIR),
+    eventStore: stores.eventStore,
+    readStore: stores.readStore,
     verifyToken,
     logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
     bodyLimit: config.BODY_LIMIT_BYTES,
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
   // After listen: a long catch-up shows as lag in /health/ready instead of delaying start.
   await service.startProjectors();
   console.log(`\nAdministration API listening on ${address}  (docs: ${address}/docs, OpenAPI: ${address}/openapi.json)`);
-  console.log(`Data folder: ${config.DATA_DIR}`);
+  for (const line of stores.description) console.log(line);
   if (adminToken) console.log(`Admin token (valid 12 h):\n  Authorization: Bearer ${await adminToken}\n`);
 }
 

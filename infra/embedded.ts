@@ -6,10 +6,13 @@ import { join } from 'node:path';
 import { openSqliteEventStore } from './sqlite/eventStore.ts';
 import { openSqliteReadStore } from './sqlite/readStore.ts';
 
+export const EVENT_LOG_FILE = 'events.db';
+export const READ_MODELS_FILE = 'read-models.db';
+
 export function openEmbeddedStores(dataDir: string) {
   mkdirSync(dataDir, { recursive: true });
   return {
-    eventStore: openSqliteEventStore(join(dataDir, 'events.db')),
-    readStore: openSqliteReadStore({ path: join(dataDir, 'read-models.db') }),
+    eventStore: openSqliteEventStore(join(dataDir, EVENT_LOG_FILE)),
+    readStore: openSqliteReadStore({ path: join(dataDir, READ_MODELS_FILE) }),
   };
 }

@@ -37,6 +37,7 @@ export class Projector {
   readonly #instanceId: string;
   readonly #leaseMs: number;
   #active = false;
+  #initialized = false;
   #leaseCheckedAt = Number.NEGATIVE_INFINITY;
   #checkpoint: Position = 0n;
   #head: Position = 0n;
@@ -68,17 +69,30 @@ export class Projector {
     return this.#checkpoint;
   }
 
+  /** Starts following the log. A store that does not answer yet does not fail the start: the
+   * projector keeps trying, and /health/ready says what is wrong meanwhile. */
   async start(): Promise<void> {
     if (this.#running) return;
-    await this.#reads.ensureCollection(this.projection.collection, this.projection.indexedPaths);
-    this.#checkpoint = await this.#reads.checkpoint(this.projection.name);
-    this.#head = await this.#events.headPosition();
     this.#running = true;
     this.#unsubscribe = this.#events.onAppended((p) => {
       if (p > this.#head) this.#head = p;
       this.#wake?.();
     });
+    try {
+      await this.#init();
+    } catch (error) {
+      this.#logger?.error({ err: error, projection: this.projection.name }, 'projection cannot start yet; retrying');
+    }
     this.#loop = this.#run();
+  }
+
+  async #init(): Promise<void> {
+    await this.#reads.ensureCollection(this.projection.collection, this.projection.indexedPaths);
+    const stored = await this.#reads.checkpoint(this.projection.name);
+    if (stored > this.#checkpoint) this.#checkpoint = stored;
+    const head = await this.#events.headPosition();
+    if (head > this.#head) this.#head = head;
+    this.#initialized = true;
   }
 
   async stop(): Promise<void> {
@@ -133,6 +147,7 @@ export class Projector {
   async #run(): Promise<void> {
     while (this.#running) {
       try {
+        if (!this.#initialized) await this.#init();
         if (!(await this.#holdLease())) {
           await this.#standBy();
           continue;

@@ -90,3 +90,14 @@ export const forbidden = (message: string): DomainError => new DomainError('AUTH
 
 export const unavailable = (code: string, message: string): DomainError =>
   new DomainError(code, 'SERVICE_UNAVAILABLE', message);
+
+/** A store did not answer (down, unreachable, past its deadline): the request may be retried. The
+ * adapters throw it for their clients' transient failures, keeping the client's error as `cause`. */
+export class StoreUnavailableError extends DomainError {
+  constructor(store: 'EVENT_STORE' | 'READ_STORE', cause: unknown) {
+    const which = store === 'EVENT_STORE' ? 'event' : 'read';
+    super(`${store}.UNAVAILABLE`, 'SERVICE_UNAVAILABLE', `The ${which} store is unavailable; retry the request`);
+    this.name = 'StoreUnavailableError';
+    this.cause = cause;
+  }
+}

@@ -45,7 +45,7 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../domain/ports.ts';
-import { DomainError } from '../../domain/shared/errors.ts';
+import { StoreUnavailableError } from '../../domain/shared/errors.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Positions
@@ -301,16 +301,6 @@ export function releaseRevision(last: Reservation | undefined, stream: string): 
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-/** The store did not answer (down, deadline passed, leader changing): the request may be retried.
- * A DomainError so the HTTP layer answers 503 with the error body; the cause keeps the detail. */
-export class StoreUnavailableError extends DomainError {
-  constructor(cause: unknown) {
-    super('EVENT_STORE.UNAVAILABLE', 'SERVICE_UNAVAILABLE', 'The event store is unavailable; retry the request');
-    this.name = 'StoreUnavailableError';
-    this.cause = cause;
-  }
-}
-
 /** Rust-bridge reads report a deadline or a dropped connection as UnknownError with this text. */
 const TRANSIENT_UNKNOWN = /deadline exceeded|connection (is )?closed/i;
 
@@ -345,7 +335,7 @@ export function translateError(error: unknown, request?: Pick<AppendRequest, 'st
     const expected = request?.expected ?? revisionOf(e.expectedState) ?? 'no_stream';
     return new WrongExpectedRevisionError(stream, expected, actualRevision(e.actualState));
   }
-  return isTransient(e) ? new StoreUnavailableError(e) : e;
+  return isTransient(e) ? new StoreUnavailableError('EVENT_STORE', e) : e;
 }
 
 /** Whether a failed append certainly wrote nothing: the server refused it. After a timeout or a

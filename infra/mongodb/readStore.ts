@@ -11,6 +11,7 @@ import {
   MongoNetworkError,
   MongoOperationTimeoutError,
   MongoServerSelectionError,
+  MongoTopologyClosedError,
   type AnyBulkWriteOperation,
   type Collection,
   type Db,
@@ -18,7 +19,7 @@ import {
   type UpdateFilter,
 } from 'mongodb';
 import type { Document, DocumentWrite, Page, Position, ReadStore } from '../../domain/ports.ts';
-import { DomainError } from '../../domain/shared/errors.ts';
+import { StoreUnavailableError } from '../../domain/shared/errors.ts';
 import type { Query } from '../../domain/shared/filtering.ts';
 import {
   CHECKPOINTS,
@@ -44,16 +45,6 @@ import {
 
 const DUPLICATE_KEY = 11000;
 
-/** The server did not answer (down, unreachable, primary changing): the work may be retried. A
- * DomainError so the HTTP layer answers 503 with the error body; the cause keeps the detail. */
-export class ReadStoreUnavailableError extends DomainError {
-  constructor(cause: unknown) {
-    super('READ_STORE.UNAVAILABLE', 'SERVICE_UNAVAILABLE', 'The read store is unavailable; retry the request');
-    this.name = 'ReadStoreUnavailableError';
-    this.cause = cause;
-  }
-}
-
 const TRANSIENT_LABELS: readonly string[] = [
   MongoErrorLabel.RetryableWriteError,
   MongoErrorLabel.RetryableError,
@@ -63,14 +54,17 @@ const TRANSIENT_LABELS: readonly string[] = [
 
 function isTransient(error: unknown): boolean {
   if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true;
+  // A client whose first connection failed stays closed; the service is started only after a
+  // successful connect (openMongoReadStore), so this reaches a request only in that state.
+  if (error instanceof MongoTopologyClosedError) return true;
   if (error instanceof MongoOperationTimeoutError) return true;
   return error instanceof MongoError && TRANSIENT_LABELS.some((label) => error.hasErrorLabel(label));
 }
 
-/** The port's error for a driver error: transient failures become ReadStoreUnavailableError, the
+/** The port's error for a driver error: transient failures become StoreUnavailableError, the
  * rest stay the driver's own errors (the projector retries either). */
 export function translateError(error: unknown): unknown {
-  return isTransient(error) ? new ReadStoreUnavailableError(error) : error;
+  return isTransient(error) ? new StoreUnavailableError('READ_STORE', error) : error;
 }
 
 export const isDuplicateKey = (error: unknown): boolean => error instanceof MongoError && error.code === DUPLICATE_KEY;
@@ -226,17 +220,42 @@ export class MongoReadStore implements ReadStore {
   }
 }
 
-/** Connects and pings, so a wrong URL fails at start-up. The database is `dbName`, else the one
- * the URL names, else the driver's default (`test`). */
+/** The database when neither the URL's path nor the caller names one. */
+export const DEFAULT_DATABASE = 'admin-read-models';
+const SYSTEM_DATABASES: readonly string[] = ['admin', 'local', 'config'];
+
+/** How long a request waits for a reachable server before it answers 503, unless the URL says
+ * (`serverSelectionTimeoutMS`); the driver's own default is 30 s. */
+const SERVER_SELECTION_TIMEOUT_MS = 5_000;
+
+const redactUrl = (url: string): string => url.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
+
+/** Connects and pings, so a wrong URL or a server that is down fails at start-up with a clear
+ * message. The database is `dbName`, else the one the URL's path names, else DEFAULT_DATABASE. */
 export async function openMongoReadStore(url: string, options: { dbName?: string } = {}): Promise<MongoReadStore> {
-  const client = new MongoClient(url);
+  const where = redactUrl(url);
+  let client: MongoClient;
+  try {
+    client = new MongoClient(url, /[?&]serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS });
+  } catch (error) {
+    throw new Error(`MONGODB_URL is not a MongoDB connection string (${where}): ${(error as Error).message}`, { cause: error });
+  }
+  const name = options.dbName ?? client.options.dbName;
+  // The driver reads a URL without a path as the database `test`.
+  const unnamed = name === '' || (name === 'test' && !/\/test([?]|$)/.test(url));
+  const dbName = unnamed ? DEFAULT_DATABASE : name;
+  if (SYSTEM_DATABASES.includes(dbName)) {
+    await client.close();
+    throw new Error(`MONGODB_URL names the database ${JSON.stringify(dbName)}, which is MongoDB's own; name another in its path, e.g. /${DEFAULT_DATABASE}`);
+  }
   try {
     await client.connect();
-    const db = client.db(options.dbName);
+    const db = client.db(dbName);
     await db.command({ ping: 1 });
     return new MongoReadStore(client, db);
   } catch (error) {
     await client.close();
-    throw translateError(error);
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`MongoDB at ${where} does not answer (${reason}); start it (docker compose up -d mongodb) or unset MONGODB_URL`, { cause: error });
   }
 }

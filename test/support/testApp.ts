@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { hs256Verifier, signHs256 } from '../../api/auth.ts';
-import type { Clock } from '../../domain/ports.ts';
+import type { Clock, EventStore, ReadStore } from '../../domain/ports.ts';
 import { composeService } from '../../api/compose.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
 
@@ -50,10 +50,12 @@ export function manualClock(start = new Date('2026-01-01T00:00:00.000Z')): Clock
   };
 }
 
-export async function startTestApp(options: { dataDir?: string; clock?: Clock } = {}): Promise<TestApp> {
+export async function startTestApp(
+  options: { dataDir?: string; clock?: Clock; stores?: { eventStore: EventStore; readStore: ReadStore } } = {},
+): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
   const service = await composeService({
-    ...openEmbeddedStores(dataDir),
+    ...(options.stores ?? openEmbeddedStores(dataDir)),
     verifyToken: hs256Verifier(TEST_SECRET),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });

@@ -2,6 +2,7 @@
 // claim protocol's decisions, error translation) on the client's real error classes, and how the
 // adapter fails when no server answers. The adapter against a real server: eventStore.containers.spec.ts.
 
+import { StoreUnavailableError } from '../../../domain/shared/errors.ts';
 import fc from 'fast-check';
 import {
   AccessDeniedError,
@@ -21,7 +22,6 @@ import { CodeTakenError, WrongExpectedRevisionError, type EventMetadata, type Re
 import {
   CODE_MARKS_KEY,
   KurrentEventStore,
-  StoreUnavailableError,
   actualRevision,
   claimDecision,
   claimStatus,

@@ -35,7 +35,8 @@ import {
   type Lease,
   type StoredDocument,
 } from '../../../infra/mongodb/query.ts';
-import { ReadStoreUnavailableError, isDuplicateKey, translateError } from '../../../infra/mongodb/readStore.ts';
+import { StoreUnavailableError } from '../../../domain/shared/errors.ts';
+import { isDuplicateKey, translateError } from '../../../infra/mongodb/readStore.ts';
 import { openSqliteReadStore, type SqliteReadStore } from '../../../infra/sqlite/readStore.ts';
 import {
   deletedDocument,
@@ -552,9 +553,9 @@ describe('leases through mingo', () => {
 // ---------------------------------------------------------------------------------------------
 
 describe('driver errors', () => {
-  it('turns an unreachable server into ReadStoreUnavailableError and keeps the rest', () => {
+  it('turns an unreachable server into StoreUnavailableError and keeps the rest', () => {
     const network = new MongoNetworkError('connection reset');
-    expect(translateError(network)).toBeInstanceOf(ReadStoreUnavailableError);
+    expect(translateError(network)).toBeInstanceOf(StoreUnavailableError);
     const duplicate = new MongoServerError({ message: 'E11000 duplicate key', code: 11000 });
     expect(translateError(duplicate)).toBe(duplicate);
     expect(isDuplicateKey(duplicate)).toBe(true);

@@ -1,0 +1,59 @@
+// Opens the stores the configuration names: KurrentDB and MongoDB when their URLs are set, the
+// embedded SQLite files in DATA_DIR otherwise. The only place that picks an adapter; each may be
+// chosen on its own (e.g. KurrentDB with SQLite read models on one machine).
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { EventStore, ReadStore } from '../domain/ports.ts';
+import type { Config } from './config.ts';
+import { EVENT_LOG_FILE, READ_MODELS_FILE } from './embedded.ts';
+import { openKurrentEventStore } from './kurrentdb/eventStore.ts';
+import { openMongoReadStore } from './mongodb/readStore.ts';
+import { openSqliteEventStore } from './sqlite/eventStore.ts';
+import { openSqliteReadStore } from './sqlite/readStore.ts';
+
+export type OpenedStores = {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  /** One line per store saying which adapter runs and where, for the start-up banner. */
+  description: string[];
+};
+
+/** A URL for the banner without its password. */
+function redacted(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+async function openEventStore(config: Pick<Config, 'EVENTSTORE_URL' | 'DATA_DIR'>): Promise<[EventStore, string]> {
+  if (config.EVENTSTORE_URL !== undefined) {
+    return [await openKurrentEventStore(config.EVENTSTORE_URL), `event log: KurrentDB at ${redacted(config.EVENTSTORE_URL)}`];
+  }
+  const path = join(config.DATA_DIR, EVENT_LOG_FILE);
+  return [openSqliteEventStore(path), `event log: SQLite ${path}`];
+}
+
+async function openReadStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>): Promise<[ReadStore, string]> {
+  if (config.MONGODB_URL !== undefined) {
+    return [await openMongoReadStore(config.MONGODB_URL), `read models: MongoDB at ${redacted(config.MONGODB_URL)}`];
+  }
+  const path = join(config.DATA_DIR, READ_MODELS_FILE);
+  return [openSqliteReadStore({ path }), `read models: SQLite ${path}`];
+}
+
+export async function openStores(config: Pick<Config, 'EVENTSTORE_URL' | 'MONGODB_URL' | 'DATA_DIR'>): Promise<OpenedStores> {
+  mkdirSync(config.DATA_DIR, { recursive: true });
+  const [eventStore, events] = await openEventStore(config);
+  try {
+    const [readStore, reads] = await openReadStore(config);
+    return { eventStore, readStore, description: [events, reads] };
+  } catch (error) {
+    await eventStore.close();
+    throw error;
+  }
+}
