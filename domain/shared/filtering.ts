@@ -276,3 +276,36 @@ export function toQuery(filtering: Pick<Filtering, 'filter' | 'sort'>, catalog: 
 export function likePattern(value: string): string {
   return /[%_]/.test(value) ? value : `%${value}%`;
 }
+
+/** A filter value's reading as a number, as the `any` type defines it. */
+export function numericReading(value: Scalar): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value === 'boolean' || value.trim() === '') return undefined;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/** A filter value's reading as a boolean, as the `any` type defines it. */
+export function booleanReading(value: Scalar): boolean | undefined {
+  if (typeof value === 'boolean') return value;
+  return value === 'true' ? true : value === 'false' ? false : undefined;
+}
+
+/** A parsed filter value as a column of that type stores it in a document. */
+export function typedValue(type: Exclude<ColumnType, 'any'>, value: Scalar): string | number | boolean {
+  switch (type) {
+    case 'string':
+    case 'uuid':
+    case 'date-time':
+      return String(value);
+    case 'number':
+    case 'integer':
+      return typeof value === 'number' ? value : Number(value);
+    case 'boolean':
+      return value === true || value === 'true';
+    default: {
+      const _never: never = type;
+      return _never;
+    }
+  }
+}

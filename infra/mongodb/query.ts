@@ -7,7 +7,10 @@
 
 import type { Document, DocumentWrite, Position } from '../../domain/ports.ts';
 import {
+  booleanReading,
   likePattern,
+  numericReading,
+  typedValue,
   shapeOf,
   type Column,
   type ColumnType,
@@ -153,38 +156,6 @@ function targetOf(path: string, atDocumentRoot: boolean): Target {
 
 // ---------------------------------------------------------------------------------------------
 // Values
-
-/** A filter value's reading as a number, as the `any` type defines it. */
-function numericReading(value: Scalar): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
-  if (typeof value === 'boolean' || value.trim() === '') return undefined;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : undefined;
-}
-
-function booleanReading(value: Scalar): boolean | undefined {
-  if (typeof value === 'boolean') return value;
-  return value === 'true' ? true : value === 'false' ? false : undefined;
-}
-
-/** The value as a column of that type stores it. */
-function typedValue(type: Exclude<ColumnType, 'any'>, value: Scalar): string | number | boolean {
-  switch (type) {
-    case 'string':
-    case 'uuid':
-    case 'date-time':
-      return String(value);
-    case 'number':
-    case 'integer':
-      return typeof value === 'number' ? value : Number(value);
-    case 'boolean':
-      return value === true || value === 'true';
-    default: {
-      const _never: never = type;
-      return _never;
-    }
-  }
-}
 
 const REGEX_META = /[\\^$.|?*+()[\]{}\0]/g;
 

@@ -6,7 +6,10 @@ import { createHash } from 'node:crypto';
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
 import type { Document, DocumentWrite, Page, Position, ReadStore } from '../../domain/ports.ts';
 import {
+  booleanReading,
   likePattern,
+  numericReading,
+  typedValue,
   shapeOf,
   type Column,
   type ColumnType,
@@ -60,37 +63,11 @@ function indexName(collection: string, path: string): string {
   return `"rm_${collection}__${path.replace(/[^A-Za-z0-9_]/g, '_')}_${hash}"`;
 }
 
-/** A filter value's reading as a number, as the `any` type defines it. */
-function numericReading(value: Scalar): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
-  if (typeof value === 'boolean' || value.trim() === '') return undefined;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : undefined;
-}
-
-function booleanReading(value: Scalar): boolean | undefined {
-  if (typeof value === 'boolean') return value;
-  return value === 'true' ? true : value === 'false' ? false : undefined;
-}
-
-/** The value as the stored JSON of a column of that type reads back from SQLite. */
+/** The value as the stored JSON of a column of that type reads back from SQLite: json_extract reads
+ * JSON true/false as 1/0. */
 function bindable(type: Exclude<ColumnType, 'any'>, value: Scalar): string | number {
-  switch (type) {
-    case 'string':
-    case 'uuid':
-    case 'date-time':
-      return String(value);
-    case 'number':
-    case 'integer':
-      return typeof value === 'number' ? value : Number(value);
-    case 'boolean':
-      // json_extract reads JSON true/false as 1/0.
-      return value === true || value === 'true' ? 1 : 0;
-    default: {
-      const _never: never = type;
-      return _never;
-    }
-  }
+  const typed = typedValue(type, value);
+  return typeof typed === 'boolean' ? Number(typed) : typed;
 }
 
 /** A lowercased LIKE pattern escaped for `ESCAPE '\'` as a whole-value regular expression over
