@@ -24,7 +24,12 @@ import { pageSchema, historyEntrySchema } from './schemas.ts';
 
 const MIN_POSITION_WAIT_MS = 5000;
 
-const position = z.string().regex(/^\d{1,20}$/, { error: 'expected a log position (decimal digits)' });
+/** An `X-Event-Position` as a client got it: opaque decimal digits (KurrentDB's packed positions
+ * run to 39 digits). */
+const position = z
+  .string()
+  .regex(/^\d{1,40}$/, { error: 'expected a log position (the decimal digits of an X-Event-Position)' })
+  .meta({ description: 'an X-Event-Position from an earlier write: opaque decimal digits, at most 40' });
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 
 const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });

@@ -39,6 +39,7 @@ export class Projector {
   #active = false;
   #initialized = false;
   #leaseCheckedAt = Number.NEGATIVE_INFINITY;
+  #leaseValidUntil = Number.NEGATIVE_INFINITY;
   #checkpoint: Position = 0n;
   #head: Position = 0n;
   #running = false;
@@ -108,14 +109,28 @@ export class Projector {
     }
   }
 
-  /** Takes or renews the lease when a third of it has passed; true while this instance writes. */
+  /** Takes or renews the lease when a third of it has passed; true while this instance writes. A
+   * renewal that fails leaves the instance passive, so two instances never write at once. */
   async #holdLease(): Promise<boolean> {
     const now = Date.now();
     if (now - this.#leaseCheckedAt >= this.#leaseMs / 3) {
-      this.#leaseCheckedAt = now;
+      this.#active = false;
       this.#active = await this.#reads.tryLease(this.projection.name, this.#instanceId, this.#leaseMs);
+      this.#leaseCheckedAt = now;
+      // Measured from before the request, and short of the lease by a margin for clock drift.
+      if (this.#active) this.#leaseValidUntil = now + this.#leaseMs * 0.8;
     }
     return this.#active;
+  }
+
+  /** Refuses to write a batch when the lease may have passed to another instance meanwhile (a
+   * long batch, a paused process): the run loop renews or stands by and the batch is read again. */
+  #assertLeaseValid(): void {
+    if (Date.now() >= this.#leaseValidUntil) {
+      this.#active = false;
+      this.#leaseCheckedAt = Number.NEGATIVE_INFINITY;
+      throw new Error(`the lease on ${this.projection.name} ran out before the batch was written`);
+    }
   }
 
   /** Another instance writes this model: follow its checkpoint for a while, then try the lease again. */
@@ -193,6 +208,7 @@ export class Projector {
    * records and skips the documents it refuses, so one bad document cannot stall the model. */
   async #apply(writes: readonly DocumentWrite[], next: Position): Promise<void> {
     const { collection, name } = this.projection;
+    this.#assertLeaseValid();
     try {
       await this.#reads.applyBatch(collection, writes, next, name);
       return;
@@ -202,6 +218,7 @@ export class Projector {
     // Throws (and the batch is retried later) when the store itself is failing.
     await this.#reads.applyBatch(collection, [], this.#checkpoint, name);
     for (const w of writes) {
+      this.#assertLeaseValid();
       try {
         await this.#reads.applyBatch(collection, [w], this.#checkpoint, name);
       } catch (error) {

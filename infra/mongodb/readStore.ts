@@ -10,6 +10,7 @@ import {
   MongoErrorLabel,
   MongoNetworkError,
   MongoOperationTimeoutError,
+  MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
   type AnyBulkWriteOperation,
@@ -52,7 +53,25 @@ const TRANSIENT_LABELS: readonly string[] = [
   MongoErrorLabel.SystemOverloadedError,
 ];
 
+/** Server errors that mean "not now" rather than "never": shutting down, a primary changing, a
+ * query over its time limit. */
+const TRANSIENT_CODES: ReadonlySet<number> = new Set([
+  50, // MaxTimeMSExpired
+  91, // ShutdownInProgress
+  189, // PrimarySteppedDown
+  262, // ExceededTimeLimit
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+]);
+
+/** How long one search, count or autocomplete may run on the server (a LIKE pattern such as
+ * `a%a%a%…b` backtracks); beyond it the request answers 503. */
+const QUERY_TIME_LIMIT_MS = 10_000;
+
 function isTransient(error: unknown): boolean {
+  if (error instanceof MongoServerError && typeof error.code === 'number' && TRANSIENT_CODES.has(error.code)) return true;
   if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true;
   // A client whose first connection failed stays closed; the service is started only after a
   // successful connect (openMongoReadStore), so this reaches a request only in that state.
@@ -69,11 +88,13 @@ export function translateError(error: unknown): unknown {
 
 export const isDuplicateKey = (error: unknown): boolean => error instanceof MongoError && error.code === DUPLICATE_KEY;
 
-/** True when every failed write of an unordered bulk write hit an existing `_id`: a newer version
- * is stored, which the version guard means to keep. */
-export function onlyStaleWrites(error: MongoBulkWriteError): boolean {
+/** The indexes of the operations of an unordered bulk write that hit an existing `_id` when every
+ * failure was of that kind (else undefined): the guard's filter missed because a version at least
+ * as new is stored, or because another writer inserted the document at the same moment. */
+export function duplicateKeyFailures(error: MongoBulkWriteError): number[] | undefined {
   const failed = error.result.getWriteErrors();
-  return failed.length > 0 && failed.every((w) => w.code === DUPLICATE_KEY) && error.result.getWriteConcernError() === undefined;
+  const onlyDuplicates = failed.length > 0 && failed.every((w) => w.code === DUPLICATE_KEY) && error.result.getWriteConcernError() === undefined;
+  return onlyDuplicates ? failed.map((w) => w.index) : undefined;
 }
 
 const asFilter = <T>(filter: MongoFilter): Filter<T> => filter as Filter<T>;
@@ -135,12 +156,21 @@ export class MongoReadStore implements ReadStore {
     });
   }
 
-  async #write(documents: Collection<StoredDocument>, operations: AnyBulkWriteOperation<StoredDocument>[]): Promise<void> {
+  /**
+   * A duplicate key means the guard's filter missed an existing document. The server does not retry
+   * an upsert whose filter is more than an `_id` equality, so when two writers inserted one new
+   * document at once the loser's write is sent once more: now that the document exists, the guard
+   * decides, and a second duplicate key really means a version at least as new is stored.
+   */
+  async #write(documents: Collection<StoredDocument>, operations: AnyBulkWriteOperation<StoredDocument>[], retried = false): Promise<void> {
     try {
       await documents.bulkWrite(operations, { ordered: false });
     } catch (error) {
-      if (error instanceof MongoBulkWriteError && onlyStaleWrites(error)) return;
-      throw error;
+      const duplicates = error instanceof MongoBulkWriteError ? duplicateKeyFailures(error) : undefined;
+      if (duplicates === undefined) throw error;
+      if (retried) return;
+      const again = duplicates.map((i) => operations[i]).filter((op) => op !== undefined);
+      await this.#write(documents, again, true);
     }
   }
 
@@ -165,7 +195,9 @@ export class MongoReadStore implements ReadStore {
     // A limit of 0 means "no limit" to MongoDB.
     if (page.limit <= 0) return [];
     const rows = await this.#run(() =>
-      documents.find(filter, { sort, skip: Math.max(0, page.offset), limit: page.limit, projection: { doc: 1 } }).toArray(),
+      documents
+        .find(filter, { sort, skip: Math.max(0, page.offset), limit: page.limit, projection: { doc: 1 }, maxTimeMS: QUERY_TIME_LIMIT_MS })
+        .toArray(),
     );
     return rows.flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
   }
@@ -173,14 +205,14 @@ export class MongoReadStore implements ReadStore {
   async count(collection: string, query: Query): Promise<number> {
     const documents = this.#documents(collection);
     const filter = asFilter<StoredDocument>(compileFilter(query));
-    return this.#run(() => documents.countDocuments(filter));
+    return this.#run(() => documents.countDocuments(filter, { maxTimeMS: QUERY_TIME_LIMIT_MS }));
   }
 
   async autocomplete(collection: string, paths: readonly string[], term: string, limit: number): Promise<string[]> {
     const documents = this.#documents(collection);
     if (paths.length === 0 || limit <= 0) return [];
     const pipeline = compileAutocomplete(paths, term, limit);
-    const rows = await this.#run(() => documents.aggregate<{ _id: unknown }>(pipeline).toArray());
+    const rows = await this.#run(() => documents.aggregate<{ _id: unknown }>(pipeline, { maxTimeMS: QUERY_TIME_LIMIT_MS }).toArray());
     return rows.map((row) => row._id).filter((value): value is string => typeof value === 'string');
   }
 

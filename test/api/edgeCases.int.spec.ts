@@ -122,3 +122,16 @@ describe('client ids', () => {
     expect(put.statusCode, put.body).toBe(200);
   });
 });
+
+describe('minPosition', () => {
+  it('takes positions as long as KurrentDB packs them (39 digits), not only the embedded log\'s', async () => {
+    const made = await t.call({ method: 'POST', url: base, payload: sampleBody(userGroupType, uniqueCode()) });
+    const embedded = String(made.headers['x-event-position']);
+    // The same number written with leading zeros to 39 digits: a valid position, already reached.
+    const wide = embedded.padStart(39, '0');
+    const res = await t.call({ method: 'GET', url: `${base}?minPosition=${wide}` });
+    expect(res.statusCode, res.body).toBe(200);
+    const tooLong = await t.call({ method: 'GET', url: `${base}?minPosition=${'9'.repeat(41)}` });
+    expect(tooLong.statusCode).toBe(400);
+  });
+});

@@ -121,4 +121,37 @@ describe('projector', () => {
     expect(await survivor.waitFor(a.position, 5000)).toBe(true);
     expect(survivor.status().active).toBe(true);
   });
+
+  it('stops writing when it cannot renew its lease, and resumes once it can', async () => {
+    const { eventStore, readStore } = setup();
+    const leaseMs = 300;
+    let renewable = true;
+    // The real store with its lease renewal failing on demand (a store outage seen only there).
+    const flaky = new Proxy(readStore, {
+      get(target, key, receiver) {
+        if (key === 'tryLease') {
+          return (...args: Parameters<typeof readStore.tryLease>) =>
+            renewable ? target.tryLease(...args) : Promise.reject(new Error('lease store unreachable'));
+        }
+        const value: unknown = Reflect.get(target, key, receiver);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const projector = new Projector(notes, eventStore, flaky, { instanceId: 'flaky', leaseMs });
+    await projector.start();
+    cleanups.push(() => projector.stop());
+    const a = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Added', 'a')] });
+    expect(await projector.waitFor(a.position, 5000)).toBe(true);
+
+    renewable = false;
+    await new Promise((r) => setTimeout(r, leaseMs));
+    const b = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Added', 'b')] });
+    expect(await projector.waitFor(b.position, 2 * leaseMs)).toBe(false);
+    expect(projector.status().active).toBe(false);
+    expect(await readStore.size(collection)).toBe(1);
+
+    renewable = true;
+    expect(await projector.waitFor(b.position, 5000)).toBe(true);
+    expect(await readStore.size(collection)).toBe(2);
+  });
 });

@@ -562,5 +562,13 @@ describe('driver errors', () => {
     const range = new RangeError('bad path');
     expect(translateError(range)).toBe(range);
   });
+
+  it('reads a server shutting down, a primary stepping down or a query over its time limit as unavailable', () => {
+    for (const code of [50, 91, 189, 11600, 10107]) {
+      expect(translateError(new MongoServerError({ message: `code ${String(code)}`, code }))).toBeInstanceOf(StoreUnavailableError);
+    }
+    const unknownField = new MongoServerError({ message: 'unknown operator', code: 2 });
+    expect(translateError(unknownField)).toBe(unknownField);
+  });
 });
 

@@ -76,6 +76,18 @@ if (plan.kind === 'skip') {
       [one, two] = await Promise.all([openStore(), openStore()]);
     });
 
+    it('keeps the newest version when two instances insert one new document at once', async () => {
+      const c = fresh();
+      for (let round = 0; round < 50; round++) {
+        const id = randomUUID();
+        await Promise.all([
+          one.applyBatch(c, [upsert({ id, code: 'OLD' }, 5)], 1n),
+          two.applyBatch(c, [upsert({ id, code: 'NEW' }, 6)], 1n),
+        ]);
+        expect((await one.getMany(c, [id])).get(id)).toEqual({ version: 6, doc: { id, code: 'NEW' } });
+      }
+    });
+
     describe('leases between instances', () => {
       it('goes to one owner, is renewed by it, and passes on when it lapses', async () => {
         const p = fresh();
