@@ -2,7 +2,7 @@
 // embedded SQLite files in DATA_DIR otherwise. The only place that picks an adapter; each may be
 // chosen on its own (e.g. KurrentDB with SQLite read models on one machine).
 
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EventStore, ReadStore } from '../domain/ports.ts';
 import type { Config } from './config.ts';
@@ -38,6 +38,26 @@ async function openEventStore(config: Pick<Config, 'EVENTSTORE_URL' | 'DATA_DIR'
   return [openSqliteEventStore(path), `event log: SQLite ${path}`];
 }
 
+/**
+ * Embedded read models hold checkpoints of one log: folded from the embedded log, their positions
+ * mean nothing to KurrentDB, and the other way round. A note beside them says which log they
+ * follow, and a different log refuses the start instead of freezing or mixing the models.
+ */
+function checkSameLog(config: Pick<Config, 'EVENTSTORE_URL' | 'DATA_DIR'>, readModels: string): void {
+  const note = join(config.DATA_DIR, `${READ_MODELS_FILE}.log`);
+  const log = config.EVENTSTORE_URL === undefined ? 'embedded' : `kurrentdb ${redacted(config.EVENTSTORE_URL)}`;
+  if (!existsSync(readModels) || !existsSync(note)) {
+    writeFileSync(note, `${log}\n`);
+    return;
+  }
+  const folded = readFileSync(note, 'utf8').trim();
+  if (folded !== log) {
+    throw new Error(
+      `${readModels} was folded from the ${folded} log, not the ${log} log: delete ${readModels} and ${note} to rebuild the read models from it`,
+    );
+  }
+}
+
 async function openReadStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>): Promise<[ReadStore, string]> {
   if (config.MONGODB_URL !== undefined) {
     return [await openMongoReadStore(config.MONGODB_URL), `read models: MongoDB at ${redacted(config.MONGODB_URL)}`];
@@ -48,6 +68,7 @@ async function openReadStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>): 
 
 export async function openStores(config: Pick<Config, 'EVENTSTORE_URL' | 'MONGODB_URL' | 'DATA_DIR'>): Promise<OpenedStores> {
   mkdirSync(config.DATA_DIR, { recursive: true });
+  if (config.MONGODB_URL === undefined) checkSameLog(config, join(config.DATA_DIR, READ_MODELS_FILE));
   const [eventStore, events] = await openEventStore(config);
   try {
     const [readStore, reads] = await openReadStore(config);
