@@ -1,35 +1,34 @@
 // The production event log: the EventStore port over KurrentDB (or EventStoreDB) through
 // @kurrent/kurrentdb-client. Appends go with the exact expected revision (never ANY); unique codes
-// are reservation streams `<scope>Code-<code>` taken by a claim protocol, since servers before
-// 25.1 have no multi-stream transaction. The pure parts (position packing, metadata, claim
-// decisions, error translation) are exported and unit-tested; the rest runs against a real server
-// in the contract suite.
+// are reservation streams taken by the claim protocol of codeClaims.ts, since servers before 25.1
+// have no multi-stream transaction. The parts:
+// - positions.ts  the port's one-bigint positions, distances and $all read starts;
+// - streams.ts    the readAll filter and expected/actual revisions in the client's terms;
+// - metadata.ts   what is stored with each event (code marks included) and read back;
+// - codeClaims.ts the claim protocol's decisions (reservation streams, claim status, releases);
+// - errors.ts     the client's failures as the port's errors, transient ones as 503;
+// - this file     the adapter (the I/O around those decisions) and how it is opened.
+// Tests: eventStore.unit.spec.ts (the pure parts, and the real client without a server),
+// claimProtocol.unit.spec.ts (the adapter over an in-memory stand-in of the client, under chosen
+// interleavings), eventStore.containers.spec.ts (the contract on a real server).
 
 import {
   BACKWARDS,
-  CancelledError,
-  DeadlineExceededError,
   END,
   FORWARDS,
   KurrentDBClient,
-  NO_STREAM,
-  NotLeaderError,
-  START,
   StreamNotFoundError,
-  TimeoutError,
-  UnavailableError,
-  UnknownError,
-  WrongExpectedVersionError,
-  convertToCommandError,
-  isCommandError,
   jsonEvent,
-  streamNameFilter,
+  type AllStreamResolvedEvent,
   type AllStreamSubscription,
+  type AppendResult as ClientAppendResult,
   type AppendStreamState,
-  type CurrentStreamState,
-  type Filter,
-  type Position as KurrentPosition,
-  type ReadPosition,
+  type AppendToStreamOptions,
+  type EventData,
+  type ReadAllOptions as ClientReadAllOptions,
+  type ReadStreamOptions,
+  type ResolvedEvent,
+  type SubscribeToAllOptions,
 } from '@kurrent/kurrentdb-client';
 import {
   CodeTakenError,
@@ -37,332 +36,61 @@ import {
   type AppendRequest,
   type AppendResult,
   type CodeReservation,
-  type EventMetadata,
   type EventStore,
-  type ExpectedRevision,
-  type NewEvent,
   type Position,
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../domain/ports.ts';
-import { StoreUnavailableError } from '../../domain/shared/errors.ts';
+import {
+  CLAIM_GRACE_MS,
+  CODE_CLAIMED,
+  CODE_RELEASED,
+  claimDecision,
+  codeMarksOf,
+  codeStreamName,
+  holdOf,
+  releaseRevision,
+  releasedCodes,
+  reservationOf,
+  type Reservation,
+} from './codeClaims.ts';
+import { refusedAppend, refusedForSure, translateError } from './errors.ts';
+import { duplicateOf, toRecordedEvent, toStoredMetadata, type MarkedEvent } from './metadata.ts';
+import { commitDistance, packPosition, positionOf, readStartAfter } from './positions.ts';
+import { expectedState, readAllFilter } from './streams.ts';
 
-// ---------------------------------------------------------------------------------------------
-// Positions
-
-const TWO_64 = 1n << 64n;
-/** What a stream read reports when the server does not know the $all position of an event. */
-const UNKNOWN_COMMIT = TWO_64 - 1n;
-
-/** commit·2^64 + prepare: one bigint that sorts like the (commit, prepare) pair. */
-export function packPosition(p: KurrentPosition): Position {
-  if (p.commit < 0n || p.prepare < 0n || p.prepare >= TWO_64) {
-    throw new RangeError(`not a KurrentDB position: ${String(p.commit)}/${String(p.prepare)}`);
-  }
-  return (p.commit << 64n) + p.prepare;
-}
-
-export function unpackPosition(p: Position): KurrentPosition {
-  if (p < 0n) throw new RangeError(`not a packed position: ${String(p)}`);
-  return { commit: p >> 64n, prepare: p & (TWO_64 - 1n) };
-}
-
-/** The position of a recorded event; 0n when the server did not say (stream reads before 22.6). */
-export function positionOf(p: KurrentPosition | undefined): Position {
-  return p === undefined || p.commit >= UNKNOWN_COMMIT ? 0n : packPosition(p);
-}
-
-/** Where a forward read of $all starts for "after `after`": reads are inclusive of their start
- * position (the server keeps events with TFPos >= from), so the caller drops the event at `after`. */
-export function readStartAfter(after: Position): ReadPosition {
-  return after === 0n ? START : unpackPosition(after);
-}
-
-/** Bytes of transaction log between two positions: the difference of their commit positions. */
-export function commitDistance(from: Position, to: Position): number {
-  const gap = unpackPosition(to).commit - unpackPosition(from).commit;
-  return gap > 0n ? Number(gap) : 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Streams, filters, expected revisions
-
-/** Every stream but the server's own (`$…`: $stats, $ce-…, $$metadata and the like). */
-export const NON_SYSTEM_STREAMS = '^[^$]';
-
-/** Server-side filter for readAll: the categories' streams (`<category>-…`), or every non-system
- * stream when no category is given. Reservation streams are ordinary streams of the `<scope>Code`
- * categories: they are part of the log's history and come back only when asked for (or unfiltered). */
-export function readAllFilter(categories: readonly string[] | undefined): Filter {
-  if (categories === undefined) return streamNameFilter({ regex: NON_SYSTEM_STREAMS });
-  return streamNameFilter({ prefixes: categories.map((c) => `${c}-`) });
-}
-
-export function expectedState(expected: ExpectedRevision): AppendStreamState {
-  return expected === 'no_stream' ? NO_STREAM : BigInt(expected);
-}
-
-export function actualRevision(state: CurrentStreamState): number | 'no_stream' {
-  return state === NO_STREAM || state < 0n ? 'no_stream' : Number(state);
-}
-
-function revisionOf(state: AppendStreamState): ExpectedRevision | undefined {
-  if (typeof state === 'bigint') return state < 0n ? 'no_stream' : Number(state);
-  return state === NO_STREAM ? 'no_stream' : undefined;
-}
-
-const SAFE_CODE_CHAR = /^[A-Za-z0-9_.~-]$/;
-
-/** Codes as stream-name text: letters, digits and `_.~-` as they are, every other byte `%XX`.
- * Injective (decodeURIComponent reverses it) and free of spaces, `$` and control characters. */
-export function encodeCode(code: string): string {
-  return Array.from(new TextEncoder().encode(code), (byte) => {
-    const c = String.fromCharCode(byte);
-    return byte < 0x80 && SAFE_CODE_CHAR.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }).join('');
-}
-
-export const decodeCode = (encoded: string): string => decodeURIComponent(encoded);
-
-/** The reservation stream of a code (DESIGN.md: `<resource>Code-<code>`). */
-export const codeStreamName = (r: CodeReservation): string => `${r.scope}Code-${encodeCode(r.code)}`;
-
-// ---------------------------------------------------------------------------------------------
-// Event metadata
-
-/** Adapter-private metadata key: the codes an append claimed and released, read back by the claim
- * protocol from the holder's own stream and stripped from what readers see. */
-export const CODE_MARKS_KEY = 'adapter:codes';
-
-/** Reservation stream names of the codes an append took and gave up. */
-export type CodeMarks = { claimed: readonly string[]; released: readonly string[] };
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
-
-const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
-
-/** The marks of an append, or undefined when it neither claims nor releases. */
-export function codeMarksOf(request: Pick<AppendRequest, 'claim' | 'release'>): CodeMarks | undefined {
-  const claimed = (request.claim ?? []).map(codeStreamName);
-  const released = (request.release ?? []).map(codeStreamName);
-  return claimed.length === 0 && released.length === 0 ? undefined : { claimed, released };
-}
-
-/** What is stored as an event's metadata: the domain's, plus its schema version and the marks. */
-export function toStoredMetadata(event: Pick<NewEvent, 'metadata' | 'schemaVersion'>, marks?: CodeMarks): Record<string, unknown> {
-  const stored: Record<string, unknown> = { ...event.metadata, schemaVersion: event.schemaVersion };
-  if (marks !== undefined) stored[CODE_MARKS_KEY] = { claimed: [...marks.claimed], released: [...marks.released] };
-  return stored;
-}
-
-export type ReadMetadata = { metadata: EventMetadata; schemaVersion: number; marks: CodeMarks | undefined };
-
-/** Inverse of toStoredMetadata. Events written by other tools (no or non-JSON metadata) read as
- * schema version 1 with an empty actor and time. */
-export function fromStoredMetadata(raw: unknown): ReadMetadata {
-  if (!isRecord(raw)) return { metadata: { actor: '', at: '' }, schemaVersion: 1, marks: undefined };
-  const { schemaVersion, [CODE_MARKS_KEY]: marks, ...rest } = raw;
-  const metadata = { actor: '', at: '', ...rest } as EventMetadata;
-  return {
-    metadata,
-    schemaVersion: typeof schemaVersion === 'number' ? schemaVersion : 1,
-    marks: isRecord(marks) ? { claimed: strings(marks.claimed), released: strings(marks.released) } : undefined,
-  };
-}
-
-/** An event as the client returns it (JSON or binary), narrowed to what the adapter reads. */
-export type StoredEvent = {
-  streamId: string;
-  id: string;
-  revision: bigint;
-  type: string;
-  data: unknown;
-  metadata: unknown;
-  position?: KurrentPosition | undefined;
+/** What the adapter uses of the client (KurrentDBClient has it all). */
+export type KurrentClient = {
+  appendToStream(streamName: string, events: EventData | EventData[], options?: AppendToStreamOptions): Promise<ClientAppendResult>;
+  readStream(streamName: string, options?: ReadStreamOptions): AsyncIterableIterator<ResolvedEvent>;
+  readAll(options?: ClientReadAllOptions): AsyncIterableIterator<AllStreamResolvedEvent>;
+  subscribeToAll(options?: SubscribeToAllOptions): AllStreamSubscription;
+  dispose(): Promise<void>;
 };
-
-export type MarkedEvent = { event: RecordedEvent; marks: CodeMarks | undefined };
-
-export function toRecordedEvent(stored: StoredEvent): MarkedEvent {
-  const { metadata, schemaVersion, marks } = fromStoredMetadata(stored.metadata);
-  return {
-    event: {
-      id: stored.id,
-      stream: stored.streamId,
-      revision: Number(stored.revision),
-      position: positionOf(stored.position),
-      type: stored.type,
-      schemaVersion,
-      data: isRecord(stored.data) ? stored.data : { value: stored.data },
-      metadata,
-    },
-    marks,
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Idempotent retries
-
-/** Event ids are UUIDs, which the server hands back in its own (lower-case) spelling. */
-export const sameId = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase();
-
-/** When the request's event ids are already in the stream, one after another, the result of the
- * append that wrote them; 'partial' when only some are; undefined when none is. */
-export function duplicateOf(
-  stream: readonly Pick<RecordedEvent, 'id' | 'revision' | 'position'>[],
-  ids: readonly string[],
-): AppendResult | 'partial' | undefined {
-  const [firstId = ''] = ids;
-  const first = stream.findIndex((e) => sameId(e.id, firstId));
-  if (first < 0) return stream.some((e) => ids.some((id) => sameId(e.id, id))) ? 'partial' : undefined;
-  const run = stream.slice(first, first + ids.length);
-  const last = run.at(-1);
-  if (last === undefined || run.length !== ids.length || run.some((e, i) => !sameId(e.id, ids[i] ?? ''))) return 'partial';
-  return { revision: last.revision, position: last.position, duplicate: true };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The claim protocol
-
-/** A claim stays unproven (its holder's append may still be on its way) for this long; after it,
- * a claim whose holder never wrote the claiming event is stale. Well above the client's deadline. */
-export const CLAIM_GRACE_MS = 60_000;
-
-export const CODE_CLAIMED = 'CodeClaimed';
-export const CODE_RELEASED = 'CodeReleased';
-
-/** The last event of a reservation stream. */
-export type Reservation =
-  | { kind: 'claimed'; revision: bigint; stream: string; eventId: string; at: string }
-  | { kind: 'released'; revision: bigint; stream: string };
-export type Claim = Extract<Reservation, { kind: 'claimed' }>;
-
-export function reservationOf(stored: Pick<StoredEvent, 'streamId' | 'type' | 'data' | 'revision'>): Reservation {
-  const data = isRecord(stored.data) ? stored.data : {};
-  const stream = typeof data.stream === 'string' ? data.stream : '';
-  if (stored.type === CODE_CLAIMED) {
-    const eventId = typeof data.eventId === 'string' ? data.eventId : '';
-    const at = typeof data.at === 'string' ? data.at : '';
-    return { kind: 'claimed', revision: stored.revision, stream, eventId, at };
-  }
-  if (stored.type === CODE_RELEASED) return { kind: 'released', revision: stored.revision, stream };
-  throw new Error(`unexpected event ${stored.type} in reservation stream ${stored.streamId}`);
-}
-
-export type ClaimDecision =
-  | { kind: 'free'; expected: AppendStreamState }
-  | { kind: 'ours' }
-  | { kind: 'held'; claim: Claim };
-
-/** What a claimant may do given the reservation stream's last event. A claim held by another
- * stream still has to be checked (claimStatus) before it can be taken over. */
-export function claimDecision(last: Reservation | undefined, claimant: string): ClaimDecision {
-  if (last === undefined) return { kind: 'free', expected: NO_STREAM };
-  if (last.kind === 'released') return { kind: 'free', expected: last.revision };
-  if (last.stream === claimant) return { kind: 'ours' };
-  return { kind: 'held', claim: last };
-}
-
-/** The latest word of a stream's own events about a code: claimed or released. */
-export function lastMark(events: readonly Pick<MarkedEvent, 'marks'>[], codeStream: string): 'claimed' | 'released' | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const marks = events[i]?.marks;
-    // An append that releases and re-claims the same code keeps it.
-    if (marks?.claimed.includes(codeStream) === true) return 'claimed';
-    if (marks?.released.includes(codeStream) === true) return 'released';
-  }
-  return undefined;
-}
-
-export type ClaimStatus = 'valid' | 'pending' | 'stale';
-
-/** Whether a claim holds, checked against the holder's own stream: valid once the holder wrote the
- * claiming event and has not released the code since; pending while the claiming event is missing
- * but the claim is younger than the grace period; stale otherwise (the claimant crashed between
- * claim and append, or released the code and crashed before saying so in the reservation stream). */
-export function claimStatus(
-  claim: Claim,
-  codeStream: string,
-  holder: readonly MarkedEvent[],
-  nowMs: number,
-  graceMs: number,
-): ClaimStatus {
-  const index = holder.findIndex((e) => sameId(e.event.id, claim.eventId));
-  if (index < 0) return nowMs - Date.parse(claim.at) <= graceMs ? 'pending' : 'stale';
-  return lastMark(holder.slice(index), codeStream) === 'released' ? 'stale' : 'valid';
-}
-
-/** The revision at which `stream` may write CodeReleased: when the last event is its own claim. */
-export function releaseRevision(last: Reservation | undefined, stream: string): bigint | undefined {
-  return last?.kind === 'claimed' && last.stream === stream ? last.revision : undefined;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Errors
-
-/** Rust-bridge reads report a deadline or a dropped connection as UnknownError with this text. */
-const TRANSIENT_UNKNOWN = /deadline exceeded|connection (is )?closed/i;
-
-function isTransient(e: Error): boolean {
-  return (
-    e instanceof UnavailableError ||
-    e instanceof DeadlineExceededError ||
-    e instanceof NotLeaderError ||
-    e instanceof CancelledError ||
-    e instanceof TimeoutError ||
-    (e instanceof UnknownError && TRANSIENT_UNKNOWN.test(e.message))
-  );
-}
-
-/** The client's conversion of raw gRPC errors, which assumes a gRPC error's shape (`details`) once
- * it sees a numeric `code`: anything else it chokes on stays as it was. */
-function asCommandError(error: Error): Error {
-  try {
-    return convertToCommandError(error);
-  } catch {
-    return error;
-  }
-}
-
-/** The port's error for a client error: WrongExpectedVersion → WrongExpectedRevisionError (for the
- * request's stream and expectation when given), transient failures → StoreUnavailableError, the
- * rest as the client's own error (raw gRPC errors first converted to the client's classes). */
-export function translateError(error: unknown, request?: Pick<AppendRequest, 'stream' | 'expected'>): Error {
-  const e = error instanceof Error ? asCommandError(error) : new Error(String(error));
-  if (e instanceof WrongExpectedVersionError) {
-    const stream = request?.stream ?? e.streamName;
-    const expected = request?.expected ?? revisionOf(e.expectedState) ?? 'no_stream';
-    return new WrongExpectedRevisionError(stream, expected, actualRevision(e.actualState));
-  }
-  return isTransient(e) ? new StoreUnavailableError('EVENT_STORE', e) : e;
-}
-
-/** Whether a failed append certainly wrote nothing: the server refused it. After a timeout or a
- * dropped connection it may have committed all the same, so its claims must stay: the claim check
- * finds out later from the holder's stream whether they hold. */
-export function refusedForSure(failure: Error): boolean {
-  return failure instanceof WrongExpectedRevisionError || (isCommandError(failure) && !(failure instanceof UnknownError));
-}
-
-/** A connection string fit for a message: the password replaced. */
-export const redactConnectionString = (cs: string): string => cs.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
-
-// ---------------------------------------------------------------------------------------------
-// The adapter
 
 export type KurrentEventStoreOptions = {
   /** See CLAIM_GRACE_MS. */
   claimGraceMs?: number;
   /** Delay before a dropped $all subscription is opened again. */
   resubscribeMs?: number;
+  /** This instance's clock, compared with the server's time of a claim to see whether it is stale. */
   now?: () => number;
 };
 
-type TakenClaim = { codeStream: string; revision: bigint };
+/** A claim written by an append; `givesBack` when the append may give it back if refused (the code
+ * was free: not a claim again of a code the stream had claimed already). */
+type TakenClaim = { codeStream: string; revision: bigint; givesBack: boolean };
+
+/** Concurrent claimants of one code race on the reservation stream's revision; a loser reads again. */
+const CLAIM_ATTEMPTS = 3;
+
+/** Every read the protocol and the commands rely on goes to the leader: a follower may not have the
+ * last claim or the last event yet, and the projector's "a short batch saw everything up to the head
+ * read before it" needs the head and the batch from the same, current, node. */
+const FROM_LEADER = { requiresLeader: true } as const;
 
 export class KurrentEventStore implements EventStore {
-  readonly #client: KurrentDBClient;
+  readonly #client: KurrentClient;
   readonly #listeners = new Set<(p: Position) => void>();
   readonly #inflight = new Set<Promise<unknown>>();
   readonly #graceMs: number;
@@ -372,7 +100,7 @@ export class KurrentEventStore implements EventStore {
   #resubscribeTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(client: KurrentDBClient, options: KurrentEventStoreOptions = {}) {
+  constructor(client: KurrentClient, options: KurrentEventStoreOptions = {}) {
     this.#client = client;
     this.#graceMs = options.claimGraceMs ?? CLAIM_GRACE_MS;
     this.#resubscribeMs = options.resubscribeMs ?? 1_000;
@@ -431,12 +159,20 @@ export class KurrentEventStore implements EventStore {
     throw new WrongExpectedRevisionError(request.stream, request.expected, events.at(-1)?.revision ?? 'no_stream');
   }
 
+  /** Appends at exactly `streamState`; a conflict throws also when the client was told to answer it
+   * as `success: false` (throwOnAppendFailure=false in the connection string). */
+  async #appendTo(stream: string, events: EventData | EventData[], streamState: AppendStreamState): Promise<ClientAppendResult> {
+    const written = await this.#client.appendToStream(stream, events, { streamState });
+    if (!written.success) throw refusedAppend(stream, streamState, written);
+    return written;
+  }
+
   async #write(request: AppendRequest): Promise<AppendResult> {
     const marks = codeMarksOf(request);
     const events = request.events.map((e, i) =>
       jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: toStoredMetadata(e, i === 0 ? marks : undefined) }),
     );
-    const written = await this.#client.appendToStream(request.stream, events, { streamState: expectedState(request.expected) });
+    const written = await this.#appendTo(request.stream, events, expectedState(request.expected));
     const revision = Number(written.nextExpectedRevision);
     // The server answers with the position of the last event written; servers that leave it out
     // are asked for it.
@@ -445,7 +181,7 @@ export class KurrentEventStore implements EventStore {
   }
 
   async #lastPosition(stream: string): Promise<Position> {
-    for await (const resolved of this.#client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+    for await (const resolved of this.#client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, ...FROM_LEADER })) {
       if (resolved.event) return positionOf(resolved.event.position);
     }
     return 0n;
@@ -459,10 +195,7 @@ export class KurrentEventStore implements EventStore {
     const taken: TakenClaim[] = [];
     if (first === undefined) return taken;
     try {
-      for (const c of claims) {
-        const claim = await this.#claim(c, request.stream, first.id);
-        if (claim !== undefined) taken.push(claim);
-      }
+      for (const c of claims) taken.push(await this.#claim(c, request.stream, first.id));
     } catch (error) {
       await this.#rollback(request.stream, taken);
       throw error;
@@ -470,17 +203,16 @@ export class KurrentEventStore implements EventStore {
     return taken;
   }
 
-  /** Takes a code for `stream`: undefined when it already holds it, the claim written otherwise.
-   * Concurrent claimants race on the reservation stream's expected revision; a loser reads again. */
-  async #claim(code: CodeReservation, stream: string, eventId: string): Promise<TakenClaim | undefined> {
+  /** Writes a claim of `code` for `stream` naming `eventId` (also when the stream claimed the code
+   * already: two appends never share a claim). */
+  async #claim(code: CodeReservation, stream: string, eventId: string): Promise<TakenClaim> {
     const codeStream = codeStreamName(code);
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const expected = await this.#claimable(code, codeStream, stream);
-      if (expected === undefined) return undefined;
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      const { expected, givesBack } = await this.#claimable(code, codeStream, stream);
       const claimed = jsonEvent({ type: CODE_CLAIMED, data: { stream, eventId, at: new Date(this.#now()).toISOString() } });
       try {
-        const written = await this.#client.appendToStream(codeStream, claimed, { streamState: expected });
-        return { codeStream, revision: written.nextExpectedRevision };
+        const written = await this.#appendTo(codeStream, claimed, expected);
+        return { codeStream, revision: written.nextExpectedRevision, givesBack };
       } catch (error) {
         const failure = translateError(error);
         // Another claimant wrote first: read again and decide again.
@@ -490,44 +222,48 @@ export class KurrentEventStore implements EventStore {
     throw new CodeTakenError(code.scope, code.code);
   }
 
-  /** The expected revision to claim at; undefined when the code is already the stream's. */
-  async #claimable(code: CodeReservation, codeStream: string, stream: string): Promise<AppendStreamState | undefined> {
+  /** The expected revision to claim at; CodeTakenError when another stream holds the code or may. */
+  async #claimable(code: CodeReservation, codeStream: string, stream: string): Promise<{ expected: AppendStreamState; givesBack: boolean }> {
     const decision = claimDecision(await this.#lastReservation(codeStream), stream);
     switch (decision.kind) {
-      case 'ours':
-        return undefined;
       case 'free':
-        return decision.expected;
+        return { expected: decision.expected, givesBack: true };
+      case 'ours':
+        return { expected: decision.expected, givesBack: false };
       case 'held': {
-        const holder = await this.#readMarked(decision.claim.stream);
-        const status = claimStatus(decision.claim, codeStream, holder, this.#now(), this.#graceMs);
-        if (status !== 'stale') throw new CodeTakenError(code.scope, code.code);
-        return decision.claim.revision;
+        const holder = await this.#readMarked(decision.last.stream);
+        if (holdOf(decision.last, codeStream, holder, this.#now(), this.#graceMs) !== 'free') throw new CodeTakenError(code.scope, code.code);
+        return { expected: decision.last.revision, givesBack: true };
       }
     }
   }
 
   /** Best effort: a claim left behind is recognised as stale by the next claimant. Safe whenever
-   * the record's events were not written (claims are taken before, and kept after an unsure write). */
+   * the record's events were not written (claims are taken before, and kept after an unsure write);
+   * a claim again of the stream's own claim stays, as another append of the stream may rely on it. */
   async #rollback(stream: string, taken: readonly TakenClaim[]): Promise<void> {
-    for (const t of taken) await this.#writeReleased(t.codeStream, stream, t.revision);
+    for (const t of taken) if (t.givesBack) await this.#writeReleased(t.codeStream, stream, t.revision);
   }
 
   async #releaseAll(request: AppendRequest): Promise<void> {
-    for (const r of request.release ?? []) {
+    const released = releasedCodes(request);
+    const releasing = request.events[0];
+    if (released.length === 0 || releasing === undefined) return;
+    // Best effort as well: the release is recorded in the stream's own event (CODE_MARKS_KEY), and a
+    // claim the stream released there is stale for the next claimant.
+    const holder = await this.#readMarked(request.stream).catch(() => undefined);
+    if (holder === undefined) return;
+    for (const r of released) {
       const codeStream = codeStreamName(r);
-      try {
-        const at = releaseRevision(await this.#lastReservation(codeStream), request.stream);
-        if (at !== undefined) await this.#writeReleased(codeStream, request.stream, at);
-      } catch {
-        // Best effort as well: the release is recorded in the stream's own event (CODE_MARKS_KEY).
-      }
+      const last = await this.#lastReservation(codeStream).catch(() => undefined);
+      const at = releaseRevision(last, request.stream, holder, releasing.id);
+      if (at !== undefined) await this.#writeReleased(codeStream, request.stream, at);
     }
   }
 
   async #writeReleased(codeStream: string, stream: string, revision: bigint): Promise<void> {
     try {
-      await this.#client.appendToStream(codeStream, jsonEvent({ type: CODE_RELEASED, data: { stream } }), { streamState: revision });
+      await this.#appendTo(codeStream, jsonEvent({ type: CODE_RELEASED, data: { stream } }), revision);
     } catch {
       // See #rollback and #releaseAll.
     }
@@ -535,7 +271,7 @@ export class KurrentEventStore implements EventStore {
 
   async #lastReservation(codeStream: string): Promise<Reservation | undefined> {
     try {
-      for await (const resolved of this.#client.readStream(codeStream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+      for await (const resolved of this.#client.readStream(codeStream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, ...FROM_LEADER })) {
         if (resolved.event) return reservationOf(resolved.event);
       }
       return undefined;
@@ -548,7 +284,7 @@ export class KurrentEventStore implements EventStore {
   async #readMarked(stream: string): Promise<MarkedEvent[]> {
     const events: MarkedEvent[] = [];
     try {
-      for await (const resolved of this.#client.readStream(stream)) {
+      for await (const resolved of this.#client.readStream(stream, FROM_LEADER)) {
         if (resolved.event) events.push(toRecordedEvent(resolved.event));
       }
     } catch (error) {
@@ -572,6 +308,7 @@ export class KurrentEventStore implements EventStore {
         fromPosition: readStartAfter(after),
         maxCount: limit + 1,
         filter: readAllFilter(categories),
+        ...FROM_LEADER,
       });
       for await (const resolved of read) {
         if (resolved.event === undefined) continue;
@@ -587,7 +324,7 @@ export class KurrentEventStore implements EventStore {
 
   async headPosition(): Promise<Position> {
     try {
-      const read = this.#client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, filter: readAllFilter(undefined) });
+      const read = this.#client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, filter: readAllFilter(undefined), ...FROM_LEADER });
       for await (const resolved of read) {
         if (resolved.event) return packPosition(resolved.event.position);
       }
@@ -600,9 +337,9 @@ export class KurrentEventStore implements EventStore {
   async findCode(reservation: CodeReservation): Promise<string | undefined> {
     const codeStream = codeStreamName(reservation);
     const last = await this.#lastReservation(codeStream);
-    if (last?.kind !== 'claimed') return undefined;
+    if (last === undefined) return undefined;
     const holder = await this.#readMarked(last.stream);
-    return claimStatus(last, codeStream, holder, this.#now(), this.#graceMs) === 'valid' ? last.stream : undefined;
+    return holdOf(last, codeStream, holder, this.#now(), this.#graceMs) === 'held' ? last.stream : undefined;
   }
 
   distance(from: Position, to: Position): number {
@@ -676,6 +413,9 @@ export class KurrentEventStore implements EventStore {
 
 // ---------------------------------------------------------------------------------------------
 // Opening
+
+/** A connection string fit for a message: the password replaced. */
+export const redactConnectionString = (cs: string): string => cs.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
 
 async function probe(client: KurrentDBClient): Promise<void> {
   for await (const _ of client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 })) break;

@@ -7,14 +7,9 @@ import { KurrentDBClient, NO_STREAM, jsonEvent } from '@kurrent/kurrentdb-client
 import { KurrentDbContainer, type StartedKurrentDbContainer } from '@testcontainers/kurrentdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CodeTakenError, type NewEvent } from '../../../domain/ports.ts';
-import {
-  CODE_CLAIMED,
-  codeStreamName,
-  openKurrentEventStore,
-  toStoredMetadata,
-  type KurrentEventStore,
-  type KurrentEventStoreOptions,
-} from '../../../infra/kurrentdb/eventStore.ts';
+import { CLAIM_GRACE_MS, CODE_CLAIMED, codeStreamName } from '../../../infra/kurrentdb/codeClaims.ts';
+import { openKurrentEventStore, type KurrentEventStore, type KurrentEventStoreOptions } from '../../../infra/kurrentdb/eventStore.ts';
+import { toStoredMetadata } from '../../../infra/kurrentdb/metadata.ts';
 import { IMAGES, planTarget } from '../../support/containers.ts';
 import { eventStoreContract } from '../../support/eventStoreContract.ts';
 
@@ -64,8 +59,9 @@ if (plan.kind === 'skip') {
       const scope = freshScope();
       const client = KurrentDBClient.connectionString(url);
       try {
-        // A claimant that crashed between its claim and its append.
-        const claim = { stream: `${scope}-${randomUUID()}`, eventId: randomUUID(), at: new Date(Date.now() - 5_000).toISOString() };
+        // A claimant that crashed between its claim and its append. Its own clock (`at`, an hour
+        // behind) is not what counts: the server's time of the claim is.
+        const claim = { stream: `${scope}-${randomUUID()}`, eventId: randomUUID(), at: new Date(Date.now() - 3_600_000).toISOString() };
         await client.appendToStream(codeStreamName({ scope, code: 'C' }), jsonEvent({ type: CODE_CLAIMED, data: claim }), { streamState: NO_STREAM });
       } finally {
         await client.dispose();
@@ -75,7 +71,8 @@ if (plan.kind === 'skip') {
       const request = { stream, expected: 'no_stream' as const, events: [anEvent()], claim: [{ scope, code: 'C' }] };
       await expect(patient.append(request)).rejects.toBeInstanceOf(CodeTakenError);
       expect(await patient.findCode({ scope, code: 'C' })).toBeUndefined();
-      const impatient = await openStore({ claimGraceMs: 1_000 });
+      // An instance whose clock is past the grace period (rather than a test that waits for it).
+      const impatient = await openStore({ now: () => Date.now() + CLAIM_GRACE_MS + 5_000 });
       await impatient.append(request);
       expect(await impatient.findCode({ scope, code: 'C' })).toBe(stream);
       expect(await patient.findCode({ scope, code: 'C' })).toBe(stream);

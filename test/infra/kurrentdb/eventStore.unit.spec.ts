@@ -1,6 +1,8 @@
-// The KurrentDB adapter's pure parts (positions, code streams, metadata, idempotent retries, the
-// claim protocol's decisions, error translation) on the client's real error classes, and how the
-// adapter fails when no server answers. The adapter against a real server: eventStore.containers.spec.ts.
+// The KurrentDB adapter's pure parts (positions, streams and filters, metadata, idempotent retries,
+// the claim protocol's decisions, error translation) on the client's real error classes, and how
+// the adapter fails, through the real client, when no server answers or a server fails every call.
+// The claim protocol under interleavings: claimProtocol.unit.spec.ts. The adapter against a real
+// server: eventStore.containers.spec.ts.
 
 import { StoreUnavailableError } from '../../../domain/shared/errors.ts';
 import fc from 'fast-check';
@@ -16,40 +18,38 @@ import {
   UnavailableError,
   UnknownError,
   WrongExpectedVersionError,
+  type Filter,
 } from '@kurrent/kurrentdb-client';
 import { describe, expect, it } from 'vitest';
 import { CodeTakenError, WrongExpectedRevisionError, type EventMetadata, type RecordedEvent } from '../../../domain/ports.ts';
 import {
-  CODE_MARKS_KEY,
-  KurrentEventStore,
-  actualRevision,
+  CLAIM_GRACE_MS,
   claimDecision,
   claimStatus,
   codeMarksOf,
   codeStreamName,
-  commitDistance,
   decodeCode,
-  duplicateOf,
   encodeCode,
-  expectedState,
-  fromStoredMetadata,
+  holdOf,
   lastMark,
-  openKurrentEventStore,
-  packPosition,
-  positionOf,
-  readAllFilter,
-  readStartAfter,
-  redactConnectionString,
-  refusedForSure,
   releaseRevision,
+  releasedCodes,
   reservationOf,
+  type Claim,
+} from '../../../infra/kurrentdb/codeClaims.ts';
+import { refusedAppend, refusedForSure, translateError } from '../../../infra/kurrentdb/errors.ts';
+import { KurrentEventStore, openKurrentEventStore, redactConnectionString } from '../../../infra/kurrentdb/eventStore.ts';
+import {
+  CODE_MARKS_KEY,
+  duplicateOf,
+  fromStoredMetadata,
   toRecordedEvent,
   toStoredMetadata,
-  translateError,
-  unpackPosition,
-  type Claim,
   type MarkedEvent,
-} from '../../../infra/kurrentdb/eventStore.ts';
+} from '../../../infra/kurrentdb/metadata.ts';
+import { commitDistance, packPosition, positionOf, readStartAfter, unpackPosition } from '../../../infra/kurrentdb/positions.ts';
+import { actualRevision, expectedState, readAllFilter } from '../../../infra/kurrentdb/streams.ts';
+import { grpcStatusServer } from './grpcStatusServer.ts';
 
 const u64 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n });
 // Log positions are signed 64-bit on the server: commit stays below 2^63.
@@ -128,14 +128,31 @@ describe('streams and filters', () => {
     expect(codeStreamName({ scope: 'userGroup', code: 'ADMINS' })).toBe('userGroupCode-ADMINS');
   });
 
-  it('filters readAll by category prefix, or leaves out only the system streams', () => {
-    expect(readAllFilter(['userGroup', 'user'])).toMatchObject({ filterOn: 'streamName', prefixes: ['userGroup-', 'user-'] });
+  it('reads a category’s streams, not those of a category sharing its start nor its reservation streams', () => {
+    // What the server keeps for a stream-name filter: names that start with one of the prefixes, or
+    // that the regex matches.
+    const keeps = (f: Filter, stream: string) => ('prefixes' in f ? f.prefixes.some((p) => stream.startsWith(p)) : new RegExp(f.regex).test(stream));
+    const user = readAllFilter(['user']);
+    expect(keeps(user, 'user-6f1c0a2e')).toBe(true);
+    expect(keeps(user, 'userGroup-6f1c0a2e')).toBe(false);
+    expect(keeps(user, 'userCode-ADMIN')).toBe(false);
+    expect(keeps(user, 'users-1')).toBe(false);
+    expect(keeps(user, '$ce-user')).toBe(false);
+    const both = readAllFilter(['userGroup', 'user']);
+    expect(['user-1', 'userGroup-1', 'userGroupCode-A', 'userCode-A'].filter((s) => keeps(both, s))).toEqual(['user-1', 'userGroup-1']);
+    const category = fc.stringMatching(/^[a-z][A-Za-z]{0,10}$/);
+    fc.assert(
+      fc.property(fc.uniqueArray(category, { minLength: 1, maxLength: 4 }), category, fc.uuid(), (categories, c, id) => {
+        expect(keeps(readAllFilter(categories), `${c}-${id}`)).toBe(categories.includes(c));
+      }),
+    );
+  });
+
+  it('reads every stream but the server’s own when no category is given, reservation streams included', () => {
     const all = readAllFilter(undefined);
-    expect(all).toMatchObject({ filterOn: 'streamName', regex: '^[^$]' });
-    const regex = new RegExp('regex' in all ? all.regex : '');
-    expect(regex.test('$stats-0.0.0.0:2113')).toBe(false);
-    expect(regex.test('$ce-user')).toBe(false);
-    expect(regex.test('user-1')).toBe(true);
+    const keeps = (stream: string) => ('regex' in all ? new RegExp(all.regex).test(stream) : false);
+    expect(['$stats-0.0.0.0:2113', '$ce-user', '$$user-1', '$et-UserCreated'].filter(keeps)).toEqual([]);
+    expect(['user-1', 'userCode-X', 'a'].every(keeps)).toBe(true);
   });
 
   it('maps expected and actual revisions', () => {
@@ -185,6 +202,13 @@ describe('metadata', () => {
     });
   });
 
+  it('does not release a code the same append claims (a release-and-claim keeps it)', () => {
+    const request = { claim: [{ scope: 's', code: 'X' }], release: [{ scope: 's', code: 'X' }, { scope: 's', code: 'Z' }] };
+    expect(releasedCodes(request)).toEqual([{ scope: 's', code: 'Z' }]);
+    expect(codeMarksOf(request)).toEqual({ claimed: ['sCode-X'], released: ['sCode-Z'] });
+    expect(codeMarksOf({ claim: [{ scope: 's', code: 'X' }], release: [{ scope: 's', code: 'X' }] })).toEqual({ claimed: ['sCode-X'], released: [] });
+  });
+
   it('turns a stored event into the port’s recorded event', () => {
     const { event, marks } = toRecordedEvent({
       streamId: 'user-1',
@@ -230,12 +254,13 @@ describe('idempotent retries', () => {
 describe('the claim protocol', () => {
   const codeStream = 'sCode-X';
   const now = Date.parse('2025-06-01T12:00:00Z');
+  const grace = CLAIM_GRACE_MS;
   const claim = (over: Partial<Claim> = {}): Claim => ({
     kind: 'claimed',
     revision: 4n,
     stream: 's-holder',
     eventId: 'e-claim',
-    at: new Date(now - 1_000).toISOString(),
+    at: now - 1_000,
     ...over,
   });
   const ev = (id: string, marks?: { claimed?: string[]; released?: string[] }): MarkedEvent => ({
@@ -243,35 +268,56 @@ describe('the claim protocol', () => {
     marks: marks === undefined ? undefined : { claimed: marks.claimed ?? [], released: marks.released ?? [] },
   });
 
-  it('claims an empty stream with no_stream and a released one at its revision', () => {
+  it('claims an empty stream with no_stream and its own release at its revision', () => {
     expect(claimDecision(undefined, 's-a')).toEqual({ kind: 'free', expected: 'no_stream' });
-    expect(claimDecision({ kind: 'released', revision: 7n, stream: 's-b' }, 's-a')).toEqual({ kind: 'free', expected: 7n });
+    expect(claimDecision({ kind: 'released', revision: 7n, stream: 's-a' }, 's-a')).toEqual({ kind: 'free', expected: 7n });
   });
 
-  it('knows its own claim and defers another stream’s claim to the holder check', () => {
-    expect(claimDecision(claim({ stream: 's-a' }), 's-a')).toEqual({ kind: 'ours' });
-    expect(claimDecision(claim(), 's-a')).toEqual({ kind: 'held', claim: claim() });
+  it('claims its own claim again at its revision, never sharing it, and defers another stream’s claim or release to that stream', () => {
+    expect(claimDecision(claim({ stream: 's-a' }), 's-a')).toEqual({ kind: 'ours', expected: 4n });
+    expect(claimDecision(claim(), 's-a')).toEqual({ kind: 'held', last: claim() });
+    const released = { kind: 'released', revision: 7n, stream: 's-b' } as const;
+    expect(claimDecision(released, 's-a')).toEqual({ kind: 'held', last: released });
   });
 
   it('holds a claim whose event the holder wrote and has not released since', () => {
     const holder = [ev('e0'), ev('e-claim', { claimed: [codeStream] }), ev('e2')];
-    expect(claimStatus(claim(), codeStream, holder, now, 60_000)).toBe('valid');
+    expect(claimStatus(claim(), codeStream, holder, now, grace)).toBe('valid');
     // also long after the grace period
-    expect(claimStatus(claim(), codeStream, holder, now + 3_600_000, 60_000)).toBe('valid');
-    expect(claimStatus(claim({ eventId: 'E-CLAIM' }), codeStream, holder, now, 60_000)).toBe('valid');
+    expect(claimStatus(claim(), codeStream, holder, now + 3_600_000, grace)).toBe('valid');
+    expect(claimStatus(claim({ eventId: 'E-CLAIM' }), codeStream, holder, now, grace)).toBe('valid');
   });
 
   it('waits for a young claim whose holder has not written yet, and takes an old one over', () => {
-    expect(claimStatus(claim(), codeStream, [], now, 60_000)).toBe('pending');
-    expect(claimStatus(claim(), codeStream, [ev('other')], now + 120_000, 60_000)).toBe('stale');
-    expect(claimStatus(claim({ at: 'not a date' }), codeStream, [], now, 60_000)).toBe('stale');
+    expect(claimStatus(claim(), codeStream, [], now, grace)).toBe('pending');
+    expect(claimStatus(claim(), codeStream, [ev('other')], now + grace + 1_000, grace)).toBe('stale');
+    expect(claimStatus(claim({ at: Number.NaN }), codeStream, [], now, grace)).toBe('stale');
+  });
+
+  it('holds a claim whose event is not in the holder’s stream when the holder’s own marks claim the code', () => {
+    // Another append of the holder claimed the code (a claim again, or a claim shared before claims were not).
+    const holder = [ev('e-other', { claimed: [codeStream] })];
+    expect(claimStatus(claim(), codeStream, holder, now + 3_600_000, grace)).toBe('valid');
+    const releasedSince = [...holder, ev('e-later', { released: [codeStream] })];
+    expect(claimStatus(claim(), codeStream, releasedSince, now, grace)).toBe('pending');
+    expect(claimStatus(claim(), codeStream, releasedSince, now + 3_600_000, grace)).toBe('stale');
   });
 
   it('takes over a claim the holder released in its own stream (the CodeReleased append was lost)', () => {
     const released = [ev('e-claim', { claimed: [codeStream] }), ev('e1', { released: [codeStream], claimed: ['sCode-Y'] })];
-    expect(claimStatus(claim(), codeStream, released, now, 60_000)).toBe('stale');
+    expect(claimStatus(claim(), codeStream, released, now, grace)).toBe('stale');
     const reclaimed = [...released, ev('e2', { claimed: [codeStream] })];
-    expect(claimStatus(claim(), codeStream, reclaimed, now, 60_000)).toBe('valid');
+    expect(claimStatus(claim(), codeStream, reclaimed, now, grace)).toBe('valid');
+  });
+
+  it('frees a released code unless the releaser’s own marks still claim it', () => {
+    const release = { kind: 'released', revision: 5n, stream: 's-holder' } as const;
+    expect(holdOf(release, codeStream, [], now, grace)).toBe('free');
+    expect(holdOf(release, codeStream, [ev('a', { claimed: [codeStream] }), ev('b', { released: [codeStream] })], now, grace)).toBe('free');
+    expect(holdOf(release, codeStream, [ev('a', { claimed: [codeStream] })], now, grace)).toBe('held');
+    expect(holdOf(claim(), codeStream, [], now, grace)).toBe('pending');
+    expect(holdOf(claim(), codeStream, [], now + grace + 1, grace)).toBe('free');
+    expect(holdOf(claim(), codeStream, [ev('e-claim', { claimed: [codeStream] })], now, grace)).toBe('held');
   });
 
   it('reads the latest mark of a code, a release-and-claim in one append keeping it', () => {
@@ -281,20 +327,33 @@ describe('the claim protocol', () => {
     expect(lastMark([ev('a', { claimed: [codeStream] }), ev('b', { released: [codeStream] })], codeStream)).toBe('released');
   });
 
-  it('releases only its own claim, at the claim’s revision', () => {
-    expect(releaseRevision(claim({ stream: 's-a' }), 's-a')).toBe(4n);
-    expect(releaseRevision(claim(), 's-a')).toBeUndefined();
-    expect(releaseRevision({ kind: 'released', revision: 5n, stream: 's-a' }, 's-a')).toBeUndefined();
-    expect(releaseRevision(undefined, 's-a')).toBeUndefined();
+  it('releases only its own claim made by an earlier event, at the claim’s revision', () => {
+    const stream = [ev('e-claim', { claimed: [codeStream] }), ev('e-release', { released: [codeStream] })];
+    expect(releaseRevision(claim({ stream: 's-a' }), 's-a', stream, 'e-release')).toBe(4n);
+    expect(releaseRevision(claim({ stream: 's-a' }), 's-a', stream, 'E-RELEASE')).toBe(4n);
+    // a claim again by a later event, or by one not (yet) in the stream, wins over the release
+    const again = [...stream, ev('e-again', { claimed: [codeStream] })];
+    expect(releaseRevision(claim({ stream: 's-a', eventId: 'e-again' }), 's-a', again, 'e-release')).toBeUndefined();
+    expect(releaseRevision(claim({ stream: 's-a', eventId: 'in-flight' }), 's-a', stream, 'e-release')).toBeUndefined();
+    expect(releaseRevision(claim(), 's-a', stream, 'e-release')).toBeUndefined();
+    expect(releaseRevision({ kind: 'released', revision: 5n, stream: 's-a' }, 's-a', stream, 'e-release')).toBeUndefined();
+    expect(releaseRevision(undefined, 's-a', stream, 'e-release')).toBeUndefined();
   });
 
-  it('reads reservation events and refuses strangers', () => {
-    expect(reservationOf({ streamId: codeStream, type: 'CodeClaimed', revision: 0n, data: { stream: 's-1', eventId: 'e', at: 't' } })).toEqual({
+  it('reads reservation events, a claim’s time from the server’s, and refuses strangers', () => {
+    const created = new Date(now);
+    const data = { stream: 's-1', eventId: 'e', at: new Date(now - 3_600_000).toISOString() };
+    expect(reservationOf({ streamId: codeStream, type: 'CodeClaimed', revision: 0n, data, created })).toEqual({
       kind: 'claimed',
       revision: 0n,
       stream: 's-1',
       eventId: 'e',
-      at: 't',
+      at: now,
+    });
+    // The claimant's clock only when the server's time is missing.
+    expect(reservationOf({ streamId: codeStream, type: 'CodeClaimed', revision: 0n, data })).toMatchObject({ at: now - 3_600_000 });
+    expect(reservationOf({ streamId: codeStream, type: 'CodeClaimed', revision: 0n, data, created: new Date(Number.NaN) })).toMatchObject({
+      at: now - 3_600_000,
     });
     expect(reservationOf({ streamId: codeStream, type: 'CodeReleased', revision: 1n, data: { stream: 's-1' } })).toEqual({
       kind: 'released',
@@ -335,13 +394,44 @@ describe('error translation', () => {
     expect(translateError(raw)).toBeInstanceOf(StoreUnavailableError);
     const deadline = Object.assign(new Error('4 DEADLINE_EXCEEDED'), { code: 4, details: 'Deadline exceeded' });
     expect(translateError(deadline)).toBeInstanceOf(StoreUnavailableError);
+    // gRPC UNKNOWN: the Rust reader reports it as a server-side error, gRPC-js leaves it unknown
+    const unknown = Object.assign(new Error('2 UNKNOWN: Server Is Not Ready'), { code: 2, details: 'Server Is Not Ready' });
+    expect(translateError(unknown)).toBeInstanceOf(StoreUnavailableError);
+    const invalid = Object.assign(new Error('3 INVALID_ARGUMENT: bad'), { code: 3, details: 'bad' });
+    expect(translateError(invalid)).not.toBeInstanceOf(StoreUnavailableError);
   });
 
-  it('treats the Rust reader’s deadline and closed-connection reports as unavailability, other unknowns not', () => {
-    expect(translateError(new UnknownError(undefined, 'Deadline exceeded'))).toBeInstanceOf(StoreUnavailableError);
-    expect(translateError(new UnknownError(undefined, 'Connection is closed.'))).toBeInstanceOf(StoreUnavailableError);
-    const other = new UnknownError(undefined, 'something else');
-    expect(translateError(other)).toBe(other);
+  it('treats what the Rust reader reports of an unavailable, slow or failing server as unavailability, other unknowns not', () => {
+    // Display texts of KurrentDB-Client-Rust's Error, which the bridge passes on as UnknownError.
+    const transient = [
+      // Error::ServerError (gRPC Unavailable, Internal, Unknown, DataLoss) with tonic up to 0.13, as the bridge has it
+      'Server-side error: status: Unavailable, message: "Server Is Not Ready", details: [], metadata: MetadataMap { headers: {} }',
+      'Server-side error: status: Internal, message: "Exception was thrown by handler.", details: [], metadata: MetadataMap { headers: {} }',
+      'Server-side error: status: Unknown, message: "h2 protocol error: error reading a body from connection", details: [], metadata: MetadataMap { headers: {} }',
+      'Server-side error: status: DataLoss, message: "", details: [], metadata: MetadataMap { headers: {} }',
+      // … and with later tonic versions (the code printed as its description)
+      'Server-side error: code: \'The service is currently unavailable\', message: "Server Too Busy"',
+      // Error::Grpc for a cancelled call, as the bridge reports it for a server answering gRPC status 1
+      'Unmapped gRPC error: code: The operation was cancelled, message: Server Is Not Ready.',
+      'Deadline exceeded',
+      'Connection is closed.',
+      'gRPC connection error: Max discovery attempt count reached. count: 10',
+    ];
+    for (const message of transient) {
+      const cause = new UnknownError(undefined, message);
+      expect(translateError(cause), message).toBeInstanceOf(StoreUnavailableError);
+    }
+    for (const message of ['Unmapped gRPC error: code: Client specified an invalid argument, message: bad filter.', 'something else']) {
+      const other = new UnknownError(undefined, message);
+      expect(translateError(other), message).toBe(other);
+    }
+  });
+
+  it('makes a conflict answered as success: false (throwOnAppendFailure=false) the conflict the client throws otherwise', () => {
+    const onMissing = refusedAppend('s-1', 0n, { success: false, nextExpectedRevision: -1n });
+    expect(translateError(onMissing)).toMatchObject({ name: 'WrongExpectedRevisionError', stream: 's-1', expected: 0, actual: 'no_stream' });
+    const moved = refusedAppend('s-1', 'no_stream', { success: false, nextExpectedRevision: 3n });
+    expect(translateError(moved)).toMatchObject({ expected: 'no_stream', actual: 3 });
   });
 
   it('leaves other errors as they are', () => {
@@ -402,5 +492,45 @@ describe('without a server (a closed local port, through the real client)', () =
     expect(seen).toEqual([]);
     await store.close();
     await expect(store.append({ stream: 's-1', expected: 'no_stream', events: [event] })).rejects.toThrow(/closed/);
+  });
+});
+
+describe('against a server that fails every call with a gRPC status (a local HTTP/2 endpoint, through the real client)', () => {
+  const statuses = [
+    { status: 14, name: 'Unavailable' },
+    { status: 13, name: 'Internal' },
+    { status: 2, name: 'Unknown' },
+    { status: 15, name: 'DataLoss' },
+    { status: 1, name: 'Cancelled' },
+    { status: 4, name: 'DeadlineExceeded' },
+  ];
+
+  it.each(statuses)('answers reads and appends with StoreUnavailableError for status $status ($name)', async ({ status }) => {
+    const server = await grpcStatusServer(status, 'Server Is Not Ready');
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url));
+    try {
+      await expect(store.readStream('s-1')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.readAll({ after: 0n, limit: 10, categories: ['s'] })).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.headPosition()).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.findCode({ scope: 's', code: 'X' })).rejects.toBeInstanceOf(StoreUnavailableError);
+      const event = { id: crypto.randomUUID(), type: 'T', schemaVersion: 1, data: {}, metadata: { actor: 'a', at: 't' } };
+      await expect(store.append({ stream: 's-1', expected: 'no_stream', events: [event] })).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await store.close();
+      await server.close();
+    }
+  });
+
+  it('leaves a call the server refuses as invalid as it is (a 500: retrying does not help)', async () => {
+    const server = await grpcStatusServer(3, 'bad filter');
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url));
+    try {
+      const read = store.readStream('s-1');
+      await expect(read).rejects.toThrow(/invalid argument/);
+      await expect(read).rejects.not.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await store.close();
+      await server.close();
+    }
   });
 });

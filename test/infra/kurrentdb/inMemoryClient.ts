@@ -1,0 +1,187 @@
+// A STAND-IN FOR THE KURRENTDB SERVER (and the client's transport), not a KurrentDB: streams in
+// memory with the server's expected-revision rules, answering through the client's own error
+// classes, so that the REAL KurrentEventStore can be driven through interleavings of concurrent
+// appends that a real server cannot be made to produce on demand (an append held between its claim
+// and its record, an answer lost after the write, a release that never reaches the reservation
+// stream). Only what the adapter's claim protocol relies on is modelled: appends at an exact
+// expected revision, stream reads in both directions, $all reads with stream-name filters, the
+// server's creation time of each event. The server's own behaviour (and the client's real wire
+// format) is covered by eventStore.containers.spec.ts, against a real server.
+
+import {
+  ANY,
+  BACKWARDS,
+  END,
+  NO_STREAM,
+  START,
+  STREAM_EXISTS,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  type AllStreamRecordedEvent,
+  type AllStreamResolvedEvent,
+  type AllStreamSubscription,
+  type AppendResult,
+  type AppendStreamState,
+  type AppendToStreamOptions,
+  type CurrentStreamState,
+  type EventData,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type ResolvedEvent,
+} from '@kurrent/kurrentdb-client';
+import type { KurrentClient } from '../../../infra/kurrentdb/eventStore.ts';
+
+/** One append as the stand-in received it. */
+export type AppendCall = { stream: string; events: readonly EventData[]; streamState: AppendStreamState };
+
+/** An append held by the test: `reached` once the stand-in has it; `open()` lets it go on, `fail()`
+ * makes it throw. Held 'before' it is applied, nothing is written until it is let go (or ever, when
+ * it fails); held 'after', it is written and only its answer waits (a lost answer when it fails). */
+export type Gate = { reached: Promise<undefined>; open(): void; fail(error: Error): void };
+
+type Hold = { match: (call: AppendCall) => boolean; when: 'before' | 'after'; reach: () => void; wait: Promise<Error | undefined> };
+
+export type InMemoryClientOptions = {
+  /** The server's clock, stamped on every event as `created`. */
+  clock?: () => number;
+  /** As the client's connection-string setting: false answers a conflict with `success: false`. */
+  throwOnAppendFailure?: boolean;
+};
+
+export class InMemoryKurrentClient implements KurrentClient {
+  readonly #streams = new Map<string, AllStreamRecordedEvent[]>();
+  readonly #all: AllStreamRecordedEvent[] = [];
+  readonly #holds: Hold[] = [];
+  readonly #clock: () => number;
+  readonly #throwOnAppendFailure: boolean;
+  #position = 0n;
+  /** Every read (of a stream, or of '$all') with its options, for tests that check how the adapter reads. */
+  readonly reads: { stream: string; options: ReadStreamOptions | ReadAllOptions }[] = [];
+
+  constructor(options: InMemoryClientOptions = {}) {
+    this.#clock = options.clock ?? Date.now;
+    this.#throwOnAppendFailure = options.throwOnAppendFailure ?? true;
+  }
+
+  /** Holds the next append that `match` accepts (once). */
+  hold(match: (call: AppendCall) => boolean, when: 'before' | 'after' = 'before'): Gate {
+    const reached = Promise.withResolvers<undefined>();
+    const settled = Promise.withResolvers<Error | undefined>();
+    const reach = () => {
+      reached.resolve(undefined);
+    };
+    this.#holds.push({ match, when, reach, wait: settled.promise });
+    return {
+      reached: reached.promise,
+      open: () => {
+        settled.resolve(undefined);
+      },
+      fail: (error) => {
+        settled.resolve(error);
+      },
+    };
+  }
+
+  /** The events of a stream as stored (type, data, created). */
+  events(stream: string): readonly AllStreamRecordedEvent[] {
+    return this.#streams.get(stream) ?? [];
+  }
+
+  async appendToStream(stream: string, events: EventData | EventData[], options: AppendToStreamOptions = {}): Promise<AppendResult> {
+    const call: AppendCall = { stream, events: Array.isArray(events) ? events : [events], streamState: options.streamState ?? ANY };
+    await turn();
+    const index = this.#holds.findIndex((h) => h.match(call));
+    const hold = index < 0 ? undefined : this.#holds.splice(index, 1)[0];
+    if (hold?.when === 'before') {
+      hold.reach();
+      const failure = await hold.wait;
+      if (failure !== undefined) throw failure;
+    }
+    const result = this.#apply(call);
+    if (hold?.when === 'after') {
+      hold.reach();
+      const failure = await hold.wait;
+      if (failure !== undefined) throw failure;
+    }
+    if (result instanceof WrongExpectedVersionError) {
+      if (this.#throwOnAppendFailure) throw result;
+      const current = result.actualState;
+      return { success: false, nextExpectedRevision: current === NO_STREAM ? -1n : current };
+    }
+    return result;
+  }
+
+  #apply({ stream, events, streamState }: AppendCall): AppendResult | WrongExpectedVersionError {
+    const existing = this.#streams.get(stream);
+    const current: CurrentStreamState = existing === undefined ? NO_STREAM : BigInt(existing.length - 1);
+    if (!accepts(streamState, current)) return new WrongExpectedVersionError(undefined, { streamName: stream, expected: streamState, current });
+    const written = existing ?? [];
+    for (const e of events) {
+      this.#position += 100n;
+      const recorded = {
+        streamId: stream,
+        id: e.id,
+        revision: BigInt(written.length),
+        type: e.type,
+        created: new Date(this.#clock()),
+        position: { commit: this.#position, prepare: this.#position },
+        ...(e.contentType === 'application/json'
+          ? { isJson: true as const, data: structuredClone(e.data), metadata: structuredClone(e.metadata) }
+          : { isJson: false as const, data: e.data, metadata: e.metadata }),
+      };
+      written.push(recorded);
+      this.#all.push(recorded);
+    }
+    this.#streams.set(stream, written);
+    return { success: true, nextExpectedRevision: BigInt(written.length - 1), position: { commit: this.#position, prepare: this.#position } };
+  }
+
+  readStream(stream: string, options: ReadStreamOptions = {}): AsyncIterableIterator<ResolvedEvent> {
+    this.reads.push({ stream, options });
+    const streams = this.#streams;
+    return (async function* () {
+      await turn();
+      const events = streams.get(stream);
+      if (events === undefined) throw new StreamNotFoundError(undefined, stream);
+      const backwards = options.direction === BACKWARDS;
+      const from = options.fromRevision ?? (backwards ? END : START);
+      const ordered = backwards ? [...events].reverse() : [...events];
+      const started = ordered.filter((e) => from === START || from === END || (backwards ? e.revision <= from : e.revision >= from));
+      yield* started.slice(0, Number(options.maxCount ?? started.length)).map((event) => ({ event }));
+    })();
+  }
+
+  readAll(options: ReadAllOptions = {}): AsyncIterableIterator<AllStreamResolvedEvent> {
+    this.reads.push({ stream: '$all', options });
+    const all = this.#all;
+    return (async function* () {
+      await turn();
+      const backwards = options.direction === BACKWARDS;
+      const from = options.fromPosition ?? (backwards ? END : START);
+      const filter = options.filter;
+      const selected = (backwards ? [...all].reverse() : [...all]).filter((e) => {
+        const inRange = from === START || from === END || (backwards ? e.position.commit <= from.commit : e.position.commit >= from.commit);
+        const kept = filter === undefined || ('prefixes' in filter ? filter.prefixes.some((p) => e.streamId.startsWith(p)) : new RegExp(filter.regex).test(e.streamId));
+        return inRange && kept;
+      });
+      yield* selected.slice(0, Number(options.maxCount ?? selected.length)).map((event) => ({ event }));
+    })();
+  }
+
+  subscribeToAll(): AllStreamSubscription {
+    throw new Error('subscriptions are not part of the in-memory stand-in');
+  }
+
+  dispose(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+function accepts(expected: AppendStreamState, current: CurrentStreamState): boolean {
+  if (expected === ANY) return true;
+  if (expected === STREAM_EXISTS) return current !== NO_STREAM;
+  return expected === current;
+}
+
+/** Every call answers in a later turn of the event loop, as a server would, so concurrent calls interleave. */
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
