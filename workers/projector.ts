@@ -140,8 +140,7 @@ export class Projector {
       this.#checkpoint = stored;
       this.#release();
     }
-    const head = await this.#events.headPosition();
-    if (head > this.#head) this.#head = head;
+    // The head moves through onAppended, which hears every instance's appends.
     await this.#idle(STANDBY_POLL_MS);
   }
 
