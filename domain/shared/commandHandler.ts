@@ -68,10 +68,13 @@ function metadataOf(ctx: CommandContext): EventMetadata {
 
 const fold = <S>(spec: CommandSpec<S>, events: readonly RecordedEvent[]): S => events.reduce(spec.evolve, spec.initial());
 
-/** Event ids under an Idempotency-Key: the same key of the same caller on the same stream always
- * names the same events. Keys are the caller's own: another caller's key never matches. */
+/** Event ids under an Idempotency-Key: the same key of the same caller with the same request on
+ * the same stream always names the same events. Keys are the caller's own: another caller's key
+ * never matches. The request's hash is part of the id, so a key reused with another body names
+ * other events: a log that acknowledges repeated ids as a retry (KurrentDB does) can then never
+ * take the second body for a retry of the first. */
 const keyedEventId = (stream: string, ctx: CommandContext, i: number): string =>
-  uuidV5(`${stream}|${ctx.actor}|${ctx.idempotencyKey ?? ''}|${String(i)}`);
+  uuidV5(`${stream}|${ctx.actor}|${ctx.idempotencyKey ?? ''}|${ctx.requestHash ?? ''}|${String(i)}`);
 
 /** Whether an event was written by a request of this caller under this Idempotency-Key. */
 export const writtenUnderKey = (event: RecordedEvent, ctx: Pick<CommandContext, 'actor' | 'idempotencyKey'>): boolean =>

@@ -1,0 +1,73 @@
+// The command handler's Idempotency-Key rules over a real (in-memory SQLite) log: a retry of the
+// same request names the same events, a key reused with another body names other events.
+
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { AppendRequest, EventStore } from '../../../domain/ports.ts';
+import { handleCommand, type CommandContext, type CommandSpec } from '../../../domain/shared/commandHandler.ts';
+import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
+
+const logs = [openSqliteEventStore(':memory:'), openSqliteEventStore(':memory:'), openSqliteEventStore(':memory:')] as const;
+afterAll(async () => {
+  for (const log of logs) await log.close();
+});
+
+/** The log, noting the event ids of every append it is asked for. */
+function recording(store: EventStore): { store: EventStore; ids: string[][] } {
+  const ids: string[][] = [];
+  const proxy = new Proxy(store, {
+    get(target, key, receiver) {
+      if (key === 'append') {
+        return (request: AppendRequest) => {
+          ids.push(request.events.map((e) => e.id));
+          return target.append(request);
+        };
+      }
+      const value: unknown = Reflect.get(target, key, receiver);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { store: proxy, ids };
+}
+
+const counter = (stream: string, by: number): CommandSpec<number> => ({
+  resource: 'COUNTER',
+  stream,
+  initial: () => 0,
+  evolve: (n, e) => n + Number(e.data.by),
+  decide: () => ({ events: [{ type: 'Added', data: { by } }] }),
+  schemaVersion: 1,
+});
+
+const ctx = (requestHash: string): CommandContext => ({
+  actor: 'alice',
+  now: new Date(),
+  newId: randomUUID,
+  idempotencyKey: 'key-1',
+  requestHash,
+});
+
+describe('Idempotency-Key event ids', () => {
+  it('name the same events for the same request on a stream, and other events for another body', async () => {
+    // One stream name on three separate logs, so each request is the first on its stream.
+    const stream = `counter-${randomUUID()}`;
+    const [one, two, three] = logs.map(recording);
+    await handleCommand(counter(stream, 1), ctx('hash-of-body-1'), one.store);
+    await handleCommand(counter(stream, 1), ctx('hash-of-body-1'), two.store);
+    await handleCommand(counter(stream, 2), ctx('hash-of-body-2'), three.store);
+    expect(one.ids).toHaveLength(1);
+    expect(two.ids).toEqual(one.ids);
+    expect(three.ids[0]).not.toEqual(one.ids[0]);
+  });
+
+  it('answer a retry from the log and refuse the key with another body', async () => {
+    const [log] = logs;
+    const { store, ids } = recording(log);
+    const stream = `counter-${randomUUID()}`;
+    await handleCommand(counter(stream, 1), ctx('hash-of-body-1'), store);
+    const retried = await handleCommand(counter(stream, 1), ctx('hash-of-body-1'), store);
+    expect(retried.written).toBe(false);
+    expect(ids).toHaveLength(1);
+    await expect(handleCommand(counter(stream, 2), ctx('hash-of-body-2'), store)).rejects.toMatchObject({ code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
+  });
+});
