@@ -108,7 +108,9 @@ function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decide
 function appendFailure<S>(spec: CommandSpec<S>, error: unknown): Error | undefined {
   if (error instanceof CodeTakenError) return codeTaken(spec.resource, error.code);
   if (!(error instanceof WrongExpectedRevisionError)) return error instanceof Error ? error : new Error(String(error));
-  if (spec.expectedVersion === undefined) return undefined;
+  // Without If-Match, or when the record is still at the caller's version (the conflict was on a
+  // code reservation the append needed), the command is tried again.
+  if (spec.expectedVersion === undefined || error.actual === spec.expectedVersion) return undefined;
   return staleVersion(spec.resource, spec.expectedVersion, typeof error.actual === 'number' ? error.actual : -1);
 }
 

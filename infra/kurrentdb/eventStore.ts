@@ -5,7 +5,8 @@
 // - positions.ts  the port's one-bigint positions, distances and $all read starts;
 // - streams.ts    the readAll filter and expected/actual revisions in the client's terms;
 // - metadata.ts   what is stored with each event (code marks included) and read back;
-// - codeClaims.ts the claim protocol's decisions (reservation streams, claim status, releases);
+// - codeClaims.ts the claim protocol's decisions (reservation streams, claim status, releases,
+//                 the claimant's time budget) and what it assumes of the clocks;
 // - errors.ts     the client's failures as the port's errors, transient ones as 503;
 // - this file     the adapter (the I/O around those decisions) and how it is opened.
 // Tests: eventStore.unit.spec.ts (the pure parts, and the real client without a server),
@@ -17,6 +18,7 @@ import {
   END,
   FORWARDS,
   KurrentDBClient,
+  NO_STREAM,
   StreamNotFoundError,
   jsonEvent,
   type AllStreamResolvedEvent,
@@ -41,6 +43,7 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../domain/ports.ts';
+import { StoreUnavailableError } from '../../domain/shared/errors.ts';
 import {
   CLAIM_GRACE_MS,
   CODE_CLAIMED,
@@ -49,15 +52,25 @@ import {
   codeMarksOf,
   codeStreamName,
   holdOf,
+  recordDeadline,
   releaseRevision,
   releasedCodes,
   reservationOf,
-  type Reservation,
+  type ReservationStream,
 } from './codeClaims.ts';
 import { refusedAppend, refusedForSure, translateError } from './errors.ts';
-import { duplicateOf, toRecordedEvent, toStoredMetadata, type MarkedEvent } from './metadata.ts';
+import { duplicateOf, sameId, toRecordedEvent, toStoredMetadata, type CodeMarks, type MarkedEvent } from './metadata.ts';
 import { commitDistance, packPosition, positionOf, readStartAfter } from './positions.ts';
 import { expectedState, readAllFilter } from './streams.ts';
+
+/** The record's events as stored, the first one carrying the append's code marks. Made before any
+ * claim, so nothing between the claims and the record append can fail but the append itself. */
+function recordEvents(request: AppendRequest): EventData[] {
+  const marks = codeMarksOf(request);
+  return request.events.map((e, i) =>
+    jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: toStoredMetadata(e, i === 0 ? marks : undefined) }),
+  );
+}
 
 /** What the adapter uses of the client (KurrentDBClient has it all). */
 export type KurrentClient = {
@@ -73,15 +86,25 @@ export type KurrentEventStoreOptions = {
   claimGraceMs?: number;
   /** Delay before a dropped $all subscription is opened again. */
   resubscribeMs?: number;
-  /** This instance's clock, compared with the server's time of a claim to see whether it is stale. */
+  /** This instance's clock, compared with the server's time of a claim to see whether it is stale
+   * (it must be within CLOCK_MARGIN_MS of the server's: see codeClaims.ts). */
   now?: () => number;
+  /** A monotonic clock (ms) timing a claimant's claims against its record append; performance.now. */
+  monotonicNow?: () => number;
+  /** The client's deadline for a call (its connection string's defaultDeadline, 10 s unless set):
+   * a record append after claims gets the smaller of it and what is left of the claims' budget. */
+  appendDeadlineMs?: number;
 };
+
+/** The client's own default deadline for a call. */
+export const CLIENT_DEFAULT_DEADLINE_MS = 10_000;
 
 /** A claim written by an append; `givesBack` when the append may give it back if refused (the code
  * was free: not a claim again of a code the stream had claimed already). */
 type TakenClaim = { codeStream: string; revision: bigint; givesBack: boolean };
 
-/** Concurrent claimants of one code race on the reservation stream's revision; a loser reads again. */
+/** Concurrent claimants of one code race on the reservation stream's revision; a loser reads again,
+ * and after this many lost races gives up with a conflict on its record's stream. */
 const CLAIM_ATTEMPTS = 3;
 
 /** Every read the protocol and the commands rely on goes to the leader: a follower may not have the
@@ -96,6 +119,8 @@ export class KurrentEventStore implements EventStore {
   readonly #graceMs: number;
   readonly #resubscribeMs: number;
   readonly #now: () => number;
+  readonly #monotonicNow: () => number;
+  readonly #appendDeadlineMs: number;
   #subscription: AllStreamSubscription | undefined;
   #resubscribeTimer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -105,6 +130,8 @@ export class KurrentEventStore implements EventStore {
     this.#graceMs = options.claimGraceMs ?? CLAIM_GRACE_MS;
     this.#resubscribeMs = options.resubscribeMs ?? 1_000;
     this.#now = options.now ?? Date.now;
+    this.#monotonicNow = options.monotonicNow ?? (() => performance.now());
+    this.#appendDeadlineMs = options.appendDeadlineMs ?? CLIENT_DEFAULT_DEADLINE_MS;
   }
 
   append(request: AppendRequest): Promise<AppendResult> {
@@ -125,63 +152,84 @@ export class KurrentEventStore implements EventStore {
     // when the expected revision has moved on: look for the ids first.
     if (keyed) {
       const retried = await this.#duplicate(request);
-      if (retried !== undefined) return retried;
+      if (retried !== undefined) return retried.result;
     }
+    const events = recordEvents(request);
+    const claimsSent = this.#monotonicNow();
     const taken = await this.#claimAll(request);
-    let result: AppendResult;
+    const deadline = await this.#deadline(request, taken, claimsSent);
+    let written: ClientAppendResult;
     try {
-      result = await this.#write(request);
+      written = await this.#appendTo(request.stream, events, expectedState(request.expected), deadline);
     } catch (error) {
       return this.#failed(request, taken, keyed, error);
     }
+    // The record landed: whatever fails from here on gives back no claim.
+    const position = await this.#positionOf(request.stream, written).catch((error: unknown) => new StoreUnavailableError('EVENT_STORE', error));
     await this.#releaseAll(request);
+    if (position instanceof StoreUnavailableError) throw position;
+    const result = { revision: Number(written.nextExpectedRevision), position };
     this.#notify(result.position);
     return result;
   }
 
-  /** A conflict may be a concurrent retry of the same request that got there first; a refusal gives
-   * back the codes this append took; then it fails. */
+  /** The record append's deadline when it claimed codes (none otherwise: the client's own). Past
+   * half the grace period since the first claim was sent, the record is not sent at all: a checker
+   * may take the claims over from then on (see codeClaims.ts), so they are given back instead. */
+  async #deadline(request: AppendRequest, taken: readonly TakenClaim[], claimsSent: number): Promise<number | undefined> {
+    if (taken.length === 0) return undefined;
+    const elapsed = this.#monotonicNow() - claimsSent;
+    const deadline = recordDeadline(elapsed, this.#graceMs, this.#appendDeadlineMs);
+    if (deadline !== undefined) return deadline;
+    await this.#rollback(request.stream, taken);
+    const late = new Error(`claims of ${request.stream} took ${String(Math.round(elapsed))} ms, more than half the claim grace period: its record was not sent`);
+    throw new StoreUnavailableError('EVENT_STORE', late);
+  }
+
+  /** The record append failed: a conflict may be a concurrent retry of the same request (or another
+   * request under the same key) that got there first, answered with its result; a refusal gives
+   * back the codes this append took; then it fails. Only the record append's own errors come here. */
   async #failed(request: AppendRequest, taken: readonly TakenClaim[], keyed: boolean, error: unknown): Promise<AppendResult> {
     const failure = translateError(error, request);
     if (keyed && failure instanceof WrongExpectedRevisionError) {
       const retried = await this.#duplicate(request).catch(() => undefined);
-      if (retried !== undefined) return retried;
+      if (retried !== undefined) {
+        // The claims name the landed event; those it does not mark are no claims of its request's.
+        const unmarked = taken.filter((t) => retried.marks?.claimed.includes(t.codeStream) !== true);
+        await this.#rollback(request.stream, unmarked);
+        return retried.result;
+      }
     }
     if (refusedForSure(failure)) await this.#rollback(request.stream, taken);
     throw failure;
   }
 
-  /** The first result again when the ids are already in the stream; a conflict when only some are. */
-  async #duplicate(request: AppendRequest): Promise<AppendResult | undefined> {
-    const events = (await this.#readMarked(request.stream)).map((m) => m.event);
-    const found = duplicateOf(events, request.events.map((e) => e.id));
-    if (found !== 'partial') return found;
-    throw new WrongExpectedRevisionError(request.stream, request.expected, events.at(-1)?.revision ?? 'no_stream');
+  /** The first result again (with the marks of its first event) when the ids are already in the
+   * stream; a conflict when only some are. */
+  async #duplicate(request: AppendRequest): Promise<{ result: AppendResult; marks: CodeMarks | undefined } | undefined> {
+    const marked = await this.#readMarked(request.stream);
+    const events = marked.map((m) => m.event);
+    const ids = request.events.map((e) => e.id);
+    const found = duplicateOf(events, ids);
+    if (found === undefined) return undefined;
+    if (found === 'partial') throw new WrongExpectedRevisionError(request.stream, request.expected, events.at(-1)?.revision ?? 'no_stream');
+    return { result: found, marks: marked.find((m) => sameId(m.event.id, ids[0] ?? ''))?.marks };
   }
 
   /** Appends at exactly `streamState`; a conflict throws also when the client was told to answer it
    * as `success: false` (throwOnAppendFailure=false in the connection string). */
-  async #appendTo(stream: string, events: EventData | EventData[], streamState: AppendStreamState): Promise<ClientAppendResult> {
-    const written = await this.#client.appendToStream(stream, events, { streamState });
+  async #appendTo(stream: string, events: EventData | EventData[], streamState: AppendStreamState, deadline?: number): Promise<ClientAppendResult> {
+    const written = await this.#client.appendToStream(stream, events, deadline === undefined ? { streamState } : { streamState, deadline });
     if (!written.success) throw refusedAppend(stream, streamState, written);
     return written;
   }
 
-  async #write(request: AppendRequest): Promise<AppendResult> {
-    const marks = codeMarksOf(request);
-    const events = request.events.map((e, i) =>
-      jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: toStoredMetadata(e, i === 0 ? marks : undefined) }),
-    );
-    const written = await this.#appendTo(request.stream, events, expectedState(request.expected));
-    const revision = Number(written.nextExpectedRevision);
-    // The server answers with the position of the last event written; servers that leave it out
-    // are asked for it.
-    const position = written.position === undefined ? await this.#lastPosition(request.stream) : packPosition(written.position);
-    return { revision, position };
-  }
-
-  async #lastPosition(stream: string): Promise<Position> {
-    for await (const resolved of this.#client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, ...FROM_LEADER })) {
+  /** The position of an append's last event: the server's answer has it, servers that leave it
+   * out are asked for it. */
+  async #positionOf(stream: string, written: ClientAppendResult): Promise<Position> {
+    if (written.position !== undefined) return packPosition(written.position);
+    const at = { direction: BACKWARDS, fromRevision: written.nextExpectedRevision, maxCount: 1, ...FROM_LEADER } as const;
+    for await (const resolved of this.#client.readStream(stream, at)) {
       if (resolved.event) return positionOf(resolved.event.position);
     }
     return 0n;
@@ -195,7 +243,7 @@ export class KurrentEventStore implements EventStore {
     const taken: TakenClaim[] = [];
     if (first === undefined) return taken;
     try {
-      for (const c of claims) taken.push(await this.#claim(c, request.stream, first.id));
+      for (const c of claims) taken.push(await this.#claim(c, request, first.id));
     } catch (error) {
       await this.#rollback(request.stream, taken);
       throw error;
@@ -203,12 +251,16 @@ export class KurrentEventStore implements EventStore {
     return taken;
   }
 
-  /** Writes a claim of `code` for `stream` naming `eventId` (also when the stream claimed the code
-   * already: two appends never share a claim). */
-  async #claim(code: CodeReservation, stream: string, eventId: string): Promise<TakenClaim> {
+  /** Writes a claim of `code` for the request's stream naming `eventId` (also when the stream
+   * claimed the code already: two appends never share a claim). */
+  async #claim(code: CodeReservation, request: AppendRequest, eventId: string): Promise<TakenClaim> {
     const codeStream = codeStreamName(code);
-    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    const { stream } = request;
+    for (let lost = 0; ; lost++) {
       const { expected, givesBack } = await this.#claimable(code, codeStream, stream);
+      // Free at every read, yet every claim lost the race for the revision: a busy reservation
+      // stream, not a taken code. A conflict, which the command retries after a while.
+      if (lost === CLAIM_ATTEMPTS) throw new WrongExpectedRevisionError(stream, request.expected, request.expected);
       const claimed = jsonEvent({ type: CODE_CLAIMED, data: { stream, eventId, at: new Date(this.#now()).toISOString() } });
       try {
         const written = await this.#appendTo(codeStream, claimed, expected);
@@ -219,12 +271,11 @@ export class KurrentEventStore implements EventStore {
         if (!(failure instanceof WrongExpectedRevisionError)) throw failure;
       }
     }
-    throw new CodeTakenError(code.scope, code.code);
   }
 
   /** The expected revision to claim at; CodeTakenError when another stream holds the code or may. */
   async #claimable(code: CodeReservation, codeStream: string, stream: string): Promise<{ expected: AppendStreamState; givesBack: boolean }> {
-    const decision = claimDecision(await this.#lastReservation(codeStream), stream);
+    const decision = claimDecision(await this.#reservation(codeStream), stream);
     switch (decision.kind) {
       case 'free':
         return { expected: decision.expected, givesBack: true };
@@ -233,14 +284,15 @@ export class KurrentEventStore implements EventStore {
       case 'held': {
         const holder = await this.#readMarked(decision.last.stream);
         if (holdOf(decision.last, codeStream, holder, this.#now(), this.#graceMs) !== 'free') throw new CodeTakenError(code.scope, code.code);
-        return { expected: decision.last.revision, givesBack: true };
+        return { expected: decision.expected, givesBack: true };
       }
     }
   }
 
   /** Best effort: a claim left behind is recognised as stale by the next claimant. Safe whenever
-   * the record's events were not written (claims are taken before, and kept after an unsure write);
-   * a claim again of the stream's own claim stays, as another append of the stream may rely on it. */
+   * the record's events were not written (claims are taken before, and kept after an unsure write),
+   * or were written by another request that does not mark the code; a claim again of the stream's
+   * own claim stays, as another append of the stream may rely on it. */
   async #rollback(stream: string, taken: readonly TakenClaim[]): Promise<void> {
     for (const t of taken) if (t.givesBack) await this.#writeReleased(t.codeStream, stream, t.revision);
   }
@@ -255,8 +307,8 @@ export class KurrentEventStore implements EventStore {
     if (holder === undefined) return;
     for (const r of released) {
       const codeStream = codeStreamName(r);
-      const last = await this.#lastReservation(codeStream).catch(() => undefined);
-      const at = releaseRevision(last, request.stream, holder, releasing.id);
+      const reservation = await this.#reservation(codeStream).catch(() => undefined);
+      const at = reservation === undefined ? undefined : releaseRevision(reservation, request.stream, holder, releasing.id);
       if (at !== undefined) await this.#writeReleased(codeStream, request.stream, at);
     }
   }
@@ -269,14 +321,26 @@ export class KurrentEventStore implements EventStore {
     }
   }
 
-  async #lastReservation(codeStream: string): Promise<Reservation | undefined> {
+  /** A reservation stream's last claim or release and its revision. The last event decides, unless
+   * it is of another type (written by another tool): then the events before it are read too. */
+  async #reservation(codeStream: string): Promise<ReservationStream> {
+    let revision: ReservationStream['revision'] = NO_STREAM;
     try {
-      for await (const resolved of this.#client.readStream(codeStream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, ...FROM_LEADER })) {
-        if (resolved.event) return reservationOf(resolved.event);
+      const newest = { direction: BACKWARDS, fromRevision: END, maxCount: 1, ...FROM_LEADER } as const;
+      for await (const resolved of this.#client.readStream(codeStream, newest)) {
+        if (!resolved.event) continue;
+        revision = resolved.event.revision;
+        const last = reservationOf(resolved.event);
+        if (last !== undefined) return { last, revision };
       }
-      return undefined;
+      if (revision === NO_STREAM) return { last: undefined, revision };
+      for await (const resolved of this.#client.readStream(codeStream, { direction: BACKWARDS, fromRevision: revision, ...FROM_LEADER })) {
+        const last = resolved.event === undefined ? undefined : reservationOf(resolved.event);
+        if (last !== undefined) return { last, revision };
+      }
+      return { last: undefined, revision };
     } catch (error) {
-      if (error instanceof StreamNotFoundError) return undefined;
+      if (error instanceof StreamNotFoundError) return { last: undefined, revision: NO_STREAM };
       throw translateError(error);
     }
   }
@@ -336,7 +400,7 @@ export class KurrentEventStore implements EventStore {
 
   async findCode(reservation: CodeReservation): Promise<string | undefined> {
     const codeStream = codeStreamName(reservation);
-    const last = await this.#lastReservation(codeStream);
+    const { last } = await this.#reservation(codeStream);
     if (last === undefined) return undefined;
     const holder = await this.#readMarked(last.stream);
     return holdOf(last, codeStream, holder, this.#now(), this.#graceMs) === 'held' ? last.stream : undefined;
@@ -417,6 +481,19 @@ export class KurrentEventStore implements EventStore {
 /** A connection string fit for a message: the password replaced. */
 export const redactConnectionString = (cs: string): string => cs.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
 
+/** The connection string's defaultDeadline (ms), read as the client reads its keys (case and `_`
+ * or `-` ignored); the client's default without one. */
+export function defaultDeadlineOf(connectionString: string): number {
+  const query = connectionString.split('?')[1] ?? '';
+  for (const pair of query.split('&')) {
+    const [key = '', value = ''] = pair.split('=');
+    if (key.trim().toLowerCase().replace(/[_-]/g, '') !== 'defaultdeadline') continue;
+    const ms = Number.parseInt(value.trim(), 10);
+    if (ms > 0) return ms;
+  }
+  return CLIENT_DEFAULT_DEADLINE_MS;
+}
+
 async function probe(client: KurrentDBClient): Promise<void> {
   for await (const _ of client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 })) break;
 }
@@ -434,7 +511,9 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
 }
 
 /** Connects and reads one event, so a server that does not answer fails the start-up with a clear
- * message instead of the first request. */
+ * message instead of the first request. The clocks of the instances must be within
+ * CLOCK_MARGIN_MS of the server's (codeClaims.ts): that is not checked here, as it would take a
+ * write on every start. */
 export async function openKurrentEventStore(
   connectionString: string,
   options: KurrentEventStoreOptions & { connectTimeoutMs?: number } = {},
@@ -456,5 +535,5 @@ export async function openKurrentEventStore(
       { cause: error },
     );
   }
-  return new KurrentEventStore(client, options);
+  return new KurrentEventStore(client, { appendDeadlineMs: defaultDeadlineOf(connectionString), ...options });
 }

@@ -51,7 +51,7 @@ describe('Idempotency-Key event ids', () => {
   it('name the same events for the same request on a stream, and other events for another body', async () => {
     // One stream name on three separate logs, so each request is the first on its stream.
     const stream = `counter-${randomUUID()}`;
-    const [one, two, three] = logs.map(recording);
+    const [one, two, three] = [recording(logs[0]), recording(logs[1]), recording(logs[2])];
     await handleCommand(counter(stream, 1), ctx('hash-of-body-1'), one.store);
     await handleCommand(counter(stream, 1), ctx('hash-of-body-1'), two.store);
     await handleCommand(counter(stream, 2), ctx('hash-of-body-2'), three.store);

@@ -1,17 +1,21 @@
 // The KurrentDB adapter's claim protocol (infra/kurrentdb/codeClaims.ts) under interleavings of
 // concurrent appends: the REAL KurrentEventStore over an in-memory stand-in of the server
-// (inMemoryClient.ts), which holds, lets go or fails chosen appends so that each interleaving runs
-// the same way every time. The server-level behaviour is covered by eventStore.containers.spec.ts.
+// (inMemoryClient.ts), which holds, lets go or fails chosen appends and reads so that each
+// interleaving runs the same way every time: appends of one stream racing for a code, a claim
+// naming another request's event under the same id, the claimant's time budget and its record's
+// deadline, failures after the record landed, lost races for a free code, reservation streams with
+// events of other types. The server-level behaviour is covered by eventStore.containers.spec.ts.
 
 import { randomUUID } from 'node:crypto';
-import { DeadlineExceededError, UnavailableError, jsonEvent, NO_STREAM } from '@kurrent/kurrentdb-client';
+import { AccessDeniedError, DeadlineExceededError, UnavailableError, jsonEvent, NO_STREAM } from '@kurrent/kurrentdb-client';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { CodeTakenError, WrongExpectedRevisionError, type AppendRequest, type NewEvent } from '../../../domain/ports.ts';
 import { StoreUnavailableError } from '../../../domain/shared/errors.ts';
-import { CLAIM_GRACE_MS, CODE_CLAIMED, CODE_RELEASED, codeStreamName } from '../../../infra/kurrentdb/codeClaims.ts';
+import { CLAIM_GRACE_MS, CLOCK_MARGIN_MS, CODE_CLAIMED, CODE_RELEASED, codeStreamName } from '../../../infra/kurrentdb/codeClaims.ts';
 import { KurrentEventStore } from '../../../infra/kurrentdb/eventStore.ts';
 import { CODE_MARKS_KEY, toStoredMetadata } from '../../../infra/kurrentdb/metadata.ts';
-import { InMemoryKurrentClient, type AppendCall } from './inMemoryClient.ts';
+import { packPosition } from '../../../infra/kurrentdb/positions.ts';
+import { InMemoryKurrentClient, type AppendCall, type InMemoryClientOptions } from './inMemoryClient.ts';
 
 const T0 = Date.parse('2025-06-01T12:00:00Z');
 const X = { scope: 'user', code: 'X' };
@@ -190,6 +194,220 @@ describe('the KurrentDB claim protocol under interleavings (in-memory stand-in o
     expect(client.reads.filter((r) => r.options.requiresLeader !== true)).toEqual([]);
   });
 
+  /** The stand-in replaced by one with these options (the server's clock still at T0 unless given). */
+  const useClient = (options: InMemoryClientOptions): void => {
+    client = new InMemoryKurrentClient({ clock: () => T0, ...options });
+    store = instanceAt(T0);
+  };
+  const Y = { scope: 'user', code: 'Y' };
+  /** An event under idempotency key `k`, its id fixed as keyed ids are (same key, same id). */
+  const keyedEvent = (id: string, data: Record<string, unknown> = {}): NewEvent => ({ ...anEvent(), id, data, metadata: { actor: 'tester', at: 't', idempotencyKey: 'k' } });
+  const foreignEvent = () => jsonEvent({ type: 'AuditNote', data: { stream: T, note: 'written by another tool' } });
+
+  describe('a claim naming an event of another request under the same id (V1)', () => {
+    it('gives back, when its refused append finds its ids landed, the claims the landed event does not mark', async () => {
+      const id = randomUUID();
+      const a1 = keyedEvent(id, { code: 'X' });
+      const heldA = client.hold(recordOf(a1));
+      const a = store.append({ stream: S, expected: 'no_stream', events: [a1], claim: [X] });
+      await heldA.reached; // A has claimed X naming `id`; its record waits
+      // B, same key and id, another body: claims Y and lands first.
+      await store.append({ stream: S, expected: 'no_stream', events: [keyedEvent(id, { code: 'Y' })], claim: [Y] });
+      heldA.open();
+      expect(await a).toEqual({ revision: 0, position: expect.any(BigInt) as bigint, duplicate: true });
+      expect(reservations()).toEqual([
+        { type: CODE_CLAIMED, stream: S, eventId: id },
+        { type: CODE_RELEASED, stream: S },
+      ]);
+      expect(await instanceAt(T0 + 10 * CLAIM_GRACE_MS).findCode(Y)).toBe(S);
+      await store.append(claiming(T, 'no_stream'));
+      expect(await store.findCode(X)).toBe(T);
+    });
+
+    it.each([
+      { how: 'the server acknowledged the ids as a retry (KurrentDB’s idempotency)', idempotent: true },
+      { how: 'its give-back was lost', idempotent: false },
+    ])('frees at once a code whose claim names a landed event that does not mark it: $how', async ({ idempotent }) => {
+      useClient({ idempotent });
+      if (!idempotent) {
+        const lost = client.hold((call) => call.stream === CODE_STREAM && call.events[0]?.type === CODE_RELEASED);
+        void lost.reached.then(() => {
+          lost.fail(new UnavailableError());
+        });
+      }
+      const id = randomUUID();
+      const a1 = keyedEvent(id, { code: 'X' });
+      const heldA = client.hold(recordOf(a1));
+      const a = store.append({ stream: S, expected: 'no_stream', events: [a1], claim: [X] });
+      await heldA.reached;
+      await store.append({ stream: S, expected: 'no_stream', events: [keyedEvent(id, { code: 'Y' })], claim: [Y] });
+      heldA.open();
+      await a;
+      expect(client.events(S)).toHaveLength(1);
+      expect(reservations()).toEqual([{ type: CODE_CLAIMED, stream: S, eventId: id }]);
+      // Well within the grace period: the claiming event is there, and does not claim X.
+      expect(await store.findCode(X)).toBeUndefined();
+      await store.append(claiming(T, 'no_stream'));
+      expect(await store.findCode(X)).toBe(T);
+      expect(await store.findCode(Y)).toBe(S);
+    });
+
+    it('keeps a code the holder claimed before when a claim again of it names another request’s event', async () => {
+      useClient({ idempotent: true });
+      await store.append(claiming(S, 'no_stream'));
+      const id = randomUUID();
+      const a1 = keyedEvent(id, { name: 'a' });
+      const heldA = client.hold(recordOf(a1));
+      const a = store.append({ stream: S, expected: 0, events: [a1], claim: [X] }); // claims X again
+      await heldA.reached;
+      await store.append({ stream: S, expected: 0, events: [keyedEvent(id, { name: 'b' })] }); // claims nothing
+      heldA.open();
+      await a; // acknowledged by the server as a retry of B
+      expect(reservations().at(-1)).toEqual({ type: CODE_CLAIMED, stream: S, eventId: id });
+      // The claiming event does not mark X, but S's first event claimed it and nothing released it.
+      await expectHeldByS();
+    });
+  });
+
+  describe('the claimant’s time budget (V2)', () => {
+    let mono: number;
+    const timed = (options: { appendDeadlineMs?: number } = {}) => new KurrentEventStore(client, { now: () => T0, monotonicNow: () => mono, ...options });
+    const recordAppends = () => client.appends.filter((call) => call.stream === S);
+    beforeEach(() => {
+      mono = 1_000;
+    });
+
+    it('does not send the record when its claims took more than half the grace period: gives them back and answers 503', async () => {
+      const claim = client.hold((call) => call.stream === CODE_STREAM);
+      const a = timed().append(claiming(S, 'no_stream'));
+      await claim.reached;
+      mono += CLAIM_GRACE_MS / 2 + 1;
+      claim.open();
+      await expect(a).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(recordAppends()).toEqual([]);
+      expect(reservations()).toEqual([
+        { type: CODE_CLAIMED, stream: S, eventId: expect.any(String) as string },
+        { type: CODE_RELEASED, stream: S },
+      ]);
+      await store.append(claiming(T, 'no_stream'));
+      expect(await store.findCode(X)).toBe(T);
+    });
+
+    it('sends the record with a deadline within what is left of half the grace period, at most the client’s', async () => {
+      const claim = client.hold((call) => call.stream === CODE_STREAM);
+      const a = timed().append(claiming(S, 'no_stream'));
+      await claim.reached;
+      mono += CLAIM_GRACE_MS / 2 - 2_500;
+      claim.open();
+      await a;
+      expect(recordAppends().map((call) => call.deadline)).toEqual([2_500]);
+      await timed({ appendDeadlineMs: 7_000 }).append({ stream: T, expected: 'no_stream', events: [anEvent()], claim: [Y] });
+      await timed().append({ stream: T, expected: 0, events: [anEvent()] });
+      await timed().append({ stream: T, expected: 1, events: [anEvent()], release: [Y] });
+      // Claims get a deadline; appends that claim nothing keep the client's own.
+      expect(client.appends.filter((call) => call.stream === T).map((call) => call.deadline)).toEqual([7_000, undefined, undefined]);
+    });
+
+    it('lets only the taker hold a code whose claimant’s record reaches the server after the grace period', async () => {
+      let server = T0;
+      useClient({ clock: () => server });
+      const a1 = anEvent();
+      const heldA = client.hold(recordOf(a1));
+      const a = store.append(claiming(S, 'no_stream', a1));
+      await heldA.reached; // sent within its budget, with its deadline
+      // A checker whose clock is the margin ahead of the server's does not take over meanwhile.
+      server = T0 + CLAIM_GRACE_MS / 2;
+      await expect(instanceAt(server + CLOCK_MARGIN_MS).append(claiming(T, 'no_stream'))).rejects.toBeInstanceOf(CodeTakenError);
+      server = T0 + CLAIM_GRACE_MS + 1_000;
+      await instanceAt(server).append(claiming(T, 'no_stream'));
+      heldA.open(); // past its deadline: never written
+      await expect(a).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(client.events(S)).toEqual([]);
+      expect(await instanceAt(server).findCode(X)).toBe(T);
+    });
+  });
+
+  describe('errors after the record landed (V3)', () => {
+    it.each([
+      { title: 'a non-transient error', error: () => new AccessDeniedError(undefined as never) },
+      { title: 'an unavailable server', error: () => new UnavailableError() },
+    ])('answers 503 and gives back no claim when reading the position of a landed append fails: $title', async ({ error }) => {
+      useClient({ answersPosition: false });
+      const read = client.holdRead((stream) => stream === S);
+      void read.reached.then(() => {
+        read.fail(error());
+      });
+      await expect(store.append(claiming(S, 'no_stream'))).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(client.events(S)).toHaveLength(1);
+      expect(reservations().map((r) => r.type)).toEqual([CODE_CLAIMED]);
+      await expectHeldByS();
+    });
+
+    it('reads the position of its own last event when the server’s answer leaves it out', async () => {
+      useClient({ answersPosition: false });
+      const result = await store.append({ stream: S, expected: 'no_stream', events: [anEvent(), anEvent()], claim: [X] });
+      await store.append({ stream: T, expected: 'no_stream', events: [anEvent()] });
+      expect(result).toEqual({ revision: 1, position: packPosition(client.events(S)[1]?.position ?? { commit: 0n, prepare: 0n }) });
+      expect(client.reads.filter((r) => r.options.requiresLeader !== true)).toEqual([]);
+    });
+  });
+
+  describe('a claimant losing every race for the revision (V4)', () => {
+    /** Holds S's next CLAIM_ATTEMPTS claims of X, each time letting `meanwhile` write first. */
+    const loseEveryRace = async (meanwhile: (race: number) => Promise<unknown>): Promise<void> => {
+      for (let race = 1; race <= 3; race++) {
+        const claim = client.hold((call) => call.stream === CODE_STREAM && (call.events[0]?.data as { stream?: unknown }).stream === S);
+        await claim.reached;
+        await meanwhile(race);
+        claim.open();
+      }
+    };
+    /** Another stream's release, which leaves the code free but moves the revision on. */
+    const releaseByU = () => client.appendToStream(CODE_STREAM, jsonEvent({ type: CODE_RELEASED, data: { stream: 'user-U' } }));
+
+    it('answers a conflict on its record’s stream, not CodeTakenError, when the code stayed free', async () => {
+      const a = store.append(claiming(S, 'no_stream'));
+      const failed = expect(a).rejects.toMatchObject({ name: 'WrongExpectedRevisionError', stream: S, expected: 'no_stream' });
+      await loseEveryRace(releaseByU);
+      await failed;
+      expect(reservations().filter((r) => r.type === CODE_CLAIMED)).toEqual([]);
+      expect(await store.findCode(X)).toBeUndefined();
+      await store.append(claiming(S, 'no_stream')); // the command's retry
+      expect(await store.findCode(X)).toBe(S);
+    });
+
+    it('answers CodeTakenError when the last race went to a claimant that holds the code', async () => {
+      const a = store.append(claiming(S, 'no_stream'));
+      const failed = expect(a).rejects.toBeInstanceOf(CodeTakenError);
+      await loseEveryRace((race) => (race < 3 ? releaseByU() : instanceAt(T0).append(claiming(T, 'no_stream'))));
+      await failed;
+      expect(await store.findCode(X)).toBe(T);
+    });
+  });
+
+  describe('events of other types in a reservation stream (V5)', () => {
+    it('passes over them: the last claim or release decides, and the next one is written after them', async () => {
+      await store.append(claiming(S, 'no_stream'));
+      await client.appendToStream(CODE_STREAM, foreignEvent());
+      expect(await store.findCode(X)).toBe(S);
+      await expect(store.append(claiming(T, 'no_stream'))).rejects.toBeInstanceOf(CodeTakenError);
+      await store.append({ stream: S, expected: 0, events: [anEvent()], release: [X] });
+      await client.appendToStream(CODE_STREAM, foreignEvent());
+      expect(client.events(CODE_STREAM).map((e) => e.type)).toEqual([CODE_CLAIMED, 'AuditNote', CODE_RELEASED, 'AuditNote']);
+      expect(await store.findCode(X)).toBeUndefined();
+      await store.append(claiming(T, 'no_stream'));
+      expect(await store.findCode(X)).toBe(T);
+      expect(client.reads.filter((r) => r.options.requiresLeader !== true)).toEqual([]);
+    });
+
+    it('claims a reservation stream holding only events of other types at its revision', async () => {
+      await client.appendToStream(CODE_STREAM, [foreignEvent(), foreignEvent()]);
+      await store.append(claiming(S, 'no_stream'));
+      expect(client.events(CODE_STREAM).map((e) => e.type)).toEqual(['AuditNote', 'AuditNote', CODE_CLAIMED]);
+      await expectHeldByS();
+    });
+  });
+
   describe.each([
     { throwOnAppendFailure: true, title: 'conflicts thrown' },
     { throwOnAppendFailure: false, title: 'conflicts answered as success: false (throwOnAppendFailure=false)' },
@@ -232,5 +450,36 @@ describe('the in-memory stand-in itself', () => {
     expect(await client.appendToStream('s-1', event(), { streamState: 0n })).toMatchObject({ success: true, nextExpectedRevision: 1n });
     const lenient = new InMemoryKurrentClient({ throwOnAppendFailure: false });
     expect(await lenient.appendToStream('s-2', event(), { streamState: 0n })).toEqual({ success: false, nextExpectedRevision: -1n });
+  });
+
+  it('acknowledges ids already written after the expected revision without writing them (idempotent), and answers without positions when told', async () => {
+    const client = new InMemoryKurrentClient({ idempotent: true, answersPosition: false });
+    const first = jsonEvent({ id: randomUUID(), type: 'T', data: { body: 1 } });
+    const written = await client.appendToStream('s-1', first, { streamState: NO_STREAM });
+    expect(written).toEqual({ success: true, nextExpectedRevision: 0n });
+    const again = jsonEvent({ id: first.id, type: 'T', data: { body: 2 } });
+    expect(await client.appendToStream('s-1', again, { streamState: NO_STREAM })).toEqual({ success: true, nextExpectedRevision: 0n });
+    expect(client.events('s-1').map((e) => e.data)).toEqual([{ body: 1 }]);
+    await expect(client.appendToStream('s-1', again, { streamState: 0n })).resolves.toMatchObject({ nextExpectedRevision: 1n });
+  });
+
+  it('does not write an append held past its deadline by the server’s clock, and fails held reads', async () => {
+    let server = T0;
+    const client = new InMemoryKurrentClient({ clock: () => server });
+    const held = client.hold((call) => call.stream === 's-1');
+    const append = client.appendToStream('s-1', jsonEvent({ type: 'T', data: {} }), { streamState: NO_STREAM, deadline: 1_000 });
+    await held.reached;
+    server += 1_001;
+    held.open();
+    await expect(append).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(client.events('s-1')).toEqual([]);
+    expect(client.appends.map((call) => call.deadline)).toEqual([1_000]);
+    const read = client.holdRead((stream) => stream === 's-1');
+    const reading = (async () => {
+      for await (const _ of client.readStream('s-1')) break;
+    })();
+    await read.reached;
+    read.fail(new UnavailableError());
+    await expect(reading).rejects.toBeInstanceOf(UnavailableError);
   });
 });

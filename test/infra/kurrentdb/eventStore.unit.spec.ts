@@ -11,6 +11,7 @@ import {
   CancelledError,
   DeadlineExceededError,
   KurrentDBClient,
+  NO_STREAM,
   NotLeaderError,
   StreamDeletedError,
   StreamNotFoundError,
@@ -33,12 +34,21 @@ import {
   holdOf,
   lastMark,
   releaseRevision,
+  recordDeadline,
   releasedCodes,
   reservationOf,
   type Claim,
+  type Reservation,
+  type ReservationStream,
 } from '../../../infra/kurrentdb/codeClaims.ts';
 import { refusedAppend, refusedForSure, translateError } from '../../../infra/kurrentdb/errors.ts';
-import { KurrentEventStore, openKurrentEventStore, redactConnectionString } from '../../../infra/kurrentdb/eventStore.ts';
+import {
+  CLIENT_DEFAULT_DEADLINE_MS,
+  KurrentEventStore,
+  defaultDeadlineOf,
+  openKurrentEventStore,
+  redactConnectionString,
+} from '../../../infra/kurrentdb/eventStore.ts';
 import {
   CODE_MARKS_KEY,
   duplicateOf,
@@ -257,7 +267,6 @@ describe('the claim protocol', () => {
   const grace = CLAIM_GRACE_MS;
   const claim = (over: Partial<Claim> = {}): Claim => ({
     kind: 'claimed',
-    revision: 4n,
     stream: 's-holder',
     eventId: 'e-claim',
     at: now - 1_000,
@@ -268,16 +277,19 @@ describe('the claim protocol', () => {
     marks: marks === undefined ? undefined : { claimed: marks.claimed ?? [], released: marks.released ?? [] },
   });
 
-  it('claims an empty stream with no_stream and its own release at its revision', () => {
-    expect(claimDecision(undefined, 's-a')).toEqual({ kind: 'free', expected: 'no_stream' });
-    expect(claimDecision({ kind: 'released', revision: 7n, stream: 's-a' }, 's-a')).toEqual({ kind: 'free', expected: 7n });
+  const at4 = (last: Reservation | undefined): ReservationStream => ({ last, revision: 4n });
+
+  it('claims an empty stream with no_stream, and its own release or a stream of other events at its revision', () => {
+    expect(claimDecision({ last: undefined, revision: NO_STREAM }, 's-a')).toEqual({ kind: 'free', expected: 'no_stream' });
+    expect(claimDecision(at4({ kind: 'released', stream: 's-a' }), 's-a')).toEqual({ kind: 'free', expected: 4n });
+    expect(claimDecision(at4(undefined), 's-a')).toEqual({ kind: 'free', expected: 4n });
   });
 
   it('claims its own claim again at its revision, never sharing it, and defers another stream’s claim or release to that stream', () => {
-    expect(claimDecision(claim({ stream: 's-a' }), 's-a')).toEqual({ kind: 'ours', expected: 4n });
-    expect(claimDecision(claim(), 's-a')).toEqual({ kind: 'held', last: claim() });
-    const released = { kind: 'released', revision: 7n, stream: 's-b' } as const;
-    expect(claimDecision(released, 's-a')).toEqual({ kind: 'held', last: released });
+    expect(claimDecision(at4(claim({ stream: 's-a' })), 's-a')).toEqual({ kind: 'ours', expected: 4n });
+    expect(claimDecision(at4(claim()), 's-a')).toEqual({ kind: 'held', last: claim(), expected: 4n });
+    const released = { kind: 'released', stream: 's-b' } as const;
+    expect(claimDecision(at4(released), 's-a')).toEqual({ kind: 'held', last: released, expected: 4n });
   });
 
   it('holds a claim whose event the holder wrote and has not released since', () => {
@@ -292,6 +304,27 @@ describe('the claim protocol', () => {
     expect(claimStatus(claim(), codeStream, [], now, grace)).toBe('pending');
     expect(claimStatus(claim(), codeStream, [ev('other')], now + grace + 1_000, grace)).toBe('stale');
     expect(claimStatus(claim({ at: Number.NaN }), codeStream, [], now, grace)).toBe('stale');
+  });
+
+  it('takes over at once a claim whose event landed without marking the code (another request’s event under the same id)', () => {
+    const otherBody = [ev('e-claim', { claimed: ['sCode-Y'] })];
+    expect(claimStatus(claim(), codeStream, otherBody, now, grace)).toBe('stale');
+    expect(claimStatus(claim(), codeStream, [ev('e-claim')], now, grace)).toBe('stale');
+    expect(holdOf(claim(), codeStream, otherBody, now, grace)).toBe('free');
+    // … unless an earlier event of the holder claimed it and none released it since: the holder's.
+    const heldBefore = [ev('e0', { claimed: [codeStream] }), ...otherBody];
+    expect(claimStatus(claim(), codeStream, heldBefore, now + 3_600_000, grace)).toBe('valid');
+    const releasedBefore = [ev('e0', { claimed: [codeStream] }), ev('e1', { released: [codeStream] }), ...otherBody];
+    expect(claimStatus(claim(), codeStream, releasedBefore, now, grace)).toBe('stale');
+  });
+
+  it('gives a claimant half the grace period from its first claim to its record append, at most the client’s deadline', () => {
+    expect(recordDeadline(0, grace, 10_000)).toBe(10_000);
+    expect(recordDeadline(0, grace, 60_000)).toBe(grace / 2);
+    expect(recordDeadline(grace / 2 - 1_500.5, grace, 10_000)).toBe(1_500);
+    expect(recordDeadline(grace / 2 - 1, grace, 10_000)).toBe(1);
+    expect(recordDeadline(grace / 2 - 0.5, grace, 10_000)).toBeUndefined();
+    expect(recordDeadline(grace / 2 + 1, grace, 10_000)).toBeUndefined();
   });
 
   it('holds a claim whose event is not in the holder’s stream when the holder’s own marks claim the code', () => {
@@ -311,7 +344,7 @@ describe('the claim protocol', () => {
   });
 
   it('frees a released code unless the releaser’s own marks still claim it', () => {
-    const release = { kind: 'released', revision: 5n, stream: 's-holder' } as const;
+    const release = { kind: 'released', stream: 's-holder' } as const;
     expect(holdOf(release, codeStream, [], now, grace)).toBe('free');
     expect(holdOf(release, codeStream, [ev('a', { claimed: [codeStream] }), ev('b', { released: [codeStream] })], now, grace)).toBe('free');
     expect(holdOf(release, codeStream, [ev('a', { claimed: [codeStream] })], now, grace)).toBe('held');
@@ -327,40 +360,39 @@ describe('the claim protocol', () => {
     expect(lastMark([ev('a', { claimed: [codeStream] }), ev('b', { released: [codeStream] })], codeStream)).toBe('released');
   });
 
-  it('releases only its own claim made by an earlier event, at the claim’s revision', () => {
+  it('releases only its own claim made by an earlier event, at the reservation stream’s revision', () => {
     const stream = [ev('e-claim', { claimed: [codeStream] }), ev('e-release', { released: [codeStream] })];
-    expect(releaseRevision(claim({ stream: 's-a' }), 's-a', stream, 'e-release')).toBe(4n);
-    expect(releaseRevision(claim({ stream: 's-a' }), 's-a', stream, 'E-RELEASE')).toBe(4n);
+    expect(releaseRevision(at4(claim({ stream: 's-a' })), 's-a', stream, 'e-release')).toBe(4n);
+    expect(releaseRevision(at4(claim({ stream: 's-a' })), 's-a', stream, 'E-RELEASE')).toBe(4n);
     // a claim again by a later event, or by one not (yet) in the stream, wins over the release
     const again = [...stream, ev('e-again', { claimed: [codeStream] })];
-    expect(releaseRevision(claim({ stream: 's-a', eventId: 'e-again' }), 's-a', again, 'e-release')).toBeUndefined();
-    expect(releaseRevision(claim({ stream: 's-a', eventId: 'in-flight' }), 's-a', stream, 'e-release')).toBeUndefined();
-    expect(releaseRevision(claim(), 's-a', stream, 'e-release')).toBeUndefined();
-    expect(releaseRevision({ kind: 'released', revision: 5n, stream: 's-a' }, 's-a', stream, 'e-release')).toBeUndefined();
-    expect(releaseRevision(undefined, 's-a', stream, 'e-release')).toBeUndefined();
+    expect(releaseRevision(at4(claim({ stream: 's-a', eventId: 'e-again' })), 's-a', again, 'e-release')).toBeUndefined();
+    expect(releaseRevision(at4(claim({ stream: 's-a', eventId: 'in-flight' })), 's-a', stream, 'e-release')).toBeUndefined();
+    expect(releaseRevision(at4(claim()), 's-a', stream, 'e-release')).toBeUndefined();
+    expect(releaseRevision(at4({ kind: 'released', stream: 's-a' }), 's-a', stream, 'e-release')).toBeUndefined();
+    expect(releaseRevision(at4(undefined), 's-a', stream, 'e-release')).toBeUndefined();
+    expect(releaseRevision({ last: undefined, revision: NO_STREAM }, 's-a', stream, 'e-release')).toBeUndefined();
   });
 
-  it('reads reservation events, a claim’s time from the server’s, and refuses strangers', () => {
+  it('reads reservation events, a claim’s time from the server’s, and passes over events of other types', () => {
     const created = new Date(now);
     const data = { stream: 's-1', eventId: 'e', at: new Date(now - 3_600_000).toISOString() };
-    expect(reservationOf({ streamId: codeStream, type: 'CodeClaimed', revision: 0n, data, created })).toEqual({
+    expect(reservationOf({ type: 'CodeClaimed', data, created })).toEqual({
       kind: 'claimed',
-      revision: 0n,
       stream: 's-1',
       eventId: 'e',
       at: now,
     });
     // The claimant's clock only when the server's time is missing.
-    expect(reservationOf({ streamId: codeStream, type: 'CodeClaimed', revision: 0n, data })).toMatchObject({ at: now - 3_600_000 });
-    expect(reservationOf({ streamId: codeStream, type: 'CodeClaimed', revision: 0n, data, created: new Date(Number.NaN) })).toMatchObject({
+    expect(reservationOf({ type: 'CodeClaimed', data })).toMatchObject({ at: now - 3_600_000 });
+    expect(reservationOf({ type: 'CodeClaimed', data, created: new Date(Number.NaN) })).toMatchObject({
       at: now - 3_600_000,
     });
-    expect(reservationOf({ streamId: codeStream, type: 'CodeReleased', revision: 1n, data: { stream: 's-1' } })).toEqual({
+    expect(reservationOf({ type: 'CodeReleased', data: { stream: 's-1' } })).toEqual({
       kind: 'released',
-      revision: 1n,
       stream: 's-1',
     });
-    expect(() => reservationOf({ streamId: codeStream, type: 'Other', revision: 2n, data: {} })).toThrow(/unexpected event Other/);
+    expect(reservationOf({ type: 'Other', data: { stream: 's-1' } })).toBeUndefined();
   });
 });
 
@@ -460,6 +492,13 @@ describe('error translation', () => {
   it('redacts the password of a connection string', () => {
     expect(redactConnectionString('kurrentdb://admin:changeit@db:2113?tls=true')).toBe('kurrentdb://admin:***@db:2113?tls=true');
     expect(redactConnectionString('kurrentdb://db:2113?tls=false')).toBe('kurrentdb://db:2113?tls=false');
+  });
+
+  it('reads the client’s default deadline from a connection string as the client does', () => {
+    expect(defaultDeadlineOf('kurrentdb://db:2113?tls=false')).toBe(CLIENT_DEFAULT_DEADLINE_MS);
+    expect(defaultDeadlineOf('kurrentdb://db:2113?tls=false&defaultDeadline=2500')).toBe(2_500);
+    expect(defaultDeadlineOf('kurrentdb://db:2113?Default_Deadline=30000&tls=false')).toBe(30_000);
+    expect(defaultDeadlineOf('kurrentdb://db:2113?defaultDeadline=0')).toBe(CLIENT_DEFAULT_DEADLINE_MS);
   });
 });
 

@@ -3,14 +3,19 @@
 // classes, so that the REAL KurrentEventStore can be driven through interleavings of concurrent
 // appends that a real server cannot be made to produce on demand (an append held between its claim
 // and its record, an answer lost after the write, a release that never reaches the reservation
-// stream). Only what the adapter's claim protocol relies on is modelled: appends at an exact
-// expected revision, stream reads in both directions, $all reads with stream-name filters, the
-// server's creation time of each event. The server's own behaviour (and the client's real wire
-// format) is covered by eventStore.containers.spec.ts, against a real server.
+// stream, a read that fails after a write). Only what the adapter's claim protocol relies on is
+// modelled: appends at an exact expected revision, optionally the server's idempotency (the same
+// event ids at the same expected revision acknowledged without being written again, whatever the
+// events say), the call's deadline (an append still held when it has passed, by the server's
+// clock, fails as DeadlineExceeded and is not written), answers with or without the position,
+// stream reads in both directions, $all reads with stream-name filters, the server's creation time
+// of each event. The server's own behaviour (and the client's real wire format) is covered by
+// eventStore.containers.spec.ts, against a real server.
 
 import {
   ANY,
   BACKWARDS,
+  DeadlineExceededError,
   END,
   NO_STREAM,
   START,
@@ -31,8 +36,9 @@ import {
 } from '@kurrent/kurrentdb-client';
 import type { KurrentClient } from '../../../infra/kurrentdb/eventStore.ts';
 
-/** One append as the stand-in received it. */
-export type AppendCall = { stream: string; events: readonly EventData[]; streamState: AppendStreamState };
+/** One append as the stand-in received it; `deadline` as the call gave it (the client's default
+ * when undefined). */
+export type AppendCall = { stream: string; events: readonly EventData[]; streamState: AppendStreamState; deadline: number | undefined };
 
 /** An append held by the test: `reached` once the stand-in has it; `open()` lets it go on, `fail()`
  * makes it throw. Held 'before' it is applied, nothing is written until it is let go (or ever, when
@@ -40,27 +46,40 @@ export type AppendCall = { stream: string; events: readonly EventData[]; streamS
 export type Gate = { reached: Promise<undefined>; open(): void; fail(error: Error): void };
 
 type Hold = { match: (call: AppendCall) => boolean; when: 'before' | 'after'; reach: () => void; wait: Promise<Error | undefined> };
+type ReadHold = { match: (stream: string) => boolean; reach: () => void; wait: Promise<Error | undefined> };
 
 export type InMemoryClientOptions = {
   /** The server's clock, stamped on every event as `created`. */
   clock?: () => number;
   /** As the client's connection-string setting: false answers a conflict with `success: false`. */
   throwOnAppendFailure?: boolean;
+  /** KurrentDB's idempotency: an append whose event ids are already in the stream right after its
+   * expected revision is acknowledged with the first append's result and writes nothing. */
+  idempotent?: boolean;
+  /** False answers appends without the position, as some servers do. */
+  answersPosition?: boolean;
 };
 
 export class InMemoryKurrentClient implements KurrentClient {
   readonly #streams = new Map<string, AllStreamRecordedEvent[]>();
   readonly #all: AllStreamRecordedEvent[] = [];
   readonly #holds: Hold[] = [];
+  readonly #readHolds: ReadHold[] = [];
   readonly #clock: () => number;
   readonly #throwOnAppendFailure: boolean;
+  readonly #idempotent: boolean;
+  readonly #answersPosition: boolean;
   #position = 0n;
   /** Every read (of a stream, or of '$all') with its options, for tests that check how the adapter reads. */
   readonly reads: { stream: string; options: ReadStreamOptions | ReadAllOptions }[] = [];
+  /** Every append as received, written or not. */
+  readonly appends: AppendCall[] = [];
 
   constructor(options: InMemoryClientOptions = {}) {
     this.#clock = options.clock ?? Date.now;
     this.#throwOnAppendFailure = options.throwOnAppendFailure ?? true;
+    this.#idempotent = options.idempotent ?? false;
+    this.#answersPosition = options.answersPosition ?? true;
   }
 
   /** Holds the next append that `match` accepts (once). */
@@ -82,13 +101,43 @@ export class InMemoryKurrentClient implements KurrentClient {
     };
   }
 
+  /** Holds the next readStream of a stream `match` accepts (once), before it reads: `open()` lets
+   * it read, `fail()` makes it throw. */
+  holdRead(match: (stream: string) => boolean): Gate {
+    const reached = Promise.withResolvers<undefined>();
+    const settled = Promise.withResolvers<Error | undefined>();
+    this.#readHolds.push({
+      match,
+      reach: () => {
+        reached.resolve(undefined);
+      },
+      wait: settled.promise,
+    });
+    return {
+      reached: reached.promise,
+      open: () => {
+        settled.resolve(undefined);
+      },
+      fail: (error) => {
+        settled.resolve(error);
+      },
+    };
+  }
+
+  /** The names of the streams written so far. */
+  streamNames(): string[] {
+    return [...this.#streams.keys()];
+  }
+
   /** The events of a stream as stored (type, data, created). */
   events(stream: string): readonly AllStreamRecordedEvent[] {
     return this.#streams.get(stream) ?? [];
   }
 
   async appendToStream(stream: string, events: EventData | EventData[], options: AppendToStreamOptions = {}): Promise<AppendResult> {
-    const call: AppendCall = { stream, events: Array.isArray(events) ? events : [events], streamState: options.streamState ?? ANY };
+    const call: AppendCall = { stream, events: Array.isArray(events) ? events : [events], streamState: options.streamState ?? ANY, deadline: options.deadline };
+    this.appends.push(call);
+    const received = this.#clock();
     await turn();
     const index = this.#holds.findIndex((h) => h.match(call));
     const hold = index < 0 ? undefined : this.#holds.splice(index, 1)[0];
@@ -96,8 +145,10 @@ export class InMemoryKurrentClient implements KurrentClient {
       hold.reach();
       const failure = await hold.wait;
       if (failure !== undefined) throw failure;
+      // Held past its deadline: the client gave up and the server never committed it.
+      if (call.deadline !== undefined && this.#clock() - received > call.deadline) throw new DeadlineExceededError();
     }
-    const result = this.#apply(call);
+    const result = this.#alreadyWritten(call) ?? this.#apply(call);
     if (hold?.when === 'after') {
       hold.reach();
       const failure = await hold.wait;
@@ -108,7 +159,18 @@ export class InMemoryKurrentClient implements KurrentClient {
       const current = result.actualState;
       return { success: false, nextExpectedRevision: current === NO_STREAM ? -1n : current };
     }
-    return result;
+    return this.#answersPosition || !result.success ? result : { success: true, nextExpectedRevision: result.nextExpectedRevision };
+  }
+
+  /** With `idempotent`, the first append's result when the call's ids follow its expected revision. */
+  #alreadyWritten({ stream, events, streamState }: AppendCall): AppendResult | undefined {
+    const existing = this.#streams.get(stream);
+    if (!this.#idempotent || existing === undefined || (typeof streamState !== 'bigint' && streamState !== NO_STREAM)) return undefined;
+    const from = streamState === NO_STREAM ? 0 : Number(streamState) + 1;
+    const run = existing.slice(from, from + events.length);
+    const last = run.at(-1);
+    if (last === undefined || run.length !== events.length || run.some((e, i) => e.id !== events[i]?.id)) return undefined;
+    return { success: true, nextExpectedRevision: last.revision, position: last.position };
   }
 
   #apply({ stream, events, streamState }: AppendCall): AppendResult | WrongExpectedVersionError {
@@ -139,8 +201,15 @@ export class InMemoryKurrentClient implements KurrentClient {
   readStream(stream: string, options: ReadStreamOptions = {}): AsyncIterableIterator<ResolvedEvent> {
     this.reads.push({ stream, options });
     const streams = this.#streams;
+    const index = this.#readHolds.findIndex((h) => h.match(stream));
+    const hold = index < 0 ? undefined : this.#readHolds.splice(index, 1)[0];
     return (async function* () {
       await turn();
+      if (hold !== undefined) {
+        hold.reach();
+        const failure = await hold.wait;
+        if (failure !== undefined) throw failure;
+      }
       const events = streams.get(stream);
       if (events === undefined) throw new StreamNotFoundError(undefined, stream);
       const backwards = options.direction === BACKWARDS;
