@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { EventStore, ReadStore } from '../domain/ports.ts';
 import type { Config } from './config.ts';
 import { EVENT_LOG_FILE, READ_MODELS_FILE } from './embedded.ts';
+import { redactCredentials } from './redact.ts';
 import { openKurrentEventStore } from './kurrentdb/eventStore.ts';
 import { openMongoReadStore } from './mongodb/readStore.ts';
 import { openSqliteEventStore } from './sqlite/eventStore.ts';
@@ -19,20 +20,9 @@ export type OpenedStores = {
   description: string[];
 };
 
-/** A URL for the banner without its password. */
-function redacted(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable URL)';
-  }
-}
-
 async function openEventStore(config: Pick<Config, 'EVENTSTORE_URL' | 'DATA_DIR'>): Promise<[EventStore, string]> {
   if (config.EVENTSTORE_URL !== undefined) {
-    return [await openKurrentEventStore(config.EVENTSTORE_URL), `event log: KurrentDB at ${redacted(config.EVENTSTORE_URL)}`];
+    return [await openKurrentEventStore(config.EVENTSTORE_URL), `event log: KurrentDB at ${redactCredentials(config.EVENTSTORE_URL)}`];
   }
   const path = join(config.DATA_DIR, EVENT_LOG_FILE);
   return [openSqliteEventStore(path), `event log: SQLite ${path}`];
@@ -45,7 +35,7 @@ async function openEventStore(config: Pick<Config, 'EVENTSTORE_URL' | 'DATA_DIR'
  */
 function checkSameLog(config: Pick<Config, 'EVENTSTORE_URL' | 'DATA_DIR'>, readModels: string): void {
   const note = join(config.DATA_DIR, `${READ_MODELS_FILE}.log`);
-  const log = config.EVENTSTORE_URL === undefined ? 'embedded' : `kurrentdb ${redacted(config.EVENTSTORE_URL)}`;
+  const log = config.EVENTSTORE_URL === undefined ? 'embedded' : `kurrentdb ${redactCredentials(config.EVENTSTORE_URL)}`;
   if (!existsSync(readModels) || !existsSync(note)) {
     writeFileSync(note, `${log}\n`);
     return;
@@ -60,7 +50,7 @@ function checkSameLog(config: Pick<Config, 'EVENTSTORE_URL' | 'DATA_DIR'>, readM
 
 async function openReadStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>): Promise<[ReadStore, string]> {
   if (config.MONGODB_URL !== undefined) {
-    return [await openMongoReadStore(config.MONGODB_URL), `read models: MongoDB at ${redacted(config.MONGODB_URL)}`];
+    return [await openMongoReadStore(config.MONGODB_URL), `read models: MongoDB at ${redactCredentials(config.MONGODB_URL)}`];
   }
   const path = join(config.DATA_DIR, READ_MODELS_FILE);
   return [openSqliteReadStore({ path }), `read models: SQLite ${path}`];

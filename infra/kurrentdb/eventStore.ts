@@ -44,6 +44,7 @@ import {
   type RecordedEvent,
 } from '../../domain/ports.ts';
 import { StoreUnavailableError } from '../../domain/shared/errors.ts';
+import { redactCredentials } from '../redact.ts';
 import {
   CLAIM_GRACE_MS,
   CODE_CLAIMED,
@@ -479,7 +480,6 @@ export class KurrentEventStore implements EventStore {
 // Opening
 
 /** A connection string fit for a message: the password replaced. */
-export const redactConnectionString = (cs: string): string => cs.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
 
 /** The connection string's defaultDeadline (ms), read as the client reads its keys (case and `_`
  * or `-` ignored); the client's default without one. */
@@ -518,7 +518,7 @@ export async function openKurrentEventStore(
   connectionString: string,
   options: KurrentEventStoreOptions & { connectTimeoutMs?: number } = {},
 ): Promise<KurrentEventStore> {
-  const where = redactConnectionString(connectionString);
+  const where = redactCredentials(connectionString);
   let client: KurrentDBClient;
   try {
     client = KurrentDBClient.connectionString(connectionString);

@@ -21,6 +21,7 @@ import {
 } from 'mongodb';
 import type { Document, DocumentWrite, Page, Position, ReadStore } from '../../domain/ports.ts';
 import { StoreUnavailableError } from '../../domain/shared/errors.ts';
+import { redactCredentials } from '../redact.ts';
 import type { Query } from '../../domain/shared/filtering.ts';
 import {
   CHECKPOINTS,
@@ -260,12 +261,10 @@ const SYSTEM_DATABASES: readonly string[] = ['admin', 'local', 'config'];
  * (`serverSelectionTimeoutMS`); the driver's own default is 30 s. */
 const SERVER_SELECTION_TIMEOUT_MS = 5_000;
 
-const redactUrl = (url: string): string => url.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
-
 /** Connects and pings, so a wrong URL or a server that is down fails at start-up with a clear
  * message. The database is `dbName`, else the one the URL's path names, else DEFAULT_DATABASE. */
 export async function openMongoReadStore(url: string, options: { dbName?: string } = {}): Promise<MongoReadStore> {
-  const where = redactUrl(url);
+  const where = redactCredentials(url);
   let client: MongoClient;
   try {
     client = new MongoClient(url, /[?&]serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS });
