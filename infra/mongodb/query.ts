@@ -262,36 +262,22 @@ const both = (...filters: MongoFilter[]): MongoFilter => ({ $and: filters });
 const not = (filter: MongoFilter): MongoFilter => ({ $nor: [filter] });
 
 /**
- * An array column holds a condition when some element does (MongoDB's implicit array traversal;
- * a scalar counts as its own single element) and a negation when none does. IS_NOT_NULL means a
- * non-null element: an array with one, or a non-null scalar.
+ * A typed column. On a scalar, negations hold for a missing or null value, as `$ne`/`$nin` do. An
+ * array column holds a condition when some element does (MongoDB's implicit array traversal; a
+ * scalar counts as its own single element) and a negation when none does; IS_NOT_NULL there means
+ * a non-null element: an array with one, or a non-null scalar.
  */
-function arrayCondition(field: string, type: ColumnType, shape: OperatorShape, values: readonly Scalar[]): MongoFilter {
+function typedCondition(field: string, column: Column, shape: OperatorShape, values: readonly Scalar[]): MongoFilter {
   switch (shape.kind) {
     case 'null': {
+      if (!column.array) return { [field]: shape.isNull ? { $eq: null } : { $ne: null } };
       const nonNull = { $or: [{ [field]: { $elemMatch: { $ne: null } } }, both({ [field]: { $ne: null } }, notArray(field))] };
       return shape.isNull ? not(nonNull) : nonNull;
     }
     case 'positive':
-      return positive(field, type, shape.op, values);
+      return positive(field, column.type, shape.op, values);
     case 'negated':
-      return not(positive(field, type, shape.op, values));
-    default: {
-      const _never: never = shape;
-      return _never;
-    }
-  }
-}
-
-/** A typed scalar column: negations hold for a missing or null value, as `$ne`/`$nin` do. */
-function scalarCondition(field: string, type: ColumnType, shape: OperatorShape, values: readonly Scalar[]): MongoFilter {
-  switch (shape.kind) {
-    case 'null':
-      return { [field]: shape.isNull ? { $eq: null } : { $ne: null } };
-    case 'positive':
-      return positive(field, type, shape.op, values);
-    case 'negated':
-      return not(positive(field, type, shape.op, values));
+      return not(positive(field, column.type, shape.op, values));
     default: {
       const _never: never = shape;
       return _never;
@@ -326,9 +312,8 @@ function anyCondition(target: Target, shape: OperatorShape, values: readonly Sca
 function fieldCondition(column: Column, atDocumentRoot: boolean, op: Operator, values: readonly Scalar[]): MongoFilter {
   const target = targetOf(column.path, atDocumentRoot);
   const shape = shapeOf(op);
-  if (column.array) return arrayCondition(target.field, column.type, shape, values);
-  if (column.type === 'any') return anyCondition(target, shape, values);
-  return scalarCondition(target.field, column.type, shape, values);
+  if (!column.array && column.type === 'any') return anyCondition(target, shape, values);
+  return typedCondition(target.field, column, shape, values);
 }
 
 /**

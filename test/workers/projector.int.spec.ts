@@ -11,6 +11,7 @@ import { toQuery } from '../../domain/shared/filtering.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { Projector } from '../../workers/projector.ts';
+import { intercept } from '../support/intercept.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -127,16 +128,9 @@ describe('projector', () => {
     const leaseMs = 300;
     let renewable = true;
     // The real store with its lease renewal failing on demand (a store outage seen only there).
-    const flaky = new Proxy(readStore, {
-      get(target, key, receiver) {
-        if (key === 'tryLease') {
-          return (...args: Parameters<typeof readStore.tryLease>) =>
-            renewable ? target.tryLease(...args) : Promise.reject(new Error('lease store unreachable'));
-        }
-        const value: unknown = Reflect.get(target, key, receiver);
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    });
+    const flaky = intercept(readStore, 'tryLease', (...args) =>
+      renewable ? readStore.tryLease(...args) : Promise.reject(new Error('lease store unreachable')),
+    );
     const projector = new Projector(notes, eventStore, flaky, { instanceId: 'flaky', leaseMs });
     await projector.start();
     cleanups.push(() => projector.stop());

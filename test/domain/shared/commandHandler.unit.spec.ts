@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { AppendRequest, EventStore } from '../../../domain/ports.ts';
 import { handleCommand, type CommandContext, type CommandSpec } from '../../../domain/shared/commandHandler.ts';
 import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
+import { intercept } from '../../support/intercept.ts';
 
 const logs = [openSqliteEventStore(':memory:'), openSqliteEventStore(':memory:'), openSqliteEventStore(':memory:')] as const;
 afterAll(async () => {
@@ -15,19 +16,11 @@ afterAll(async () => {
 /** The log, noting the event ids of every append it is asked for. */
 function recording(store: EventStore): { store: EventStore; ids: string[][] } {
   const ids: string[][] = [];
-  const proxy = new Proxy(store, {
-    get(target, key, receiver) {
-      if (key === 'append') {
-        return (request: AppendRequest) => {
-          ids.push(request.events.map((e) => e.id));
-          return target.append(request);
-        };
-      }
-      const value: unknown = Reflect.get(target, key, receiver);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
+  const watched = intercept(store, 'append', (request: AppendRequest) => {
+    ids.push(request.events.map((e) => e.id));
+    return store.append(request);
   });
-  return { store: proxy, ids };
+  return { store: watched, ids };
 }
 
 const counter = (stream: string, by: number): CommandSpec<number> => ({

@@ -22,7 +22,7 @@ import {
   type Filter,
 } from '@kurrent/kurrentdb-client';
 import { describe, expect, it } from 'vitest';
-import { CodeTakenError, WrongExpectedRevisionError, type EventMetadata, type RecordedEvent } from '../../../domain/ports.ts';
+import { CodeTakenError, WrongExpectedRevisionError, type EventMetadata, type NewEvent, type RecordedEvent } from '../../../domain/ports.ts';
 import {
   CLAIM_GRACE_MS,
   claimDecision,
@@ -496,6 +496,18 @@ describe('error translation', () => {
   });
 });
 
+/** Reads, the head, a code lookup and an append all answer StoreUnavailableError; returns the
+ * event it tried to append. */
+async function expectEveryCallUnavailable(store: KurrentEventStore): Promise<NewEvent> {
+  await expect(store.readStream('s-1')).rejects.toBeInstanceOf(StoreUnavailableError);
+  await expect(store.readAll({ after: 0n, limit: 10, categories: ['s'] })).rejects.toBeInstanceOf(StoreUnavailableError);
+  await expect(store.headPosition()).rejects.toBeInstanceOf(StoreUnavailableError);
+  await expect(store.findCode({ scope: 's', code: 'X' })).rejects.toBeInstanceOf(StoreUnavailableError);
+  const event: NewEvent = { id: crypto.randomUUID(), type: 'T', schemaVersion: 1, data: {}, metadata: { actor: 'a', at: 't' } };
+  await expect(store.append({ stream: 's-1', expected: 'no_stream', events: [event] })).rejects.toBeInstanceOf(StoreUnavailableError);
+  return event;
+}
+
 describe('without a server (a closed local port, through the real client)', () => {
   const nowhere = 'kurrentdb://admin:secret@127.0.0.1:1?tls=false';
 
@@ -512,12 +524,7 @@ describe('without a server (a closed local port, through the real client)', () =
     const store = new KurrentEventStore(KurrentDBClient.connectionString('kurrentdb://127.0.0.1:1?tls=false'), { resubscribeMs: 50 });
     const seen: bigint[] = [];
     const off = store.onAppended((p) => seen.push(p));
-    await expect(store.readStream('s-1')).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(store.readAll({ after: 0n, limit: 10, categories: ['s'] })).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(store.headPosition()).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(store.findCode({ scope: 's', code: 'X' })).rejects.toBeInstanceOf(StoreUnavailableError);
-    const event = { id: crypto.randomUUID(), type: 'T', schemaVersion: 1, data: {}, metadata: { actor: 'a', at: 't' } };
-    await expect(store.append({ stream: 's-1', expected: 'no_stream', events: [event] })).rejects.toBeInstanceOf(StoreUnavailableError);
+    const event = await expectEveryCallUnavailable(store);
     await expect(
       store.append({ stream: 's-1', expected: 'no_stream', events: [event], claim: [{ scope: 's', code: 'X' }] }),
     ).rejects.toBeInstanceOf(StoreUnavailableError);
@@ -542,12 +549,7 @@ describe('against a server that fails every call with a gRPC status (a local HTT
     const server = await grpcStatusServer(status, 'Server Is Not Ready');
     const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url));
     try {
-      await expect(store.readStream('s-1')).rejects.toBeInstanceOf(StoreUnavailableError);
-      await expect(store.readAll({ after: 0n, limit: 10, categories: ['s'] })).rejects.toBeInstanceOf(StoreUnavailableError);
-      await expect(store.headPosition()).rejects.toBeInstanceOf(StoreUnavailableError);
-      await expect(store.findCode({ scope: 's', code: 'X' })).rejects.toBeInstanceOf(StoreUnavailableError);
-      const event = { id: crypto.randomUUID(), type: 'T', schemaVersion: 1, data: {}, metadata: { actor: 'a', at: 't' } };
-      await expect(store.append({ stream: 's-1', expected: 'no_stream', events: [event] })).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expectEveryCallUnavailable(store);
     } finally {
       await store.close();
       await server.close();

@@ -48,6 +48,27 @@ export type Gate = { reached: Promise<undefined>; open(): void; fail(error: Erro
 type Hold = { match: (call: AppendCall) => boolean; when: 'before' | 'after'; reach: () => void; wait: Promise<Error | undefined> };
 type ReadHold = { match: (stream: string) => boolean; reach: () => void; wait: Promise<Error | undefined> };
 
+/** A gate for a held call: the holder's side (`reach`, then `wait`) and the test's side. */
+function newGate(): { gate: Gate; reach: () => void; wait: Promise<Error | undefined> } {
+  const reached = Promise.withResolvers<undefined>();
+  const settled = Promise.withResolvers<Error | undefined>();
+  return {
+    gate: {
+      reached: reached.promise,
+      open: () => {
+        settled.resolve(undefined);
+      },
+      fail: (error) => {
+        settled.resolve(error);
+      },
+    },
+    reach: () => {
+      reached.resolve(undefined);
+    },
+    wait: settled.promise,
+  };
+}
+
 export type InMemoryClientOptions = {
   /** The server's clock, stamped on every event as `created`. */
   clock?: () => number;
@@ -84,44 +105,17 @@ export class InMemoryKurrentClient implements KurrentClient {
 
   /** Holds the next append that `match` accepts (once). */
   hold(match: (call: AppendCall) => boolean, when: 'before' | 'after' = 'before'): Gate {
-    const reached = Promise.withResolvers<undefined>();
-    const settled = Promise.withResolvers<Error | undefined>();
-    const reach = () => {
-      reached.resolve(undefined);
-    };
-    this.#holds.push({ match, when, reach, wait: settled.promise });
-    return {
-      reached: reached.promise,
-      open: () => {
-        settled.resolve(undefined);
-      },
-      fail: (error) => {
-        settled.resolve(error);
-      },
-    };
+    const { gate, reach, wait } = newGate();
+    this.#holds.push({ match, when, reach, wait });
+    return gate;
   }
 
   /** Holds the next readStream of a stream `match` accepts (once), before it reads: `open()` lets
    * it read, `fail()` makes it throw. */
   holdRead(match: (stream: string) => boolean): Gate {
-    const reached = Promise.withResolvers<undefined>();
-    const settled = Promise.withResolvers<Error | undefined>();
-    this.#readHolds.push({
-      match,
-      reach: () => {
-        reached.resolve(undefined);
-      },
-      wait: settled.promise,
-    });
-    return {
-      reached: reached.promise,
-      open: () => {
-        settled.resolve(undefined);
-      },
-      fail: (error) => {
-        settled.resolve(error);
-      },
-    };
+    const { gate, reach, wait } = newGate();
+    this.#readHolds.push({ match, reach, wait });
+    return gate;
   }
 
   /** The names of the streams written so far. */
