@@ -15,6 +15,8 @@ ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The postinstall (scripts/ensure-node.mjs) finds Node 24 already here and fetches nothing.
+COPY scripts/ensure-node.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 

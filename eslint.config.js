@@ -12,7 +12,7 @@ export default defineConfig(
   },
 
   {
-    files: [...sourceDirs.map((dir) => `${dir}/**/*.ts`), '*.ts', '*.js', '*.cjs'],
+    files: [...sourceDirs.map((dir) => `${dir}/**/*.ts`), '*.ts', '*.js', '*.cjs', 'scripts/**/*.mjs'],
     extends: [js.configs.recommended, tseslint.configs.strictTypeChecked, tseslint.configs.stylisticTypeChecked],
     languageOptions: {
       parserOptions: {
@@ -70,7 +70,7 @@ export default defineConfig(
 
   {
     // Processes whose job is to talk to a terminal.
-    files: ['api/main.ts', 'api/cli.ts', 'bench/**', '.ci/**'],
+    files: ['api/main.ts', 'api/cli.ts', 'bench/**', '.ci/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
 
@@ -86,9 +86,15 @@ export default defineConfig(
   },
 
   {
-    // Config files in JavaScript are outside tsconfig.json: lint them without type information.
-    files: ['*.js', '*.cjs'],
+    // Config files and install scripts in JavaScript are outside tsconfig.json: lint them without type information.
+    files: ['*.js', '*.cjs', 'scripts/**/*.mjs'],
     extends: [tseslint.configs.disableTypeChecked],
+  },
+
+  {
+    // Install scripts run on whatever Node runs npm, before Node 24 is there.
+    files: ['scripts/**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
 
   {

@@ -43,10 +43,16 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
 
-  const address = await service.app.listen({ port: config.PORT, host: config.HOST });
+  const address = await service.app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => {
+    if (error instanceof Error && 'code' in error && error.code === 'EADDRINUSE') {
+      throw new Error(`${config.HOST}:${config.PORT} is already in use: start on another port, e.g. PORT=${config.PORT + 1} npm start (or set PORT in .env)`);
+    }
+    throw error;
+  });
   // After listen: a long catch-up shows as lag in /health/ready instead of delaying start.
   await service.startProjectors();
   console.log(`\nAdministration API listening on ${address}  (docs: ${address}/docs, OpenAPI: ${address}/openapi.json)`);
+  console.log(`runtime: Node ${process.version}`);
   for (const line of stores.description) console.log(line);
   if (adminToken) console.log(`Admin token (valid 12 h):\n  Authorization: Bearer ${await adminToken}\n`);
 }
