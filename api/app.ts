@@ -3,7 +3,7 @@
 
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
@@ -11,11 +11,12 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { DomainError, unavailable, validationFailed } from '../domain/shared/errors.ts';
-import { nestsDeeperThan } from '../domain/shared/json.ts';
+import { unavailable, validationFailed } from '../domain/shared/errors.ts';
+import { scanJsonText } from '../domain/shared/jsonText.ts';
 import { authenticate, authorize, type Permission } from './auth.ts';
-import { ErrorBodySchema, errorBody, installErrorHandling } from './errorHandler.ts';
+import { clientErrorHandler, ErrorBodySchema, frameworkErrorHandler, installErrorHandling } from './errorHandler.ts';
 import type { AppDeps } from './deps.ts';
+import { withProtocol } from './openapiProtocol.ts';
 import { registryRoutes } from './registryRoutes.ts';
 import { genReqId, installRequestContext } from './requestContext.ts';
 import { validatorCompiler } from './validation.ts';
@@ -29,17 +30,22 @@ declare module 'fastify' {
 }
 
 const MAX_JSON_DEPTH = 32;
+const MAX_PARAM_LENGTH = 2048;
 
-/** JSON only: a text/plain body is a 415, not a string handed to the schema. Nesting is bounded
- * before any schema walks the value (a deep document would otherwise exhaust the stack). */
+/** JSON only: a text/plain body is a 415, not a string handed to the schema. The text is scanned
+ * before it is parsed: nesting is bounded before any schema walks the value (a deep document would
+ * otherwise exhaust the stack), and numbers a double cannot hold exactly and duplicate keys are
+ * refused, since parsing would change them silently. A malformed text keeps the parser's answer. */
 function installJsonParsing(app: FastifyInstance): void {
   app.removeContentTypeParser(['text/plain', 'application/json']);
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, (request, body, done) => {
+    const scan = scanJsonText(body as string, MAX_JSON_DEPTH);
     void parseJson(request, body as string, (error: Error | null, value?: unknown) => {
       if (error) done(error);
-      else if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
-        done(validationFailed(`JSON nests deeper than ${String(MAX_JSON_DEPTH)} levels`, [`(body): at most ${String(MAX_JSON_DEPTH)} levels of nesting`]));
+      else if (scan.errors.length > 0) {
+        const message = scan.tooDeep ? `JSON nests deeper than ${String(MAX_JSON_DEPTH)} levels` : 'JSON would not be stored as sent';
+        done(validationFailed(message, scan.errors));
       } else done(null, value);
     });
   });
@@ -87,12 +93,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: false,
     bodyLimit: deps.bodyLimit ?? 6 * 1024 * 1024,
     // Long enough that an over-long idOrCode reaches its schema and gets the 400 of API.md.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
-    // Errors fastify raises before routing (a malformed URL) answer with the error body too.
-    frameworkErrors: (error, request, reply) => {
-      const body = errorBody(new DomainError('HTTP.BAD_REQUEST', 'BAD_REQUEST', error.message), request.traceId || 'none', deps.clock.now());
-      void (reply as FastifyReply).code(400).send(body);
-    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // Errors fastify raises before routing (a malformed URL) and those of Node's HTTP parser
+    // (oversized headers) answer with the error body too.
+    frameworkErrors: frameworkErrorHandler(() => deps.clock.now(), MAX_PARAM_LENGTH),
+    clientErrorHandler: clientErrorHandler(() => deps.clock.now()),
     ajv: { customOptions: { removeAdditional: false } },
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -110,7 +115,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         description:
           'Event-sourced administration back end: every write is an event; `auditInfo.version` is the stream revision. ' +
           'Single-record reads reflect every acknowledged write; search, count and list may lag by the projection lag ' +
-          '(use `X-Event-Position` with `?minPosition=`, or `?immediatelyRefresh=true` on writes).',
+          '(use `X-Event-Position` with `?minPosition=`, or `?immediatelyRefresh=true` on writes). ' +
+          'A JSON body is refused with 400 when it holds a number that cannot be stored exactly (an integer beyond ' +
+          '±9007199254740991, more digits than a double keeps, a value out of its range, -0) or an object with a ' +
+          'duplicate key; send such numbers as strings.',
       },
       components: {
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
@@ -118,7 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (document) => withProtocol(jsonSchemaTransformObject(document) as Record<string, unknown>),
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());

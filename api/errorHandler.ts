@@ -1,10 +1,13 @@
 // One error handler: every error of every route answers with the error body of API.md and a
 // matching HTTP status; 5xx never leaks internals.
 
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { DomainError, HttpStatus, malformedUuid, type StatusName } from '../domain/shared/errors.ts';
 import { issueLines, issuePath } from '../domain/shared/validation.ts';
+import { traceIdOf } from './requestContext.ts';
 
 export const ErrorBodySchema = z
   .object({
@@ -13,6 +16,10 @@ export const ErrorBodySchema = z
     message: z.string(),
     traceId: z.string(),
     errors: z.array(z.string()),
+    code: z.string().meta({
+      description:
+        'Which error this is, from the catalogue (e.g. USER_GROUP_TYPE.CODE_TAKEN, REQUEST.IDEMPOTENCY_KEY_REUSED, REQUEST.STALE_VERSION): tells one 409 from another without reading the message.',
+    }),
   })
   .meta({ id: 'Error', description: 'Body of every error response.' });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
@@ -63,7 +70,7 @@ function toDomainError(error: unknown): DomainError {
 }
 
 export function errorBody(error: DomainError, traceId: string, now: Date): ErrorBody {
-  return { status: error.status, timestamp: now.toISOString(), message: error.message, traceId, errors: [...error.errors] };
+  return { status: error.status, timestamp: now.toISOString(), message: error.message, traceId, errors: [...error.errors], code: error.code };
 }
 
 export function installErrorHandling(app: FastifyInstance, now: () => Date): void {
@@ -76,4 +83,85 @@ export function installErrorHandling(app: FastifyInstance, now: () => Date): voi
     const e = new DomainError('HTTP.NOT_FOUND', 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0] ?? ''}`);
     void reply.code(404).send(errorBody(e, request.traceId, now()));
   });
+}
+
+/** Fastify's messages for these carry the whole URL, which an answer must not echo back. */
+function frameworkDomainError(error: FastifyError, url: string, maxParamLength: number): DomainError {
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      return new DomainError(
+        'HTTP.BAD_REQUEST',
+        'BAD_REQUEST',
+        url.startsWith('/') ? 'Malformed URL: invalid percent-encoding' : 'Malformed URL: the request target is neither a path nor an absolute URL',
+      );
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // A 400, as an over-long idOrCode below this length gets from its schema.
+      return new DomainError('HTTP.BAD_REQUEST', 'BAD_REQUEST', `Malformed URL: a path parameter is longer than ${String(maxParamLength)} characters`);
+    default: {
+      const name = byStatus.get(error.statusCode ?? 500);
+      if (name !== undefined && HttpStatus[name] < 500) return new DomainError(`HTTP.${name}`, name, `Request refused before routing (${error.code})`);
+      return new DomainError('HTTP.INTERNAL_SERVER_ERROR', 'INTERNAL_SERVER_ERROR', 'Internal server error');
+    }
+  }
+}
+
+/**
+ * fastify's `frameworkErrors`: errors raised before routing, so before the onRequest hook gave the
+ * request its trace id; the id is derived here the same way.
+ */
+export function frameworkErrorHandler(now: () => Date, maxParamLength: number) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+    request.traceId = traceIdOf(request.headers.traceparent);
+    const domain = frameworkDomainError(error, request.url, maxParamLength);
+    if (domain.httpStatus >= 500) request.log.error({ err: error }, 'request failed');
+    void reply.code(domain.httpStatus).type('application/json').send(errorBody(domain, request.traceId, now()));
+  };
+}
+
+function clientDomainError(error: ConnectionError): DomainError {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new DomainError(
+        'HTTP.REQUEST_HEADER_FIELDS_TOO_LARGE',
+        'REQUEST_HEADER_FIELDS_TOO_LARGE',
+        `Request line and headers are larger than ${String(maxHeaderSize)} bytes`,
+      );
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return new DomainError('HTTP.PAYLOAD_TOO_LARGE', 'PAYLOAD_TOO_LARGE', 'Chunk extensions of the request body are too large');
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new DomainError('HTTP.REQUEST_TIMEOUT', 'REQUEST_TIMEOUT', 'The request did not arrive in time');
+    default:
+      // Parser codes (HPE_INVALID_METHOD, …) say what is wrong without repeating the request.
+      return new DomainError('HTTP.BAD_REQUEST', 'BAD_REQUEST', `Malformed HTTP request (${error.code})`);
+  }
+}
+
+/** Whether a response on this socket has begun: a second one written after it would corrupt the
+ * stream, so Node's own handler writes nothing then, and neither does this one. */
+const responseStarted = (socket: Socket): boolean =>
+  (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage?.headersSent === true;
+
+/**
+ * fastify's `clientErrorHandler`: errors of Node's HTTP parser (oversized headers, a malformed
+ * request), raised before fastify sees a request, answered as a raw response with the error body,
+ * as fastify's default handler does with its own body. Bound to the fastify instance.
+ */
+export function clientErrorHandler(now: () => Date) {
+  return function answerClientError(this: FastifyInstance, error: ConnectionError, socket: Socket): void {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const domain = clientDomainError(error);
+    // The request never reached fastify, so neither did its traceparent: a fresh id, logged with
+    // the error so the answer can be traced.
+    const traceId = traceIdOf(undefined);
+    this.log.info({ err: error, traceId }, 'client error');
+    if (socket.writable && !responseStarted(socket)) {
+      const status = domain.httpStatus;
+      const body = JSON.stringify(errorBody(domain, traceId, now()));
+      socket.write(
+        `HTTP/1.1 ${String(status)} ${STATUS_CODES[status] ?? domain.status}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${String(Buffer.byteLength(body))}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy(error);
+  };
 }

@@ -3,7 +3,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { loadConfig } from '../infra/config.ts';
-import { loadOrCreateSecret } from '../infra/authSecret.ts';
+import { hs256Secret } from '../infra/authSecret.ts';
 import { openStores } from '../infra/stores.ts';
 import { composeService } from './compose.ts';
 import { hs256Verifier, oidcVerifier, signHs256, type TokenVerifier } from './auth.ts';
@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   if (config.AUTH_ISSUER !== undefined && config.AUTH_AUDIENCE !== undefined && config.AUTH_JWKS_URL !== undefined) {
     verifyToken = oidcVerifier({ issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE, jwksUrl: config.AUTH_JWKS_URL });
   } else {
-    const secret = config.AUTH_JWT_SECRET === undefined ? loadOrCreateSecret(config.DATA_DIR).secret : new TextEncoder().encode(config.AUTH_JWT_SECRET);
+    const secret = hs256Secret(config);
     verifyToken = hs256Verifier(secret);
     adminToken = signHs256(secret, { sub: 'admin', roles: ['admin'] });
   }

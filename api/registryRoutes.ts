@@ -16,13 +16,14 @@ import {
   toQuery,
   type Filtering,
 } from '../domain/shared/filtering.ts';
-import { pageOf } from '../domain/shared/page.ts';
 import type { AppDeps } from './deps.ts';
+import { sendDocuments, sendItems, sendPage } from './documentStream.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import { commandContext, ifMatchVersion } from './requestContext.ts';
 import { pageSchema, historyEntrySchema } from './schemas.ts';
 
 const MIN_POSITION_WAIT_MS = 5000;
+const MAX_HISTORY_PAGE = 1000;
 
 /** An `X-Event-Position` as a client got it: opaque decimal digits (KurrentDB's packed positions
  * run to 39 digits). */
@@ -46,8 +47,20 @@ function patchValue(field: z.ZodType): z.ZodType {
   return (nested ? z.record(z.string(), z.unknown()).meta({ description: 'merge patch of this object' }) : inner).nullable().optional();
 }
 
-/** For validation of the top level and for the OpenAPI document; the merged result is validated in full. */
-const patchSchema = (def: RegistryDefinition) =>
+/** For validation of the top level and for the OpenAPI document; the merged result is validated in full.
+ * One per descriptor: its id is registered globally, and a second one (a second app in one process)
+ * would be renamed in the document. */
+const patchSchemas = new WeakMap<RegistryDefinition, z.ZodType>();
+const patchSchema = (def: RegistryDefinition): z.ZodType => {
+  let schema = patchSchemas.get(def);
+  if (schema === undefined) {
+    schema = newPatchSchema(def);
+    patchSchemas.set(def, schema);
+  }
+  return schema;
+};
+
+const newPatchSchema = (def: RegistryDefinition) =>
   z
     .strictObject({
       ...Object.fromEntries(Object.entries(def.fields.shape).map(([k, v]) => [k, patchValue(v as z.ZodType)])),
@@ -218,15 +231,6 @@ function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
   );
 
   r.get(
-    `${base}/:idOrCode/history`,
-    {
-      config: { permission: 'read' },
-      schema: { tags, summary: `Every version of a ${def.name}: who, when, which request, what changed`, params: idOrCodeParams, response: { 200: z.array(historyEntrySchema), ...errors(404) } },
-    },
-    async (request) => service.history(request.params.idOrCode),
-  );
-
-  r.get(
     `${base}/:idOrCode/versions/:version`,
     {
       config: { permission: 'read' },
@@ -244,6 +248,38 @@ function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
   );
 }
 
+/** A record's versions, paged and written one at a time. */
+function historyRoute({ r, def, service, base, tags }: RouteKit): void {
+  r.get(
+    `${base}/:idOrCode/history`,
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        summary: `Every version of a ${def.name}: who, when, which request, what changed`,
+        description:
+          'Oldest first, in pages of `size` versions (default and at most 1000). `X-Total-Count` gives the number of versions; ' +
+          'when more follow, a `Link` header names the next page (`rel="next"`). History stays readable after a delete.',
+        params: idOrCodeParams,
+        querystring: z.strictObject({
+          page: z.coerce.number().int().min(0).max(1_000_000).default(0),
+          size: z.coerce.number().int().min(1).max(MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),
+        }),
+        response: { 200: z.array(historyEntrySchema), ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const { page, size } = request.query;
+      const history = await service.history(request.params.idOrCode, { page, size });
+      void reply.header('x-total-count', String(history.total));
+      if ((page + 1) * size < history.total) {
+        void reply.header('link', `<${base}/${encodeURIComponent(request.params.idOrCode)}/history?page=${String(page + 1)}&size=${String(size)}>; rel="next"`);
+      }
+      return sendItems(reply, history.entries);
+    },
+  );
+}
+
 /** List, search, page, count and autocomplete: served by the read model. */
 function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: RouteKit): void {
   r.get(
@@ -252,10 +288,11 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: Route
       config: { permission: 'read' },
       schema: { tags, summary: `List all ${def.name} records`, querystring: readModelQuery, response: { 200: z.array(record) } },
     },
-    async (request) => {
+    async (request, reply) => {
       await catchUp(request.query.minPosition);
-      // One read, so a projector commit cannot shift rows between pages of the answer.
-      return deps.readStore.find(def.collection, query({ filter: [], sort: [] }), { offset: 0, limit: Number.MAX_SAFE_INTEGER });
+      // One read of the ids, so a projector commit cannot shift rows between chunks of the answer.
+      const ids = await deps.readStore.findIds(def.collection, query({ filter: [], sort: [] }), { offset: 0, limit: Number.MAX_SAFE_INTEGER });
+      return sendDocuments(reply, deps.readStore, def.collection, ids);
     },
   );
 
@@ -274,10 +311,11 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: Route
         response: { 200: z.array(record), ...errors(400) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const q = query(request.body);
       await catchUp(request.query.minPosition);
-      return deps.readStore.find(def.collection, q, { offset: 0, limit: request.query.size });
+      const ids = await deps.readStore.findIds(def.collection, q, { offset: 0, limit: request.query.size });
+      return sendDocuments(reply, deps.readStore, def.collection, ids);
     },
   );
 
@@ -287,15 +325,15 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: Route
       config: { permission: 'read' },
       schema: { tags, summary: `Search ${def.name} records, one page`, querystring: readModelQuery, body: FilteringSchema, response: { 200: pageSchema(record), ...errors(400) } },
     },
-    async (request) => {
+    async (request, reply) => {
       const q = query(request.body);
       await catchUp(request.query.minPosition);
       const size = request.body.size ?? DEFAULT_PAGE_SIZE;
-      const [content, total] = await Promise.all([
-        deps.readStore.find(def.collection, q, { offset: request.body.page * size, limit: size }),
+      const [ids, total] = await Promise.all([
+        deps.readStore.findIds(def.collection, q, { offset: request.body.page * size, limit: size }),
         deps.readStore.count(def.collection, q),
       ]);
-      return pageOf(content, total, request.body.page, size, request.body.sort.length > 0);
+      return sendPage(reply, { readStore: deps.readStore, collection: def.collection, ids }, { total, number: request.body.page, size, sorted: request.body.sort.length > 0 });
     },
   );
 
@@ -341,6 +379,7 @@ export function registryRoutes(app: FastifyInstance, def: RegistryDefinition, de
   const kit = routeKit(app, def, deps);
   commandRoutes(kit);
   recordRoutes(kit);
+  historyRoute(kit);
   queryRoutes(kit);
   autocompleteRoute(kit);
 }

@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { validationFailed } from '../domain/shared/errors.ts';
-import { sha256 } from '../domain/shared/ids.ts';
 import type { Clock, IdGenerator } from '../domain/ports.ts';
 import type { Caller } from './auth.ts';
 
@@ -26,7 +25,8 @@ export const headerId = (value: unknown): string | undefined =>
 export const genReqId = (req: { headers: Record<string, unknown> }): string =>
   headerId(req.headers['x-request-id']) ?? randomUUID();
 
-function traceIdOf(traceparent: unknown): string {
+/** The trace id of a W3C `traceparent` header, or a fresh one when it is absent or malformed. */
+export function traceIdOf(traceparent: unknown): string {
   const m = typeof traceparent === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent) : null;
   // randomUUID draws from a pooled entropy buffer; randomBytes per request cost a tenth of a read.
   return m?.[1] ?? randomUUID().replaceAll('-', '');
@@ -57,8 +57,8 @@ export function commandContext(request: FastifyRequest, clock: Clock, newId: IdG
     if (typeof key !== 'string' || !HEADER_ID.test(key)) {
       throw validationFailed('Invalid Idempotency-Key', ['header.idempotency-key: 1..200 printable ASCII characters']);
     }
+    // The request's hash is the service's to make: it knows the record the request means.
     ctx.idempotencyKey = key;
-    ctx.requestHash = sha256(`${request.method} ${request.url.split('?')[0] ?? ''} ${JSON.stringify(request.body ?? null)}`);
   }
   return ctx;
 }

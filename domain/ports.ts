@@ -94,8 +94,9 @@ export type ReadAllOptions = {
 
 export type EventStore = {
   append(request: AppendRequest): Promise<AppendResult>;
-  /** Events of one stream in revision order; empty when the stream does not exist. */
-  readStream(stream: string): Promise<RecordedEvent[]>;
+  /** Events of one stream in revision order, from revision `from` (0 when absent); empty when the
+   * stream does not exist or has no event from there. */
+  readStream(stream: string, options?: { from?: number }): Promise<RecordedEvent[]>;
   readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
   /** Position of the newest event in the log (0n when empty). */
   headPosition(): Promise<Position>;
@@ -129,6 +130,8 @@ export type ReadStore = {
    * back with `doc: null` and their version, so the version guard still holds for them. */
   getMany(collection: string, ids: readonly string[]): Promise<Map<string, { version: number; doc: Document | null }>>;
   find(collection: string, query: Query, page: Page): Promise<Document[]>;
+  /** The ids `find` would answer, in its order: large results are then read a few at a time. */
+  findIds(collection: string, query: Query, page: Page): Promise<string[]>;
   count(collection: string, query: Query): Promise<number>;
   /** Distinct values of the given string columns that start with or contain `term`, best first. */
   autocomplete(collection: string, paths: readonly string[], term: string, limit: number): Promise<string[]>;

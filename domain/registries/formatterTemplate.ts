@@ -16,7 +16,7 @@ export const formatterTemplate = defineRegistry({
     inputType: z.enum(InputTypes),
     documentType: z.enum(DocumentTypes).optional(),
     documentSize: z.enum(DocumentSizes).optional(),
-    content: z.string().max(5_000_000).optional(),
+    content: z.string().max(500_000).optional().meta({ description: 'The template text: at most 500,000 characters, and the whole record at most 512 KiB of JSON (UTF-8), so that every version fits one event of either log.' }),
     previewData: jsonMap().optional(),
     formId: uuid().optional(),
     dataTags: stringList().optional(),

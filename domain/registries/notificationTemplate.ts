@@ -12,7 +12,7 @@ export const notificationTemplate = defineRegistry({
   description: 'Text, channel and addressing of a notification; content is used when no formatter template is named.',
   fields: codedValue({
     configTypeId: uuid(),
-    content: z.string().max(1_000_000).optional(),
+    content: z.string().max(500_000).optional().meta({ description: 'At most 500,000 characters, and the whole record at most 512 KiB of JSON (UTF-8).' }),
     formatterDocumentTemplateId: uuid().optional(),
     deliveryTimeCode: z.string().max(255).optional(),
     deliveryType: z.enum(DeliveryTypes).optional(),

@@ -143,7 +143,7 @@ export function defineRegistry(spec: RegistrySpec): RegistryDefinition {
       .meta({ id: spec.name, description: spec.description ?? spec.name }),
     input: z
       .strictObject({
-        id: uuid().optional(),
+        id: uuid().optional().meta({ description: 'Read-only, except that a create may choose it: a random UUID (version 4); a replace may echo the record\'s own.' }),
         ...shape,
         auditInfo: z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' }),
       })

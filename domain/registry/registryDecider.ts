@@ -2,9 +2,10 @@
 // Event data is the state after the change for Created/Replaced and the merge patch for Patched.
 
 import type { CodeReservation } from '../ports.ts';
-import { alreadyExists, notFound, validationFailed } from '../shared/errors.ts';
+import { MAX_RECORD_BYTES } from '../shared/commandHandler.ts';
+import { alreadyExists, notFound, tooLarge, validationFailed } from '../shared/errors.ts';
 import type { AuditInfo } from '../shared/fields.ts';
-import { applyMergePatch, deepEqual, isPlainObject, type JsonObject } from '../shared/json.ts';
+import { applyMergePatch, deepEqual, isPlainObject, jsonBytes, memberOf, type JsonObject } from '../shared/json.ts';
 import { parseOrThrow } from '../shared/validation.ts';
 import type { RegistryDefinition } from './defineRegistry.ts';
 
@@ -129,6 +130,8 @@ export function fromRecord(doc: Record<string, unknown>): RegistryState {
 
 function validate(def: RegistryDefinition, input: unknown, patchMode = false): JsonObject {
   const fields = parseOrThrow(def.fields, input) as JsonObject;
+  const bytes = jsonBytes(fields);
+  if (bytes > MAX_RECORD_BYTES) throw tooLarge(def.errorPrefix, patchMode ? 'The patched record' : 'The record', bytes, MAX_RECORD_BYTES);
   const broken = def.rules.flatMap((rule) => rule(fields));
   if (broken.length > 0) {
     throw validationFailed(patchMode ? 'Patched record breaks a rule' : 'Record breaks a rule', broken);
@@ -161,13 +164,15 @@ function codeMove(def: RegistryDefinition, from: JsonObject, to: JsonObject): Pi
 /** The merge patch from one state to the next, or undefined when a merge patch cannot say it
  * (a JSON null inside a free-form map), in which case the change is recorded as a replace. */
 function mergePatchBetween(from: JsonObject, to: JsonObject): JsonObject | undefined {
-  const patch: JsonObject = {};
-  for (const key of Object.keys(from)) if (!(key in to)) patch[key] = null;
+  // Keys come from the records' free-form maps: own-member checks only, and a Map to build on.
+  const members = new Map<string, unknown>();
+  for (const key of Object.keys(from)) if (!Object.hasOwn(to, key)) members.set(key, null);
   for (const [key, value] of Object.entries(to)) {
-    const old = from[key];
+    const old = memberOf(from, key);
     if (deepEqual(old, value)) continue;
-    patch[key] = isPlainObject(old) && isPlainObject(value) ? mergePatchBetween(old, value) : value;
+    members.set(key, isPlainObject(old) && isPlainObject(value) ? mergePatchBetween(old, value) : value);
   }
+  const patch = Object.fromEntries(members);
   return deepEqual(applyMergePatch(from, patch), to) ? patch : undefined;
 }
 
@@ -201,7 +206,8 @@ export function decide(def: RegistryDefinition, state: RegistryState, command: R
       const fields = validate(def, applyMergePatch(state.fields, command.patch), true);
       if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
       const patch = mergePatchBetween(state.fields, fields);
-      const changed = patch === undefined ? event('Replaced', fields) : event('Patched', { patch });
+      // A patch may say more than the state it leads to (every member it removes): then the state.
+      const changed = patch === undefined || jsonBytes(patch) > jsonBytes(fields) ? event('Replaced', fields) : event('Patched', { patch });
       return { events: [changed], ...codeMove(def, state.fields, fields) };
     }
     case 'Delete':

@@ -2,9 +2,10 @@
 // record fold its stream, so they reflect every acknowledged write.
 
 import type { EventStore, Position, RecordedEvent } from '../ports.ts';
-import { handleCommand, writtenUnderKey, type CommandContext } from '../shared/commandHandler.ts';
-import { malformedUuid, notFound } from '../shared/errors.ts';
-import { isUuid, uuidV5 } from '../shared/ids.ts';
+import { handleCommand, keyReservation, requestHashOf, type CommandContext } from '../shared/commandHandler.ts';
+import { malformedUuid, notFound, validationFailed } from '../shared/errors.ts';
+import { isUuid, isUuidV4, uuidV5 } from '../shared/ids.ts';
+import { foldStream, type FoldSpec } from '../shared/streamFold.ts';
 import { diffJson, type JsonPatchOp } from '../shared/json.ts';
 import type { RegistryDefinition } from './defineRegistry.ts';
 import {
@@ -41,6 +42,13 @@ const foldRegistry = (def: RegistryDefinition, events: readonly RecordedEvent[])
 
 type Located = { id: string; events: RecordedEvent[] };
 
+/** Codes a record took with an event: a create's or replace's `code`, or a patch's. */
+function codesOf(event: RecordedEvent): string[] {
+  const patch = event.data.patch;
+  const code = event.data.code ?? (typeof patch === 'object' && patch !== null ? (patch as { code?: unknown }).code : undefined);
+  return typeof code === 'string' ? [code] : [];
+}
+
 /** The stream of a record named by uuid or code; deleted records keep their stream. */
 async function locate(def: RegistryDefinition, store: EventStore, idOrCode: string, codeOnly = false): Promise<Located | undefined> {
   if (!codeOnly && isUuid(idOrCode)) {
@@ -53,19 +61,42 @@ async function locate(def: RegistryDefinition, store: EventStore, idOrCode: stri
   return { id: stream.slice(def.category.length + 1), events: await store.readStream(stream) };
 }
 
-/** Every version with who, when, under which request, and what changed. */
-function historyOf(def: RegistryDefinition, events: readonly RecordedEvent[]): HistoryEntry[] {
+/** The fold commands use too (same resource and stream), so reads and writes share its cache. */
+const foldSpec = (def: RegistryDefinition, id: string): FoldSpec<RegistryState> => ({
+  resource: def.errorPrefix,
+  stream: streamOf(def, id),
+  initial: initialState,
+  evolve: (s, e) => evolve(def, s, e),
+});
+
+/** The current state of a record named by uuid or code, from the cached fold of its stream. */
+async function currentState(def: RegistryDefinition, store: EventStore, idOrCode: string, codeOnly: boolean): Promise<RegistryState> {
+  if (!codeOnly && isUuid(idOrCode)) {
+    const folded = await foldStream(foldSpec(def, idOrCode.toLowerCase()), store);
+    if (folded.version !== undefined) return folded.state;
+  }
+  const stream = await store.findCode({ scope: def.category, code: idOrCode });
+  if (stream === undefined) return initialState();
+  return (await foldStream(foldSpec(def, stream.slice(def.category.length + 1)), store)).state;
+}
+
+/** Versions from..to-1 with who, when, under which request, and what changed; made one at a time
+ * as they are sent, since a long history of large records is more than one answer may hold. */
+function* historyOf(def: RegistryDefinition, events: readonly RecordedEvent[], from: number, to: number): Generator<HistoryEntry> {
   let state = initialState();
-  return events.map((e) => {
+  for (const e of events.slice(0, to)) {
     const before = state.status === 'active' ? state.fields : {};
     state = evolve(def, state, e);
+    if (e.revision < from) continue;
     const after = state.status === 'active' ? state.fields : {};
     const entry: HistoryEntry = { version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: e.data, changes: diffJson(before, after) };
     if (e.metadata.requestId !== undefined) entry.requestId = e.metadata.requestId;
     if (e.metadata.correlationId !== undefined) entry.correlationId = e.metadata.correlationId;
-    return entry;
-  });
+    yield entry;
+  }
 }
+
+export type HistoryPage = { entries: Iterable<HistoryEntry>; total: number };
 
 /** The events of a stream up to a version or a time. */
 function eventsAt(events: readonly RecordedEvent[], at: ReadAt): RecordedEvent[] {
@@ -100,18 +131,36 @@ async function runCommand(
 export function registryService(def: RegistryDefinition, store: EventStore) {
   const fold = (events: readonly RecordedEvent[]) => foldRegistry(def, events);
   const find = (idOrCode: string, codeOnly = false) => locate(def, store, idOrCode, codeOnly);
+  const current = (idOrCode: string, codeOnly = false) => currentState(def, store, idOrCode, codeOnly);
 
   const run = (id: string, command: RegistryCommand, ctx: CommandContext, expectedVersion?: number) =>
     runCommand(def, store, { id, command, ctx, expectedVersion });
 
-  /** The record a change names; a retry of a change already applied under the same
-   * Idempotency-Key finds its record even if it is gone since, and answers as the first time. */
-  async function existingId(idOrCode: string, ctx: CommandContext): Promise<string> {
-    const found = await find(idOrCode);
-    if (found?.events.some((e) => writtenUnderKey(e, ctx)) === true) return found.id;
-    if (found === undefined || fold(found.events).status !== 'active') throw notFound(def.errorPrefix, idOrCode);
-    return found.id;
+  /** The record that took the caller's Idempotency-Key, when the request names it (by id, or by a
+   * code it had then): a retry finds it even when it is gone or renamed since, and the command
+   * handler answers as the first time (or 409 for another body). */
+  async function recordUnderKey(idOrCode: string, ctx: CommandContext): Promise<string | undefined> {
+    const reservation = keyReservation(ctx);
+    const holder = reservation === undefined ? undefined : await store.findCode(reservation);
+    if (holder?.startsWith(`${def.category}-`) !== true) return undefined;
+    const id = holder.slice(def.category.length + 1);
+    if (isUuid(idOrCode)) return idOrCode.toLowerCase() === id ? id : undefined;
+    const events = await store.readStream(holder);
+    return events.some((e) => codesOf(e).includes(idOrCode)) ? id : undefined;
   }
+
+  /** The record a change names. */
+  async function existingId(idOrCode: string, ctx: CommandContext): Promise<string> {
+    const underKey = await recordUnderKey(idOrCode, ctx);
+    if (underKey !== undefined) return underKey;
+    const state = await current(idOrCode);
+    if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
+    return state.id;
+  }
+
+  /** The context with the hash of what the request means, when it carries an Idempotency-Key. */
+  const keyed = (ctx: CommandContext, operation: string, target: string, body: unknown): CommandContext =>
+    ctx.idempotencyKey === undefined ? ctx : { ...ctx, requestHash: requestHashOf({ operation, resource: def.path, target, body }) };
 
   return {
     definition: def,
@@ -119,29 +168,40 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
     create(input: unknown, ctx: CommandContext): Promise<WriteResult> {
       const sent = typeof input === 'object' && input !== null ? (input as { id?: unknown }).id : undefined;
       if (typeof sent === 'string' && !isUuid(sent)) throw malformedUuid('id', sent);
+      if (typeof sent === 'string' && !isUuidV4(sent)) {
+        throw validationFailed('A client-chosen id must be a random UUID (version 4)', [`id: ${JSON.stringify(sent)} is not a UUIDv4`]);
+      }
       const id =
         typeof sent === 'string'
           ? sent.toLowerCase()
           : ctx.idempotencyKey === undefined
             ? ctx.newId()
             : uuidV5(`${def.category}|${ctx.actor}|${ctx.idempotencyKey}`);
-      return run(id, { type: 'Create', id, input }, ctx);
+      return run(id, { type: 'Create', id, input }, keyed(ctx, 'create', '', input));
     },
 
     async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
-      return run(await existingId(idOrCode, ctx), { type: 'Replace', input }, ctx, expectedVersion);
+      const id = await existingId(idOrCode, ctx);
+      return run(id, { type: 'Replace', input }, keyed(ctx, 'replace', id, input), expectedVersion);
     },
 
     async patch(idOrCode: string, patch: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
-      return run(await existingId(idOrCode, ctx), { type: 'Patch', patch }, ctx, expectedVersion);
+      const id = await existingId(idOrCode, ctx);
+      return run(id, { type: 'Patch', patch }, keyed(ctx, 'patch', id, patch), expectedVersion);
     },
 
     async remove(idOrCode: string, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
-      return run(await existingId(idOrCode, ctx), { type: 'Delete' }, ctx, expectedVersion);
+      const id = await existingId(idOrCode, ctx);
+      return run(id, { type: 'Delete' }, keyed(ctx, 'delete', id, null), expectedVersion);
     },
 
     /** The live record, or as it was at a version or a time. */
     async get(idOrCode: string, at: ReadAt = {}): Promise<RegistryRecord> {
+      if (at.version === undefined && at.asOf === undefined) {
+        const state = await current(idOrCode);
+        if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
+        return toRecord(state);
+      }
       const found = await find(idOrCode);
       if (found === undefined || (at.version !== undefined && found.events.length <= at.version)) {
         throw notFound(def.errorPrefix, at.version === undefined ? idOrCode : `${idOrCode}@${String(at.version)}`);
@@ -152,16 +212,17 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
     },
 
     async getByCode(code: string): Promise<RegistryRecord> {
-      const found = await find(code, true);
-      const state = found === undefined ? initialState() : fold(found.events);
+      const state = await current(code, true);
       if (state.status !== 'active') throw notFound(def.errorPrefix, code);
       return toRecord(state);
     },
 
-    async history(idOrCode: string): Promise<HistoryEntry[]> {
+    /** One page of a record's versions, oldest first. */
+    async history(idOrCode: string, page: { page: number; size: number }): Promise<HistoryPage> {
       const found = await find(idOrCode);
       if (found === undefined) throw notFound(def.errorPrefix, idOrCode);
-      return historyOf(def, found.events);
+      const from = page.page * page.size;
+      return { entries: historyOf(def, found.events, from, from + page.size), total: found.events.length };
     },
   };
 }

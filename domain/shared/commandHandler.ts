@@ -11,8 +11,10 @@ import {
   type Position,
   type RecordedEvent,
 } from '../ports.ts';
-import { codeTaken, concurrentModification, idempotencyKeyReused, staleVersion } from './errors.ts';
-import { uuidV5 } from './ids.ts';
+import { codeTaken, concurrentModification, idempotencyKeyReused, staleVersion, tooLarge } from './errors.ts';
+import { sha256, uuidV5 } from './ids.ts';
+import { canonicalJson, jsonBytes } from './json.ts';
+import { foldOnto, foldStream, keyOf, rememberFold, type Folded } from './streamFold.ts';
 
 /** Who asks, when, and under which request: arrives with every command, never from the body. */
 export type CommandContext = {
@@ -56,6 +58,21 @@ export type CommandResult<S> = {
   written: boolean;
 };
 
+/** The reservation scope of Idempotency-Keys: a key is taken, once for all resources, by the
+ * stream of the first request that wrote under it, atomically with that request's events (the same
+ * mechanism as unique codes, so both logs keep it). A caller's key is therefore one request: the
+ * same key on another record or another resource is refused, whatever its body. */
+export const IDEMPOTENCY_SCOPE = 'idempotencyKey';
+
+/** The reservation of a caller's key; keys are the caller's own, so the token's subject is in it. */
+export const keyReservation = (ctx: Pick<CommandContext, 'actor' | 'idempotencyKey'>): CodeReservation | undefined =>
+  ctx.idempotencyKey === undefined ? undefined : { scope: IDEMPOTENCY_SCOPE, code: sha256(`${ctx.actor}\n${ctx.idempotencyKey}`) };
+
+/** What a request means, whatever its spelling: the operation, the resource, the record it names
+ * (resolved: by id or by code alike) and its body with members in a canonical order. */
+export const requestHashOf = (request: { operation: string; resource: string; target: string; body: unknown }): string =>
+  sha256(`${request.operation}|${request.resource}|${request.target}|${canonicalJson(request.body ?? null)}`);
+
 function metadataOf(ctx: CommandContext): EventMetadata {
   const m: EventMetadata = { actor: ctx.actor, at: ctx.now.toISOString() };
   if (ctx.requestId !== undefined) m.requestId = ctx.requestId;
@@ -93,8 +110,24 @@ function priorResult<S>(spec: CommandSpec<S>, ctx: CommandContext, events: reado
   return { state: fold(spec, upTo), version: last, position: upTo.at(-1)?.position, written: false };
 }
 
+/**
+ * The largest event either log takes: KurrentDB refuses appends over 1 MiB by default, so every
+ * event (data and metadata) is held below that on both logs, and the same request never succeeds
+ * on one and fails on the other. Records are bounded below it (MAX_RECORD_BYTES), so a record that
+ * was accepted can always be written again whole.
+ */
+export const MAX_EVENT_BYTES = 768 * 1024;
+
+/** The largest record (its fields as JSON): what one event, one document and one item of a
+ * response may carry, with room for metadata in the event. */
+export const MAX_RECORD_BYTES = 512 * 1024;
+
 function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decided['events']): NewEvent[] {
   const metadata = metadataOf(ctx);
+  for (const e of decided) {
+    const bytes = jsonBytes({ data: e.data, metadata });
+    if (bytes > MAX_EVENT_BYTES) throw tooLarge(spec.resource, `A ${e.type} event`, bytes, MAX_EVENT_BYTES);
+  }
   return decided.map((e, i) => ({
     id: ctx.idempotencyKey === undefined ? ctx.newId() : keyedEventId(spec.stream, ctx, i),
     type: e.type,
@@ -106,6 +139,8 @@ function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decide
 
 /** The domain error for a failed append, or undefined when a retry may succeed. */
 function appendFailure<S>(spec: CommandSpec<S>, error: unknown): Error | undefined {
+  // Another request took the key meanwhile: the next attempt answers as its retry, or refuses.
+  if (error instanceof CodeTakenError && error.scope === IDEMPOTENCY_SCOPE) return undefined;
   if (error instanceof CodeTakenError) return codeTaken(spec.resource, error.code);
   if (!(error instanceof WrongExpectedRevisionError)) return error instanceof Error ? error : new Error(String(error));
   // Without If-Match, or when the record is still at the caller's version (the conflict was on a
@@ -114,24 +149,43 @@ function appendFailure<S>(spec: CommandSpec<S>, error: unknown): Error | undefin
   return staleVersion(spec.resource, spec.expectedVersion, typeof error.actual === 'number' ? error.actual : -1);
 }
 
+/** A key taken by another stream was used for another request: this one names another record. */
+async function keyHeldElsewhere(spec: CommandSpec<unknown>, ctx: CommandContext, store: EventStore): Promise<boolean> {
+  const reservation = keyReservation(ctx);
+  if (reservation === undefined) return false;
+  const holder = await store.findCode(reservation);
+  return holder !== undefined && holder !== spec.stream;
+}
+
+/** The caller's key, taken by the first of its requests that writes (and only then). */
+function keyClaim(ctx: CommandContext, folded: Folded<unknown>): CodeReservation[] {
+  const key = keyReservation(ctx);
+  return key === undefined || folded.keys.has(keyOf(ctx.actor, ctx.idempotencyKey ?? '')) ? [] : [key];
+}
+
+/** A request already applied to this stream under the caller's key (read whole: a rare path). */
+async function priorOnStream<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore, folded: Folded<S>): Promise<CommandResult<S> | undefined> {
+  if (ctx.idempotencyKey === undefined || !folded.keys.has(keyOf(ctx.actor, ctx.idempotencyKey))) return undefined;
+  return priorResult(spec, ctx, await store.readStream(spec.stream));
+}
+
 async function attempt<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore): Promise<CommandResult<S>> {
-  const events = await store.readStream(spec.stream);
-  const prior = priorResult(spec, ctx, events);
+  if (await keyHeldElsewhere(spec as CommandSpec<unknown>, ctx, store)) throw idempotencyKeyReused();
+  const folded = await foldStream(spec, store);
+  const prior = await priorOnStream(spec, ctx, store, folded);
   if (prior) return prior;
-  const state = fold(spec, events);
-  const last = events.at(-1);
-  const actual = last?.revision;
+  const { state, version: actual, position } = folded;
   if (spec.expectedVersion !== undefined && actual !== undefined && actual !== spec.expectedVersion) {
     throw staleVersion(spec.resource, spec.expectedVersion, actual);
   }
   const decision = spec.decide(state);
-  if (decision.events.length === 0) return { state, version: actual, position: last?.position, written: false };
+  if (decision.events.length === 0) return { state, version: actual, position, written: false };
   const fresh = newEvents(spec, ctx, decision.events);
   const result = await store.append({
     stream: spec.stream,
     expected: actual ?? 'no_stream',
     events: fresh,
-    claim: decision.claim ?? [],
+    claim: [...(decision.claim ?? []), ...keyClaim(ctx, folded)],
     release: decision.release ?? [],
   });
   if (result.duplicate === true) {
@@ -142,7 +196,9 @@ async function attempt<S>(spec: CommandSpec<S>, ctx: CommandContext, store: Even
   }
   const base = result.revision - fresh.length + 1;
   const recorded = fresh.map((e, i) => ({ ...e, stream: spec.stream, revision: base + i, position: result.position }));
-  return { state: recorded.reduce(spec.evolve, state), version: result.revision, position: result.position, written: true };
+  const after = foldOnto(spec, folded, recorded);
+  rememberFold(spec, store, after);
+  return { state: after.state, version: result.revision, position: result.position, written: true };
 }
 
 /** In-process commands on one stream run one after another, so writers without If-Match do not
@@ -165,7 +221,9 @@ function serialized<T>(store: EventStore, stream: string, run: () => Promise<T>)
 }
 
 export function handleCommand<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore): Promise<CommandResult<S>> {
-  const attempts = 1 + (spec.expectedVersion === undefined ? (spec.retries ?? 16) : 0);
+  // With If-Match too: appendFailure answers 412 for a conflict that moved the record, so a retry
+  // runs only when the record is still at the caller's version (a code claim or a key was raced).
+  const attempts = 1 + (spec.retries ?? 16);
   return serialized(store, spec.stream, async () => {
     for (let n = 1; ; n++) {
       try {

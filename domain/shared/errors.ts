@@ -6,12 +6,14 @@ export const HttpStatus = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
+  REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
   PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   UNPROCESSABLE_ENTITY: 422,
   TOO_MANY_REQUESTS: 429,
+  REQUEST_HEADER_FIELDS_TOO_LARGE: 431,
   INTERNAL_SERVER_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
 } as const;
@@ -82,6 +84,11 @@ export const idempotencyKeyReused = (): DomainError =>
     'CONFLICT',
     'Idempotency-Key was already used with a different request',
   );
+
+export const tooLarge = (resource: string, what: string, bytes: number, limit: number): DomainError =>
+  new DomainError(`${resource}.TOO_LARGE`, 'PAYLOAD_TOO_LARGE', `${what} is ${String(bytes)} bytes of JSON; at most ${String(limit)}`, [
+    `(body): ${what} is ${String(bytes)} bytes of JSON (UTF-8); at most ${String(limit)}`,
+  ]);
 
 export const unauthorized = (message: string): DomainError =>
   new DomainError('AUTH.UNAUTHORIZED', 'UNAUTHORIZED', message);

@@ -82,8 +82,15 @@ export type ColumnCatalog = {
 
 export type Scalar = string | number | boolean;
 
+/**
+ * A LIKE value parsed once, for every store to compile: literal text, `%` (any run, consecutive
+ * ones collapsed) and `_` (one character). Text is never empty and never adjacent to more text.
+ */
+export type LikeToken = { kind: 'text'; text: string } | { kind: 'any' } | { kind: 'one' };
+export type LikePattern = readonly LikeToken[];
+
 export type Condition =
-  | { kind: 'field'; column: Column; op: Operator; value?: Scalar; values?: readonly Scalar[] }
+  | { kind: 'field'; column: Column; op: Operator; value?: Scalar; values?: readonly Scalar[]; like?: LikePattern }
   | {
       kind: 'nested';
       arrayPath: string;
@@ -91,6 +98,7 @@ export type Condition =
       op: Operator;
       value?: Scalar;
       values?: readonly Scalar[];
+      like?: LikePattern;
     };
 
 export type SortKey = { column: Column; order: 'ASC' | 'DESC' };
@@ -102,7 +110,19 @@ export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_UNPAGED_SIZE = 10000;
 export const DEFAULT_UNPAGED_SIZE = 1000;
 
-const filterValue = z.union([z.string(), z.number(), z.boolean()]).transform((v) => String(v));
+/** Longest filter value, and longest item of `values`. */
+export const MAX_FILTER_VALUE_LENGTH = 1000;
+/** Longest LIKE value: a code's or a name's length. SQLite's own LIKE may take the value's length
+ * times the pattern's (and refuses a pattern past 50,000 bytes with a 500). */
+export const MAX_LIKE_LENGTH = 255;
+/** Most unescaped `%` and `_` in one LIKE value: bounds the recursion of SQLite's LIKE and the
+ * lookaheads of the MongoDB expression. */
+export const MAX_LIKE_WILDCARDS = 32;
+
+const filterValue = z
+  .union([z.string().max(MAX_FILTER_VALUE_LENGTH), z.number(), z.boolean()])
+  .transform((v) => String(v))
+  .meta({ description: `A string (at most ${String(MAX_FILTER_VALUE_LENGTH)} characters), number or boolean, read as text.` });
 
 export const FilterItemSchema = z
   .strictObject({
@@ -115,7 +135,16 @@ export const FilterItemSchema = z
     nestedPath: z.string().max(255).optional(),
     nestedProperty: z.string().max(255).optional(),
   })
-  .meta({ id: 'FilterItem' });
+  .meta({
+    id: 'FilterItem',
+    description:
+      `One condition: \`column\` (or \`key\`), \`operator\` (EQ by default) and \`value\` or \`values\`; each value at most ` +
+      `${String(MAX_FILTER_VALUE_LENGTH)} characters. LIKE and NOT_LIKE are case-insensitive: \`%\` matches any run of ` +
+      `characters, \`_\` exactly one, and a value with no unescaped \`%\` or \`_\` matches as a substring. \`\\%\`, \`\\_\` and \`\\\\\` stand ` +
+      `for a literal \`%\`, \`_\` and backslash; a backslash before any other character is a literal backslash. A LIKE ` +
+      `value is at most ${String(MAX_LIKE_LENGTH)} characters with at most ${String(MAX_LIKE_WILDCARDS)} unescaped ` +
+      `\`%\` and \`_\`; past either limit the answer is a 400 FILTER.INVALID.`,
+  });
 export type FilterItem = z.infer<typeof FilterItemSchema>;
 
 export const SortItemSchema = z.strictObject({
@@ -214,7 +243,23 @@ function operatorProblem(op: Operator, column: Column): string | undefined {
   return undefined;
 }
 
-function operands(item: FilterItem, op: Operator, column: Column, where: string): Outcome<{ value?: Scalar; values?: readonly Scalar[] }> {
+type Operand = { value?: Scalar; values?: readonly Scalar[]; like?: LikePattern };
+
+/** The bounds keep every store's matching cheap whatever the value (see likePattern). */
+function likeOperand(op: Operator, value: string, where: string): Outcome<Operand> {
+  if (value.length > MAX_LIKE_LENGTH) {
+    return { error: `${where}.value: a ${op} value is at most ${String(MAX_LIKE_LENGTH)} characters, not ${String(value.length)}` };
+  }
+  const { tokens, wildcards } = scanLike(value);
+  if (wildcards > MAX_LIKE_WILDCARDS) {
+    return {
+      error: `${where}.value: a ${op} value has at most ${String(MAX_LIKE_WILDCARDS)} unescaped % and _, not ${String(wildcards)} (\\% and \\_ are literal)`,
+    };
+  }
+  return { ok: { value, like: tokens } };
+}
+
+function operands(item: FilterItem, op: Operator, column: Column, where: string): Outcome<Operand> {
   if (op === 'IS_NULL' || op === 'IS_NOT_NULL') return { ok: {} };
   try {
     if (op === 'IN' || op === 'NOT_IN') {
@@ -223,8 +268,8 @@ function operands(item: FilterItem, op: Operator, column: Column, where: string)
       return { ok: { values: raw.map((v) => parseValue(column.type, v)) } };
     }
     if (item.value == null) return { error: `${where}.value: ${op} needs a value` };
-    const like = op === 'LIKE' || op === 'NOT_LIKE';
-    return { ok: { value: like ? item.value : parseValue(column.type, item.value) } };
+    if (op === 'LIKE' || op === 'NOT_LIKE') return likeOperand(op, item.value, where);
+    return { ok: { value: parseValue(column.type, item.value) } };
   } catch (e) {
     const expected = e instanceof TypeError ? e.message : 'a valid value';
     return { error: `${where}.value: ${JSON.stringify(item.value ?? item.values)} is not ${expected} (column ${column.path} is ${column.type})` };
@@ -271,10 +316,50 @@ export function toQuery(filtering: Pick<Filtering, 'filter' | 'sort'>, catalog: 
   return { conditions, sort };
 }
 
-/** LIKE semantics shared by every store: case-insensitive, % any run, _ one character; a value
- * with neither matches as a substring. Returns the pattern to use. */
-export function likePattern(value: string): string {
-  return /[%_]/.test(value) ? value : `%${value}%`;
+/** An escaped wildcard or backslash, a wildcard, a run of plain text, or a backslash escaping
+ * nothing (which stays a backslash, as it was before the escape existed). */
+const LIKE_PIECE = /\\[\\%_]|[%_]|[^\\%_]+|\\/g;
+const ANY: LikeToken = Object.freeze({ kind: 'any' });
+const ONE: LikeToken = Object.freeze({ kind: 'one' });
+
+function scanLike(value: string): { tokens: LikeToken[]; wildcards: number } {
+  const tokens: LikeToken[] = [];
+  let text = '';
+  let wildcards = 0;
+  for (const [piece] of value.matchAll(LIKE_PIECE)) {
+    if (piece !== '%' && piece !== '_') {
+      text += piece.length === 2 && piece.startsWith('\\') ? piece.charAt(1) : piece;
+      continue;
+    }
+    if (text !== '') tokens.push({ kind: 'text', text });
+    text = '';
+    wildcards += 1;
+    if (piece === '_') tokens.push(ONE);
+    else if (tokens.at(-1)?.kind !== 'any') tokens.push(ANY);
+  }
+  if (text !== '') tokens.push({ kind: 'text', text });
+  if (wildcards > 0) return { tokens, wildcards };
+  return { tokens: tokens.length === 0 ? [ANY] : [ANY, ...tokens, ANY], wildcards };
+}
+
+/**
+ * LIKE semantics shared by every store: case-insensitive, `%` any run, `_` one character, `\%`,
+ * `\_` and `\\` a literal `%`, `_` and backslash; a value without an unescaped wildcard matches
+ * as a substring. toQuery bounds the value's length and wildcards before any store sees it.
+ */
+export function likePattern(value: string): LikePattern {
+  return scanLike(value).tokens;
+}
+
+/** What a store compares a condition with: IN's values or the one value, and for LIKE and
+ * NOT_LIKE the parsed pattern (parsed here for a Query built by hand rather than by toQuery). */
+export type Operands = { values: readonly Scalar[]; like: LikePattern | undefined };
+
+export function operandsOf(c: Condition): Operands {
+  const single = c.value === undefined ? [] : [c.value];
+  const values = c.op === 'IN' || c.op === 'NOT_IN' ? (c.values ?? single) : single;
+  const like = c.op === 'LIKE' || c.op === 'NOT_LIKE' ? (c.like ?? likePattern(String(c.value ?? ''))) : undefined;
+  return { values, like };
 }
 
 /** A filter value's reading as a number, as the `any` type defines it. */

@@ -5,6 +5,10 @@ export type JsonObject = Record<string, unknown>;
 export const isPlainObject = (v: unknown): v is JsonObject =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** A member of a JSON object by a key that came with the data: `o[key]` would answer `toString`,
+ * `constructor` or `__proto__` with what Object.prototype holds. */
+export const memberOf = (o: JsonObject, key: string): unknown => (Object.hasOwn(o, key) ? o[key] : undefined);
+
 /** RFC 7396: null removes a member, objects merge recursively, anything else replaces. */
 export function applyMergePatch(target: unknown, patch: unknown): unknown {
   if (!isPlainObject(patch)) return patch;
@@ -12,9 +16,30 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
   const result = new Map(Object.entries(base));
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) result.delete(key);
-    else result.set(key, applyMergePatch(base[key], value));
+    else result.set(key, applyMergePatch(result.get(key), value));
   }
   return Object.fromEntries(result);
+}
+
+/** JSON.stringify says undefined for undefined (and functions): that is JSON's null here. */
+function jsonText(value: unknown): string {
+  return value === undefined || typeof value === 'function' ? 'null' : JSON.stringify(value);
+}
+
+/** Size of a value's JSON text in UTF-8 bytes: what a log, a read model or a response carries. */
+export const jsonBytes = (value: unknown): number => Buffer.byteLength(jsonText(value), 'utf8');
+
+/** JSON text with every object's members sorted by key: one spelling per value. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
+  if (isPlainObject(value)) {
+    const members = Object.keys(value)
+      .filter((k) => value[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`);
+    return `{${members.join(',')}}`;
+  }
+  return jsonText(value);
 }
 
 export function deepEqual(a: unknown, b: unknown): boolean {
@@ -25,7 +50,7 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   if (isPlainObject(a) && isPlainObject(b)) {
     const ka = Object.keys(a).filter((k) => a[k] !== undefined);
     const kb = Object.keys(b).filter((k) => b[k] !== undefined);
-    return ka.length === kb.length && ka.every((k) => deepEqual(a[k], b[k]));
+    return ka.length === kb.length && ka.every((k) => deepEqual(a[k], memberOf(b, k)));
   }
   return false;
 }
@@ -45,24 +70,12 @@ export function diffJson(from: unknown, to: unknown, at: readonly string[] = [])
   const ops: JsonPatchOp[] = [];
   for (const key of Object.keys(from)) {
     if (from[key] === undefined) continue;
-    if (to[key] === undefined) ops.push({ op: 'remove', path: pointer([...at, key]) });
-    else ops.push(...diffJson(from[key], to[key], [...at, key]));
+    const next = memberOf(to, key);
+    if (next === undefined) ops.push({ op: 'remove', path: pointer([...at, key]) });
+    else ops.push(...diffJson(from[key], next, [...at, key]));
   }
   for (const key of Object.keys(to)) {
-    if (to[key] !== undefined && from[key] === undefined) ops.push({ op: 'add', path: pointer([...at, key]), value: to[key] });
+    if (to[key] !== undefined && memberOf(from, key) === undefined) ops.push({ op: 'add', path: pointer([...at, key]), value: to[key] });
   }
   return ops;
-}
-
-/** Whether a parsed JSON value nests deeper than `max` (checked without recursion, so a hostile
- * document cannot exhaust the stack of the checker itself). */
-export function nestsDeeperThan(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const [v, depth] = item;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth >= max) return true;
-    for (const child of Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return false;
 }

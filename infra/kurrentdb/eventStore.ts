@@ -346,10 +346,11 @@ export class KurrentEventStore implements EventStore {
     }
   }
 
-  async #readMarked(stream: string): Promise<MarkedEvent[]> {
+  async #readMarked(stream: string, from = 0): Promise<MarkedEvent[]> {
     const events: MarkedEvent[] = [];
+    const options: ReadStreamOptions = from > 0 ? { ...FROM_LEADER, direction: FORWARDS, fromRevision: BigInt(from) } : FROM_LEADER;
     try {
-      for await (const resolved of this.#client.readStream(stream, FROM_LEADER)) {
+      for await (const resolved of this.#client.readStream(stream, options)) {
         if (resolved.event) events.push(toRecordedEvent(resolved.event));
       }
     } catch (error) {
@@ -359,8 +360,8 @@ export class KurrentEventStore implements EventStore {
     return events;
   }
 
-  async readStream(stream: string): Promise<RecordedEvent[]> {
-    return (await this.#readMarked(stream)).map((m) => m.event);
+  async readStream(stream: string, options: { from?: number } = {}): Promise<RecordedEvent[]> {
+    return (await this.#readMarked(stream, options.from ?? 0)).map((m) => m.event);
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {

@@ -8,13 +8,16 @@
 import type { Document, DocumentWrite, Position } from '../../domain/ports.ts';
 import {
   booleanReading,
-  likePattern,
   numericReading,
+  operandsOf,
   typedValue,
   shapeOf,
   type Column,
   type ColumnType,
   type Condition,
+  type LikePattern,
+  type LikeToken,
+  type Operands,
   type Operator,
   type OperatorShape,
   type PositiveOperator,
@@ -167,22 +170,34 @@ export function regexLiteral(text: string): string {
 /** Case-insensitive, and `.` also matches a line break, as `_` does in LIKE. */
 export const REGEX_OPTIONS = 'is';
 
+const ANY_CHAR = '[\\s\\S]';
+
+/** Text and `_` between two `%` (or an end): a fixed number of characters. */
+const segmentRegex = (tokens: readonly LikeToken[]): string =>
+  tokens.map((t) => (t.kind === 'text' ? regexLiteral(t.text) : ANY_CHAR)).join('');
+
 /**
- * LIKE as a regular expression: `%` any run, `_` one character, everything else literal, matched
- * against the whole value. The end is `(?![\s\S])` rather than `$`, which in PCRE also matches
- * before a final line break; a `%` at either end simply leaves that end unanchored.
+ * LIKE as a regular expression matched against the whole value, that no engine can make
+ * backtrack more than linearly (`.*a.*a.*a…$` takes exponential time on a long run of `a`s). The
+ * pattern splits at its `%` into fixed-length segments: the first is matched at the start; each
+ * middle one at its leftmost occurrence, committed by a lookahead (atomic in PCRE and JavaScript
+ * alike) captured and consumed by a backreference, so a later failure never retries it elsewhere;
+ * leftmost is enough because a segment of fixed length found earlier leaves more room to the
+ * rest. The last, unless a `%` ends the pattern, must end the value: `(?![\s\S])` rather than `$`,
+ * which in PCRE also matches before a final line break. A backreference is always followed by `(`,
+ * `[` or the end, never by a digit that would extend its number.
  */
-export function likeRegex(value: string): string {
-  const pattern = likePattern(value).replace(/%+/g, '%');
-  if (pattern === '%') return '';
-  const open = !pattern.startsWith('%');
-  const close = !pattern.endsWith('%');
-  const body = pattern
-    .slice(open ? 0 : 1, close ? pattern.length : -1)
-    .split('%')
-    .map((run) => run.split('_').map(regexLiteral).join('.'))
-    .join('.*');
-  return `${open ? '^' : ''}${body}${close ? '(?![\\s\\S])' : ''}`;
+export function likeRegex(pattern: LikePattern): string {
+  const segments: LikeToken[][] = [[]];
+  for (const token of pattern) {
+    if (token.kind === 'any') segments.push([]);
+    else segments[segments.length - 1]?.push(token);
+  }
+  const [first = '', ...rest] = segments.map(segmentRegex);
+  const last = rest.pop();
+  const middle = rest.map((segment, i) => `(?=(${ANY_CHAR}*?${segment}))\\${String(i + 1)}`).join('');
+  const end = last === undefined ? '(?![\\s\\S])' : last === '' ? '' : `${ANY_CHAR}*${last}(?![\\s\\S])`;
+  return `^${first}${middle}${end}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -195,17 +210,18 @@ function membership(field: string, values: readonly unknown[]): MongoFilter {
   return values.length === 1 ? { [field]: { $eq: only } } : { [field]: { $in: [...values] } };
 }
 
-const like = (field: string, value: Scalar): MongoFilter => ({
-  [field]: { $regex: likeRegex(String(value)), $options: REGEX_OPTIONS },
-});
+function like(field: string, pattern: LikePattern | undefined): MongoFilter {
+  if (pattern === undefined) throw new TypeError('a LIKE condition without its pattern');
+  return { [field]: { $regex: likeRegex(pattern), $options: REGEX_OPTIONS } };
+}
 
-function typedPositive(field: string, type: Exclude<ColumnType, 'any'>, op: PositiveOperator, values: readonly Scalar[]): MongoFilter {
+function typedPositive(field: string, type: Exclude<ColumnType, 'any'>, op: PositiveOperator, { values, like: pattern }: Operands): MongoFilter {
   switch (op) {
     case 'EQ':
     case 'IN':
       return membership(field, values.map((v) => typedValue(type, v)));
     case 'LIKE':
-      return like(field, values[0] ?? '');
+      return like(field, pattern);
     case 'GT':
     case 'GTE':
     case 'LT':
@@ -229,13 +245,13 @@ function anyMembership(field: string, values: readonly Scalar[]): MongoFilter {
   return membership(field, [...new Set(readings)]);
 }
 
-function anyPositive(field: string, op: PositiveOperator, values: readonly Scalar[]): MongoFilter {
+function anyPositive(field: string, op: PositiveOperator, { values, like: pattern }: Operands): MongoFilter {
   switch (op) {
     case 'EQ':
     case 'IN':
       return anyMembership(field, values);
     case 'LIKE':
-      return like(field, values[0] ?? '');
+      return like(field, pattern);
     case 'GT':
     case 'GTE':
     case 'LT':
@@ -253,8 +269,8 @@ function anyPositive(field: string, op: PositiveOperator, values: readonly Scala
   }
 }
 
-function positive(field: string, type: ColumnType, op: PositiveOperator, values: readonly Scalar[]): MongoFilter {
-  return type === 'any' ? anyPositive(field, op, values) : typedPositive(field, type, op, values);
+function positive(field: string, type: ColumnType, op: PositiveOperator, operands: Operands): MongoFilter {
+  return type === 'any' ? anyPositive(field, op, operands) : typedPositive(field, type, op, operands);
 }
 
 const notArray = (field: string): MongoFilter => ({ [field]: { $not: { $type: 'array' } } });
@@ -267,7 +283,7 @@ const not = (filter: MongoFilter): MongoFilter => ({ $nor: [filter] });
  * scalar counts as its own single element) and a negation when none does; IS_NOT_NULL there means
  * a non-null element: an array with one, or a non-null scalar.
  */
-function typedCondition(field: string, column: Column, shape: OperatorShape, values: readonly Scalar[]): MongoFilter {
+function typedCondition(field: string, column: Column, shape: OperatorShape, operands: Operands): MongoFilter {
   switch (shape.kind) {
     case 'null': {
       if (!column.array) return { [field]: shape.isNull ? { $eq: null } : { $ne: null } };
@@ -275,9 +291,9 @@ function typedCondition(field: string, column: Column, shape: OperatorShape, val
       return shape.isNull ? not(nonNull) : nonNull;
     }
     case 'positive':
-      return positive(field, column.type, shape.op, values);
+      return positive(field, column.type, shape.op, operands);
     case 'negated':
-      return not(positive(field, column.type, shape.op, values));
+      return not(positive(field, column.type, shape.op, operands));
     default: {
       const _never: never = shape;
       return _never;
@@ -290,7 +306,7 @@ function typedCondition(field: string, column: Column, shape: OperatorShape, val
  * The SQLite store reads a JSON path: an array on the way makes the value null, and an array at
  * the end is a value that equals, matches and orders against no scalar (yet is not null).
  */
-function anyCondition(target: Target, shape: OperatorShape, values: readonly Scalar[]): MongoFilter {
+function anyCondition(target: Target, shape: OperatorShape, operands: Operands): MongoFilter {
   const { field, parents } = target;
   const reachable = parents.map(notArray);
   switch (shape.kind) {
@@ -299,9 +315,9 @@ function anyCondition(target: Target, shape: OperatorShape, values: readonly Sca
       return shape.isNull ? not(present) : present;
     }
     case 'positive':
-      return both(...reachable, notArray(field), anyPositive(field, shape.op, values));
+      return both(...reachable, notArray(field), anyPositive(field, shape.op, operands));
     case 'negated':
-      return not(both(...reachable, notArray(field), anyPositive(field, shape.op, values)));
+      return not(both(...reachable, notArray(field), anyPositive(field, shape.op, operands)));
     default: {
       const _never: never = shape;
       return _never;
@@ -309,11 +325,11 @@ function anyCondition(target: Target, shape: OperatorShape, values: readonly Sca
   }
 }
 
-function fieldCondition(column: Column, atDocumentRoot: boolean, op: Operator, values: readonly Scalar[]): MongoFilter {
+function fieldCondition(column: Column, atDocumentRoot: boolean, op: Operator, operands: Operands): MongoFilter {
   const target = targetOf(column.path, atDocumentRoot);
   const shape = shapeOf(op);
-  if (!column.array && column.type === 'any') return anyCondition(target, shape, values);
-  return typedCondition(target.field, column, shape, values);
+  if (!column.array && column.type === 'any') return anyCondition(target, shape, operands);
+  return typedCondition(target.field, column, shape, operands);
 }
 
 /**
@@ -322,10 +338,9 @@ function fieldCondition(column: Column, atDocumentRoot: boolean, op: Operator, v
  * an array is read by MongoDB as a document with no such property, where SQLite skips it.)
  */
 function condition(c: Condition): MongoFilter {
-  const single = c.value === undefined ? [] : [c.value];
-  const values = c.op === 'IN' || c.op === 'NOT_IN' ? (c.values ?? single) : single;
-  if (c.kind === 'field') return fieldCondition(c.column, true, c.op, values);
-  return { [targetOf(c.arrayPath, true).field]: { $elemMatch: fieldCondition(c.column, false, c.op, values) } };
+  const operands = operandsOf(c);
+  if (c.kind === 'field') return fieldCondition(c.column, true, c.op, operands);
+  return { [targetOf(c.arrayPath, true).field]: { $elemMatch: fieldCondition(c.column, false, c.op, operands) } };
 }
 
 /** The filter of a find or count: live documents meeting every condition. */

@@ -203,6 +203,18 @@ export class MongoReadStore implements ReadStore {
     return rows.flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
   }
 
+  async findIds(collection: string, query: Query, page: Page): Promise<string[]> {
+    const documents = this.#documents(collection);
+    const filter = asFilter<StoredDocument>(compileFilter(query));
+    if (page.limit <= 0) return [];
+    const rows = await this.#run(() =>
+      documents
+        .find(filter, { sort: compileSort(query), skip: Math.max(0, page.offset), limit: page.limit, projection: { _id: 1 }, maxTimeMS: QUERY_TIME_LIMIT_MS })
+        .toArray(),
+    );
+    return rows.map((row) => row._id);
+  }
+
   async count(collection: string, query: Query): Promise<number> {
     const documents = this.#documents(collection);
     const filter = asFilter<StoredDocument>(compileFilter(query));

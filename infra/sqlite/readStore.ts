@@ -9,22 +9,28 @@ import {
   booleanReading,
   likePattern,
   numericReading,
+  operandsOf,
   typedValue,
   shapeOf,
   type Column,
   type ColumnType,
   type Condition,
+  type LikePattern,
+  type Operands,
   type Operator,
   type PositiveOperator,
   type Query,
   type Scalar,
 } from '../../domain/shared/filtering.ts';
+import { likeMatcher, type LikeMatcher } from './likeMatcher.ts';
 
 const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
 const BARE_SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ASCII = /^\p{ASCII}*$/u;
 const STATEMENT_CACHE_SIZE = 500;
+/** rm_like runs once per row: a query's few patterns are compiled once, not once per row. */
+const LIKE_MATCHER_CACHE_SIZE = 64;
 
 /** A value reachable by a condition: its SQL value and its JSON type (`json_type` vocabulary). */
 type Target = { value: string; type: string };
@@ -70,25 +76,40 @@ function bindable(type: Exclude<ColumnType, 'any'>, value: Scalar): string | num
   return typeof typed === 'boolean' ? Number(typed) : typed;
 }
 
-/** A lowercased LIKE pattern escaped for `ESCAPE '\'` as a whole-value regular expression over
- * code points, for the patterns SQLite's own LIKE cannot take. */
-function likeToRegExp(pattern: string): RegExp {
-  const literal = (c: string): string => c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-  let source = '';
-  let escaped = false;
-  for (const c of pattern) {
-    if (escaped) source += literal(c);
-    else if (c === '%') source += '[\\s\\S]*';
-    else if (c === '_') source += '[\\s\\S]';
-    else if (c !== '\\') source += literal(c);
-    escaped = !escaped && c === '\\';
-  }
-  return new RegExp(`^${source}$`, 'u');
+const escapeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/**
+ * A parsed pattern as the text of `LIKE … ESCAPE '\'`. That escape is the API's own for `\`, `%`
+ * and `_`, and a parsed pattern always holds a wildcard, so the text is also a LIKE value that
+ * likePattern reads back to the same pattern: rm_like rebuilds its matcher from it.
+ */
+function likeSql(pattern: LikePattern): string {
+  return pattern.map((t) => (t.kind === 'text' ? escapeLiteral(t.text) : t.kind === 'any' ? '%' : '_')).join('');
 }
 
-/** LIKE's `\` is our escape character, so a backslash in a value is escaped to stay data. */
-const escapeBackslash = (s: string): string => s.replaceAll('\\', '\\\\');
-const escapeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+/** Native LIKE's work per character of a value is at most this many comparisons. */
+const NATIVE_LIKE_MAX_RUN = 16;
+
+/** The longest run of characters a pattern compares after a `%` (where LIKE tries every position). */
+function longestFloatingRun(pattern: LikePattern): number {
+  let longest = 0;
+  let run = 0;
+  let floating = false;
+  for (const t of pattern) {
+    if (t.kind === 'any') {
+      floating = true;
+      run = 0;
+    } else if (floating) {
+      run += t.kind === 'text' ? t.text.length : 1;
+      longest = Math.max(longest, run);
+    }
+  }
+  return longest;
+}
+
+const ANYTHING: LikePattern = [{ kind: 'any' }];
+const containing = (term: string): LikePattern => (term === '' ? ANYTHING : [{ kind: 'any' }, { kind: 'text', text: term }, { kind: 'any' }]);
+const startingWith = (term: string): LikePattern => (term === '' ? ANYTHING : [{ kind: 'text', text: term }, { kind: 'any' }]);
 
 class Compiler {
   readonly params: SQLInputValue[] = [];
@@ -112,25 +133,30 @@ class Compiler {
   }
 
   /**
-   * `pattern` is already escaped for `ESCAPE '\'`. SQLite's LIKE folds ASCII case only; an ASCII
-   * pattern can match other characters only through wildcards, so native LIKE is exact for it, and
-   * any other pattern compares the Unicode-lowercased value with the lowercased pattern instead.
+   * SQLite's LIKE folds ASCII case only; an ASCII pattern can match other characters only through
+   * wildcards, so native LIKE is exact for it, and any other pattern compares the
+   * Unicode-lowercased value with the lowercased pattern instead. Native LIKE is fast for the
+   * patterns toQuery lets through (its work is bounded by the value's length times the pattern's).
    */
-  like(expr: string, pattern: string): string {
-    // SQLite's LIKE reads its pattern as a C string, so a NUL would end it early.
-    if (pattern.includes('\0')) return `rm_like(${expr}, ${this.bind(pattern.toLowerCase())})`;
-    if (ASCII.test(pattern)) return `${expr} LIKE ${this.bind(pattern)} ESCAPE '\\'`;
-    return `rm_fold(${expr}) LIKE ${this.bind(pattern.toLowerCase())} ESCAPE '\\'`;
+  like(expr: string, pattern: LikePattern): string {
+    const sql = likeSql(pattern);
+    // SQLite's LIKE reads its pattern as a C string, so a NUL would end it early; and after each `%`
+    // it tries the rest at every position, so a long run there costs the value's length times the
+    // run's (a 250-character run: 50 ms per 100,000-character value): the linear matcher takes both.
+    if (sql.includes('\0') || longestFloatingRun(pattern) > NATIVE_LIKE_MAX_RUN) return `rm_like(${expr}, ${this.bind(sql)})`;
+    if (ASCII.test(sql)) return `${expr} LIKE ${this.bind(sql)} ESCAPE '\\'`;
+    return `rm_fold(${expr}) LIKE ${this.bind(sql.toLowerCase())} ESCAPE '\\'`;
   }
 
-  positive(t: Target, type: ColumnType, op: PositiveOperator, values: readonly Scalar[]): string {
+  positive(t: Target, type: ColumnType, op: PositiveOperator, { values, like: pattern }: Operands): string {
     switch (op) {
       case 'EQ':
       case 'IN':
         if (type === 'any') return this.anyMembership(t, values);
         return this.membership(t.value, values.map((v) => bindable(type, v)));
       case 'LIKE': {
-        const like = this.like(t.value, escapeBackslash(likePattern(String(values[0] ?? ''))));
+        if (pattern === undefined) throw new TypeError('a LIKE condition without its pattern');
+        const like = this.like(t.value, pattern);
         return type === 'any' ? `(${t.type} = 'text' AND ${like})` : like;
       }
       case 'GT':
@@ -170,7 +196,7 @@ class Compiler {
    * for a missing or null scalar (as `$ne`/`$nin` do), and for an array when no element matches.
    * IS_NULL holds for a missing or null scalar, and for an array with no non-null element.
    */
-  field(root: string, atDocumentRoot: boolean, column: Column, op: Operator, values: readonly Scalar[]): string {
+  field(root: string, atDocumentRoot: boolean, column: Column, op: Operator, operands: Operands): string {
     const shape = shapeOf(op);
     if (column.array) {
       const e = this.alias('e');
@@ -178,11 +204,11 @@ class Compiler {
       const exists = (negated: boolean, pred: string): string =>
         `${negated ? 'NOT ' : ''}EXISTS (SELECT 1 FROM json_each(${root}, ${jsonPath(column.path)}) AS ${e} WHERE ${pred})`;
       if (shape.kind === 'null') return exists(shape.isNull, `${e}.type <> 'null'`);
-      return exists(shape.kind === 'negated', this.positive(element, column.type, shape.op, values));
+      return exists(shape.kind === 'negated', this.positive(element, column.type, shape.op, operands));
     }
     const t = fieldTarget(root, atDocumentRoot, column.path);
     if (shape.kind === 'null') return `${t.value} IS ${shape.isNull ? '' : 'NOT '}NULL`;
-    const positive = this.positive(t, column.type, shape.op, values);
+    const positive = this.positive(t, column.type, shape.op, operands);
     return shape.kind === 'negated' ? `(${positive}) IS NOT 1` : positive;
   }
 
@@ -192,11 +218,10 @@ class Compiler {
    * never match (and must not reach json_extract, which rejects a bare string).
    */
   condition(c: Condition): string {
-    const single = c.value === undefined ? [] : [c.value];
-    const values = c.op === 'IN' || c.op === 'NOT_IN' ? (c.values ?? single) : single;
-    if (c.kind === 'field') return this.field('doc', true, c.column, c.op, values);
+    const operands = operandsOf(c);
+    if (c.kind === 'field') return this.field('doc', true, c.column, c.op, operands);
     const n = this.alias('n');
-    const inner = this.field(`${n}.value`, false, c.column, c.op, values);
+    const inner = this.field(`${n}.value`, false, c.column, c.op, operands);
     return `EXISTS (SELECT 1 FROM json_each(doc, ${jsonPath(c.arrayPath)}) AS ${n} WHERE CASE WHEN ${n}.type = 'object' THEN (${inner}) END)`;
   }
 }
@@ -245,6 +270,7 @@ export class SqliteReadStore implements ReadStore {
   private readonly statements = new Map<string, StatementSync>();
   private readonly tables = new Set<string>();
   private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
+  private readonly likeMatchers = new Map<string, LikeMatcher>();
 
   constructor(path: string) {
     this.db = new DatabaseSync(path);
@@ -255,8 +281,24 @@ export class SqliteReadStore implements ReadStore {
     this.db.exec('CREATE TABLE IF NOT EXISTS checkpoints (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)');
     this.db.function('rm_fold', { deterministic: true }, (v) => (typeof v === 'string' ? v.toLowerCase() : v));
     this.db.function('rm_like', { deterministic: true }, (v, p) =>
-      typeof v === 'string' && typeof p === 'string' ? Number(likeToRegExp(p).test(v.toLowerCase())) : null,
+      typeof v === 'string' && typeof p === 'string' ? Number(this.matcherOf(p)(v)) : null,
     );
+  }
+
+  /** The matcher of a pattern as likeSql writes it, most recently used kept. */
+  private matcherOf(sql: string): LikeMatcher {
+    let matcher = this.likeMatchers.get(sql);
+    if (matcher) {
+      this.likeMatchers.delete(sql);
+    } else {
+      matcher = likeMatcher(likePattern(sql));
+      if (this.likeMatchers.size >= LIKE_MATCHER_CACHE_SIZE) {
+        const oldest = this.likeMatchers.keys().next();
+        if (oldest.done !== true) this.likeMatchers.delete(oldest.value);
+      }
+    }
+    this.likeMatchers.set(sql, matcher);
+    return matcher;
   }
 
   private statement(sql: string): StatementSync {
@@ -383,6 +425,18 @@ export class SqliteReadStore implements ReadStore {
     });
   }
 
+  findIds(collection: string, query: Query, page: Page): Promise<string[]> {
+    return settle(() => {
+      const { where, orderBy, params } = compile(query);
+      const rows = this.statement(`SELECT id FROM ${this.table(collection)} WHERE ${where}${orderBy} LIMIT ? OFFSET ?`).all(
+        ...params,
+        page.limit,
+        page.offset,
+      );
+      return rows.map((row) => String(row.id));
+    });
+  }
+
   count(collection: string, query: Query): Promise<number> {
     return settle(() => {
       const { where, params } = compile(query);
@@ -397,14 +451,13 @@ export class SqliteReadStore implements ReadStore {
       if (paths.length === 0 || limit <= 0) return [];
       const table = this.table(collection);
       const compiler = new Compiler();
-      const literal = escapeLiteral(term);
       // json_each reads a scalar as a single element, so array columns are searched the same way.
       const sources = [...new Set(paths)].map(
         (path) =>
           `SELECT e.value AS value FROM ${table} AS d, json_each(d.doc, ${jsonPath(path)}) AS e
-           WHERE d.deleted = 0 AND e.type = 'text' AND ${compiler.like('e.value', `%${literal}%`)}`,
+           WHERE d.deleted = 0 AND e.type = 'text' AND ${compiler.like('e.value', containing(term))}`,
       );
-      const prefix = compiler.like('value', `${literal}%`);
+      const prefix = compiler.like('value', startingWith(term));
       const rows = this.statement(
         `SELECT value FROM (${sources.join(' UNION ')}) ORDER BY (${prefix}) DESC, value COLLATE NOCASE, value LIMIT ?`,
       ).all(...compiler.params, limit);

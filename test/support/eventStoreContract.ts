@@ -61,6 +61,16 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       expect(await store.readStream(stream)).toHaveLength(3);
     });
 
+    it('reads a stream from a revision: the tail from inside, nothing from past the end', async () => {
+      const store = await open();
+      const stream = `${freshCategory()}-${randomUUID()}`;
+      await store.append({ stream, expected: 'no_stream', events: [anEvent(), anEvent(), anEvent()] });
+      expect((await store.readStream(stream, { from: 1 })).map((e) => e.revision)).toEqual([1, 2]);
+      expect((await store.readStream(stream, { from: 0 })).map((e) => e.revision)).toEqual([0, 1, 2]);
+      expect(await store.readStream(stream, { from: 3 })).toEqual([]);
+      expect(await store.readStream(`${freshCategory()}-${randomUUID()}`, { from: 2 })).toEqual([]);
+    });
+
     it('reads a missing stream as empty and a missing code as undefined', async () => {
       const store = await open();
       expect(await store.readStream(`${freshCategory()}-${randomUUID()}`)).toEqual([]);

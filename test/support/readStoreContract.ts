@@ -194,6 +194,7 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         it(fixture.name, async () => {
           const query = fixtureQuery(fixture.body);
           expect(idsOf(await store.find(c, query, everything))).toEqual(fixture.ids);
+          expect(await store.findIds(c, query, everything)).toEqual(fixture.ids);
           expect(await store.count(c, query)).toBe(fixture.ids.length);
         });
       }
@@ -208,6 +209,7 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         expect(idsOf(await store.find(c, byCode, { offset: 2, limit: 3 }))).toEqual([D4, D5, D3]);
         expect(idsOf(await store.find(c, byCode, { offset: 6, limit: 5 }))).toEqual([D7]);
         expect(await store.find(c, byCode, { offset: 10, limit: 5 })).toEqual([]);
+        expect(await store.findIds(c, byCode, { offset: 2, limit: 3 })).toEqual([D4, D5, D3]);
         const descending = fixtureQuery({ sort: [{ column: 'code', order: 'DESC' }] });
         expect(idsOf(await store.find(c, descending, { offset: 1, limit: 2 }))).toEqual([D6, D3]);
         expect(await store.count(c, byCode)).toBe(7);

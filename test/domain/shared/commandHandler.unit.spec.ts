@@ -3,7 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { AppendRequest, EventStore } from '../../../domain/ports.ts';
+import { WrongExpectedRevisionError, type AppendRequest, type EventStore } from '../../../domain/ports.ts';
 import { handleCommand, type CommandContext, type CommandSpec } from '../../../domain/shared/commandHandler.ts';
 import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
 import { intercept } from '../../support/intercept.ts';
@@ -32,11 +32,11 @@ const counter = (stream: string, by: number): CommandSpec<number> => ({
   schemaVersion: 1,
 });
 
-const ctx = (requestHash: string): CommandContext => ({
+const ctx = (requestHash: string, idempotencyKey = 'key-1'): CommandContext => ({
   actor: 'alice',
   now: new Date(),
   newId: randomUUID,
-  idempotencyKey: 'key-1',
+  idempotencyKey,
   requestHash,
 });
 
@@ -57,10 +57,45 @@ describe('Idempotency-Key event ids', () => {
     const [log] = logs;
     const { store, ids } = recording(log);
     const stream = `counter-${randomUUID()}`;
-    await handleCommand(counter(stream, 1), ctx('hash-of-body-1'), store);
-    const retried = await handleCommand(counter(stream, 1), ctx('hash-of-body-1'), store);
+    await handleCommand(counter(stream, 1), ctx('hash-of-body-1', 'key-2'), store);
+    const retried = await handleCommand(counter(stream, 1), ctx('hash-of-body-1', 'key-2'), store);
     expect(retried.written).toBe(false);
     expect(ids).toHaveLength(1);
-    await expect(handleCommand(counter(stream, 2), ctx('hash-of-body-2'), store)).rejects.toMatchObject({ code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
+    await expect(handleCommand(counter(stream, 2), ctx('hash-of-body-2', 'key-2'), store)).rejects.toMatchObject({ code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
+  });
+
+  it('refuse a key on another stream, even with the same body, and let another caller use it', async () => {
+    const [log] = logs;
+    const [first, second] = [`counter-${randomUUID()}`, `counter-${randomUUID()}`];
+    await handleCommand(counter(first, 1), ctx('same-hash', 'key-3'), log);
+    await expect(handleCommand(counter(second, 1), ctx('same-hash', 'key-3'), log)).rejects.toMatchObject({ code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
+    const bob = await handleCommand(counter(second, 1), { ...ctx('same-hash', 'key-3'), actor: 'bob' }, log);
+    expect(bob.written).toBe(true);
+  });
+
+  it('let one of many concurrent requests under one key on different streams win, and refuse the rest', async () => {
+    const [log] = logs;
+    const streams = Array.from({ length: 8 }, () => `counter-${randomUUID()}`);
+    const outcomes = await Promise.allSettled(streams.map((s) => handleCommand(counter(s, 1), ctx('same-hash', 'key-4'), log)));
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    for (const o of outcomes.filter((x) => x.status === 'rejected')) expect(o.reason).toMatchObject({ code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
+  });
+});
+
+describe('If-Match', () => {
+  it('retries a conflict that left the record at the caller\'s version (a raced claim) instead of answering 409', async () => {
+    const [log] = logs;
+    const stream = `counter-${randomUUID()}`;
+    await handleCommand(counter(stream, 1), { actor: 'alice', now: new Date(), newId: randomUUID }, log);
+    let refusals = 1;
+    const flaky = intercept(log, 'append', (request: AppendRequest) => {
+      if (refusals > 0) {
+        refusals -= 1;
+        return Promise.reject(new WrongExpectedRevisionError(request.stream, request.expected, 0));
+      }
+      return log.append(request);
+    });
+    const result = await handleCommand({ ...counter(stream, 1), expectedVersion: 0 }, { actor: 'alice', now: new Date(), newId: randomUUID }, flaky);
+    expect(result).toMatchObject({ state: 2, version: 1, written: true });
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { userType } from '../../../domain/registries/userType.ts';
-import { FilteringSchema, toQuery } from '../../../domain/shared/filtering.ts';
+import { FilteringSchema, likePattern, toQuery } from '../../../domain/shared/filtering.ts';
 
 const parse = (body: unknown) => toQuery(FilteringSchema.parse(body), userType.columns, userType.defaultSort);
 const errorsOf = (body: unknown): string[] => {
@@ -58,5 +58,46 @@ describe('Filtering', () => {
   it('refuses malformed uuid and date values', () => {
     expect(errorsOf({ filter: [{ column: 'id', value: 'abc' }] })).toEqual(['filter[0].value: "abc" is not a uuid (column id is uuid)']);
     expect(errorsOf({ filter: [{ column: 'validityFrom', operator: 'GT', value: 'yesterday' }] })).toHaveLength(1);
+  });
+
+  describe('LIKE values', () => {
+    const text = (t: string) => ({ kind: 'text', text: t });
+    const any = { kind: 'any' };
+    const one = { kind: 'one' };
+
+    it('parse once into text, any run and one character, with \\%, \\_ and \\\\ literal', () => {
+      expect(likePattern('a%%b_c%')).toEqual([text('a'), any, text('b'), one, text('c'), any]);
+      expect(likePattern('100\\%')).toEqual([any, text('100%'), any]);
+      expect(likePattern('a\\_b%')).toEqual([text('a_b'), any]);
+      expect(likePattern('a\\\\%')).toEqual([text('a\\'), any]);
+      expect(likePattern('x\\y\\')).toEqual([any, text('x\\y\\'), any]);
+      expect(likePattern('')).toEqual([any]);
+      expect(likePattern('%\u0000_')).toEqual([any, text('\u0000'), one]);
+    });
+
+    it('carry the parsed pattern in the condition', () => {
+      const q = parse({ filter: [{ column: 'code', operator: 'NOT_LIKE', value: 'A\\_%' }] });
+      expect(q.conditions[0]).toMatchObject({ op: 'NOT_LIKE', value: 'A\\_%', like: [text('A_'), any] });
+    });
+
+    it('are bounded: 255 characters and 32 unescaped wildcards, each refusal naming its item', () => {
+      expect(errorsOf({ filter: [{ column: 'code', operator: 'LIKE', value: 'x'.repeat(255) }] })).toEqual([]);
+      expect(errorsOf({ filter: [{ column: 'code', operator: 'EQ', value: 'x' }, { column: 'code', operator: 'LIKE', value: 'x'.repeat(256) }] })).toEqual([
+        'filter[1].value: a LIKE value is at most 255 characters, not 256',
+      ]);
+      expect(errorsOf({ filter: [{ column: 'code', operator: 'NOT_LIKE', value: '%_'.repeat(16) }] })).toEqual([]);
+      expect(errorsOf({ filter: [{ column: 'code', operator: 'NOT_LIKE', value: `${'%_'.repeat(16)}%` }] })).toEqual([
+        'filter[0].value: a NOT_LIKE value has at most 32 unescaped % and _, not 33 (\\% and \\_ are literal)',
+      ]);
+      expect(errorsOf({ filter: [{ column: 'code', operator: 'LIKE', value: '\\%'.repeat(40) }] })).toEqual([]);
+    });
+
+    it('refuse any filter value over 1000 characters in the schema', () => {
+      expect(FilteringSchema.safeParse({ filter: [{ column: 'code', value: 'x'.repeat(1000) }] }).success).toBe(true);
+      const long = FilteringSchema.safeParse({ filter: [{ column: 'code', operator: 'EQ', value: 'x'.repeat(1001) }] });
+      expect(long.error?.issues.map((i) => i.path)).toEqual([['filter', 0, 'value']]);
+      const item = FilteringSchema.safeParse({ filter: [{ column: 'code', operator: 'IN', values: ['a', 'x'.repeat(1001)] }] });
+      expect(item.error?.issues.map((i) => i.path)).toEqual([['filter', 0, 'values', 1]]);
+    });
   });
 });

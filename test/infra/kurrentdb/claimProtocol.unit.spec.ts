@@ -54,6 +54,14 @@ describe('the KurrentDB claim protocol under interleavings (in-memory stand-in o
     store = instanceAt(T0);
   });
 
+  it('reads a stream from a revision (the fold cache reads only the tail), asking the leader', async () => {
+    await store.append({ stream: S, expected: 'no_stream', events: [anEvent(), anEvent(), anEvent()] });
+    expect((await store.readStream(S, { from: 1 })).map((e) => e.revision)).toEqual([1, 2]);
+    expect(await store.readStream(S, { from: 3 })).toEqual([]);
+    expect(await store.readStream('user-none', { from: 1 })).toEqual([]);
+    expect(client.reads.filter((r) => r.stream === S).at(-1)?.options).toMatchObject({ fromRevision: 3n, requiresLeader: true });
+  });
+
   it('keeps the code with the record that landed when two appends of one stream claim it and the first is refused', async () => {
     const a1 = anEvent();
     const b1 = anEvent();

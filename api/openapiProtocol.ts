@@ -1,0 +1,127 @@
+// What every route shares at the protocol level, added to the OpenAPI document once instead of in
+// each route's schema: the headers the service reads (Idempotency-Key, If-Match, X-Request-Id,
+// X-Correlation-Id) and answers (ETag, Location, X-Event-Position, the echoed ids), and the errors
+// any route can answer (401 and 403 behind a token; 400, 413 and 415 with a body; 412 with
+// If-Match; 503 where a read waits for a read model). A client generated from the document then
+// knows everything the server does.
+
+type Json = Record<string, unknown>;
+type Operation = { parameters?: Json[]; responses?: Record<string, Json>; requestBody?: unknown; security?: unknown[] };
+
+const ERROR = { $ref: '#/components/schemas/Error' };
+const ref = (kind: 'parameters' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` });
+
+const parameters: Json = {
+  IdempotencyKey: {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    description:
+      'Makes the write safe to retry: a retry with the same key and the same request (same operation, resource, record, and body up to member order) answers the first result and writes nothing. ' +
+      'A key belongs to its caller (the token\'s subject) and names one request across all resources: reused for any other request it answers 409 `REQUEST.IDEMPOTENCY_KEY_REUSED`. ' +
+      'A key is taken by the first request that writes under it.',
+    schema: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[\\x21-\\x7e]+$' },
+  },
+  IfMatch: {
+    name: 'If-Match',
+    in: 'header',
+    required: false,
+    description: 'The version (`auditInfo.version`, as in the ETag) the write applies to; another current version answers 412. `*` or absent: the latest.',
+    schema: { type: 'string', examples: ['"3"'] },
+  },
+  RequestId: {
+    name: 'X-Request-Id',
+    in: 'header',
+    required: false,
+    description: 'Echoed back and stored in the metadata of every event the request writes; generated when absent.',
+    schema: { type: 'string', maxLength: 200, pattern: '^[\\x21-\\x7e]+$' },
+  },
+  CorrelationId: {
+    name: 'X-Correlation-Id',
+    in: 'header',
+    required: false,
+    description: 'Echoed back and stored in the metadata of every event the request writes; defaults to the request id.',
+    schema: { type: 'string', maxLength: 200, pattern: '^[\\x21-\\x7e]+$' },
+  },
+};
+
+const headers: Json = {
+  ETag: { description: 'The record\'s version (`auditInfo.version`, its stream revision) as `"<n>"`: send it back in If-Match.', schema: { type: 'string' } },
+  Location: { description: 'The created record\'s URL.', schema: { type: 'string' } },
+  EventPosition: {
+    description: 'The log position of this write: opaque decimal digits (at most 40). Pass it as `?minPosition=` to a search, count or list to wait until they reflect the write.',
+    schema: { type: 'string', pattern: '^\\d{1,40}$' },
+  },
+  RequestId: { description: 'The request id (sent or generated).', schema: { type: 'string' } },
+  CorrelationId: { description: 'The correlation id (sent, else the request id).', schema: { type: 'string' } },
+};
+
+const ERROR_TEXT: Record<string, string> = {
+  '400': 'Malformed request: the error body names each violated field',
+  '401': 'No or invalid bearer token',
+  '403': 'The token\'s roles do not allow this',
+  '412': 'If-Match names a version that is not the current one',
+  '413': 'Body or record over its limit (request bodies: BODY_LIMIT_BYTES; a record: 512 KiB of JSON)',
+  '415': 'Not application/json',
+  '503': 'A store is unavailable, or `minPosition` was not reached in time',
+};
+
+function addError(op: Operation, status: string): void {
+  op.responses ??= {};
+  op.responses[status] ??= { description: ERROR_TEXT[status] ?? 'Error', content: { 'application/json': { schema: ERROR } } };
+}
+
+function addHeaders(op: Operation, names: readonly string[]): void {
+  for (const [status, response] of Object.entries(op.responses ?? {})) {
+    if (!status.startsWith('2')) continue;
+    const own = (response.headers ?? {}) as Json;
+    response.headers = { ...own, ...Object.fromEntries(names.map((n) => [headerName(n), ref('headers', n)])) };
+  }
+}
+
+const headerName = (name: string): string =>
+  ({ ETag: 'ETag', Location: 'Location', EventPosition: 'X-Event-Position', RequestId: 'X-Request-Id', CorrelationId: 'X-Correlation-Id' })[name] ?? name;
+
+function addParameters(op: Operation, names: readonly string[]): void {
+  op.parameters = [...(op.parameters ?? []), ...names.map((n) => ref('parameters', n))];
+}
+
+/** Creates and changes of one record: keyed, versioned, positioned in the log. */
+function describeWrite(method: string, op: Operation, change: boolean): void {
+  addParameters(op, change ? ['IdempotencyKey', 'IfMatch'] : ['IdempotencyKey']);
+  addHeaders(op, !change ? ['Location', 'ETag', 'EventPosition'] : method === 'delete' ? ['EventPosition'] : ['ETag', 'EventPosition']);
+  addError(op, '503');
+  if (change) addError(op, '412');
+}
+
+/** The protocol-level part of one operation, by what it is. */
+function describe(method: string, path: string, op: Operation): void {
+  const record = path.endsWith('/{idOrCode}');
+  const create = method === 'post' && op.responses?.['201'] !== undefined;
+  const change = ['put', 'patch', 'delete'].includes(method) && record;
+  addParameters(op, ['RequestId', 'CorrelationId']);
+  addHeaders(op, ['RequestId', 'CorrelationId']);
+  addError(op, '401');
+  addError(op, '403');
+  if (op.requestBody !== undefined) for (const status of ['400', '413', '415']) addError(op, status);
+  if (create || change) describeWrite(method, op, change);
+  else if (method === 'get' && (record || /\/(by-code\/\{code\}|versions\/\{version\})$/.test(path))) addHeaders(op, ['ETag']);
+  if ((op.parameters ?? []).some((p) => p.name === 'minPosition')) addError(op, '503');
+}
+
+export function withProtocol<T extends Json>(document: T): T {
+  const paths = (document.paths ?? {}) as Record<string, Record<string, Operation>>;
+  for (const [path, item] of Object.entries(paths)) {
+    if (!path.startsWith('/api/')) continue;
+    for (const [method, op] of Object.entries(item)) describe(method, path, op);
+  }
+  const components = (document.components ?? {}) as Json;
+  return {
+    ...document,
+    components: {
+      ...components,
+      parameters: { ...((components.parameters ?? {}) as Json), ...parameters },
+      headers: { ...((components.headers ?? {}) as Json), ...headers },
+    },
+  };
+}

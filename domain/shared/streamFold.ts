@@ -1,0 +1,107 @@
+// A stream's state, folded once and then kept up to date from the events after it. Commands and
+// reads of one record otherwise re-read and re-fold its whole stream every time, which grows with
+// every version (60 versions of a large record were 1.8 s per write). The log stays the only truth:
+// every use reads the events after the cached revision, so writes of other processes are seen.
+// The cache is per log, bounded in bytes, and forgets the least recently used streams first.
+// It needs `evolve` to return new states rather than change the one it gets (every fold here does).
+
+import type { EventStore, Position, RecordedEvent } from '../ports.ts';
+import { jsonBytes } from './json.ts';
+
+export type FoldSpec<S> = {
+  /** Names the kind of state: streams of one category share a fold. */
+  resource: string;
+  stream: string;
+  initial: () => S;
+  evolve: (state: S, event: RecordedEvent) => S;
+};
+
+export type Folded<S> = {
+  state: S;
+  /** Revision of the last event folded; undefined when the stream does not exist. */
+  version: number | undefined;
+  position: Position | undefined;
+  /** `actor \n key` of every Idempotency-Key the stream's events were written under. */
+  keys: ReadonlySet<string>;
+};
+
+type Entry = Folded<unknown> & { bytes: number };
+
+/** Total size of the states kept per log (their JSON). */
+const BUDGET_BYTES = 64 * 1024 * 1024;
+
+export const keyOf = (actor: string, idempotencyKey: string): string => `${actor}\n${idempotencyKey}`;
+
+class FoldCache {
+  readonly #entries = new Map<string, Entry>();
+  #bytes = 0;
+
+  get(name: string): Entry | undefined {
+    const entry = this.#entries.get(name);
+    if (entry === undefined) return undefined;
+    this.#entries.delete(name);
+    this.#entries.set(name, entry);
+    return entry;
+  }
+
+  set(name: string, folded: Folded<unknown>): void {
+    this.delete(name);
+    const bytes = jsonBytes(folded.state);
+    if (bytes > BUDGET_BYTES / 4) return;
+    this.#entries.set(name, { ...folded, bytes });
+    this.#bytes += bytes;
+    for (const [oldest, entry] of this.#entries) {
+      if (this.#bytes <= BUDGET_BYTES) break;
+      this.#entries.delete(oldest);
+      this.#bytes -= entry.bytes;
+    }
+  }
+
+  delete(name: string): void {
+    const entry = this.#entries.get(name);
+    if (entry === undefined) return;
+    this.#entries.delete(name);
+    this.#bytes -= entry.bytes;
+  }
+}
+
+const caches = new WeakMap<EventStore, FoldCache>();
+
+function cacheOf(store: EventStore): FoldCache {
+  let cache = caches.get(store);
+  if (cache === undefined) {
+    cache = new FoldCache();
+    caches.set(store, cache);
+  }
+  return cache;
+}
+
+const nameOf = (spec: FoldSpec<unknown>): string => `${spec.resource}|${spec.stream}`;
+
+/** Folds events onto a folded state. */
+export function foldOnto<S>(spec: FoldSpec<S>, base: Folded<S>, events: readonly RecordedEvent[]): Folded<S> {
+  if (events.length === 0) return base;
+  const keys = new Set(base.keys);
+  for (const e of events) if (e.metadata.idempotencyKey !== undefined) keys.add(keyOf(e.metadata.actor, e.metadata.idempotencyKey));
+  const last = events.at(-1);
+  return { state: events.reduce(spec.evolve, base.state), version: last?.revision, position: last?.position, keys };
+}
+
+/** The stream's current state: the cached fold plus the events after it. */
+export async function foldStream<S>(spec: FoldSpec<S>, store: EventStore): Promise<Folded<S>> {
+  const cache = cacheOf(store);
+  const name = nameOf(spec as FoldSpec<unknown>);
+  const cached = cache.get(name) as Folded<S> | undefined;
+  const base: Folded<S> = cached ?? { state: spec.initial(), version: undefined, position: undefined, keys: new Set() };
+  const from = base.version === undefined ? 0 : base.version + 1;
+  const tail = await store.readStream(spec.stream, { from });
+  if (cached !== undefined && tail.length === 0) return cached;
+  const folded = foldOnto(spec, base, tail);
+  if (folded.version !== undefined) cache.set(name, folded);
+  return folded;
+}
+
+/** Keeps what a command just wrote, so the next use reads nothing before it. */
+export function rememberFold<S>(spec: FoldSpec<S>, store: EventStore, folded: Folded<S>): void {
+  cacheOf(store).set(nameOf(spec as FoldSpec<unknown>), folded);
+}

@@ -1,0 +1,69 @@
+// The OpenAPI document tells a generated client everything the server does at the protocol level:
+// the headers it reads and answers, and every error status a route can answer.
+
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openApiDocument } from '../../api/cli.ts';
+import { startTestApp, type TestApp } from '../support/testApp.ts';
+
+type Op = { parameters?: { $ref?: string; name?: string }[]; responses: Record<string, { headers?: Record<string, unknown> }> };
+let t: TestApp;
+let paths: Record<string, Record<string, Op>>;
+beforeAll(async () => {
+  t = await startTestApp();
+  const doc = (await t.call({ method: 'GET', url: '/openapi.json', as: null })).json<{ paths: typeof paths; components: { parameters: Record<string, unknown>; headers: Record<string, unknown> } }>();
+  paths = doc.paths;
+  expect(Object.keys(doc.components.parameters)).toEqual(expect.arrayContaining(['IdempotencyKey', 'IfMatch', 'RequestId', 'CorrelationId']));
+  expect(Object.keys(doc.components.headers)).toEqual(expect.arrayContaining(['ETag', 'Location', 'EventPosition']));
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const op = (path: string, method: string): Op => {
+  const found = paths[path]?.[method];
+  if (!found) throw new Error(`no ${method} ${path}`);
+  return found;
+};
+const params = (o: Op) => (o.parameters ?? []).map((p) => p.$ref ?? p.name);
+const base = '/api/v1/user-group-types';
+
+describe('the OpenAPI document', () => {
+  it('declares Idempotency-Key on creates, and Location, ETag and X-Event-Position on their 201', () => {
+    const create = op(base, 'post');
+    expect(params(create)).toContain('#/components/parameters/IdempotencyKey');
+    expect(Object.keys(create.responses['201']?.headers ?? {})).toEqual(expect.arrayContaining(['Location', 'ETag', 'X-Event-Position', 'X-Request-Id']));
+  });
+
+  it('declares If-Match and Idempotency-Key on every change, with 412, and ETag on reads of one record', () => {
+    for (const method of ['put', 'patch', 'delete']) {
+      const change = op(`${base}/{idOrCode}`, method);
+      expect(params(change)).toEqual(expect.arrayContaining(['#/components/parameters/IfMatch', '#/components/parameters/IdempotencyKey']));
+      expect(Object.keys(change.responses)).toContain('412');
+    }
+    expect(Object.keys(op(`${base}/{idOrCode}`, 'get').responses['200']?.headers ?? {})).toContain('ETag');
+    expect(Object.keys(op(`${base}/by-code/{code}`, 'get').responses['200']?.headers ?? {})).toContain('ETag');
+  });
+
+  it('declares 401 and 403 on every /api route, and 413 and 415 on every route with a body', () => {
+    for (const [path, item] of Object.entries(paths).filter(([p]) => p.startsWith('/api/'))) {
+      for (const [method, o] of Object.entries(item)) {
+        expect(Object.keys(o.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403']));
+        if ((o as { requestBody?: unknown }).requestBody !== undefined) {
+          expect(Object.keys(o.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['400', '413', '415']));
+        }
+      }
+    }
+  });
+
+  it('declares 503 where a read waits for a read model', () => {
+    expect(Object.keys(op(`${base}/count`, 'post').responses)).toContain('503');
+  });
+});
+
+describe('openapi.json in the repository', () => {
+  it('is the document the service serves (run `npm run openapi` after changing a route or a schema)', async () => {
+    const committed: unknown = JSON.parse(readFileSync('openapi.json', 'utf8'));
+    expect(committed).toEqual(JSON.parse(await openApiDocument()));
+  });
+});
