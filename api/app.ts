@@ -92,7 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId,
     requestIdHeader: false,
     bodyLimit: deps.bodyLimit ?? 6 * 1024 * 1024,
-    // Long enough that an over-long idOrCode reaches its schema and gets the 400 of API.md.
+    // Long enough that an over-long idOrCode reaches its schema and gets the contract's 400.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Errors fastify raises before routing (a malformed URL) and those of Node's HTTP parser
     // (oversized headers) answer with the error body too.

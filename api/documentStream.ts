@@ -40,7 +40,7 @@ export function sendDocuments(reply: FastifyReply, readStore: ReadStore, collect
 }
 
 /** A JSON array of items made one at a time. */
-export function sendItems(reply: FastifyReply, items: Iterable<unknown>): FastifyReply {
+export function sendItems(reply: FastifyReply, items: Iterable<unknown> | AsyncIterable<unknown>): FastifyReply {
   return sendJson(reply, arrayText(items, { n: 0 }));
 }
 

@@ -1,4 +1,4 @@
-// One error handler: every error of every route answers with the error body of API.md and a
+// One error handler: every error of every route answers with the error body of the HTTP contract and a
 // matching HTTP status; 5xx never leaks internals.
 
 import { maxHeaderSize, STATUS_CODES } from 'node:http';

@@ -1,4 +1,4 @@
-// The shared operation set of API.md, generated for one registry descriptor.
+// The shared operation set of the HTTP contract (openapi.json), generated for one registry descriptor.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -24,6 +24,7 @@ import { pageSchema, historyEntrySchema } from './schemas.ts';
 
 const MIN_POSITION_WAIT_MS = 5000;
 const MAX_HISTORY_PAGE = 1000;
+const BY_IDS_CHUNK = 20;
 
 /** An `X-Event-Position` as a client got it: opaque decimal digits (KurrentDB's packed positions
  * run to 39 digits). */
@@ -198,17 +199,20 @@ function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
       config: { permission: 'read' },
       schema: { tags, summary: `Get ${def.name} records by ids (missing ids left out)`, body: z.array(uuid()).max(1000), response: { 200: z.array(record) } },
     },
-    async (request) => {
+    async (request, reply) => {
       const ids = [...new Set(request.body.map((id) => id.toLowerCase()))];
-      const found = await Promise.all(
-        ids.map((id) =>
-          service.get(id).catch((error: unknown) => {
-            if (isDomainError(error) && error.status === 'NOT_FOUND') return undefined;
-            throw error;
-          }),
-        ),
-      );
-      return found.filter((x) => x !== undefined);
+      const one = (id: string) =>
+        service.get(id).catch((error: unknown) => {
+          if (isDomainError(error) && error.status === 'NOT_FOUND') return undefined;
+          throw error;
+        });
+      // A thousand records of up to 512 KiB are more than one string holds: a few at a time.
+      async function* records(): AsyncGenerator {
+        for (let i = 0; i < ids.length; i += BY_IDS_CHUNK) {
+          for (const found of await Promise.all(ids.slice(i, i + BY_IDS_CHUNK).map(one))) if (found !== undefined) yield found;
+        }
+      }
+      return sendItems(reply, records());
     },
   );
 

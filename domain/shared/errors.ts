@@ -1,5 +1,5 @@
 // The error catalogue. Every error the service answers with is one of these; handlers recognise
-// errors by `code`, and the HTTP layer maps `status` to the error body of API.md.
+// errors by `code`, and the HTTP layer maps `status` to the error body of the HTTP contract.
 
 export const HttpStatus = {
   BAD_REQUEST: 400,

@@ -1,4 +1,4 @@
-// The Filtering of API.md: the request body of every search, paged search and count, parsed
+// The Filtering of the HTTP contract: the request body of every search, paged search and count, parsed
 // against a resource's column catalogue into a typed Query that each read store compiles.
 // Values are always data: they are parsed as the column's type here and bound as parameters there.
 

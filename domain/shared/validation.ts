@@ -26,7 +26,7 @@ export function issueLines(issues: readonly z.core.$ZodIssue[], prefix: readonly
 export const schemaViolation = (issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[] = []): DomainError =>
   validationFailed('Request does not match the schema', issueLines(issues, prefix));
 
-/** Parses with a schema or throws the 400 of API.md. */
+/** Parses with a schema or throws the contract's 400 (one line per violated field). */
 export function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown, prefix: readonly PropertyKey[] = []): z.output<T> {
   const r = schema.safeParse(input);
   if (!r.success) throw schemaViolation(r.error.issues, prefix);

@@ -61,6 +61,10 @@ describe('answers with many large records', () => {
     const page = await t.call({ method: 'POST', url: `${base}/search/page`, payload: { ...filter, page: 2, size: 12 } });
     expect(page.json()).toMatchObject({ totalElements: 30, totalPages: 3, number: 2, size: 12, numberOfElements: 6, first: false, last: true, empty: false });
     expect(page.json<{ content: { content: string }[] }>().content.every((r) => r.content.length === 480_000)).toBe(true);
+    const ids = mine.map((r) => (r as unknown as { id: string }).id);
+    const byIds = await t.call({ method: 'POST', url: `${base}/by-ids`, payload: [...ids, '6f1c2b0e-0000-4000-8000-000000000000'] });
+    expect(byIds.headers['transfer-encoding']).toBe('chunked');
+    expect(byIds.json<{ id: string }[]>().map((r) => r.id)).toEqual(ids);
   });
 
   it('history of 40 replaces of a near-limit record is paged, with the total and a link to the next page', async () => {
