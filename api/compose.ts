@@ -34,15 +34,17 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
   const { eventStore, readStore } = options;
   // The projectors log through the app's logger, which exists only once the app is built.
   const log: { to?: { error: (obj: object, msg: string) => void } } = {};
+  const clock = options.clock ?? { now: () => new Date() };
   const readModels = projectorGroup(registries.map(registryProjection), eventStore, readStore, {
     logger: { error: (obj, msg) => log.to?.error(obj, msg) },
+    now: () => clock.now(),
     ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
   });
   const app = await buildApp({
     eventStore,
     readStore,
     readModels,
-    clock: options.clock ?? { now: () => new Date() },
+    clock,
     newId: randomUUID,
     verifyToken: options.verifyToken,
     registries,

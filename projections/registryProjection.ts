@@ -2,6 +2,7 @@
 
 import type { RegistryDefinition } from '../domain/registry/defineRegistry.ts';
 import { evolve, fromRecord, initialState, kindOf, toRecord } from '../domain/registry/registryDecider.ts';
+import { idIn } from '../domain/shared/streams.ts';
 import type { Projection } from './projection.ts';
 
 export function registryProjection(def: RegistryDefinition): Projection {
@@ -10,9 +11,10 @@ export function registryProjection(def: RegistryDefinition): Projection {
     collection: def.collection,
     categories: [def.category],
     indexedPaths: def.indexed,
-    documentId: (event) => (kindOf(def, event.type) === undefined ? undefined : event.stream.slice(def.category.length + 1)),
+    documentId: (event) => (kindOf(def, event.type) === undefined ? undefined : idIn(def.category, event.stream)),
     evolve(current, event) {
-      const id = event.stream.slice(def.category.length + 1);
+      const id = idIn(def.category, event.stream);
+      if (id === undefined) return undefined;
       // Replays are harmless: an event at or below the stored version changes nothing.
       if (current !== undefined && event.revision <= current.version) return undefined;
       const before = current?.doc ? fromRecord(current.doc) : initialState();

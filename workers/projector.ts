@@ -24,6 +24,8 @@ export type ProjectorOptions = {
 };
 
 const DEFAULT_INSTANCE = `${process.pid.toString()}-${randomUUID()}`;
+/** Bound of the positions remembered for lagMs (coalesced beyond it, so the figure only grows). */
+const MAX_UNSEEN = 10_000;
 /** How often a standby instance re-reads the active one's checkpoint. */
 const STANDBY_POLL_MS = 250;
 
@@ -47,7 +49,9 @@ export class Projector {
   #loop: Promise<void> | undefined;
   #unsubscribe: (() => void) | undefined;
   #waiters: { position: Position; resolve: () => void }[] = [];
-  #lastEventAt: number | undefined;
+  /** When (by this projector's clock) it first saw log positions it has not folded yet, oldest
+   * first, coalesced per millisecond and bounded: the age of the first is the model's lag in ms. */
+  #unseen: { position: Position; seenAt: number }[] = [];
   readonly #failures: ProjectionFailure[] = [];
 
   constructor(projection: Projection, events: EventStore, reads: ReadStore, options: ProjectorOptions = {}) {
@@ -77,6 +81,7 @@ export class Projector {
     this.#running = true;
     this.#unsubscribe = this.#events.onAppended((p) => {
       if (p > this.#head) this.#head = p;
+      this.#notice(p);
       this.#wake?.();
     });
     try {
@@ -90,10 +95,29 @@ export class Projector {
   async #init(): Promise<void> {
     await this.#reads.ensureCollection(this.projection.collection, this.projection.indexedPaths);
     const stored = await this.#reads.checkpoint(this.projection.name);
-    if (stored > this.#checkpoint) this.#checkpoint = stored;
+    if (stored > this.#checkpoint) this.#advanceTo(stored);
     const head = await this.#events.headPosition();
     if (head > this.#head) this.#head = head;
+    this.#notice(head);
     this.#initialized = true;
+  }
+
+  #notice(position: Position): void {
+    if (position <= this.#checkpoint) return;
+    const seenAt = this.#now().getTime();
+    const last = this.#unseen.at(-1);
+    if (last !== undefined && (last.seenAt >= seenAt || this.#unseen.length >= MAX_UNSEEN)) {
+      if (position > last.position) last.position = position;
+      return;
+    }
+    this.#unseen.push({ position, seenAt });
+  }
+
+  /** The checkpoint moved: what it passed is folded. */
+  #advanceTo(position: Position): void {
+    this.#checkpoint = position;
+    const firstUnseen = this.#unseen.findIndex((u) => u.position > position);
+    this.#unseen = firstUnseen < 0 ? [] : this.#unseen.slice(firstUnseen);
   }
 
   async stop(): Promise<void> {
@@ -112,7 +136,7 @@ export class Projector {
   /** Takes or renews the lease when a third of it has passed; true while this instance writes. A
    * renewal that fails leaves the instance passive, so two instances never write at once. */
   async #holdLease(): Promise<boolean> {
-    const now = Date.now();
+    const now = this.#now().getTime();
     if (now - this.#leaseCheckedAt >= this.#leaseMs / 3) {
       this.#active = false;
       this.#active = await this.#reads.tryLease(this.projection.name, this.#instanceId, this.#leaseMs);
@@ -126,7 +150,7 @@ export class Projector {
   /** Refuses to write a batch when the lease may have passed to another instance meanwhile (a
    * long batch, a paused process): the run loop renews or stands by and the batch is read again. */
   #assertLeaseValid(): void {
-    if (Date.now() >= this.#leaseValidUntil) {
+    if (this.#now().getTime() >= this.#leaseValidUntil) {
       this.#active = false;
       this.#leaseCheckedAt = Number.NEGATIVE_INFINITY;
       throw new Error(`the lease on ${this.projection.name} ran out before the batch was written`);
@@ -137,7 +161,7 @@ export class Projector {
   async #standBy(): Promise<void> {
     const stored = await this.#reads.checkpoint(this.projection.name);
     if (stored > this.#checkpoint) {
-      this.#checkpoint = stored;
+      this.#advanceTo(stored);
       this.#release();
     }
     // The head moves through onAppended, which hears every instance's appends.
@@ -196,9 +220,7 @@ export class Projector {
     if (next === this.#checkpoint) return true;
     const writes = await this.#fold(events);
     await this.#apply(writes, next);
-    this.#checkpoint = next;
-    const lastEvent = events.at(-1);
-    if (lastEvent) this.#lastEventAt = Date.parse(lastEvent.metadata.at);
+    this.#advanceTo(next);
     this.#release();
     return complete;
   }
@@ -298,7 +320,8 @@ export class Projector {
       collection: this.projection.collection,
       position: this.#checkpoint.toString(),
       lag,
-      lagMs: lag === 0 || this.#lastEventAt === undefined ? 0 : Math.max(0, this.#now().getTime() - this.#lastEventAt),
+      // By this projector's own clock: how long the oldest position it has not folded has waited.
+      lagMs: lag === 0 || this.#unseen[0] === undefined ? 0 : Math.max(0, this.#now().getTime() - this.#unseen[0].seenAt),
       failures: [...this.#failures],
     };
   }
@@ -315,8 +338,12 @@ export function projectorGroup(
   const byCollection = new Map(projectors.map((p) => [p.projection.collection, p]));
   return {
     projectors,
-    waitFor: (collection, position, timeoutMs) =>
-      byCollection.get(collection)?.waitFor(position, timeoutMs) ?? Promise.resolve(false),
+    waitFor: (collection, position, timeoutMs) => {
+      const projector = byCollection.get(collection);
+      // A caller naming a read model that does not exist is a mistake in the code, not a lag.
+      if (projector === undefined) return Promise.reject(new Error(`no read model ${JSON.stringify(collection)} to wait for`));
+      return projector.waitFor(position, timeoutMs);
+    },
     statuses: () => projectors.map((p) => p.status()),
     start: async () => {
       await Promise.all(projectors.map((p) => p.start()));

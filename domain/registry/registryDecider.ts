@@ -6,6 +6,7 @@ import { MAX_RECORD_BYTES } from '../shared/commandHandler.ts';
 import { alreadyExists, notFound, tooLarge, validationFailed } from '../shared/errors.ts';
 import type { AuditInfo } from '../shared/fields.ts';
 import { applyMergePatch, deepEqual, isPlainObject, jsonBytes, memberOf, type JsonObject } from '../shared/json.ts';
+import { streamName } from '../shared/streams.ts';
 import { parseOrThrow } from '../shared/validation.ts';
 import type { RegistryDefinition } from './defineRegistry.ts';
 
@@ -53,7 +54,7 @@ export type Decision = {
 
 export const initialState = (): RegistryState => ({ status: 'absent' });
 
-export const streamOf = (def: RegistryDefinition, id: string): string => `${def.category}-${id}`;
+export const streamOf = (def: RegistryDefinition, id: string): string => streamName(def.category, id);
 
 export function kindOf(def: RegistryDefinition, type: string): RegistryEventKind | undefined {
   if (!type.startsWith(def.name)) return undefined;

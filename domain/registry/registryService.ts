@@ -6,6 +6,7 @@ import { handleCommand, keyReservation, requestHashOf, type CommandContext } fro
 import { malformedUuid, notFound, validationFailed } from '../shared/errors.ts';
 import { isUuid, isUuidV4, uuidV5 } from '../shared/ids.ts';
 import { foldStream, type FoldSpec } from '../shared/streamFold.ts';
+import { idIn } from '../shared/streams.ts';
 import { diffJson, type JsonPatchOp } from '../shared/json.ts';
 import type { RegistryDefinition } from './defineRegistry.ts';
 import {
@@ -58,7 +59,7 @@ async function locate(def: RegistryDefinition, store: EventStore, idOrCode: stri
   }
   const stream = await store.findCode({ scope: def.category, code: idOrCode });
   if (stream === undefined) return undefined;
-  return { id: stream.slice(def.category.length + 1), events: await store.readStream(stream) };
+  return { id: idIn(def.category, stream) ?? stream, events: await store.readStream(stream) };
 }
 
 /** The fold commands use too (same resource and stream), so reads and writes share its cache. */
@@ -77,7 +78,7 @@ async function currentState(def: RegistryDefinition, store: EventStore, idOrCode
   }
   const stream = await store.findCode({ scope: def.category, code: idOrCode });
   if (stream === undefined) return initialState();
-  return (await foldStream(foldSpec(def, stream.slice(def.category.length + 1)), store)).state;
+  return (await foldStream(foldSpec(def, idIn(def.category, stream) ?? stream), store)).state;
 }
 
 /** Versions from..to-1 with who, when, under which request, and what changed; made one at a time
@@ -142,8 +143,8 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
   async function recordUnderKey(idOrCode: string, ctx: CommandContext): Promise<string | undefined> {
     const reservation = keyReservation(ctx);
     const holder = reservation === undefined ? undefined : await store.findCode(reservation);
-    if (holder?.startsWith(`${def.category}-`) !== true) return undefined;
-    const id = holder.slice(def.category.length + 1);
+    const id = holder === undefined ? undefined : idIn(def.category, holder);
+    if (holder === undefined || id === undefined) return undefined;
     if (isUuid(idOrCode)) return idOrCode.toLowerCase() === id ? id : undefined;
     const events = await store.readStream(holder);
     return events.some((e) => codesOf(e).includes(idOrCode)) ? id : undefined;

@@ -4,15 +4,16 @@
 import { NO_STREAM, streamNameFilter, type AppendStreamState, type CurrentStreamState, type Filter } from '@kurrent/kurrentdb-client';
 import type { ExpectedRevision } from '../../domain/ports.ts';
 
-/** Every stream but the server's own (`$…`: $stats, $ce-…, $$metadata and the like). */
-export const NON_SYSTEM_STREAMS = '^[^$]';
+/** Every stream of the service's own: not the server's (`$…`: $stats, $ce-…, $$metadata and the
+ * like), nor the reservation streams of unique codes and Idempotency-Keys (`<scope>Code-…`), which
+ * the embedded log keeps in a table and never returns either. */
+export const RECORD_STREAMS = '^(?![$])(?![^-]*Code-)';
 
 /** Server-side filter for readAll: the categories' streams (`<category>-…`: the dash keeps `user`
- * from matching `userGroup-…`), or every non-system stream when no category is given. Reservation
- * streams are ordinary streams of the `<scope>Code` categories: they are part of the log's history
- * and come back only when asked for (or unfiltered). */
+ * from matching `userGroup-…`), or every record stream when no category is given: both logs answer
+ * the same. */
 export function readAllFilter(categories: readonly string[] | undefined): Filter {
-  if (categories === undefined) return streamNameFilter({ regex: NON_SYSTEM_STREAMS });
+  if (categories === undefined) return streamNameFilter({ regex: RECORD_STREAMS });
   return streamNameFilter({ prefixes: categories.map((c) => `${c}-`) });
 }
 

@@ -14,11 +14,34 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../domain/ports.ts';
+import { categoryOf } from '../../domain/shared/streams.ts';
+
+/**
+ * Positions are AUTOINCREMENT: a plain rowid takes max + 1, so deleting the newest events (log
+ * retention) would hand out again a position a checkpoint has already passed. A log created before
+ * is rebuilt once, in one transaction, keeping every position.
+ */
+function addAutoincrement(db: DatabaseSync): void {
+  const table = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'").get() as { sql: string } | undefined;
+  if (table === undefined || /AUTOINCREMENT/i.test(table.sql)) return;
+  const createEvents = EVENT_LOG_SCHEMA.slice(0, EVENT_LOG_SCHEMA.indexOf(');') + 2);
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    db.exec('ALTER TABLE events RENAME TO events_before_autoincrement');
+    db.exec(createEvents);
+    db.exec('INSERT INTO events SELECT * FROM events_before_autoincrement ORDER BY position');
+    db.exec('DROP TABLE events_before_autoincrement');
+    db.exec('COMMIT');
+  } catch (error) {
+    db.exec('ROLLBACK');
+    throw error;
+  }
+}
 
 /** Exported so the benchmark's raw baselines pay for the same table and indexes. */
 export const EVENT_LOG_SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
-  position INTEGER PRIMARY KEY,
+  position INTEGER PRIMARY KEY AUTOINCREMENT,
   id TEXT NOT NULL UNIQUE,
   stream TEXT NOT NULL,
   category TEXT NOT NULL,
@@ -57,10 +80,6 @@ type Pending = {
   reject: (e: unknown) => void;
 };
 
-export const categoryOf = (stream: string): string => {
-  const dash = stream.indexOf('-');
-  return dash < 0 ? stream : stream.slice(0, dash);
-};
 
 const toEvent = (r: Row): RecordedEvent => ({
   id: r.id,
@@ -84,6 +103,7 @@ export class SqliteEventStore implements EventStore {
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
     this.#db.exec(EVENT_LOG_PRAGMAS);
+    addAutoincrement(this.#db);
     this.#db.exec(EVENT_LOG_SCHEMA);
   }
 

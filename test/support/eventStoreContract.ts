@@ -118,6 +118,16 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       expect(all).toHaveLength(1);
     });
 
+    it('reads all without a category as it does with one: record streams only, never a code reservation', async () => {
+      const store = await open();
+      const scope = freshCategory();
+      const before = await store.headPosition();
+      const stream = `${scope}-${randomUUID()}`;
+      await store.append({ stream, expected: 'no_stream', events: [anEvent()], claim: [{ scope, code: 'Z' }] });
+      const all = await store.readAll({ after: before, limit: 1000 });
+      expect(all.map((e) => e.stream).filter((s) => s.startsWith(scope))).toEqual([stream]);
+    });
+
     it('releases and moves codes with the append that changes them', async () => {
       const store = await open();
       const scope = freshCategory();

@@ -10,7 +10,7 @@ import type { Document, NewEvent } from '../../domain/ports.ts';
 import { toQuery } from '../../domain/shared/filtering.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
 import type { Projection } from '../../projections/projection.ts';
-import { Projector } from '../../workers/projector.ts';
+import { Projector, projectorGroup } from '../../workers/projector.ts';
 import { intercept } from '../support/intercept.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -149,3 +149,36 @@ describe('projector', () => {
     expect(await readStore.size(collection)).toBe(2);
   });
 });
+
+describe('projector clocks and waits', () => {
+  it('measures lagMs by its own clock, whatever time the events carry', async () => {
+    const { eventStore, readStore } = setup();
+    let now = Date.parse('2030-01-01T00:00:00Z');
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held = intercept(readStore, 'applyBatch', async (...args: Parameters<typeof readStore.applyBatch>) => {
+      await gate;
+      return readStore.applyBatch(...args);
+    });
+    const projector = new Projector(notes, eventStore, held, { now: () => new Date(now) });
+    cleanups.push(() => projector.stop());
+    await projector.start();
+    // An event written by a clock far in the past: its own time says nothing of the lag.
+    const old = { ...note('Noted', 'x'), metadata: { actor: 't', at: '2000-01-01T00:00:00.000Z' } };
+    const written = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [old] });
+    now += 5000;
+    expect(projector.status()).toMatchObject({ lag: 1, lagMs: 5000 });
+    release();
+    expect(await projector.waitFor(written.position, 5000)).toBe(true);
+    expect(projector.status()).toMatchObject({ lag: 0, lagMs: 0 });
+  });
+
+  it('refuses to wait on a read model that does not exist, instead of answering that it lags', async () => {
+    const { eventStore, readStore } = setup();
+    const group = projectorGroup([notes], eventStore, readStore);
+    await expect(group.waitFor('no_such_model', 1n, 10)).rejects.toThrow(/no read model "no_such_model"/);
+  });
+});
+

@@ -157,11 +157,11 @@ describe('streams and filters', () => {
     );
   });
 
-  it('reads every stream but the server’s own when no category is given, reservation streams included', () => {
+  it('reads every record stream when no category is given: not the server’s own, not reservation streams (as the embedded log)', () => {
     const all = readAllFilter(undefined);
     const keeps = (stream: string) => ('regex' in all ? new RegExp(all.regex).test(stream) : false);
-    expect(['$stats-0.0.0.0:2113', '$ce-user', '$$user-1', '$et-UserCreated'].filter(keeps)).toEqual([]);
-    expect(['user-1', 'userCode-X', 'a'].every(keeps)).toBe(true);
+    expect(['$stats-0.0.0.0:2113', '$ce-user', '$$user-1', '$et-UserCreated', 'userCode-X', 'idempotencyKeyCode-abc', 'userGroupTypeCode-A-B'].filter(keeps)).toEqual([]);
+    expect(['user-1', 'userGroupType-6f1c', 'a', 'codes-1', 'userCodeless-1'].every(keeps)).toBe(true);
   });
 
   it('maps expected and actual revisions', () => {

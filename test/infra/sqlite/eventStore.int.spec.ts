@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openSqliteEventStore, type SqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
 import { eventStoreContract } from '../../support/eventStoreContract.ts';
@@ -34,5 +35,47 @@ describe('SQLite event log', () => {
     const again = openSqliteEventStore(path);
     expect(await again.readAll({ after: 0n, limit: 1000 })).toHaveLength(200);
     await again.close();
+  });
+
+  const event = () => ({ id: randomUUID(), type: 'G', schemaVersion: 1, data: {}, metadata: { actor: 'a', at: new Date().toISOString() } });
+
+  it('never hands out a position again, even after the newest events are deleted', async () => {
+    const path = join(dir, `reuse-${randomUUID()}.db`);
+    const store = openSqliteEventStore(path);
+    await store.append({ stream: `g-${randomUUID()}`, expected: 'no_stream', events: [event()] });
+    const newest = await store.append({ stream: `g-${randomUUID()}`, expected: 'no_stream', events: [event()] });
+    const raw = new DatabaseSync(path);
+    raw.prepare('DELETE FROM events WHERE position = ?').run(newest.position);
+    raw.close();
+    const next = await store.append({ stream: `g-${randomUUID()}`, expected: 'no_stream', events: [event()] });
+    expect(next.position).toBe(newest.position + 1n);
+    await store.close();
+  });
+
+  it('rebuilds a log made before positions were AUTOINCREMENT, keeping every position', async () => {
+    const path = join(dir, `old-${randomUUID()}.db`);
+    const raw = new DatabaseSync(path);
+    raw.exec(`CREATE TABLE events (position INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, category TEXT NOT NULL,
+      revision INTEGER NOT NULL, type TEXT NOT NULL, schema_version INTEGER NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL,
+      UNIQUE (stream, revision));
+      CREATE INDEX events_by_category ON events (category, position);`);
+    const insert = raw.prepare('INSERT INTO events VALUES (?, ?, ?, ?, 0, ?, 1, ?, ?)');
+    for (const position of [1, 2, 5]) insert.run(position, randomUUID(), `old-${String(position)}`, 'old', 'G', '{}', JSON.stringify({ actor: 'a', at: 't' }));
+    raw.close();
+    const store = openSqliteEventStore(path);
+    expect((await store.readAll({ after: 0n, limit: 10 })).map((e) => e.position)).toEqual([1n, 2n, 5n]);
+    // Nothing deleted events before this change, so what the old table holds is all it handed out.
+    const next = await store.append({ stream: `old-${randomUUID()}`, expected: 'no_stream', events: [event()] });
+    expect(next.position).toBe(6n);
+    const newest = await store.append({ stream: `old-${randomUUID()}`, expected: 'no_stream', events: [event()] });
+    const del = new DatabaseSync(path);
+    del.prepare('DELETE FROM events WHERE position = ?').run(newest.position);
+    del.close();
+    expect((await store.append({ stream: `old-${randomUUID()}`, expected: 'no_stream', events: [event()] })).position).toBe(8n);
+    await store.close();
+    const check = new DatabaseSync(path);
+    expect((check.prepare("SELECT sql FROM sqlite_master WHERE name = 'events'").get() as { sql: string }).sql).toMatch(/AUTOINCREMENT/);
+    expect(check.prepare("SELECT name FROM sqlite_master WHERE name = 'events_by_category'").get()).toBeDefined();
+    check.close();
   });
 });
