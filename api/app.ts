@@ -11,11 +11,11 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { unavailable, validationFailed } from '../domain/shared/errors.ts';
-import { scanJsonText } from '../domain/shared/jsonText.ts';
+import { unavailable } from '../domain/shared/errors.ts';
 import { authenticate, authorize, type Permission } from './auth.ts';
-import { clientErrorHandler, ErrorBodySchema, frameworkErrorHandler, installErrorHandling } from './errorHandler.ts';
+import { clientErrorHandler, ErrorBodySchema, frameworkErrorHandler, installErrorHandling, installServerAnswers } from './errorHandler.ts';
 import type { AppDeps } from './deps.ts';
+import { installJsonParsing } from './jsonBody.ts';
 import { withProtocol } from './openapiProtocol.ts';
 import { registryRoutes } from './registryRoutes.ts';
 import { genReqId, installRequestContext } from './requestContext.ts';
@@ -29,27 +29,7 @@ declare module 'fastify' {
   }
 }
 
-const MAX_JSON_DEPTH = 32;
 const MAX_PARAM_LENGTH = 2048;
-
-/** JSON only: a text/plain body is a 415, not a string handed to the schema. The text is scanned
- * before it is parsed: nesting is bounded before any schema walks the value (a deep document would
- * otherwise exhaust the stack), and numbers a double cannot hold exactly and duplicate keys are
- * refused, since parsing would change them silently. A malformed text keeps the parser's answer. */
-function installJsonParsing(app: FastifyInstance): void {
-  app.removeContentTypeParser(['text/plain', 'application/json']);
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, (request, body, done) => {
-    const scan = scanJsonText(body as string, MAX_JSON_DEPTH);
-    void parseJson(request, body as string, (error: Error | null, value?: unknown) => {
-      if (error) done(error);
-      else if (scan.errors.length > 0) {
-        const message = scan.tooDeep ? `JSON nests deeper than ${String(MAX_JSON_DEPTH)} levels` : 'JSON would not be stored as sent';
-        done(validationFailed(message, scan.errors));
-      } else done(null, value);
-    });
-  });
-}
 
 /** Open: liveness, and readiness with each read model's position and lag. */
 function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
@@ -98,6 +78,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // (oversized headers) answer with the error body too.
     frameworkErrors: frameworkErrorHandler(() => deps.clock.now(), MAX_PARAM_LENGTH),
     clientErrorHandler: clientErrorHandler(() => deps.clock.now()),
+    // A body that never finishes is answered 408 (fastify's default is to wait for ever).
+    requestTimeout: 30_000,
     ajv: { customOptions: { removeAdditional: false } },
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -105,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installJsonParsing(app);
   installRequestContext(app);
   installErrorHandling(app, () => deps.clock.now());
+  installServerAnswers(app, () => deps.clock.now());
 
   await app.register(fastifySwagger, {
     openapi: {

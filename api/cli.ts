@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { hs256Secret } from '../infra/authSecret.ts';
 import { loadConfig } from '../infra/config.ts';
+import { openSqliteBlobStore } from '../infra/sqlite/blobStore.ts';
 import { openSqliteEventStore } from '../infra/sqlite/eventStore.ts';
 import { openSqliteReadStore } from '../infra/sqlite/readStore.ts';
 import { BUILT_IN_ROLES, MAX_TOKEN_LIFETIME_SECONDS, signHs256 } from './auth.ts';
@@ -109,6 +110,7 @@ export async function openApiDocument(): Promise<string> {
   const service = await composeService({
     eventStore: openSqliteEventStore(':memory:'),
     readStore: openSqliteReadStore({ path: ':memory:' }),
+    blobStore: openSqliteBlobStore(':memory:'),
     verifyToken: () => Promise.reject(new Error('no caller needed to describe the API')),
   });
   try {

@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { Clock, EventStore, ReadStore } from '../domain/ports.ts';
+import type { BlobStore, Clock, EventStore, ReadStore } from '../domain/ports.ts';
 import { registries } from '../domain/registries/index.ts';
 import { registryProjection } from '../projections/registryProjection.ts';
 import { projectorGroup } from '../workers/projector.ts';
@@ -14,6 +14,7 @@ import type { TokenVerifier } from './auth.ts';
 export type ComposeOptions = {
   eventStore: EventStore;
   readStore: ReadStore;
+  blobStore: BlobStore;
   verifyToken: TokenVerifier;
   clock?: Clock;
   logger?: FastifyServerOptions['logger'];
@@ -31,7 +32,7 @@ export type Service = {
 };
 
 export async function composeService(options: ComposeOptions): Promise<Service> {
-  const { eventStore, readStore } = options;
+  const { eventStore, readStore, blobStore } = options;
   // The projectors log through the app's logger, which exists only once the app is built.
   const log: { to?: { error: (obj: object, msg: string) => void } } = {};
   const clock = options.clock ?? { now: () => new Date() };
@@ -43,6 +44,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
   const app = await buildApp({
     eventStore,
     readStore,
+    blobStore,
     readModels,
     clock,
     newId: randomUUID,
@@ -61,6 +63,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
       await readModels.stop();
       await eventStore.close();
       await readStore.close();
+      await blobStore.close();
     },
   };
 }

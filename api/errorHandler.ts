@@ -1,7 +1,7 @@
 // One error handler: every error of every route answers with the error body of the HTTP contract and a
 // matching HTTP status; 5xx never leaks internals.
 
-import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -80,7 +80,8 @@ export function installErrorHandling(app: FastifyInstance, now: () => Date): voi
     void reply.code(domain.httpStatus).type('application/json').send(errorBody(domain, request.traceId, now()));
   });
   app.setNotFoundHandler((request, reply) => {
-    const e = new DomainError('HTTP.NOT_FOUND', 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0] ?? ''}`);
+    // The path is not repeated: the caller has it, and an error body is no place to reflect input.
+    const e = new DomainError('HTTP.NOT_FOUND', 'NOT_FOUND', `No such route for ${request.method}: the routes are listed in /openapi.json`);
     void reply.code(404).send(errorBody(e, request.traceId, now()));
   });
 }
@@ -146,6 +147,24 @@ const responseStarted = (socket: Socket): boolean =>
  * request), raised before fastify sees a request, answered as a raw response with the error body,
  * as fastify's default handler does with its own body. Bound to the fastify instance.
  */
+/**
+ * Requests Node's HTTP server answers by itself, without fastify: an `Expect` other than
+ * 100-continue (Node's answer is an empty 417) and CONNECT (Node closes the socket without a word).
+ * Both get the error body here.
+ */
+export function installServerAnswers(app: FastifyInstance, now: () => Date): void {
+  const body = (e: DomainError): string => JSON.stringify(errorBody(e, traceIdOf(undefined), now()));
+  app.server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    const e = new DomainError('HTTP.EXPECTATION_FAILED', 'EXPECTATION_FAILED', 'Only Expect: 100-continue is supported');
+    const text = body(e);
+    res.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close' }).end(text);
+  });
+  app.server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    const text = body(new DomainError('HTTP.METHOD_NOT_ALLOWED', 'METHOD_NOT_ALLOWED', 'CONNECT is not supported'));
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: ${String(Buffer.byteLength(text))}\r\nConnection: close\r\n\r\n${text}`);
+  });
+}
+
 export function clientErrorHandler(now: () => Date) {
   return function answerClientError(this: FastifyInstance, error: ConnectionError, socket: Socket): void {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;

@@ -29,6 +29,7 @@ async function main(): Promise<void> {
   const service = await composeService({
     eventStore: stores.eventStore,
     readStore: stores.readStore,
+    blobStore: stores.blobStore,
     verifyToken,
     logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
     bodyLimit: config.BODY_LIMIT_BYTES,

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Position } from '../domain/ports.ts';
 import type { RegistryDefinition } from '../domain/registry/defineRegistry.ts';
 import { registryService, type WriteResult } from '../domain/registry/registryService.ts';
-import { isDomainError, unavailable } from '../domain/shared/errors.ts';
+import { isDomainError, unavailable, validationFailed } from '../domain/shared/errors.ts';
 import { dateTime, uuid } from '../domain/shared/fields.ts';
 import {
   DEFAULT_PAGE_SIZE,
@@ -33,6 +33,15 @@ const position = z
   .regex(/^\d{1,40}$/, { error: 'expected a log position (the decimal digits of an X-Event-Position)' })
   .meta({ description: 'an X-Event-Position from an earlier write: opaque decimal digits, at most 40' });
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
+
+/** A whole number in a path or query: decimal digits only (not ' ', '1e3' or '0x10', which a plain
+ * Number() reads as 0, 1000 and 16). */
+const wholeNumber = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, { error: 'expected a whole number in decimal digits' })
+    .transform(Number)
+    .pipe(z.int().min(min).max(max));
 
 const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });
 const readModelQuery = z.strictObject({ minPosition: position.optional() });
@@ -95,8 +104,16 @@ function routeKit(app: FastifyInstance, def: RegistryDefinition, deps: AppDeps) 
 
   const query = (filtering: Pick<Filtering, 'filter' | 'sort'>) => toQuery(filtering, def.columns, def.defaultSort);
 
-  /** `?minPosition=`: wait (bounded) until the read model reflects that write. */
-  const catchUp = (minPosition: string | undefined) => waitForReadModel(minPosition === undefined ? undefined : BigInt(minPosition));
+  /** `?minPosition=`: wait (bounded) until the read model reflects that write. A position the log
+   * has not reached was never handed out: no wait can end, so it is refused at once. */
+  const catchUp = async (minPosition: string | undefined): Promise<void> => {
+    if (minPosition === undefined) return;
+    const at = BigInt(minPosition);
+    if (at > (await deps.eventStore.headPosition())) {
+      throw validationFailed('minPosition is ahead of the log', [`query.minPosition: ${minPosition} is past the newest write; use the X-Event-Position of a write`]);
+    }
+    await waitForReadModel(at);
+  };
 
   return { r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query };
 }
@@ -241,7 +258,7 @@ function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
       schema: {
         tags,
         summary: `A ${def.name} as it was at one version`,
-        params: z.strictObject({ idOrCode: z.string().min(1).max(255), version: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
+        params: z.strictObject({ idOrCode: z.string().min(1).max(255), version: wholeNumber(0, Number.MAX_SAFE_INTEGER) }),
         response: { 200: record, ...errors(400, 404) },
       },
     },
@@ -266,8 +283,8 @@ function historyRoute({ r, def, service, base, tags }: RouteKit): void {
           'when more follow, a `Link` header names the next page (`rel="next"`). History stays readable after a delete.',
         params: idOrCodeParams,
         querystring: z.strictObject({
-          page: z.coerce.number().int().min(0).max(1_000_000).default(0),
-          size: z.coerce.number().int().min(1).max(MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),
+          page: wholeNumber(0, 1_000_000).default(0),
+          size: wholeNumber(1, MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),
         }),
         response: { 200: z.array(historyEntrySchema), ...errors(400, 404) },
       },
@@ -308,7 +325,7 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: Route
         tags,
         summary: `Search ${def.name} records (unpaged)`,
         querystring: z.strictObject({
-          size: z.coerce.number().int().min(1).max(MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
+          size: wholeNumber(1, MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
           minPosition: position.optional(),
         }),
         body: FilteringSchema,
@@ -366,7 +383,7 @@ function autocompleteRoute({ r, def, deps, base, tags, catchUp }: RouteKit): voi
         summary: 'Codes and names starting with or containing the search text, best first',
         querystring: z.strictObject({
           search: z.string().max(255).default(''),
-          size: z.coerce.number().int().min(1).max(100).default(10),
+          size: wholeNumber(1, 100).default(10),
           minPosition: position.optional(),
         }),
         response: { 200: z.array(z.string()) },

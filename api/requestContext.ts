@@ -27,10 +27,15 @@ export const genReqId = (req: { headers: Record<string, unknown> }): string =>
 
 /** The trace id of a W3C `traceparent` header, or a fresh one when it is absent or malformed. */
 export function traceIdOf(traceparent: unknown): string {
-  const m = typeof traceparent === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent) : null;
+  const m = typeof traceparent === 'string' ? /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/.exec(traceparent) : null;
+  // W3C trace context: version ff, and an all-zero trace or parent id, are invalid: ignored.
+  const valid = m?.[1] !== 'ff' && m?.[2] !== ZERO_TRACE && m?.[3] !== ZERO_PARENT;
   // randomUUID draws from a pooled entropy buffer; randomBytes per request cost a tenth of a read.
-  return m?.[1] ?? randomUUID().replaceAll('-', '');
+  return valid && m?.[2] !== undefined ? m[2] : randomUUID().replaceAll('-', '');
 }
+
+const ZERO_TRACE = '0'.repeat(32);
+const ZERO_PARENT = '0'.repeat(16);
 
 export function installRequestContext(app: FastifyInstance): void {
   app.decorateRequest('traceId', '');

@@ -94,9 +94,9 @@ export type ReadAllOptions = {
 
 export type EventStore = {
   append(request: AppendRequest): Promise<AppendResult>;
-  /** Events of one stream in revision order, from revision `from` (0 when absent); empty when the
-   * stream does not exist or has no event from there. */
-  readStream(stream: string, options?: { from?: number }): Promise<RecordedEvent[]>;
+  /** Events of one stream in revision order, from revision `from` (0 when absent), at most `limit`
+   * of them (all when absent); empty when the stream does not exist or has no event from there. */
+  readStream(stream: string, options?: { from?: number; limit?: number }): Promise<RecordedEvent[]>;
   readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
   /** Position of the newest event in the log (0n when empty). */
   headPosition(): Promise<Position>;
@@ -119,13 +119,26 @@ export type DocumentWrite =
 
 export type Page = { offset: number; limit: number };
 
+/** A document at its version, or the tombstone of a deleted one (`doc: null`). */
+export type VersionedDocument = { id: string; version: number; doc: Document | null };
+
+export type CollectionOptions = {
+  /** The indexed paths searched as text (LIKE, autocomplete); where the store can, they also get a
+   * case-insensitive index and a substring (trigram) index. Absent: every indexed path. */
+  textPaths?: readonly string[] | undefined;
+};
+
 export type ReadStore = {
-  /** Declares a collection and the column paths worth an index; idempotent. */
-  ensureCollection(collection: string, indexedPaths: readonly string[]): Promise<void>;
+  /** Declares a collection and the column paths worth an index; idempotent. Indexes missing from a
+   * collection that has documents are built from them. */
+  ensureCollection(collection: string, indexedPaths: readonly string[], options?: CollectionOptions): Promise<void>;
   /** Version-guarded writes to a collection plus the checkpoint of the projection that made them
    * (named after the collection unless given), atomically where the store can. */
   applyBatch(collection: string, writes: readonly DocumentWrite[], checkpoint: Position, projection?: string): Promise<void>;
   checkpoint(projection: string): Promise<Position>;
+  /** Moves a processor's checkpoint forward (never back): for processors that write no documents
+   * (reactors), whose work is idempotent commands instead. */
+  saveCheckpoint(processor: string, position: Position): Promise<void>;
   /** Stored versions of the given ids, for folding a batch: tombstones of deleted documents come
    * back with `doc: null` and their version, so the version guard still holds for them. */
   getMany(collection: string, ids: readonly string[]): Promise<Map<string, { version: number; doc: Document | null }>>;
@@ -137,6 +150,21 @@ export type ReadStore = {
   autocomplete(collection: string, paths: readonly string[], term: string, limit: number): Promise<string[]>;
   /** Number of live documents. */
   size(collection: string): Promise<number>;
+  /** Live documents in `id` order (binary) strictly after `after`, at most `limit`: a keyset page,
+   * for export and rebuild. Paging on from the last id of each page returns every document live
+   * throughout exactly once, whatever is written or deleted between pages. */
+  scan(collection: string, options: { after?: string; limit: number }): Promise<Document[]>;
+  /** Replaces a collection's documents and tombstones with `documents` (each id at most once, or
+   * the load fails) and sets the projection's checkpoint (named after the collection unless given),
+   * for a rebuild that folded the log in memory. Indexes are dropped for the load and built after
+   * it. Not atomic: until it settles, readers see the collection partly loaded; if it fails, the
+   * checkpoint is gone, so the projection folds the collection again from the start. */
+  bulkLoad(
+    collection: string,
+    documents: Iterable<VersionedDocument> | AsyncIterable<VersionedDocument>,
+    checkpoint: Position,
+    projection?: string,
+  ): Promise<void>;
   /** Drops a collection's documents and the named projection's checkpoint. */
   reset(collection: string, projection: string): Promise<void>;
   /** Takes or renews the lease that lets one instance run a projection: true when `owner` holds it
@@ -144,6 +172,32 @@ export type ReadStore = {
   tryLease(projection: string, owner: string, ttlMs: number): Promise<boolean>;
   /** Gives the lease up early (a clean shutdown), if `owner` holds it. */
   releaseLease(projection: string, owner: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What an event holds of large binary content (thumbnails, attachments, FILE templates): the
+ * content itself lives in the BlobStore, so events stay far below MAX_EVENT_BYTES. */
+export type BlobRef = {
+  /** SHA-256 of the content, 64 lowercase hex digits: the blob's name. */
+  sha256: string;
+  /** Bytes of content. */
+  size: number;
+  contentType: string;
+};
+
+/** Content-addressed storage of immutable bytes, at most MAX_BLOB_BYTES (domain/shared/blobs.ts)
+ * each. A blob is written before the event that names it, and nothing deletes one: an event may
+ * name it forever. */
+export type BlobStore = {
+  /** Stores the bytes under their SHA-256 and answers the ref; the same bytes stored again are the
+   * same blob, and keep the content type they were first stored with (the ref answered says which).
+   * Over MAX_BLOB_BYTES: a DomainError BLOB.TOO_LARGE; a content type that is empty or over 255
+   * characters: a RangeError. */
+  put(content: Uint8Array, contentType: string): Promise<BlobRef>;
+  /** The blob, or undefined when none has that hash; a hash that is not 64 lowercase hex digits is
+   * a RangeError. */
+  get(sha256: string): Promise<{ ref: BlobRef; content: Uint8Array } | undefined>;
+  has(sha256: string): Promise<boolean>;
   close(): Promise<void>;
 }
 

@@ -4,18 +4,21 @@
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EventStore, ReadStore } from '../domain/ports.ts';
+import type { BlobStore, EventStore, ReadStore } from '../domain/ports.ts';
 import type { Config } from './config.ts';
-import { EVENT_LOG_FILE, READ_MODELS_FILE } from './embedded.ts';
+import { BLOBS_FILE, EVENT_LOG_FILE, READ_MODELS_FILE } from './embedded.ts';
 import { redactCredentials } from './redact.ts';
 import { openKurrentEventStore } from './kurrentdb/eventStore.ts';
+import { openMongoBlobStore } from './mongodb/blobStore.ts';
 import { openMongoReadStore } from './mongodb/readStore.ts';
+import { openSqliteBlobStore } from './sqlite/blobStore.ts';
 import { openSqliteEventStore } from './sqlite/eventStore.ts';
 import { openSqliteReadStore } from './sqlite/readStore.ts';
 
 export type OpenedStores = {
   eventStore: EventStore;
   readStore: ReadStore;
+  blobStore: BlobStore;
   /** One line per store saying which adapter runs and where, for the start-up banner. */
   description: string[];
 };
@@ -56,15 +59,28 @@ async function openReadStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>): 
   return [openSqliteReadStore({ path }), `read models: SQLite ${path}`];
 }
 
+/** Blobs live beside the read models: in their MongoDB database, shared by every instance, or in
+ * DATA_DIR. Unlike read models they cannot be rebuilt from the log, so they follow no log. */
+async function openBlobStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>): Promise<[BlobStore, string]> {
+  if (config.MONGODB_URL !== undefined) {
+    return [await openMongoBlobStore(config.MONGODB_URL), `blobs: MongoDB GridFS at ${redactCredentials(config.MONGODB_URL)}`];
+  }
+  const path = join(config.DATA_DIR, BLOBS_FILE);
+  return [openSqliteBlobStore(path), `blobs: SQLite ${path}`];
+}
+
 export async function openStores(config: Pick<Config, 'EVENTSTORE_URL' | 'MONGODB_URL' | 'DATA_DIR'>): Promise<OpenedStores> {
   mkdirSync(config.DATA_DIR, { recursive: true });
   if (config.MONGODB_URL === undefined) checkSameLog(config, join(config.DATA_DIR, READ_MODELS_FILE));
   const [eventStore, events] = await openEventStore(config);
+  const opened: { close(): Promise<void> }[] = [eventStore];
   try {
     const [readStore, reads] = await openReadStore(config);
-    return { eventStore, readStore, description: [events, reads] };
+    opened.push(readStore);
+    const [blobStore, blobs] = await openBlobStore(config);
+    return { eventStore, readStore, blobStore, description: [events, reads, blobs] };
   } catch (error) {
-    await eventStore.close();
+    for (const store of opened.reverse()) await store.close();
     throw error;
   }
 }

@@ -10,6 +10,9 @@ export type Projection = {
   readonly collection: string;
   readonly categories: readonly string[];
   readonly indexedPaths: readonly string[];
+  /** The indexed paths searched as text (LIKE, autocomplete), for ReadStore.ensureCollection's
+   * `textPaths`; absent: every indexed path. */
+  readonly textPaths?: readonly string[];
   /** The document id an event belongs to, or undefined when the event is not this model's. */
   documentId(event: RecordedEvent): string | undefined;
   /** Folds one event into the stored document; never throws on bad data (the runner records it). */

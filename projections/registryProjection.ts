@@ -11,6 +11,7 @@ export function registryProjection(def: RegistryDefinition): Projection {
     collection: def.collection,
     categories: [def.category],
     indexedPaths: def.indexed,
+    textPaths: def.autocomplete,
     documentId: (event) => (kindOf(def, event.type) === undefined ? undefined : idIn(def.category, event.stream)),
     evolve(current, event) {
       const id = idIn(def.category, event.stream);

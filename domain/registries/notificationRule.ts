@@ -11,15 +11,19 @@ const evalUrl = z
   .max(2048)
   .refine(
     (s) => {
-      if (s.startsWith('/')) return !s.startsWith('//');
+      // No control characters or spaces anywhere (URL parsing would drop some silently), and a
+      // path may not begin like a host (`//evil`, `/\\evil`, which browsers read as one).
+      // eslint-disable-next-line no-control-regex -- control characters are exactly what it looks for
+      if (/[\u0000-\u0020\u007f]/.test(s)) return false;
+      if (s.startsWith('/')) return !/^\/[/\\]/.test(s);
       try {
         const u = new URL(s);
-        return u.protocol === 'http:' || u.protocol === 'https:';
+        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
       } catch {
         return false;
       }
     },
-    { error: 'expected an absolute http(s) URL or a path starting with /' },
+    { error: 'expected an absolute http(s) URL or a path starting with a single /, without spaces or control characters' },
   );
 
 export const notificationRule = defineRegistry({

@@ -38,10 +38,29 @@ export type ReadAt = { version?: number; asOf?: string };
 
 export type RegistryService = ReturnType<typeof registryService>;
 
-const foldRegistry = (def: RegistryDefinition, events: readonly RecordedEvent[]): RegistryState =>
-  events.reduce<RegistryState>((s, e) => evolve(def, s, e), initialState());
 
-type Located = { id: string; events: RecordedEvent[] };
+type Located = { id: string; stream: string; version: number };
+
+/** Events read a chunk at a time, and the event loop let go between chunks: a record with
+ * hundreds of large versions is folded without holding every other request meanwhile. */
+const CHUNK = 50;
+
+async function* chunksOf(store: EventStore, stream: string, upTo = Number.POSITIVE_INFINITY): AsyncGenerator<RecordedEvent[]> {
+  for (let from = 0; from <= upTo; from += CHUNK) {
+    const events = await store.readStream(stream, { from, limit: Math.min(CHUNK, upTo - from + 1) });
+    if (events.length > 0) yield events;
+    if (events.length < CHUNK) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** A create's or replace's body without what the service ignores in it (an echoed auditInfo), so
+ * that a retry that echoes it is still the same request. */
+function meaningOf(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('auditInfo' in body)) return body;
+  const { auditInfo: _ignored, ...rest } = body as Record<string, unknown>;
+  return rest;
+}
 
 /** Codes a record took with an event: a create's or replace's `code`, or a patch's. */
 function codesOf(event: RecordedEvent): string[] {
@@ -50,16 +69,19 @@ function codesOf(event: RecordedEvent): string[] {
   return typeof code === 'string' ? [code] : [];
 }
 
-/** The stream of a record named by uuid or code; deleted records keep their stream. */
-async function locate(def: RegistryDefinition, store: EventStore, idOrCode: string, codeOnly = false): Promise<Located | undefined> {
-  if (!codeOnly && isUuid(idOrCode)) {
+/** The stream of a record named by uuid or code, and its last version (from the fold cache);
+ * deleted records keep their stream. */
+async function locate(def: RegistryDefinition, store: EventStore, idOrCode: string): Promise<Located | undefined> {
+  if (isUuid(idOrCode)) {
     const id = idOrCode.toLowerCase();
-    const events = await store.readStream(streamOf(def, id));
-    if (events.length > 0) return { id, events };
+    const { version } = await foldStream(foldSpec(def, id), store);
+    if (version !== undefined) return { id, stream: streamOf(def, id), version };
   }
   const stream = await store.findCode({ scope: def.category, code: idOrCode });
-  if (stream === undefined) return undefined;
-  return { id: idIn(def.category, stream) ?? stream, events: await store.readStream(stream) };
+  const id = stream === undefined ? undefined : idIn(def.category, stream);
+  if (stream === undefined || id === undefined) return undefined;
+  const { version } = await foldStream(foldSpec(def, id), store);
+  return version === undefined ? undefined : { id, stream, version };
 }
 
 /** The fold commands use too (same resource and stream), so reads and writes share its cache. */
@@ -83,28 +105,32 @@ async function currentState(def: RegistryDefinition, store: EventStore, idOrCode
 
 /** Versions from..to-1 with who, when, under which request, and what changed; made one at a time
  * as they are sent, since a long history of large records is more than one answer may hold. */
-function* historyOf(def: RegistryDefinition, events: readonly RecordedEvent[], from: number, to: number): Generator<HistoryEntry> {
+async function* historyOf(def: RegistryDefinition, store: EventStore, stream: string, from: number, to: number): AsyncGenerator<HistoryEntry> {
   let state = initialState();
-  for (const e of events.slice(0, to)) {
-    const before = state.status === 'active' ? state.fields : {};
-    state = evolve(def, state, e);
-    if (e.revision < from) continue;
-    const after = state.status === 'active' ? state.fields : {};
-    const entry: HistoryEntry = { version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: e.data, changes: diffJson(before, after) };
-    if (e.metadata.requestId !== undefined) entry.requestId = e.metadata.requestId;
-    if (e.metadata.correlationId !== undefined) entry.correlationId = e.metadata.correlationId;
-    yield entry;
+  for await (const chunk of chunksOf(store, stream, to - 1)) {
+    for (const e of chunk) {
+      const before = state.status === 'active' ? state.fields : {};
+      state = evolve(def, state, e);
+      if (e.revision < from) continue;
+      const after = state.status === 'active' ? state.fields : {};
+      const entry: HistoryEntry = { version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: e.data, changes: diffJson(before, after) };
+      if (e.metadata.requestId !== undefined) entry.requestId = e.metadata.requestId;
+      if (e.metadata.correlationId !== undefined) entry.correlationId = e.metadata.correlationId;
+      yield entry;
+    }
   }
 }
 
-export type HistoryPage = { entries: Iterable<HistoryEntry>; total: number };
+export type HistoryPage = { entries: AsyncIterable<HistoryEntry>; total: number };
 
-/** The events of a stream up to a version or a time. */
-function eventsAt(events: readonly RecordedEvent[], at: ReadAt): RecordedEvent[] {
+/** The state of a stream at a version or a time, folded a chunk at a time. */
+async function stateAt(def: RegistryDefinition, store: EventStore, located: Located, at: ReadAt): Promise<RegistryState> {
   const asOf = at.asOf === undefined ? undefined : Date.parse(at.asOf);
-  return events.filter(
-    (e) => (at.version === undefined || e.revision <= at.version) && (asOf === undefined || Date.parse(e.metadata.at) <= asOf),
-  );
+  let state = initialState();
+  for await (const chunk of chunksOf(store, located.stream, at.version ?? located.version)) {
+    for (const e of chunk) if (asOf === undefined || Date.parse(e.metadata.at) <= asOf) state = evolve(def, state, e);
+  }
+  return state;
 }
 
 async function runCommand(
@@ -130,8 +156,6 @@ async function runCommand(
 }
 
 export function registryService(def: RegistryDefinition, store: EventStore) {
-  const fold = (events: readonly RecordedEvent[]) => foldRegistry(def, events);
-  const find = (idOrCode: string, codeOnly = false) => locate(def, store, idOrCode, codeOnly);
   const current = (idOrCode: string, codeOnly = false) => currentState(def, store, idOrCode, codeOnly);
 
   const run = (id: string, command: RegistryCommand, ctx: CommandContext, expectedVersion?: number) =>
@@ -161,7 +185,7 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
 
   /** The context with the hash of what the request means, when it carries an Idempotency-Key. */
   const keyed = (ctx: CommandContext, operation: string, target: string, body: unknown): CommandContext =>
-    ctx.idempotencyKey === undefined ? ctx : { ...ctx, requestHash: requestHashOf({ operation, resource: def.path, target, body }) };
+    ctx.idempotencyKey === undefined ? ctx : { ...ctx, requestHash: requestHashOf({ operation, resource: def.path, target, body: meaningOf(body) }) };
 
   return {
     definition: def,
@@ -203,11 +227,11 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
         if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
         return toRecord(state);
       }
-      const found = await find(idOrCode);
-      if (found === undefined || (at.version !== undefined && found.events.length <= at.version)) {
+      const found = await locate(def, store, idOrCode);
+      if (found === undefined || (at.version !== undefined && found.version < at.version)) {
         throw notFound(def.errorPrefix, at.version === undefined ? idOrCode : `${idOrCode}@${String(at.version)}`);
       }
-      const state = fold(eventsAt(found.events, at));
+      const state = await stateAt(def, store, found, at);
       if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
       return toRecord(state);
     },
@@ -220,10 +244,10 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
 
     /** One page of a record's versions, oldest first. */
     async history(idOrCode: string, page: { page: number; size: number }): Promise<HistoryPage> {
-      const found = await find(idOrCode);
+      const found = await locate(def, store, idOrCode);
       if (found === undefined) throw notFound(def.errorPrefix, idOrCode);
       const from = page.page * page.size;
-      return { entries: historyOf(def, found.events, from, from + page.size), total: found.events.length };
+      return { entries: historyOf(def, store, found.stream, from, from + page.size), total: found.version + 1 };
     },
   };
 }

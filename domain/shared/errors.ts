@@ -6,11 +6,13 @@ export const HttpStatus = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
   REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
   PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  EXPECTATION_FAILED: 417,
   UNPROCESSABLE_ENTITY: 422,
   TOO_MANY_REQUESTS: 429,
   REQUEST_HEADER_FIELDS_TOO_LARGE: 431,
@@ -54,7 +56,7 @@ export const invalidFilter = (errors: readonly string[]): DomainError =>
   new DomainError('FILTER.INVALID', 'BAD_REQUEST', 'Invalid filtering', errors);
 
 export const notFound = (resource: string, key: string): DomainError =>
-  new DomainError(`${resource}.NOT_FOUND`, 'NOT_FOUND', `${resource} ${JSON.stringify(key)} not found`);
+  new DomainError(`${resource}.NOT_FOUND`, 'NOT_FOUND', `${resource} ${JSON.stringify(key.length > 100 ? `${key.slice(0, 100)}…` : key)} not found`);
 
 export const codeTaken = (resource: string, code: string): DomainError =>
   new DomainError(`${resource}.CODE_TAKEN`, 'CONFLICT', `${resource} code ${JSON.stringify(code)} is already taken`, [
@@ -90,6 +92,11 @@ export const tooLarge = (resource: string, what: string, bytes: number, limit: n
     `(body): ${what} is ${String(bytes)} bytes of JSON (UTF-8); at most ${String(limit)}`,
   ]);
 
+export const blobTooLarge = (size: number, limit: number): DomainError =>
+  new DomainError('BLOB.TOO_LARGE', 'PAYLOAD_TOO_LARGE', `The content is ${String(size)} bytes; at most ${String(limit)}`, [
+    `(body): the content is ${String(size)} bytes; at most ${String(limit)}`,
+  ]);
+
 export const unauthorized = (message: string): DomainError =>
   new DomainError('AUTH.UNAUTHORIZED', 'UNAUTHORIZED', message);
 
@@ -101,8 +108,8 @@ export const unavailable = (code: string, message: string): DomainError =>
 /** A store did not answer (down, unreachable, past its deadline): the request may be retried. The
  * adapters throw it for their clients' transient failures, keeping the client's error as `cause`. */
 export class StoreUnavailableError extends DomainError {
-  constructor(store: 'EVENT_STORE' | 'READ_STORE', cause: unknown) {
-    const which = store === 'EVENT_STORE' ? 'event' : 'read';
+  constructor(store: 'EVENT_STORE' | 'READ_STORE' | 'BLOB_STORE', cause: unknown) {
+    const which = { EVENT_STORE: 'event', READ_STORE: 'read', BLOB_STORE: 'blob' }[store];
     super(`${store}.UNAVAILABLE`, 'SERVICE_UNAVAILABLE', `The ${which} store is unavailable; retry the request`);
     this.name = 'StoreUnavailableError';
     this.cause = cause;

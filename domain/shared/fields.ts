@@ -3,16 +3,25 @@
 
 import { z } from 'zod';
 
-export const uuid = () => z.uuid({ error: 'wrong UUID format, expected type uuid' });
+/** Stored in lower case (UUIDs do not distinguish case), so an EQ filter finds one however it was sent. */
+export const uuid = () =>
+  z
+    .uuid({ error: 'wrong UUID format, expected type uuid' })
+    .overwrite((s) => s.toLowerCase())
+    .meta({ description: 'A UUID; stored and returned in lower case.' });
 
 export const dateTime = () =>
   z.iso
     .datetime({ offset: true, local: false, error: 'expected an ISO 8601 date-time with a time zone' })
+    // Milliseconds are what is kept: finer digits would be dropped, so they are refused instead
+    // (zeros after the third are no loss).
+    .refine((s) => !/\.\d{3}\d*[1-9]/.test(s), { error: 'at most millisecond precision (3 fractional digits)' })
     // Runs even when the format check failed; leave such values alone for the 400 to name them.
     .overwrite((s) => {
       const t = Date.parse(s);
       return Number.isNaN(t) ? s : new Date(t).toISOString();
-    });
+    })
+    .meta({ description: 'ISO 8601 date-time with a time zone, at most millisecond precision; stored and returned in UTC (…Z).' });
 
 /** ASCII without spaces: meant for programmatic reference. */
 export const code = () =>

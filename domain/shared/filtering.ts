@@ -118,6 +118,8 @@ export const MAX_LIKE_LENGTH = 255;
 /** Most unescaped `%` and `_` in one LIKE value: bounds the recursion of SQLite's LIKE and the
  * lookaheads of the MongoDB expression. */
 export const MAX_LIKE_WILDCARDS = 32;
+/** Most LIKE and NOT_LIKE items in one filtering: each one reads every candidate value through. */
+export const MAX_LIKE_ITEMS = 4;
 
 const filterValue = z
   .union([z.string().max(MAX_FILTER_VALUE_LENGTH), z.number(), z.boolean()])
@@ -143,7 +145,8 @@ export const FilterItemSchema = z
       `characters, \`_\` exactly one, and a value with no unescaped \`%\` or \`_\` matches as a substring. \`\\%\`, \`\\_\` and \`\\\\\` stand ` +
       `for a literal \`%\`, \`_\` and backslash; a backslash before any other character is a literal backslash. A LIKE ` +
       `value is at most ${String(MAX_LIKE_LENGTH)} characters with at most ${String(MAX_LIKE_WILDCARDS)} unescaped ` +
-      `\`%\` and \`_\`; past either limit the answer is a 400 FILTER.INVALID.`,
+      `\`%\` and \`_\`, and a filtering has at most ${String(MAX_LIKE_ITEMS)} LIKE and NOT_LIKE items; past any limit ` +
+      `the answer is a 400 FILTER.INVALID. On the embedded store LIKE reads the first 4,000 characters of a value.`,
   });
 export type FilterItem = z.infer<typeof FilterItemSchema>;
 
@@ -301,6 +304,8 @@ export function toQuery(filtering: Pick<Filtering, 'filter' | 'sort'>, catalog: 
     if ('ok' in r) conditions.push(r.ok);
     else errors.push(r.error);
   });
+  const likes = conditions.filter((c) => c.op === 'LIKE' || c.op === 'NOT_LIKE').length;
+  if (likes > MAX_LIKE_ITEMS) errors.push(`filter: at most ${String(MAX_LIKE_ITEMS)} LIKE and NOT_LIKE items, not ${String(likes)}`);
   const sort: SortKey[] = [];
   filtering.sort.forEach((s, i) => {
     const column = resolveColumn(catalog, s.column);

@@ -21,6 +21,18 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
   return Object.fromEntries(result);
 }
 
+/** Whether a parsed JSON value holds more than `max` values (objects, arrays and scalars, itself
+ * included); iterative, and it stops counting at the bound. */
+export function holdsMoreValuesThan(value: unknown, max: number): boolean {
+  const stack: unknown[] = [value];
+  let count = 0;
+  for (let v = stack.pop(); v !== undefined || stack.length > 0; v = stack.pop()) {
+    if (++count > max) return true;
+    if (typeof v === 'object' && v !== null) for (const child of Object.values(v)) stack.push(child);
+  }
+  return false;
+}
+
 /** JSON.stringify says undefined for undefined (and functions): that is JSON's null here. */
 function jsonText(value: unknown): string {
   return value === undefined || typeof value === 'function' ? 'null' : JSON.stringify(value);

@@ -16,6 +16,8 @@ export type JsonTextReport = {
   readonly errors: readonly string[];
   /** Containers nest deeper than allowed; the scan stopped there. */
   readonly tooDeep: boolean;
+  /** More values than allowed (counted as containers and separators); the scan stopped there. */
+  readonly tooMany: boolean;
 };
 
 type Frame = {
@@ -64,14 +66,14 @@ const shorten = (s: string): string => (s.length > SHOWN_CHARS ? `${s.slice(0, S
 
 /** Problems of a JSON text that parsing would hide: inexact numbers, duplicate keys, and
  * nesting deeper than `maxDepth` containers. */
-export function scanJsonText(text: string, maxDepth: number, maxErrors = 20): JsonTextReport {
-  const quick = scan(text, new Scan(text, maxDepth, maxErrors, false));
+export function scanJsonText(text: string, maxDepth: number, maxErrors = 20, maxValues = Number.POSITIVE_INFINITY): JsonTextReport {
+  const quick = scan(text, new Scan(text, { maxDepth, maxErrors, maxValues }, false));
   // Converting numbers one by one is the slow part, so the quick pass checks the numbers it could
   // not settle all at once; only when one of them fails is the text scanned again, checking each
   // number where it stands, to name it.
-  if (quick.deferredReadBack()) return { errors: quick.errors, tooDeep: quick.tooDeep };
-  const exact = scan(text, new Scan(text, maxDepth, maxErrors, true));
-  return { errors: exact.errors, tooDeep: exact.tooDeep };
+  if (quick.tooMany || quick.deferredReadBack()) return { errors: quick.errors, tooDeep: quick.tooDeep, tooMany: quick.tooMany };
+  const exact = scan(text, new Scan(text, { maxDepth, maxErrors, maxValues }, true));
+  return { errors: exact.errors, tooDeep: exact.tooDeep, tooMany: exact.tooMany };
 }
 
 function scan(text: string, state: Scan): Scan {
@@ -118,7 +120,11 @@ function scan(text: string, state: Scan): Scan {
 class Scan {
   readonly errors: string[] = [];
   tooDeep = false;
+  tooMany = false;
   full = false;
+  /** Containers opened and separators passed: about the number of values, found without parsing. */
+  private values = 0;
+  private readonly maxValues: number;
   private depth = 0;
   // Frames are reused by depth, so a body of many small objects allocates next to nothing.
   private readonly frames: Frame[] = [];
@@ -133,14 +139,25 @@ class Scan {
   private readonly maxErrors: number;
   private readonly eachNumber: boolean;
 
-  constructor(text: string, maxDepth: number, maxErrors: number, eachNumber: boolean) {
+  constructor(text: string, limits: { maxDepth: number; maxErrors: number; maxValues: number }, eachNumber: boolean) {
     this.text = text;
-    this.maxDepth = maxDepth;
-    this.maxErrors = maxErrors;
+    this.maxDepth = limits.maxDepth;
+    this.maxErrors = limits.maxErrors;
+    this.maxValues = limits.maxValues;
     this.eachNumber = eachNumber;
   }
 
+  /** Counts a value; past the bound the document is refused whole, and scanning on is no use. */
+  private counted(): boolean {
+    if (++this.values <= this.maxValues) return true;
+    this.tooMany = true;
+    this.report(`(body): at most ${String(this.maxValues)} values (objects, arrays, strings, numbers, booleans and nulls)`);
+    this.full = true;
+    return false;
+  }
+
   open(array: boolean, next: number): number {
+    if (!this.counted()) return this.text.length;
     if (this.depth === this.maxDepth) {
       // Refused anyway; stopping keeps the frames (and the work) bounded on a hostile document.
       this.tooDeep = true;
@@ -179,6 +196,7 @@ class Scan {
   }
 
   comma(): void {
+    if (!this.counted()) return;
     const frame = this.top;
     if (frame?.array === true) frame.index++;
     else this.expectKey = true;

@@ -13,7 +13,16 @@ export const issuePath = (path: readonly PropertyKey[]): string =>
         '',
       );
 
+/** More lines than anyone reads; a body with a million bad keys must not answer a million lines. */
+const MAX_ERROR_LINES = 100;
+
 export function issueLines(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[] = []): string[] {
+  const lines = allIssueLines(issues.slice(0, MAX_ERROR_LINES + 1), prefix);
+  if (lines.length <= MAX_ERROR_LINES && issues.length <= MAX_ERROR_LINES) return lines;
+  return [...lines.slice(0, MAX_ERROR_LINES), `… and more: ${String(issues.length)} problems in all, the first ${String(MAX_ERROR_LINES)} lines shown`];
+}
+
+function allIssueLines(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[]): string[] {
   return issues.flatMap((issue) => {
     const path = issuePath([...prefix, ...issue.path]);
     if (issue.code === 'unrecognized_keys') {

@@ -346,9 +346,13 @@ export class KurrentEventStore implements EventStore {
     }
   }
 
-  async #readMarked(stream: string, from = 0): Promise<MarkedEvent[]> {
+  async #readMarked(stream: string, from = 0, limit?: number): Promise<MarkedEvent[]> {
     const events: MarkedEvent[] = [];
-    const options: ReadStreamOptions = from > 0 ? { ...FROM_LEADER, direction: FORWARDS, fromRevision: BigInt(from) } : FROM_LEADER;
+    const options: ReadStreamOptions = {
+      ...FROM_LEADER,
+      ...(from > 0 ? { direction: FORWARDS, fromRevision: BigInt(from) } : {}),
+      ...(limit === undefined ? {} : { maxCount: BigInt(limit) }),
+    };
     try {
       for await (const resolved of this.#client.readStream(stream, options)) {
         if (resolved.event) events.push(toRecordedEvent(resolved.event));
@@ -360,8 +364,9 @@ export class KurrentEventStore implements EventStore {
     return events;
   }
 
-  async readStream(stream: string, options: { from?: number } = {}): Promise<RecordedEvent[]> {
-    return (await this.#readMarked(stream, options.from ?? 0)).map((m) => m.event);
+  async readStream(stream: string, options: { from?: number; limit?: number } = {}): Promise<RecordedEvent[]> {
+    if (options.limit !== undefined && options.limit <= 0) return [];
+    return (await this.#readMarked(stream, options.from ?? 0, options.limit)).map((m) => m.event);
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {

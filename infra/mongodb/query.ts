@@ -4,8 +4,24 @@
 // store's comments define the semantics; the equivalence test replays every filtering fixture
 // through both. Values only ever appear as operands of explicit operators ($eq, $in, $regex, …,
 // $literal in expressions); field paths come from validated column paths only.
+//
+// LIKE here is a case-insensitive regular expression, and community MongoDB has no index that
+// serves one: an index on the field lets the server test the regex against index keys instead of
+// documents, but it still reads every key, anchored or not (only a case-sensitive `^literal` gets
+// index bounds). There is no trigram index; a text index matches whole words (stemmed, with stop
+// words), not substrings, so it cannot decide LIKE. What is used:
+//   - contains (`%abc%`) and every other LIKE: the regex over the index keys or the documents,
+//     bounded by QUERY_TIME_LIMIT_MS in the store;
+//   - a pattern starting with literal text: the leading run of that text made of ASCII characters
+//     that have no case (digits, punctuation, space: `2024-01%`, `100-%`) also becomes a range
+//     `$gte`/`$lt` on the field, which the field's index serves; the regex still decides. Letters
+//     would need a range per case variant, or a stored lowercase copy of each text path with its
+//     own index (what the SQLite store's lower() index is). That copy is not kept: it would change
+//     the stored shape, every write and the version-guarded replacement, and its folding would have
+//     to equal the regex's case-insensitivity character by character. So a prefix with letters
+//     and autocomplete read keys or documents as contains does.
 
-import type { Document, DocumentWrite, Position } from '../../domain/ports.ts';
+import type { Document, DocumentWrite, Position, VersionedDocument } from '../../domain/ports.ts';
 import {
   booleanReading,
   numericReading,
@@ -210,9 +226,39 @@ function membership(field: string, values: readonly unknown[]): MongoFilter {
   return values.length === 1 ? { [field]: { $eq: only } } : { [field]: { $in: [...values] } };
 }
 
+/** A character a case-insensitive regex matches by itself alone: ASCII but letters (and not NUL). */
+const isCaseless = (c: string): boolean => {
+  const code = c.charCodeAt(0);
+  return code > 0 && code < 0x80 && !/[A-Za-z]/.test(c);
+};
+
+/**
+ * The range of strings holding every value a pattern accepts, when the pattern starts with
+ * literal characters that have no case: every accepted value starts with them, and the strings
+ * starting with a prefix are those from the prefix (inclusive) to the prefix with its last
+ * character incremented (exclusive), in MongoDB's binary string order as in any other.
+ */
+export function caselessPrefixRange(pattern: LikePattern): { $gte: string; $lt: string } | undefined {
+  let literal = '';
+  for (const token of pattern) {
+    if (token.kind !== 'text') break;
+    literal += token.text;
+  }
+  let prefix = '';
+  for (const c of literal) {
+    if (!isCaseless(c)) break;
+    prefix += c;
+  }
+  if (prefix === '') return undefined;
+  return { $gte: prefix, $lt: `${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}` };
+}
+
 function like(field: string, pattern: LikePattern | undefined): MongoFilter {
   if (pattern === undefined) throw new TypeError('a LIKE condition without its pattern');
-  return { [field]: { $regex: likeRegex(pattern), $options: REGEX_OPTIONS } };
+  const regex = { [field]: { $regex: likeRegex(pattern), $options: REGEX_OPTIONS } };
+  const range = caselessPrefixRange(pattern);
+  // The range only narrows (an index serves it); the regex decides.
+  return range === undefined ? regex : { $and: [{ [field]: range }, regex] };
 }
 
 function typedPositive(field: string, type: Exclude<ColumnType, 'any'>, op: PositiveOperator, { values, like: pattern }: Operands): MongoFilter {
@@ -349,6 +395,11 @@ export function compileFilter(query: Query): MongoFilter {
   return { $and: [LIVE, ...query.conditions.map(condition)] };
 }
 
+/** A keyset page of a scan: live documents after `after` in `_id` order (the `_id` index). */
+export function compileScan(after: string | undefined): { filter: MongoFilter; sort: SortPair[] } {
+  return { filter: after === undefined ? LIVE : { deleted: false, _id: { $gt: after } }, sort: [['_id', 1]] };
+}
+
 /** The sort keys in order, `_id` last unless the query sorts by id. MongoDB orders missing and
  * null first ascending and last descending, as SQLite orders NULL, then numbers, then strings
  * (binary), then booleans. Not alike: booleans mixed with numbers at one path (SQLite sorts them as
@@ -417,6 +468,11 @@ export function compileAutocomplete(paths: readonly string[], term: string, limi
 // Writes, checkpoints, leases
 
 export type VersionedWrite = { filter: MongoFilter; replacement: Omit<StoredDocument, '_id'> };
+
+/** A document of a bulk load as stored (throws on a document that cannot be stored). */
+export function storedDocument({ id, version, doc }: VersionedDocument): StoredDocument {
+  return { _id: id, v: version, deleted: doc === null, doc: doc === null ? null : encodeDocument(doc) };
+}
 
 /**
  * A replace-with-upsert that applies only over an older version. Over the same or a newer one the

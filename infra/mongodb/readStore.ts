@@ -17,9 +17,11 @@ import {
   type Collection,
   type Db,
   type Filter,
+  type IndexDescription,
+  type IndexDescriptionInfo,
   type UpdateFilter,
 } from 'mongodb';
-import type { Document, DocumentWrite, Page, Position, ReadStore } from '../../domain/ports.ts';
+import type { CollectionOptions, Document, DocumentWrite, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
 import { StoreUnavailableError } from '../../domain/shared/errors.ts';
 import { redactCredentials } from '../redact.ts';
 import type { Query } from '../../domain/shared/filtering.ts';
@@ -31,6 +33,7 @@ import {
   collectionName,
   compileAutocomplete,
   compileFilter,
+  compileScan,
   compileSort,
   decodeDocument,
   decodePosition,
@@ -38,6 +41,7 @@ import {
   leaseFilter,
   leaseOwnedBy,
   leaseUpdate,
+  storedDocument,
   versionedWrite,
   type Checkpoint,
   type Lease,
@@ -46,6 +50,10 @@ import {
 } from './query.ts';
 
 const DUPLICATE_KEY = 11000;
+const NAMESPACE_NOT_FOUND = 26;
+/** Documents per insertMany of a bulk load: bounds what one batch holds in memory (the driver
+ * splits a batch into messages of the server's size itself). */
+const BULK_LOAD_BATCH = 10_000;
 
 const TRANSIENT_LABELS: readonly string[] = [
   MongoErrorLabel.RetryableWriteError,
@@ -82,9 +90,10 @@ function isTransient(error: unknown): boolean {
 }
 
 /** The port's error for a driver error: transient failures become StoreUnavailableError, the
- * rest stay the driver's own errors (the projector retries either). */
-export function translateError(error: unknown): unknown {
-  return isTransient(error) ? new StoreUnavailableError('READ_STORE', error) : error;
+ * rest stay the driver's own errors (the projector retries either). The blob store on the same
+ * server shares the classification and names itself. */
+export function translateError(error: unknown, store: 'READ_STORE' | 'BLOB_STORE' = 'READ_STORE'): unknown {
+  return isTransient(error) ? new StoreUnavailableError(store, error) : error;
 }
 
 export const isDuplicateKey = (error: unknown): boolean => error instanceof MongoError && error.code === DUPLICATE_KEY;
@@ -133,7 +142,8 @@ export class MongoReadStore implements ReadStore {
     }
   }
 
-  async ensureCollection(collection: string, indexedPaths: readonly string[]): Promise<void> {
+  /** Text paths get no index of their own here: see query.ts on LIKE. */
+  async ensureCollection(collection: string, indexedPaths: readonly string[], _options?: CollectionOptions): Promise<void> {
     const documents = this.#documents(collection);
     const specs = [...new Set(indexedPaths)].filter((path) => path !== 'id').map(indexSpec);
     await this.#run(async () => {
@@ -173,6 +183,11 @@ export class MongoReadStore implements ReadStore {
       const again = duplicates.map((i) => operations[i]).filter((op) => op !== undefined);
       await this.#write(documents, again, true);
     }
+  }
+
+  async saveCheckpoint(processor: string, position: Position): Promise<void> {
+    const advance = checkpointUpdate(position) as UpdateFilter<Checkpoint>;
+    await this.#run(() => this.#checkpoints.updateOne({ _id: { $eq: processor } }, advance, { upsert: true }));
   }
 
   async checkpoint(projection: string): Promise<Position> {
@@ -234,6 +249,68 @@ export class MongoReadStore implements ReadStore {
     return this.#run(() => documents.countDocuments(asFilter<StoredDocument>(LIVE)));
   }
 
+  async scan(collection: string, options: { after?: string; limit: number }): Promise<Document[]> {
+    const documents = this.#documents(collection);
+    const limit = Math.floor(options.limit);
+    // A limit of 0 means "no limit" to MongoDB.
+    if (!(limit > 0)) return [];
+    const { filter, sort } = compileScan(options.after);
+    const rows = await this.#run(() =>
+      documents.find(asFilter<StoredDocument>(filter), { sort, limit, projection: { doc: 1 }, maxTimeMS: QUERY_TIME_LIMIT_MS }).toArray(),
+    );
+    return rows.flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
+  }
+
+  /**
+   * Drops the collection (its indexes with it: dropping beats deleting every document), inserts
+   * the documents unordered in batches, then builds the indexes it had, each once over the loaded
+   * collection. The indexes come back whatever happens; the checkpoint only when every document
+   * is in.
+   */
+  async bulkLoad(
+    collection: string,
+    documents: Iterable<VersionedDocument> | AsyncIterable<VersionedDocument>,
+    checkpoint: Position,
+    projection = collection,
+  ): Promise<void> {
+    const target = this.#documents(collection);
+    await this.#run(async () => {
+      const indexes = await this.#secondaryIndexes(target);
+      await this.#checkpoints.deleteOne({ _id: { $eq: projection } });
+      await target.drop();
+      try {
+        let batch: StoredDocument[] = [];
+        for await (const document of documents) {
+          batch.push(storedDocument(document));
+          if (batch.length < BULK_LOAD_BATCH) continue;
+          await target.insertMany(batch, { ordered: false });
+          batch = [];
+        }
+        if (batch.length > 0) await target.insertMany(batch, { ordered: false });
+      } finally {
+        if (indexes.length > 0) await target.createIndexes(indexes);
+      }
+      await this.#checkpoints.updateOne({ _id: { $eq: projection } }, checkpointUpdate(checkpoint), { upsert: true });
+    });
+  }
+
+  /** The collection's indexes but `_id`'s, as createIndexes takes them; none when it does not exist. */
+  async #secondaryIndexes(documents: Collection<StoredDocument>): Promise<IndexDescription[]> {
+    try {
+      const listed: IndexDescriptionInfo[] = await documents.indexes();
+      return listed
+        .filter((index) => index.name !== '_id_')
+        .map(({ key, name, partialFilterExpression }) => ({
+          key,
+          ...(name === undefined ? {} : { name }),
+          ...(partialFilterExpression === undefined ? {} : { partialFilterExpression }),
+        }));
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return [];
+      throw error;
+    }
+  }
+
   async reset(collection: string, projection: string): Promise<void> {
     const documents = this.#documents(collection);
     await this.#run(async () => {
@@ -273,9 +350,16 @@ const SYSTEM_DATABASES: readonly string[] = ['admin', 'local', 'config'];
  * (`serverSelectionTimeoutMS`); the driver's own default is 30 s. */
 const SERVER_SELECTION_TIMEOUT_MS = 5_000;
 
-/** Connects and pings, so a wrong URL or a server that is down fails at start-up with a clear
- * message. The database is `dbName`, else the one the URL's path names, else DEFAULT_DATABASE. */
+/** Opens the read store on its own client (see connectMongo). */
 export async function openMongoReadStore(url: string, options: { dbName?: string } = {}): Promise<MongoReadStore> {
+  const { client, db } = await connectMongo(url, options);
+  return new MongoReadStore(client, db);
+}
+
+/** Connects and pings, so a wrong URL or a server that is down fails at start-up with a clear
+ * message. The database is `dbName`, else the one the URL's path names, else DEFAULT_DATABASE:
+ * the read models' and the blobs' alike. */
+export async function connectMongo(url: string, options: { dbName?: string } = {}): Promise<{ client: MongoClient; db: Db }> {
   const where = redactCredentials(url);
   let client: MongoClient;
   try {
@@ -295,7 +379,7 @@ export async function openMongoReadStore(url: string, options: { dbName?: string
     await client.connect();
     const db = client.db(dbName);
     await db.command({ ping: 1 });
-    return new MongoReadStore(client, db);
+    return { client, db };
   } catch (error) {
     await client.close();
     const reason = error instanceof Error ? error.message : String(error);

@@ -230,8 +230,12 @@ export class SqliteEventStore implements EventStore {
     return { revision: Number(last.revision), position: last.position, duplicate: true };
   }
 
-  readStream(stream: string, options: { from?: number } = {}): Promise<RecordedEvent[]> {
-    const rows = this.#stmt('SELECT * FROM events WHERE stream = ? AND revision >= ? ORDER BY revision').all(stream, options.from ?? 0) as Row[];
+  readStream(stream: string, options: { from?: number; limit?: number } = {}): Promise<RecordedEvent[]> {
+    const rows = this.#stmt('SELECT * FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?').all(
+      stream,
+      options.from ?? 0,
+      options.limit ?? -1,
+    ) as Row[];
     return Promise.resolve(rows.map(toEvent));
   }
 

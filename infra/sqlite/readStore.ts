@@ -1,256 +1,37 @@
 // The embedded read store: one table per collection holding each document as JSONB, with
-// expression indexes on the paths a resource filters and sorts by. Queries compile to SQL with every
-// value bound as a parameter; document paths reach the SQL text only as validated JSON paths.
+// expression indexes on the paths a resource filters and sorts by, and on the paths searched as
+// text a lowercase index and a trigram index (readSchema.ts). Queries compile to SQL with every
+// value bound as a parameter (readQuery.ts); document paths reach the SQL text only as validated
+// JSON paths.
 
-import { createHash } from 'node:crypto';
-import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
-import type { Document, DocumentWrite, Page, Position, ReadStore } from '../../domain/ports.ts';
-import {
-  booleanReading,
-  likePattern,
-  numericReading,
-  operandsOf,
-  typedValue,
-  shapeOf,
-  type Column,
-  type ColumnType,
-  type Condition,
-  type LikePattern,
-  type Operands,
-  type Operator,
-  type PositiveOperator,
-  type Query,
-  type Scalar,
-} from '../../domain/shared/filtering.ts';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { DatabaseSync, type SQLOutputValue, type StatementSync } from 'node:sqlite';
+import type { CollectionOptions, Document, DocumentWrite, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
+import { likePattern, type Query } from '../../domain/shared/filtering.ts';
+import { containerValues, containingValues, ranked, scanned, startingValues, type Statement } from './autocomplete.ts';
 import { likeMatcher, type LikeMatcher } from './likeMatcher.ts';
+import { compile, LIKE_WINDOW } from './readQuery.ts';
+import {
+  dropTrigramSql,
+  indexSql,
+  lowerIndexSql,
+  namesOf,
+  pathOfTrigramColumn,
+  quoted,
+  searchIndexes,
+  tableOf,
+  trigramOfTrigger,
+  trigramSql,
+  type SearchIndexes,
+} from './readSchema.ts';
 
-const COLLECTION = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
-const SEGMENT = /^[A-Za-z0-9_-]+$/;
-const BARE_SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const ASCII = /^\p{ASCII}*$/u;
 const STATEMENT_CACHE_SIZE = 500;
 /** rm_like runs once per row: a query's few patterns are compiled once, not once per row. */
 const LIKE_MATCHER_CACHE_SIZE = 64;
-
-/** A value reachable by a condition: its SQL value and its JSON type (`json_type` vocabulary). */
-type Target = { value: string; type: string };
-
-
-type Compiled = { where: string; orderBy: string; params: SQLInputValue[] };
-
-function tableName(collection: string): string {
-  if (!COLLECTION.test(collection)) throw new RangeError(`invalid collection name ${JSON.stringify(collection)}`);
-  return `"rm_${collection}"`;
-}
-
-/** The path as a SQL string literal of a JSON path; safe because segments cannot hold quotes. */
-function jsonPath(path: string): string {
-  const segments = path.split('.');
-  if (!segments.every((s) => SEGMENT.test(s))) throw new RangeError(`invalid document path ${JSON.stringify(path)}`);
-  return `'$${segments.map((s) => (BARE_SEGMENT.test(s) ? `.${s}` : `."${s}"`)).join('')}'`;
-}
-
-/**
- * The one spelling of a document field used by indexes and queries alike: SQLite matches an
- * expression index only against the same expression. `id` is the primary key column itself.
- */
-function fieldValue(path: string): string {
-  return path === 'id' ? 'id' : `json_extract(doc, ${jsonPath(path)})`;
-}
-
-function fieldTarget(root: string, atDocumentRoot: boolean, path: string): Target {
-  if (atDocumentRoot && path === 'id') return { value: 'id', type: `'text'` };
-  const p = jsonPath(path);
-  return { value: atDocumentRoot ? fieldValue(path) : `json_extract(${root}, ${p})`, type: `json_type(${root}, ${p})` };
-}
-
-function indexName(collection: string, path: string): string {
-  const hash = createHash('sha256').update(path).digest('hex').slice(0, 10);
-  return `"rm_${collection}__${path.replace(/[^A-Za-z0-9_]/g, '_')}_${hash}"`;
-}
-
-/** The value as the stored JSON of a column of that type reads back from SQLite: json_extract reads
- * JSON true/false as 1/0. */
-function bindable(type: Exclude<ColumnType, 'any'>, value: Scalar): string | number {
-  const typed = typedValue(type, value);
-  return typeof typed === 'boolean' ? Number(typed) : typed;
-}
-
-const escapeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
-
-/**
- * A parsed pattern as the text of `LIKE … ESCAPE '\'`. That escape is the API's own for `\`, `%`
- * and `_`, and a parsed pattern always holds a wildcard, so the text is also a LIKE value that
- * likePattern reads back to the same pattern: rm_like rebuilds its matcher from it.
- */
-function likeSql(pattern: LikePattern): string {
-  return pattern.map((t) => (t.kind === 'text' ? escapeLiteral(t.text) : t.kind === 'any' ? '%' : '_')).join('');
-}
-
-/** Native LIKE's work per character of a value is at most this many comparisons. */
-const NATIVE_LIKE_MAX_RUN = 16;
-
-/** The longest run of characters a pattern compares after a `%` (where LIKE tries every position). */
-function longestFloatingRun(pattern: LikePattern): number {
-  let longest = 0;
-  let run = 0;
-  let floating = false;
-  for (const t of pattern) {
-    if (t.kind === 'any') {
-      floating = true;
-      run = 0;
-    } else if (floating) {
-      run += t.kind === 'text' ? t.text.length : 1;
-      longest = Math.max(longest, run);
-    }
-  }
-  return longest;
-}
-
-const ANYTHING: LikePattern = [{ kind: 'any' }];
-const containing = (term: string): LikePattern => (term === '' ? ANYTHING : [{ kind: 'any' }, { kind: 'text', text: term }, { kind: 'any' }]);
-const startingWith = (term: string): LikePattern => (term === '' ? ANYTHING : [{ kind: 'text', text: term }, { kind: 'any' }]);
-
-class Compiler {
-  readonly params: SQLInputValue[] = [];
-  private aliases = 0;
-
-  alias(prefix: string): string {
-    this.aliases += 1;
-    return `${prefix}${String(this.aliases)}`;
-  }
-
-  bind(value: SQLInputValue): string {
-    this.params.push(value);
-    return '?';
-  }
-
-  /** One value as `= ?`, several through one JSON array so the statement text stays the same. */
-  membership(expr: string, values: readonly (string | number)[]): string {
-    const [only] = values;
-    if (values.length === 1 && only !== undefined) return `${expr} = ${this.bind(only)}`;
-    return `${expr} IN (SELECT value FROM json_each(${this.bind(JSON.stringify(values))}))`;
-  }
-
-  /**
-   * SQLite's LIKE folds ASCII case only; an ASCII pattern can match other characters only through
-   * wildcards, so native LIKE is exact for it, and any other pattern compares the
-   * Unicode-lowercased value with the lowercased pattern instead. Native LIKE is fast for the
-   * patterns toQuery lets through (its work is bounded by the value's length times the pattern's).
-   */
-  like(expr: string, pattern: LikePattern): string {
-    const sql = likeSql(pattern);
-    // SQLite's LIKE reads its pattern as a C string, so a NUL would end it early; and after each `%`
-    // it tries the rest at every position, so a long run there costs the value's length times the
-    // run's (a 250-character run: 50 ms per 100,000-character value): the linear matcher takes both.
-    if (sql.includes('\0') || longestFloatingRun(pattern) > NATIVE_LIKE_MAX_RUN) return `rm_like(${expr}, ${this.bind(sql)})`;
-    if (ASCII.test(sql)) return `${expr} LIKE ${this.bind(sql)} ESCAPE '\\'`;
-    return `rm_fold(${expr}) LIKE ${this.bind(sql.toLowerCase())} ESCAPE '\\'`;
-  }
-
-  positive(t: Target, type: ColumnType, op: PositiveOperator, { values, like: pattern }: Operands): string {
-    switch (op) {
-      case 'EQ':
-      case 'IN':
-        if (type === 'any') return this.anyMembership(t, values);
-        return this.membership(t.value, values.map((v) => bindable(type, v)));
-      case 'LIKE': {
-        if (pattern === undefined) throw new TypeError('a LIKE condition without its pattern');
-        const like = this.like(t.value, pattern);
-        return type === 'any' ? `(${t.type} = 'text' AND ${like})` : like;
-      }
-      case 'GT':
-      case 'GTE':
-      case 'LT':
-      case 'LTE': {
-        const cmp = { GT: '>', GTE: '>=', LT: '<', LTE: '<=' }[op];
-        const value = values[0] ?? '';
-        if (type !== 'any') return `${t.value} ${cmp} ${this.bind(bindable(type, value))}`;
-        // SQLite orders every number below every string, so each branch keeps to its own type.
-        const parts = [`(${t.type} = 'text' AND ${t.value} ${cmp} ${this.bind(String(value))})`];
-        const n = numericReading(value);
-        if (n !== undefined) parts.push(`(${t.type} IN ('integer', 'real') AND ${t.value} ${cmp} ${this.bind(n)})`);
-        return `(${parts.join(' OR ')})`;
-      }
-      default: {
-        const _never: never = op;
-        return _never;
-      }
-    }
-  }
-
-  /** The `any` type's equality: a stored string, number or boolean each by its own reading. */
-  anyMembership(t: Target, values: readonly Scalar[]): string {
-    // json_extract reads an array or object as its JSON text, which must not equal a string value.
-    const parts = [`(${t.type} = 'text' AND ${this.membership(t.value, values.map(String))})`];
-    const numbers = values.map(numericReading).filter((n): n is number => n !== undefined);
-    // A JSON boolean reads as 1/0, so only a stored JSON number may match a numeric reading.
-    if (numbers.length > 0) parts.push(`(${this.membership(t.value, numbers)} AND ${t.type} IN ('integer', 'real'))`);
-    const booleans = [...new Set(values.map(booleanReading).filter((b) => b !== undefined))];
-    if (booleans.length > 0) parts.push(`${t.type} IN (${booleans.map((b) => `'${String(b)}'`).join(', ')})`);
-    return `(${parts.join(' OR ')})`;
-  }
-
-  /**
-   * A condition on a field below `root`. Negations follow MongoDB: NOT_EQ, NOT_IN and NOT_LIKE hold
-   * for a missing or null scalar (as `$ne`/`$nin` do), and for an array when no element matches.
-   * IS_NULL holds for a missing or null scalar, and for an array with no non-null element.
-   */
-  field(root: string, atDocumentRoot: boolean, column: Column, op: Operator, operands: Operands): string {
-    const shape = shapeOf(op);
-    if (column.array) {
-      const e = this.alias('e');
-      const element: Target = { value: `${e}.value`, type: `${e}.type` };
-      const exists = (negated: boolean, pred: string): string =>
-        `${negated ? 'NOT ' : ''}EXISTS (SELECT 1 FROM json_each(${root}, ${jsonPath(column.path)}) AS ${e} WHERE ${pred})`;
-      if (shape.kind === 'null') return exists(shape.isNull, `${e}.type <> 'null'`);
-      return exists(shape.kind === 'negated', this.positive(element, column.type, shape.op, operands));
-    }
-    const t = fieldTarget(root, atDocumentRoot, column.path);
-    if (shape.kind === 'null') return `${t.value} IS ${shape.isNull ? '' : 'NOT '}NULL`;
-    const positive = this.positive(t, column.type, shape.op, operands);
-    return shape.kind === 'negated' ? `(${positive}) IS NOT 1` : positive;
-  }
-
-  /**
-   * A nested condition holds when one element of the array matches it as a whole, like MongoDB's
-   * `$elemMatch`; NOT_EQ therefore means "some element differs". Elements that are not objects
-   * never match (and must not reach json_extract, which rejects a bare string).
-   */
-  condition(c: Condition): string {
-    const operands = operandsOf(c);
-    if (c.kind === 'field') return this.field('doc', true, c.column, c.op, operands);
-    const n = this.alias('n');
-    const inner = this.field(`${n}.value`, false, c.column, c.op, operands);
-    return `EXISTS (SELECT 1 FROM json_each(doc, ${jsonPath(c.arrayPath)}) AS ${n} WHERE CASE WHEN ${n}.type = 'object' THEN (${inner}) END)`;
-  }
-}
-
-/** A sort key is constant over the result when a typed equality pins its field; SQLite cannot see
- * that through an expression index, and dropping it lets the index deliver the id order. */
-function pinnedPaths(conditions: readonly Condition[]): Set<string> {
-  const pinned = new Set<string>();
-  for (const c of conditions) {
-    if (c.kind !== 'field' || c.column.array || c.column.type === 'any') continue;
-    if (c.op === 'EQ' || (c.op === 'IN' && c.values?.length === 1)) pinned.add(c.column.path);
-  }
-  return pinned;
-}
-
-function compile(query: Query): Compiled {
-  const compiler = new Compiler();
-  const where = ['deleted = 0', ...query.conditions.map((c) => compiler.condition(c))].join(' AND ');
-  const pinned = pinnedPaths(query.conditions);
-  const keys = query.sort.some((k) => k.column.path === 'id')
-    ? query.sort
-    : [...query.sort, { column: { path: 'id', type: 'string', array: false } satisfies Column, order: 'ASC' as const }];
-  // SQLite puts NULLs first ascending and last descending, as MongoDB orders missing and null.
-  const orderBy = keys
-    .filter((k) => !pinned.has(k.column.path))
-    .map((k) => `${fieldValue(k.column.path)}${k.order === 'DESC' ? ' DESC' : ''}`)
-    .join(', ');
-  return { where, orderBy: orderBy === '' ? '' : ` ORDER BY ${orderBy}`, params: compiler.params };
-}
+/** Documents a bulk load writes per transaction; between two the event loop serves requests. */
+const BULK_LOAD_CHUNK = 50_000;
+/** Page cache for a bulk load (KiB, as a negative cache_size): index builds sort in it. */
+const BULK_LOAD_CACHE_KIB = 262_144;
 
 function parseDocument(value: SQLOutputValue | undefined): Document | null {
   if (typeof value !== 'string') return null;
@@ -265,23 +46,37 @@ function settle<T>(work: () => T): Promise<T> {
   });
 }
 
+/** The first LIKE_WINDOW characters (code points) of a value, as SQLite's substr counts them. */
+function likeWindow(value: string): string {
+  if (value.length <= LIKE_WINDOW) return value;
+  let end = 0;
+  for (let n = 0; n < LIKE_WINDOW && end < value.length; n++) end += (value.codePointAt(end) ?? 0) > 0xffff ? 2 : 1;
+  return value.slice(0, end);
+}
+
 export class SqliteReadStore implements ReadStore {
   private readonly db: DatabaseSync;
   private readonly statements = new Map<string, StatementSync>();
   private readonly tables = new Set<string>();
   private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
   private readonly likeMatchers = new Map<string, LikeMatcher>();
+  /** Each collection's search indexes as its schema holds them; dropped when the schema changes. */
+  private readonly searchIndexCache = new Map<string, SearchIndexes>();
 
   constructor(path: string) {
     this.db = new DatabaseSync(path);
     this.db.exec('PRAGMA journal_mode = WAL');
     this.db.exec('PRAGMA synchronous = NORMAL');
     this.db.exec('PRAGMA busy_timeout = 5000');
+    // A query narrowed by an index still reads its rows at random: mapped, a read is a memory
+    // access rather than a system call, and the 2 MB default cache would hold little of them.
+    this.db.exec('PRAGMA mmap_size = 1073741824');
+    this.db.exec('PRAGMA cache_size = -65536');
     this.db.exec('PRAGMA optimize = 0x10002');
     this.db.exec('CREATE TABLE IF NOT EXISTS checkpoints (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)');
     this.db.function('rm_fold', { deterministic: true }, (v) => (typeof v === 'string' ? v.toLowerCase() : v));
     this.db.function('rm_like', { deterministic: true }, (v, p) =>
-      typeof v === 'string' && typeof p === 'string' ? Number(this.matcherOf(p)(v)) : null,
+      typeof v === 'string' && typeof p === 'string' ? Number(this.matcherOf(p)(likeWindow(v))) : null,
     );
   }
 
@@ -318,7 +113,7 @@ export class SqliteReadStore implements ReadStore {
 
   /** The collection's table, created on first use so reads of an undeclared collection are empty. */
   private table(collection: string): string {
-    const table = tableName(collection);
+    const table = quoted(tableOf(collection));
     if (!this.tables.has(table)) {
       this.db.exec(
         `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, version INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, doc BLOB)`,
@@ -339,14 +134,56 @@ export class SqliteReadStore implements ReadStore {
     }
   }
 
-  ensureCollection(collection: string, indexedPaths: readonly string[]): Promise<void> {
+  /** The search indexes a collection's schema holds (see readSchema.ts). */
+  private searchIndexes(collection: string): SearchIndexes {
+    let indexes = this.searchIndexCache.get(collection);
+    if (indexes === undefined) {
+      this.table(collection);
+      const rows = this.statement('SELECT name FROM sqlite_master WHERE tbl_name = ?').all(tableOf(collection));
+      indexes = searchIndexes(collection, new Set(rows.map((row) => String(row.name))));
+      this.searchIndexCache.set(collection, indexes);
+    }
+    return indexes;
+  }
+
+  /** Paths whose trigram index the triggers keep, read from the schema. */
+  private trigramPaths(collection: string): string[] {
+    const triggers = this.statement(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?`).all(tableOf(collection));
+    return triggers.flatMap((row) => {
+      const trigram = trigramOfTrigger(String(row.name));
+      if (trigram === undefined) return [];
+      const columns = this.statement('SELECT name FROM pragma_table_info(?)').all(trigram);
+      return columns.map((column) => pathOfTrigramColumn(String(column.name))).filter((path) => path !== undefined);
+    });
+  }
+
+  /** A path's trigram index, built from the documents when missing: with its triggers, at once. */
+  private ensureTrigram(collection: string, path: string): void {
+    if (this.searchIndexes(collection).trigram(path) !== undefined) return;
+    try {
+      this.transaction(() => {
+        // Without its triggers a table cannot be trusted to be current: made again.
+        for (const sql of [...dropTrigramSql(namesOf(collection, path).trigram), ...trigramSql(collection, path)]) this.db.exec(sql);
+      });
+    } finally {
+      this.searchIndexCache.delete(collection);
+    }
+  }
+
+  ensureCollection(collection: string, indexedPaths: readonly string[], options: CollectionOptions = {}): Promise<void> {
     return settle(() => {
-      const table = this.table(collection);
-      for (const path of new Set(indexedPaths)) {
-        if (path === 'id') continue;
-        this.db.exec(
-          `CREATE INDEX IF NOT EXISTS ${indexName(collection, path)} ON ${table} (${fieldValue(path)}, id) WHERE deleted = 0`,
-        );
+      this.table(collection);
+      const paths = [...new Set(indexedPaths)].filter((path) => path !== 'id');
+      const text = new Set(options.textPaths ?? paths);
+      try {
+        for (const path of paths) {
+          this.db.exec(indexSql(collection, path));
+          if (!text.has(path)) continue;
+          this.db.exec(lowerIndexSql(collection, path));
+          this.ensureTrigram(collection, path);
+        }
+      } finally {
+        this.searchIndexCache.delete(collection);
       }
     });
   }
@@ -392,6 +229,15 @@ export class SqliteReadStore implements ReadStore {
     });
   }
 
+  saveCheckpoint(processor: string, position: Position): Promise<void> {
+    return settle(() => {
+      this.statement(
+        `INSERT INTO checkpoints (projection, position) VALUES (?, ?)
+         ON CONFLICT (projection) DO UPDATE SET position = excluded.position WHERE excluded.position > checkpoints.position`,
+      ).run(processor, position);
+    });
+  }
+
   checkpoint(projection: string): Promise<Position> {
     return settle(() => {
       const s = this.statement('SELECT position FROM checkpoints WHERE projection = ?');
@@ -417,7 +263,7 @@ export class SqliteReadStore implements ReadStore {
 
   find(collection: string, query: Query, page: Page): Promise<Document[]> {
     return settle(() => {
-      const { where, orderBy, params } = compile(query);
+      const { where, orderBy, params } = compile(query, this.searchIndexes(collection));
       const rows = this.statement(
         `SELECT json(doc) AS doc FROM ${this.table(collection)} WHERE ${where}${orderBy} LIMIT ? OFFSET ?`,
       ).all(...params, page.limit, page.offset);
@@ -427,7 +273,7 @@ export class SqliteReadStore implements ReadStore {
 
   findIds(collection: string, query: Query, page: Page): Promise<string[]> {
     return settle(() => {
-      const { where, orderBy, params } = compile(query);
+      const { where, orderBy, params } = compile(query, this.searchIndexes(collection));
       const rows = this.statement(`SELECT id FROM ${this.table(collection)} WHERE ${where}${orderBy} LIMIT ? OFFSET ?`).all(
         ...params,
         page.limit,
@@ -439,30 +285,159 @@ export class SqliteReadStore implements ReadStore {
 
   count(collection: string, query: Query): Promise<number> {
     return settle(() => {
-      const { where, params } = compile(query);
+      const { where, params } = compile(query, this.searchIndexes(collection));
       const row = this.statement(`SELECT count(*) AS n FROM ${this.table(collection)} WHERE ${where}`).get(...params);
       return Number(row?.n ?? 0);
     });
   }
 
-  /** Prefix matches first, then substring matches, each in case-insensitive alphabetical order. */
+  /** Prefix matches first, then substring matches, each in case-insensitive alphabetical order;
+   * through the search indexes when every path has them (see autocomplete.ts). */
   autocomplete(collection: string, paths: readonly string[], term: string, limit: number): Promise<string[]> {
     return settle(() => {
       if (paths.length === 0 || limit <= 0) return [];
-      const table = this.table(collection);
-      const compiler = new Compiler();
-      // json_each reads a scalar as a single element, so array columns are searched the same way.
-      const sources = [...new Set(paths)].map(
-        (path) =>
-          `SELECT e.value AS value FROM ${table} AS d, json_each(d.doc, ${jsonPath(path)}) AS e
-           WHERE d.deleted = 0 AND e.type = 'text' AND ${compiler.like('e.value', containing(term))}`,
-      );
-      const prefix = compiler.like('value', startingWith(term));
-      const rows = this.statement(
-        `SELECT value FROM (${sources.join(' UNION ')}) ORDER BY (${prefix}) DESC, value COLLATE NOCASE, value LIMIT ?`,
-      ).all(...compiler.params, limit);
-      return rows.map((row) => String(row.value));
+      const table = tableOf(collection);
+      const unique = [...new Set(paths)];
+      const indexes = this.searchIndexes(collection);
+      if (!unique.every((path) => indexes.lower(path))) return this.values(scanned(table, unique, term, limit));
+      const candidates = new Set<string>();
+      const add = (values: readonly string[]): void => {
+        for (const value of values) candidates.add(value);
+      };
+      for (const path of unique) {
+        add(this.values(containerValues(table, path, term, '[')));
+        add(this.values(containerValues(table, path, term, '{')));
+      }
+      const starting = this.startingWith(table, unique, term, limit);
+      if (starting !== undefined) add(starting);
+      // Values containing the term rank after every value starting with it: needed only when
+      // fewer than `limit` start with it, or when the lowercase index cannot tell which do.
+      if (starting === undefined || starting.length < limit) {
+        for (const path of unique) add(this.values(containingValues(table, path, term, indexes.trigram(path))));
+      }
+      return this.values(ranked(candidates, term, limit));
     });
+  }
+
+  private values({ sql, params }: Statement): string[] {
+    return this.statement(sql)
+      .all(...params)
+      .map((row) => String(row.value));
+  }
+
+  /**
+   * Distinct text values at the paths starting with the term, walking each path's lowercase index
+   * until `limit` distinct values are found and the next value's group differs: every value among
+   * the first `limit` of the ranking is then found. NOCASE compares as lower() does but stops at a
+   * NUL met in both values (their lengths decide), so values equal through a NUL rank among
+   * themselves in any lower() order: the group is the lowercase form up to its first NUL.
+   * Undefined when the index cannot tell (a term that is not ASCII).
+   */
+  private startingWith(table: string, paths: readonly string[], term: string, limit: number): string[] | undefined {
+    const found = new Set<string>();
+    for (const path of paths) {
+      const statement = startingValues(table, path, term);
+      if (statement === undefined) return undefined;
+      const mine = new Set<string>();
+      let last: string | undefined;
+      for (const row of this.statement(statement.sql).iterate(...statement.params)) {
+        const folded = String(row.folded);
+        const nul = folded.indexOf('\0');
+        const group = nul < 0 ? folded : folded.slice(0, nul + 1);
+        if (mine.size >= limit && group !== last) break;
+        mine.add(String(row.value));
+        last = group;
+      }
+      for (const value of mine) found.add(value);
+    }
+    return [...found];
+  }
+
+  scan(collection: string, options: { after?: string; limit: number }): Promise<Document[]> {
+    return settle(() => {
+      const limit = Math.floor(options.limit);
+      if (!(limit > 0)) return [];
+      const table = this.table(collection);
+      // The primary key's index: each page is a range seek, whatever was written before it.
+      const rows =
+        options.after === undefined
+          ? this.statement(`SELECT json(doc) AS doc FROM ${table} WHERE deleted = 0 ORDER BY id LIMIT ?`).all(limit)
+          : this.statement(`SELECT json(doc) AS doc FROM ${table} WHERE deleted = 0 AND id > ? ORDER BY id LIMIT ?`).all(options.after, limit);
+      return rows.map((row) => parseDocument(row.doc)).filter((d): d is Document => d !== null);
+    });
+  }
+
+  /**
+   * Drops the collection's indexes, trigram indexes and documents, inserts the documents in large
+   * transactions (the event loop gets a turn between two), then builds every index once over the
+   * loaded table, which costs far less than keeping them up to date row by row. The indexes come
+   * back whatever happens; the checkpoint only when every document is in.
+   */
+  async bulkLoad(
+    collection: string,
+    documents: Iterable<VersionedDocument> | AsyncIterable<VersionedDocument>,
+    checkpoint: Position,
+    projection = collection,
+  ): Promise<void> {
+    const table = this.table(collection);
+    const schema = this.dropForLoad(collection, projection);
+    const cacheSize = this.db.prepare('PRAGMA cache_size').get()?.cache_size;
+    this.db.exec(`PRAGMA cache_size = -${String(BULK_LOAD_CACHE_KIB)}`);
+    let loaded = false;
+    try {
+      const insert = this.db.prepare(`INSERT INTO ${table} (id, version, deleted, doc) VALUES (?, ?, ?, jsonb(?))`);
+      for await (const chunk of chunks(documents, BULK_LOAD_CHUNK)) {
+        this.transaction(() => {
+          for (const d of chunk) insert.run(d.id, d.version, d.doc === null ? 1 : 0, d.doc === null ? null : JSON.stringify(d.doc));
+        });
+        await nextTurn();
+      }
+      loaded = true;
+    } finally {
+      this.restoreAfterLoad(collection, schema, loaded ? { projection, checkpoint } : undefined);
+      this.db.exec(`PRAGMA cache_size = ${String(cacheSize ?? -65536)}`);
+    }
+  }
+
+  /** Drops the indexes, trigram indexes, documents and checkpoint; answers what to build again. */
+  private dropForLoad(collection: string, projection: string): { indexes: string[]; trigramPaths: string[] } {
+    const indexes = this.statement(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`)
+      .all(tableOf(collection))
+      .map((row) => ({ name: String(row.name), sql: String(row.sql) }));
+    const trigramPaths = this.trigramPaths(collection);
+    const table = this.table(collection);
+    try {
+      this.transaction(() => {
+        for (const path of trigramPaths) for (const sql of dropTrigramSql(namesOf(collection, path).trigram)) this.db.exec(sql);
+        for (const index of indexes) this.db.exec(`DROP INDEX ${quoted(index.name)}`);
+        this.db.exec(`DELETE FROM ${table}`);
+        this.statement('DELETE FROM checkpoints WHERE projection = ?').run(projection);
+      });
+    } finally {
+      this.searchIndexCache.delete(collection);
+    }
+    return { indexes: indexes.map((index) => index.sql), trigramPaths };
+  }
+
+  private restoreAfterLoad(
+    collection: string,
+    schema: { indexes: string[]; trigramPaths: string[] },
+    done: { projection: string; checkpoint: Position } | undefined,
+  ): void {
+    this.searchIndexCache.delete(collection);
+    try {
+      // IF NOT EXISTS: an ensureCollection that ran between two chunks may have built some already.
+      for (const sql of schema.indexes) this.db.exec(sql.replace(/^CREATE (UNIQUE )?INDEX /i, 'CREATE $1INDEX IF NOT EXISTS '));
+      for (const path of schema.trigramPaths) this.ensureTrigram(collection, path);
+      if (done !== undefined) {
+        this.statement(
+          `INSERT INTO checkpoints (projection, position) VALUES (?, ?)
+           ON CONFLICT (projection) DO UPDATE SET position = excluded.position WHERE excluded.position > checkpoints.position`,
+        ).run(done.projection, done.checkpoint);
+      }
+    } finally {
+      this.searchIndexCache.delete(collection);
+    }
   }
 
   size(collection: string): Promise<number> {
@@ -475,8 +450,13 @@ export class SqliteReadStore implements ReadStore {
   reset(collection: string, projection: string): Promise<void> {
     return settle(() => {
       const table = this.table(collection);
+      const trigramPaths = this.trigramPaths(collection);
       this.transaction(() => {
+        // Without the trigram triggers a DELETE of every row empties the table's pages at once
+        // instead of visiting each row; the trigram indexes are made again, empty.
+        for (const path of trigramPaths) for (const sql of dropTrigramSql(namesOf(collection, path).trigram)) this.db.exec(sql);
         this.statement(`DELETE FROM ${table}`).run();
+        for (const path of trigramPaths) for (const sql of trigramSql(collection, path)) this.db.exec(sql);
         this.statement('DELETE FROM checkpoints WHERE projection = ?').run(projection);
       });
     });
@@ -512,12 +492,45 @@ export class SqliteReadStore implements ReadStore {
 
   /** The query plan of a find, one line per step, for checking that indexes are used. */
   explain(collection: string, query: Query, page: Page): string[] {
-    const { where, orderBy, params } = compile(query);
+    const { where, orderBy, params } = compile(query, this.searchIndexes(collection));
     return this.db
       .prepare(`EXPLAIN QUERY PLAN SELECT json(doc) AS doc FROM ${this.table(collection)} WHERE ${where}${orderBy} LIMIT ? OFFSET ?`)
       .all(...params, page.limit, page.offset)
       .map((row) => String(row.detail));
   }
+
+  /** The query plan of the walk of the lowercase index an autocomplete starts with. */
+  explainAutocomplete(collection: string, path: string, term: string): string[] {
+    const statement = startingValues(tableOf(collection), path, term);
+    if (statement === undefined) return [];
+    return this.db
+      .prepare(`EXPLAIN QUERY PLAN ${statement.sql}`)
+      .all(...statement.params)
+      .map((row) => String(row.detail));
+  }
+}
+
+/** Items in arrays of `size`, a synchronous iterable read without a turn of the event loop per item. */
+async function* chunks<T>(items: Iterable<T> | AsyncIterable<T>, size: number): AsyncGenerator<T[]> {
+  let chunk: T[] = [];
+  if (Symbol.asyncIterator in items) {
+    for await (const item of items) {
+      chunk.push(item);
+      if (chunk.length >= size) {
+        yield chunk;
+        chunk = [];
+      }
+    }
+  } else {
+    for (const item of items) {
+      chunk.push(item);
+      if (chunk.length >= size) {
+        yield chunk;
+        chunk = [];
+      }
+    }
+  }
+  if (chunk.length > 0) yield chunk;
 }
 
 export function openSqliteReadStore(options: { path: string }): SqliteReadStore {

@@ -21,10 +21,16 @@ describe('openStores', () => {
   it('opens the embedded stores when no URL is set, and says so', async () => {
     const DATA_DIR = freshDir();
     const stores = await openStores({ DATA_DIR, EVENTSTORE_URL: undefined, MONGODB_URL: undefined });
-    expect(stores.description).toEqual([`event log: SQLite ${join(DATA_DIR, 'events.db')}`, `read models: SQLite ${join(DATA_DIR, 'read-models.db')}`]);
+    expect(stores.description).toEqual([
+      `event log: SQLite ${join(DATA_DIR, 'events.db')}`,
+      `read models: SQLite ${join(DATA_DIR, 'read-models.db')}`,
+      `blobs: SQLite ${join(DATA_DIR, 'blobs.db')}`,
+    ]);
     await stores.eventStore.close();
     await stores.readStore.close();
+    await stores.blobStore.close();
     expect(existsSync(join(DATA_DIR, 'read-models.db.log'))).toBe(true);
+    expect(existsSync(join(DATA_DIR, 'blobs.db'))).toBe(true);
   });
 
   it('refuses embedded read models folded from another log, before connecting to anything', async () => {
@@ -32,6 +38,7 @@ describe('openStores', () => {
     const first = await openStores({ DATA_DIR, EVENTSTORE_URL: undefined, MONGODB_URL: undefined });
     await first.eventStore.close();
     await first.readStore.close();
+    await first.blobStore.close();
     const started = Date.now();
     await expect(openStores({ DATA_DIR, EVENTSTORE_URL: 'kurrentdb://127.0.0.1:1?tls=false', MONGODB_URL: undefined })).rejects.toThrow(
       /read-models\.db was folded from the embedded log, not the kurrentdb kurrentdb:\/\/127\.0\.0\.1:1\?tls=false log: delete/,

@@ -68,6 +68,8 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       expect((await store.readStream(stream, { from: 1 })).map((e) => e.revision)).toEqual([1, 2]);
       expect((await store.readStream(stream, { from: 0 })).map((e) => e.revision)).toEqual([0, 1, 2]);
       expect(await store.readStream(stream, { from: 3 })).toEqual([]);
+      expect((await store.readStream(stream, { from: 1, limit: 1 })).map((e) => e.revision)).toEqual([1]);
+      expect((await store.readStream(stream, { limit: 2 })).map((e) => e.revision)).toEqual([0, 1]);
       expect(await store.readStream(`${freshCategory()}-${randomUUID()}`, { from: 2 })).toEqual([]);
     });
 

@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Document, DocumentWrite, Page, ReadStore } from '../../domain/ports.ts';
+import type { Document, DocumentWrite, Page, ReadStore, VersionedDocument } from '../../domain/ports.ts';
 import {
   D1,
   D2,
@@ -26,6 +26,9 @@ const remove = (id: string, version: number): DocumentWrite => ({ kind: 'delete'
 const idsOf = (docs: readonly Document[]): string[] => docs.map((d) => d.id);
 const everything: Page = { offset: 0, limit: 1000 };
 const byCode = fixtureQuery({});
+const like = (column: string, value: string) => fixtureQuery({ filter: [{ column, operator: 'LIKE', value }] });
+/** Code point order, as both stores order ids (JavaScript's own compares UTF-16 units). */
+const binary = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 export function readStoreContract(name: string, open: () => Promise<ReadStore>): void {
   describe(`ReadStore contract: ${name}`, () => {
@@ -144,6 +147,15 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         expect(await store.checkpoint(c)).toBe(10n);
         await store.applyBatch(c, [], 12n);
         expect(await store.checkpoint(c)).toBe(12n);
+      });
+
+      it('is saved on its own for a processor that writes no documents, forward only', async () => {
+        const processor = fresh();
+        await store.saveCheckpoint(processor, 7n);
+        await store.saveCheckpoint(processor, 5n);
+        expect(await store.checkpoint(processor)).toBe(7n);
+        await store.saveCheckpoint(processor, 9n);
+        expect(await store.checkpoint(processor)).toBe(9n);
       });
 
       it('never moves backwards', async () => {
@@ -297,6 +309,8 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         expect(await store.checkpoint(c)).toBe(0n);
         await store.applyBatch(c, [upsert({ id: a, code: 'A again' }, 1)], 1n);
         expect((await store.getMany(c, [a])).get(a)).toEqual({ version: 1, doc: { id: a, code: 'A again' } });
+        expect(idsOf(await store.find(c, like('code', '%again%'), everything))).toEqual([a]);
+        expect(await store.count(c, like('code', 'b%'))).toBe(0);
       });
 
       it('leaves other collections and checkpoints alone', async () => {
@@ -314,6 +328,148 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         await store.ensureCollection(c, ['code', 'name', 'chars.region']);
         await store.ensureCollection(c, ['code', 'name', 'chars.region']);
         expect(await store.size(c)).toBe(1);
+      });
+
+      it('indexes documents written before the paths were declared, for LIKE and autocomplete too', async () => {
+        const a = { id: randomUUID(), code: 'OLD-1', name: 'Written before' };
+        const c = await collectionWith([a]);
+        await store.ensureCollection(c, ['code', 'name'], { textPaths: ['name'] });
+        expect(idsOf(await store.find(c, like('name', '%before%'), everything))).toEqual([a.id]);
+        expect(idsOf(await store.find(c, like('name', 'WRITTEN%'), everything))).toEqual([a.id]);
+        expect(await store.autocomplete(c, ['name'], 'writ', 10)).toEqual(['Written before']);
+      });
+    });
+
+    describe('LIKE through the search indexes', () => {
+      it('sees every write: inserts, renames, deletes and documents brought back', async () => {
+        const a = randomUUID();
+        const b = randomUUID();
+        const c = fresh();
+        await store.ensureCollection(c, ['code', 'name']);
+        await store.applyBatch(c, [upsert({ id: a, code: 'A', name: 'Quartz falcon' }, 1), upsert({ id: b, code: 'B', name: 'Amber' }, 1)], 1n);
+        const named = async (pattern: string): Promise<string[]> => idsOf(await store.find(c, like('name', pattern), everything));
+        expect(await named('%falcon%')).toEqual([a]);
+        await store.applyBatch(c, [upsert({ id: a, code: 'A', name: 'Harbor ember' }, 2), upsert({ id: b, code: 'B', name: 'Amber', note: 'edited' }, 2)], 2n);
+        expect(await named('%falcon%')).toEqual([]);
+        expect(await named('%mber%')).toEqual([a, b]);
+        expect(await named('harb%')).toEqual([a]);
+        expect(await store.count(c, like('name', 'QUARTZ%'))).toBe(0);
+        await store.applyBatch(c, [remove(b, 3)], 3n);
+        expect(await named('%mber%')).toEqual([a]);
+        expect(await store.autocomplete(c, ['name'], 'amb', 10)).toEqual([]);
+        await store.applyBatch(c, [upsert({ id: b, code: 'B', name: 'Amber again' }, 4)], 4n);
+        expect(await named('%er ag%')).toEqual([b]);
+        expect(await store.count(c, fixtureQuery({ filter: [{ column: 'name', operator: 'NOT_LIKE', value: 'amber%' }] }))).toBe(1);
+      });
+    });
+
+    describe('scan', () => {
+      it('pages through live documents in id order, tombstones left out', async () => {
+        const docs = Array.from({ length: 23 }, (_, i) => ({ id: randomUUID(), code: `S${String(i)}` }));
+        const c = await collectionWith(docs);
+        await store.applyBatch(c, [remove(docs[4]?.id ?? '', 2)], 2n);
+        const live = docs.filter((_, i) => i !== 4).map((d) => d.id).sort(binary);
+        const seen: string[] = [];
+        for (let page = await store.scan(c, { limit: 5 }); page.length > 0; page = await store.scan(c, { after: seen.at(-1) ?? '', limit: 5 })) {
+          expect(page.length).toBeLessThanOrEqual(5);
+          seen.push(...idsOf(page));
+        }
+        expect(seen).toEqual(live);
+        expect(await store.scan(c, { limit: 0 })).toEqual([]);
+        expect(await store.scan(fresh(), { limit: 5 })).toEqual([]);
+        expect((await store.scan(c, { after: live[0] ?? '', limit: 1 }))[0]).toEqual(docs.find((d) => d.id === live[1]));
+      });
+
+      it('never repeats or skips a live document when documents are written and deleted between pages', async () => {
+        const docs = Array.from({ length: 40 }, (_, i) => ({ id: randomUUID(), code: `P${String(i)}` }));
+        const c = await collectionWith(docs);
+        const alive = new Set<string>(docs.map((d) => d.id));
+        const everLive = new Set<string>(alive);
+        const deleted = new Set<string>();
+        const seen: string[] = [];
+        let version = 2;
+        for (;;) {
+          const page = await store.scan(c, seen.length === 0 ? { limit: 6 } : { after: seen.at(-1) ?? '', limit: 6 });
+          if (page.length === 0) break;
+          for (const d of page) expect(alive.has(d.id)).toBe(true);
+          seen.push(...idsOf(page));
+          // Between pages: delete one seen and one not yet seen, rewrite one not yet seen, add one.
+          const cursor = seen.at(-1) ?? '';
+          const ahead = [...alive].filter((id) => binary(id, cursor) > 0).sort(binary);
+          const behind = seen.filter((id) => alive.has(id));
+          const writes: DocumentWrite[] = [];
+          for (const id of [behind[0], ahead.at(-1)]) {
+            if (id === undefined) continue;
+            writes.push(remove(id, version));
+            alive.delete(id);
+            deleted.add(id);
+          }
+          if (ahead[0] !== undefined) writes.push(upsert({ id: ahead[0], code: 'REWRITTEN' }, version));
+          const added = randomUUID();
+          writes.push(upsert({ id: added, code: 'ADDED' }, version));
+          alive.add(added);
+          everLive.add(added);
+          await store.applyBatch(c, writes, BigInt(version));
+          version += 1;
+        }
+        expect(seen).toEqual([...new Set(seen)].sort(binary));
+        const liveThroughout = [...everLive].filter((id) => !deleted.has(id) && docs.some((d) => d.id === id));
+        for (const id of liveThroughout) expect(seen).toContain(id);
+        // Added after the cursor passed them or not: only ever the ones still alive when reached.
+        for (const id of seen) expect(everLive.has(id)).toBe(true);
+      });
+    });
+
+    describe('bulkLoad', () => {
+      const versioned = (doc: Document, version: number): VersionedDocument => ({ id: doc.id, version, doc });
+
+      it('replaces the documents, keeps tombstones, sets the checkpoint, and the indexes serve the load', async () => {
+        const c = fresh();
+        await store.ensureCollection(c, ['code', 'name']);
+        const old = { id: randomUUID(), code: 'OLD', name: 'Old one' };
+        await store.applyBatch(c, [upsert(old, 1)], 5n);
+        const loaded = ['Quartz falcon', 'Amber harbor', 'quartz Ember'].map((name, i) => ({ id: randomUUID(), code: `L${String(i)}`, name }));
+        const gone = randomUUID();
+        await store.bulkLoad(c, [...loaded.map((d) => versioned(d, 3)), { id: gone, version: 7, doc: null }], 42n);
+        expect(await store.checkpoint(c)).toBe(42n);
+        expect(await store.size(c)).toBe(3);
+        expect((await store.getMany(c, [old.id, gone])).get(gone)).toEqual({ version: 7, doc: null });
+        expect((await store.getMany(c, [old.id])).size).toBe(0);
+        expect(await store.find(c, byCode, everything)).toEqual(loaded);
+        expect(idsOf(await store.find(c, like('name', 'QUARTZ%'), everything))).toEqual([loaded[0]?.id, loaded[2]?.id]);
+        expect(idsOf(await store.find(c, like('name', '%harb%'), everything))).toEqual([loaded[1]?.id]);
+        expect(await store.autocomplete(c, ['code', 'name'], 'quartz', 10)).toEqual(['quartz Ember', 'Quartz falcon']);
+        // Writes after the load: the version guard holds for tombstones, the indexes follow.
+        await store.applyBatch(c, [upsert({ id: gone, code: 'BACK' }, 6), upsert({ ...loaded[1], id: loaded[1]?.id ?? '', name: 'Harbor moved' }, 4)], 43n);
+        expect((await store.getMany(c, [gone])).get(gone)).toEqual({ version: 7, doc: null });
+        expect(idsOf(await store.find(c, like('name', '%moved%'), everything))).toEqual([loaded[1]?.id]);
+        expect(await store.find(c, like('name', '%amber%'), everything)).toEqual([]);
+      });
+
+      it('takes an async iterable', async () => {
+        const c = fresh();
+        await store.ensureCollection(c, ['code']);
+        const docs = Array.from({ length: 5 }, (_, i) => ({ id: randomUUID(), code: `A${String(i)}` }));
+        async function* generate(): AsyncGenerator<VersionedDocument> {
+          for (const d of docs) {
+            await Promise.resolve();
+            yield versioned(d, 1);
+          }
+        }
+        await store.bulkLoad(c, generate(), 9n, `${c}_projection`);
+        expect(await store.find(c, byCode, everything)).toEqual(docs);
+        expect(await store.checkpoint(`${c}_projection`)).toBe(9n);
+      });
+
+      it('fails on a repeated id, leaving the checkpoint at 0 and the indexes working', async () => {
+        const c = fresh();
+        await store.ensureCollection(c, ['code', 'name']);
+        await store.applyBatch(c, [], 5n);
+        const a = { id: randomUUID(), code: 'A', name: 'Alpha' };
+        await expect(store.bulkLoad(c, [versioned(a, 1), versioned({ ...a, name: 'Again' }, 2)], 9n)).rejects.toThrow();
+        expect(await store.checkpoint(c)).toBe(0n);
+        await store.applyBatch(c, [upsert({ id: randomUUID(), code: 'B', name: 'Bravo' }, 1)], 1n);
+        expect(await store.count(c, like('name', '%rav%'))).toBe(1);
       });
     });
 

@@ -6,9 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { hs256Verifier, signHs256 } from '../../api/auth.ts';
-import type { Clock, EventStore, ReadStore } from '../../domain/ports.ts';
+import type { BlobStore, Clock, EventStore, ReadStore } from '../../domain/ports.ts';
 import { composeService } from '../../api/compose.ts';
-import { openEmbeddedStores } from '../../infra/embedded.ts';
+import { BLOBS_FILE, openEmbeddedStores } from '../../infra/embedded.ts';
+import { openSqliteBlobStore } from '../../infra/sqlite/blobStore.ts';
 
 export const TEST_SECRET = new TextEncoder().encode('test-secret-that-is-long-enough-for-hs256-0123456789');
 
@@ -51,11 +52,15 @@ export function manualClock(start = new Date('2026-01-01T00:00:00.000Z')): Clock
 }
 
 export async function startTestApp(
-  options: { dataDir?: string; clock?: Clock; stores?: { eventStore: EventStore; readStore: ReadStore } } = {},
+  options: { dataDir?: string; clock?: Clock; stores?: { eventStore: EventStore; readStore: ReadStore; blobStore?: BlobStore } } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
+  // Tests that bring their own stores to watch them fail keep the embedded blob store.
+  const stores = options.stores === undefined
+    ? openEmbeddedStores(dataDir)
+    : { blobStore: options.stores.blobStore ?? openSqliteBlobStore(join(dataDir, BLOBS_FILE)), ...options.stores };
   const service = await composeService({
-    ...(options.stores ?? openEmbeddedStores(dataDir)),
+    ...stores,
     verifyToken: hs256Verifier(TEST_SECRET),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });

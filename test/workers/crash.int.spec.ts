@@ -61,7 +61,7 @@ const killHard = async (child: ChildProcess) => {
 
 /** Every read model equals a fold of the log, document for document. */
 async function expectReadModelsEqualFold(): Promise<void> {
-  const { eventStore, readStore } = openEmbeddedStores(dataDir);
+  const { eventStore, readStore, blobStore } = openEmbeddedStores(dataDir);
   try {
     for (const d of registries) {
       const events = await eventStore.readAll({ after: 0n, limit: 10_000_000, categories: [d.category] });
@@ -74,6 +74,7 @@ async function expectReadModelsEqualFold(): Promise<void> {
   } finally {
     await eventStore.close();
     await readStore.close();
+    await blobStore.close();
   }
 }
 
@@ -101,13 +102,14 @@ describe('crash safety', () => {
     await Promise.all(workers);
     expect(acknowledged.length).toBeGreaterThan(50);
 
-    const { eventStore, readStore } = openEmbeddedStores(dataDir);
+    const { eventStore, readStore, blobStore } = openEmbeddedStores(dataDir);
     try {
       const service = registryService(def, eventStore);
       for (const id of acknowledged) expect((await service.get(id)).id).toBe(id);
     } finally {
       await eventStore.close();
       await readStore.close();
+      await blobStore.close();
     }
     const again = await startService();
     const ready = await fetch(`${again.url}/health/ready`);
@@ -119,7 +121,7 @@ describe('crash safety', () => {
 
   it('resumes a read-model rebuild killed mid-batch without losing or duplicating anything', async () => {
     // A backlog large enough that the projectors take several batches to catch up.
-    const { eventStore, readStore } = openEmbeddedStores(dataDir);
+    const { eventStore, readStore, blobStore } = openEmbeddedStores(dataDir);
     const service = registryService(def, eventStore);
     const ctx = { actor: 'seed', now: new Date(), newId: randomUUID };
     for (let i = 0; i < 20; i++) {
@@ -128,6 +130,7 @@ describe('crash safety', () => {
     await readStore.reset(def.collection, def.collection);
     await eventStore.close();
     await readStore.close();
+    await blobStore.close();
 
     const first = await startService(10);
     // Kill as soon as the rebuild is visibly part-way.

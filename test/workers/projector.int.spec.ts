@@ -24,6 +24,7 @@ function setup() {
   cleanups.push(async () => {
     await stores.eventStore.close();
     await stores.readStore.close();
+    await stores.blobStore.close();
     rmSync(dir, { recursive: true, force: true });
   });
   return stores;

@@ -107,9 +107,9 @@ describe('strings', () => {
 describe('nesting', () => {
   const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
   it('allows 32 levels and refuses 33, once', () => {
-    expect(scan(nested(32))).toEqual({ errors: [], tooDeep: false });
-    expect(scan(nested(33))).toEqual({ errors: ['(body): at most 32 levels of nesting'], tooDeep: true });
-    expect(scan(`{"registry":${nested(5000)}}`)).toEqual({ errors: ['(body): at most 32 levels of nesting'], tooDeep: true });
+    expect(scan(nested(32))).toEqual({ errors: [], tooDeep: false, tooMany: false });
+    expect(scan(nested(33))).toEqual({ errors: ['(body): at most 32 levels of nesting'], tooDeep: true, tooMany: false });
+    expect(scan(`{"registry":${nested(5000)}}`)).toEqual({ errors: ['(body): at most 32 levels of nesting'], tooDeep: true, tooMany: false });
   });
 
   it('counts levels of objects and arrays alike', () => {
@@ -150,7 +150,7 @@ describe('properties', () => {
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 8 }), fc.constantFrom(undefined, 2, '\t'), (value, indent) => {
         const text = JSON.stringify(value, null, indent);
-        expect(scan(text)).toEqual({ errors: [], tooDeep: depthOf(value) > 32 });
+        expect(scan(text)).toEqual({ errors: [], tooDeep: depthOf(value) > 32, tooMany: false });
       }),
     );
   });

@@ -14,10 +14,13 @@ import type { Document, DocumentWrite, Page } from '../../../domain/ports.ts';
 import { likePattern, type Query } from '../../../domain/shared/filtering.ts';
 import {
   LIVE,
+  REGEX_OPTIONS,
+  caselessPrefixRange,
   checkpointUpdate,
   collectionName,
   compileAutocomplete,
   compileFilter,
+  compileScan,
   compileSort,
   decodeDocument,
   decodeKey,
@@ -31,6 +34,7 @@ import {
   leaseUpdate,
   likeRegex,
   sortDocument,
+  storedDocument,
   versionedWrite,
   type Lease,
   type StoredDocument,
@@ -368,6 +372,71 @@ describe('autocomplete through mingo, compared with the SQLite store', () => {
       }
     });
   }
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('scan and bulk load through mingo, compared with the SQLite store', () => {
+  it('pages by _id as the SQLite store pages by id, tombstones left out', async () => {
+    const sqlite = openSqliteReadStore({ path: ':memory:' });
+    const stored: StoredDocument[] = [];
+    const docs = Array.from({ length: 17 }, (_, i) => ({ id: randomUUID(), code: `S${String(i)}` }));
+    const writes = [...docs.map((d) => upsert(d, 1)), remove(docs[3]?.id ?? '', 2)];
+    await sqlite.applyBatch('scan', writes, 1n);
+    applyBatch(stored, writes);
+    const page = (after: string | undefined): Document[] => {
+      const { filter, sort } = compileScan(after);
+      return mingoFind<StoredDocument>(stored, filter)
+        .sort(sortDocument(sort))
+        .limit(4)
+        .all()
+        .flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
+    };
+    let after: string | undefined;
+    let pages = 0;
+    for (;;) {
+      const expected = await sqlite.scan('scan', after === undefined ? { limit: 4 } : { after, limit: 4 });
+      expect(page(after)).toEqual(expected);
+      if (expected.length === 0) break;
+      after = expected.at(-1)?.id;
+      pages += 1;
+    }
+    expect(pages).toBe(4);
+    await sqlite.close();
+  });
+
+  it('stores a bulk-loaded document or tombstone as a versioned write stores it', () => {
+    const doc: Document = { id: randomUUID(), code: 'X', 'a.b': { $c: [1, null] } };
+    expect(roundTrip(storedDocument({ id: doc.id, version: 4, doc }))).toEqual(roundTrip({ _id: doc.id, ...versionedWrite(upsert(doc, 4)).replacement }));
+    expect(storedDocument({ id: doc.id, version: 5, doc: null })).toEqual({ _id: doc.id, ...versionedWrite(remove(doc.id, 5)).replacement });
+  });
+});
+
+describe('LIKE starting with characters that have no case', () => {
+  it('also ranges over the field, from those characters to the next string after them', () => {
+    expect(caselessPrefixRange(likePattern('2024-01%'))).toEqual({ $gte: '2024-01', $lt: '2024-02' });
+    expect(caselessPrefixRange(likePattern('10 k%'))).toEqual({ $gte: '10 ', $lt: '10!' });
+    expect(caselessPrefixRange(likePattern('1\\%'))).toBeUndefined();
+    for (const value of ['abc%', '%12%', '_12%', '\u000012%', 'É1%']) expect(caselessPrefixRange(likePattern(value))).toBeUndefined();
+  });
+
+  it('selects what the regular expression alone selects', () => {
+    // (Compared with the regex rather than the SQLite matcher: JavaScript's non-Unicode regex does
+    // not fold the Kelvin sign into k, where JavaScript's toLowerCase and PCRE's Unicode mode do.)
+    const chars = ['1', '2', '-', ' ', '~', '\u007f', 'a', 'A', 'k', '\u212a', 'é', '%', '_', '\\'];
+    const text = (maxLength: number) => fc.array(fc.constantFrom(...chars), { maxLength }).map((cs) => cs.join(''));
+    fc.assert(
+      fc.property(text(6), text(8), (pattern, value) => {
+        fc.pre(pattern !== '');
+        const row = { _id: 'x', v: 1, deleted: false, doc: encodeDocument({ id: 'x', code: value, chars: { note: value } }) };
+        for (const column of ['code', 'chars.note']) {
+          const query = fixtureQuery({ filter: [{ column, operator: 'LIKE', value: pattern }] });
+          expect(new Mingo(compileFilter(query)).test(row)).toBe(new RegExp(likeRegex(likePattern(pattern)), REGEX_OPTIONS).test(value));
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

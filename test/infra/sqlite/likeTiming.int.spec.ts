@@ -4,6 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Document } from '../../../domain/ports.ts';
+import { LIKE_WINDOW } from '../../../infra/sqlite/readQuery.ts';
 import { openSqliteReadStore, type SqliteReadStore } from '../../../infra/sqlite/readStore.ts';
 import { fixtureQuery } from '../../support/readStoreFixtures.ts';
 
@@ -11,7 +12,8 @@ import { fixtureQuery } from '../../support/readStoreFixtures.ts';
 const BOUND_MS = 250;
 
 const NAME = 'a'.repeat(255);
-const LONG = 'a'.repeat(100_000);
+/** As long as a LIKE reads (LIKE_WINDOW); what lies beyond is the window test's below. */
+const LONG = 'a'.repeat(LIKE_WINDOW);
 const ALL_A = '00000000-0000-4000-8000-00000000000a';
 const NUL_END = '00000000-0000-4000-8000-00000000000b';
 const OTHER = '00000000-0000-4000-8000-00000000000c';
@@ -75,3 +77,27 @@ describe('SQLite LIKE on worst-case patterns', () => {
     }
   }
 });
+
+describe('the LIKE window', () => {
+  it('reads the first LIKE_WINDOW characters of a value, so a 500,000-character one costs no more than that', async () => {
+    const store = openSqliteReadStore({ path: ':memory:' });
+    const c = 'likeWindow';
+    const huge = `${'a'.repeat(LIKE_WINDOW - 1)}€${'a'.repeat(500_000)}b\0`;
+    await store.applyBatch(c, [{ kind: 'upsert', id: ALL_A, version: 1, doc: { id: ALL_A, name: 'n', code: huge, chars: { blob: huge } } }], 1n);
+    for (const column of ['code', 'chars.blob']) {
+      const count = (operator: string, value: string) => store.count(c, fixtureQuery({ filter: [{ column, operator, value }] }));
+      const started = performance.now();
+      // Within the window, a multi-byte character at its last place included.
+      expect(await count('LIKE', '%€')).toBe(1);
+      expect(await count('LIKE', '%a€%')).toBe(1);
+      // Past it: neither the b nor the NUL is read.
+      expect(await count('LIKE', '%b%')).toBe(0);
+      expect(await count('LIKE', '%\0%')).toBe(0);
+      expect(await count('NOT_LIKE', '%b%')).toBe(1);
+      for (let i = 0; i < 4; i++) await count('NOT_LIKE', `%${'a'.repeat(250)}b%`);
+      expect(performance.now() - started).toBeLessThan(BOUND_MS);
+    }
+    await store.close();
+  });
+});
+

@@ -1,0 +1,118 @@
+// The BlobStore contract on MongoDB GridFS: against MONGODB_URL when it is set, else in a
+// container started through testcontainers, else skipped with the reason in the title. Plus what
+// only a real server shows: two instances racing one blob, and files left by a race or an upload
+// cut short.
+
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { finished } from 'node:stream/promises';
+import { MongoDBContainer, type StartedMongoDBContainer } from '@testcontainers/mongodb';
+import { GridFSBucket, MongoClient, ObjectId } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BLOB_BUCKET, openMongoBlobStore, type MongoBlobStore } from '../../../infra/mongodb/blobStore.ts';
+import { blobStoreContract } from '../../support/blobStoreContract.ts';
+import { IMAGES, planTarget } from '../../support/containers.ts';
+
+const plan = planTarget('MONGODB_URL');
+
+/** The container's replica set names its member by an address only the container knows. */
+const direct = (connectionString: string): string =>
+  connectionString.includes('?') ? `${connectionString}&directConnection=true` : `${connectionString.replace(/\/?$/, '/')}?directConnection=true`;
+
+const sha256Of = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+if (plan.kind === 'skip') {
+  describe.skip(`BlobStore contract: MongoDB GridFS (skipped: ${plan.reason})`, () => {
+    it('runs where MongoDB or a container engine is available', () => undefined);
+  });
+} else {
+  let container: StartedMongoDBContainer | undefined;
+  let url = plan.kind === 'url' ? plan.url : undefined;
+  const dbName = `blobstore_test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const opened: Promise<MongoBlobStore>[] = [];
+  let inspector: MongoClient | undefined;
+
+  beforeAll(async () => {
+    if (plan.kind === 'container') {
+      container = await new MongoDBContainer(IMAGES.mongodb).start();
+      url = direct(container.getConnectionString());
+    }
+    inspector = new MongoClient(serverUrl());
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const s of await Promise.allSettled(opened)) if (s.status === 'fulfilled') await s.value.close();
+    // A server that outlives the run keeps nothing of it.
+    if (container === undefined) await inspector?.db(dbName).dropDatabase();
+    await inspector?.close();
+    await container?.stop();
+  }, 60_000);
+
+  const serverUrl = (): string => {
+    if (url === undefined) throw new Error('MongoDB did not start');
+    return url;
+  };
+  const openStore = (): Promise<MongoBlobStore> => {
+    const store = openMongoBlobStore(serverUrl(), { dbName });
+    opened.push(store);
+    return store;
+  };
+  /** The bucket as another program sees it, to set up what only a race or a crash leaves. */
+  const db = () => {
+    if (inspector === undefined) throw new Error('MongoDB did not start');
+    return inspector.db(dbName);
+  };
+  const files = () => db().collection<{ filename: string }>(`${BLOB_BUCKET}.files`);
+
+  // The contract closes the stores it opens.
+  blobStoreContract('MongoDB GridFS', {
+    open: () => openMongoBlobStore(serverUrl(), { dbName }),
+    copies: (sha256) => files().countDocuments({ filename: { $eq: sha256 } }),
+  });
+
+  describe('MongoDB blob store on a real server', () => {
+    let one: MongoBlobStore;
+    let two: MongoBlobStore;
+
+    beforeAll(async () => {
+      [one, two] = await Promise.all([openStore(), openStore()]);
+    });
+
+    it('gives two instances putting the same bytes at once the same blob, and at most one spare copy each round', async () => {
+      for (let round = 0; round < 20; round++) {
+        const content = new Uint8Array(randomBytes(600 * 1024));
+        const [a, b] = await Promise.all([one.put(content, 'image/png'), two.put(content, 'image/png')]);
+        expect(a).toEqual(b);
+        expect(await files().countDocuments({ filename: { $eq: a.sha256 } })).toBeLessThanOrEqual(2);
+        for (const store of [one, two]) {
+          const blob = await store.get(a.sha256);
+          expect(blob?.ref).toEqual(a);
+          expect(Buffer.from(blob?.content ?? []).equals(Buffer.from(content))).toBe(true);
+        }
+      }
+    });
+
+    it('reads the earliest complete file when a race left two, and answers its content type to a later put', async () => {
+      const content = new Uint8Array(randomBytes(1000));
+      const sha256 = sha256Of(content);
+      const bucket = new GridFSBucket(db(), { bucketName: BLOB_BUCKET });
+      for (const contentType of ['text/first', 'text/second']) {
+        const upload = bucket.openUploadStream(sha256, { metadata: { contentType, size: content.byteLength } });
+        upload.end(Buffer.from(content));
+        await finished(upload);
+      }
+      expect((await one.get(sha256))?.ref).toEqual({ sha256, size: 1000, contentType: 'text/first' });
+      expect(await two.put(content, 'text/third')).toEqual({ sha256, size: 1000, contentType: 'text/first' });
+    });
+
+    it('ignores an upload cut short: chunks without their files document are no blob', async () => {
+      const content = new Uint8Array(randomBytes(1000));
+      const sha256 = sha256Of(content);
+      // What a writer that died before its files document leaves: chunks under an id nothing names.
+      await db().collection(`${BLOB_BUCKET}.chunks`).insertOne({ files_id: new ObjectId(), n: 0, data: Buffer.from(content) });
+      expect(await one.has(sha256)).toBe(false);
+      expect(await one.get(sha256)).toBeUndefined();
+      const ref = await one.put(content, 'application/octet-stream');
+      expect(Buffer.from((await two.get(ref.sha256))?.content ?? []).equals(Buffer.from(content))).toBe(true);
+    });
+  });
+}

@@ -1,0 +1,103 @@
+// A reactor on the log processor over the real SQLite stores: every event it reacts to becomes a
+// command whose key is the event's id, so a replay from scratch writes nothing twice, and every
+// event it causes names its cause.
+
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { EventStore, ReadStore } from '../../domain/ports.ts';
+import { registryService } from '../../domain/registry/registryService.ts';
+import { userGroupType } from '../../domain/registries/userGroupType.ts';
+import { worklogType } from '../../domain/registries/worklogType.ts';
+import { openSqliteEventStore } from '../../infra/sqlite/eventStore.ts';
+import { openSqliteReadStore } from '../../infra/sqlite/readStore.ts';
+import { LogProcessor } from '../../workers/processor.ts';
+import { reactorActor, reactorHandler, type Reactor } from '../../workers/reactor.ts';
+import { uniqueCode } from '../support/samples.ts';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function folder(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'reactor-'));
+  cleanups.push(() => {
+    rmSync(dir, { recursive: true, force: true });
+    return Promise.resolve();
+  });
+  return dir;
+}
+
+function readStoreIn(dir: string): ReadStore {
+  const store = openSqliteReadStore({ path: join(dir, `read-${randomUUID()}.db`) });
+  cleanups.push(() => store.close());
+  return store;
+}
+
+/** For every user group type created, a worklog type of the same code; a code that starts with
+ * `BAD` makes a command the domain refuses (a name over 255 characters). */
+const mirror = (events: EventStore): Reactor => ({
+  name: 'mirror-group-types',
+  categories: [userGroupType.category],
+  eventTypes: ['UserGroupTypeCreated'],
+  async react(event, commandFor) {
+    const code = String(event.data.code);
+    await registryService(worklogType, events).create({ code, name: code.startsWith('BAD') ? 'x'.repeat(300) : `Work of ${code}` }, commandFor());
+  },
+});
+
+async function run(reactor: Reactor, events: EventStore, reads: ReadStore): Promise<LogProcessor> {
+  const processor = new LogProcessor(reactorHandler(reactor, reads), events, reads);
+  cleanups.push(() => processor.stop());
+  await processor.start();
+  return processor;
+}
+
+describe('a reactor', () => {
+  it('issues one command per event, caused by it, and a replay from scratch writes nothing again', async () => {
+    const dir = folder();
+    const events = openSqliteEventStore(join(dir, 'events.db'));
+    cleanups.push(() => events.close());
+    const groups = registryService(userGroupType, events);
+    const ctx = () => ({ actor: 'alice', now: new Date(), newId: randomUUID, correlationId: 'corr-1' });
+    const codes = [uniqueCode(), uniqueCode(), uniqueCode()];
+    let last = 0n;
+    for (const code of codes) last = (await groups.create({ code, name: code, registry: {} }, ctx())).position ?? last;
+
+    const first = await run(mirror(events), events, readStoreIn(dir));
+    expect(await first.waitFor(last, 5000)).toBe(true);
+    const worklogs = registryService(worklogType, events);
+    for (const code of codes) {
+      const made = await worklogs.getByCode(code);
+      const [created] = await events.readStream(`${worklogType.category}-${made.id}`);
+      const source = (await events.readStream(`${userGroupType.category}-${(await groups.getByCode(code)).id}`))[0];
+      expect(created?.metadata).toMatchObject({ actor: reactorActor('mirror-group-types'), causationId: source?.id, correlationId: 'corr-1', idempotencyKey: source?.id });
+    }
+    await first.stop();
+
+    // Another instance with no checkpoint at all: it reads the whole log again.
+    const head = await events.headPosition();
+    const replay = await run(mirror(events), events, readStoreIn(dir));
+    expect(await replay.waitFor(head, 5000)).toBe(true);
+    expect(await events.headPosition()).toBe(head);
+  });
+
+  it('records a command the domain refuses and goes on', async () => {
+    const dir = folder();
+    const events = openSqliteEventStore(join(dir, 'events.db'));
+    cleanups.push(() => events.close());
+    const groups = registryService(userGroupType, events);
+    const ctx = () => ({ actor: 'alice', now: new Date(), newId: randomUUID });
+    const bad = `BAD${uniqueCode()}`;
+    await groups.create({ code: bad, name: bad, registry: {} }, ctx());
+    const good = uniqueCode();
+    const last = (await groups.create({ code: good, name: good, registry: {} }, ctx())).position ?? 0n;
+    const processor = await run(mirror(events), events, readStoreIn(dir));
+    expect(await processor.waitFor(last, 5000)).toBe(true);
+    expect(processor.status().failures).toEqual([expect.objectContaining({ type: 'UserGroupTypeCreated', error: 'Request does not match the schema' })]);
+    expect((await registryService(worklogType, events).getByCode(good)).code).toBe(good);
+  });
+});
