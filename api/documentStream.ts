@@ -22,11 +22,22 @@ async function* documentsOf(readStore: ReadStore, collection: string, ids: reado
   }
 }
 
+/** Bytes of an answer made between two turns of the event loop: a socket on loopback drains as
+ * fast as items are made, so without a pause one large answer would hold every other request. */
+const TURN_BYTES = 256 * 1024;
+
 async function* arrayText(docs: AsyncIterable<unknown> | Iterable<unknown>, counted: { n: number }): AsyncGenerator<string> {
   yield '[';
+  let sinceTurn = 0;
   for await (const doc of docs) {
-    yield (counted.n === 0 ? '' : ',') + JSON.stringify(doc);
+    const text = (counted.n === 0 ? '' : ',') + JSON.stringify(doc);
+    yield text;
     counted.n += 1;
+    sinceTurn += text.length;
+    if (sinceTurn >= TURN_BYTES) {
+      sinceTurn = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
   yield ']';
 }

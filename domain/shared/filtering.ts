@@ -210,6 +210,8 @@ function parseValue(type: ColumnType, raw: string): Scalar | string {
     case 'date-time': {
       const t = Date.parse(raw);
       if (!/^\d{4}-\d{2}-\d{2}/.test(raw) || Number.isNaN(t)) throw new TypeError('an ISO 8601 date-time');
+      // Stored date-times have millisecond precision; finer digits would be dropped unseen.
+      if (/\.\d{3}\d*[1-9]/.test(raw)) throw new TypeError('a date-time with at most millisecond precision');
       return new Date(t).toISOString();
     }
   }

@@ -95,11 +95,12 @@ describe('answers with many large records', () => {
         slowest.ms = Math.max(slowest.ms, performance.now() - start);
       }
     })();
-    const all = await t.call({ method: 'GET', url: `${base}/${id}/history` });
+    // Four at once (80 MB of answers): each is made a turn of the event loop at a time.
+    const [all] = await Promise.all(Array.from({ length: 4 }, () => t.call({ method: 'GET', url: `${base}/${id}/history` })));
     const asOf = await t.call({ method: 'GET', url: `${base}/${id}?asOf=2100-01-01T00:00:00Z` });
     reading.on = false;
     await probe;
-    expect(all.json<unknown[]>()).toHaveLength(40);
+    expect(all?.json<unknown[]>()).toHaveLength(40);
     expect(asOf.json<{ content: string }>().content).toBe(large('v39'));
     expect(slowest.ms).toBeLessThan(250);
   });

@@ -13,6 +13,11 @@ const errorsOf = (body: unknown): string[] => {
 };
 
 describe('Filtering', () => {
+  it('refuses a date-time value finer than a millisecond, which stored values never are', () => {
+    expect(errorsOf({ filter: [{ column: 'auditInfo.whenEdited', operator: 'GT', value: '2020-01-01T00:00:00.123456789Z' }] })[0]).toMatch(/millisecond/);
+    expect(errorsOf({ filter: [{ column: 'auditInfo.whenEdited', operator: 'GT', value: '2020-01-01T00:00:00.123000Z' }] })).toEqual([]);
+  });
+
   it('types values by their column and defaults the sort to code then id', () => {
     const q = parse({ filter: [{ column: 'auditInfo.version', operator: 'gte', value: '2' }, { key: 'code', value: 'A' }, { column: 'auditInfo.whenEdited', operator: 'LT', value: '2026-01-01T01:00:00+01:00' }] });
     expect(q.conditions).toMatchObject([
