@@ -109,6 +109,8 @@ function routeKit(app: FastifyInstance, def: RegistryDefinition, deps: AppDeps) 
   const catchUp = async (minPosition: string | undefined): Promise<void> => {
     if (minPosition === undefined) return;
     const at = BigInt(minPosition);
+    // Reached already (the usual case): no need to ask the log for its head.
+    if (await deps.readModels.waitFor(def.collection, at, 0)) return;
     if (at > (await deps.eventStore.headPosition())) {
       throw validationFailed('minPosition is ahead of the log', [`query.minPosition: ${minPosition} is past the newest write; use the X-Event-Position of a write`]);
     }

@@ -130,9 +130,6 @@ export function fromRecord(doc: Record<string, unknown>): RegistryState {
 }
 
 function validate(def: RegistryDefinition, input: unknown, patchMode = false): JsonObject {
-  // Measured before the schema too: refusing an oversized record must not cost a walk of it.
-  const sent = jsonBytes(input);
-  if (sent > MAX_RECORD_BYTES) throw tooLarge(def.errorPrefix, patchMode ? 'The patched record' : 'The record', sent, MAX_RECORD_BYTES);
   const fields = parseOrThrow(def.fields, input) as JsonObject;
   const bytes = jsonBytes(fields);
   if (bytes > MAX_RECORD_BYTES) throw tooLarge(def.errorPrefix, patchMode ? 'The patched record' : 'The record', bytes, MAX_RECORD_BYTES);

@@ -9,6 +9,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { BlobRef, BlobStore } from '../../domain/ports.ts';
 import { checkBlob, checkSha256 } from '../../domain/shared/blobs.ts';
 import { EVENT_LOG_PRAGMAS } from './eventStore.ts';
+import { settle } from './settle.ts';
 
 // A rowid table, not WITHOUT ROWID: SQLite advises the latter only for small rows, and here the
 // primary key's own index holds the hashes alone, so `has` and a repeated put's conflict check
@@ -25,12 +26,6 @@ CREATE TABLE IF NOT EXISTS blobs (
 type RefRow = { size: number; content_type: string };
 type BlobRow = RefRow & { content: Uint8Array };
 
-/** Runs synchronous work as a promise, so that a throw is a rejection like any store failure. */
-function settle<T>(work: () => T): Promise<T> {
-  return new Promise((resolve) => {
-    resolve(work());
-  });
-}
 
 export class SqliteBlobStore implements BlobStore {
   readonly #db: DatabaseSync;

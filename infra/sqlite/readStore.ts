@@ -11,6 +11,7 @@ import { likePattern, type Query } from '../../domain/shared/filtering.ts';
 import { containerValues, containingValues, ranked, scanned, startingValues, type Statement } from './autocomplete.ts';
 import { likeMatcher, type LikeMatcher } from './likeMatcher.ts';
 import { compile, LIKE_WINDOW } from './readQuery.ts';
+import { settle } from './settle.ts';
 import {
   dropTrigramSql,
   indexSql,
@@ -39,12 +40,6 @@ function parseDocument(value: SQLOutputValue | undefined): Document | null {
   return parsed as Document;
 }
 
-/** Runs synchronous store work so that a throw becomes a rejection, as callers of the port expect. */
-function settle<T>(work: () => T): Promise<T> {
-  return new Promise((resolve) => {
-    resolve(work());
-  });
-}
 
 /** The first LIKE_WINDOW characters (code points) of a value, as SQLite's substr counts them. */
 function likeWindow(value: string): string {
