@@ -17,7 +17,7 @@ import { clientErrorHandler, ErrorBodySchema, frameworkErrorHandler, installErro
 import type { AppDeps } from './deps.ts';
 import { installJsonParsing } from './jsonBody.ts';
 import { withProtocol } from './openapiProtocol.ts';
-import { registryRoutes } from './registryRoutes.ts';
+import { resourceRoutes } from './resourceRoutes.ts';
 import { genReqId, installRequestContext } from './requestContext.ts';
 import { validatorCompiler } from './validation.ts';
 
@@ -123,6 +123,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   healthRoutes(app, deps);
-  for (const def of deps.registries) registryRoutes(app, def, deps);
+  if (deps.serveApi === false) return app;
+  for (const module of deps.modules) {
+    for (const served of module.resources ?? []) resourceRoutes(app, served.definition, deps, served.routes);
+    module.routes?.(app, deps);
+  }
   return app;
 }

@@ -1,55 +1,99 @@
-// Wires a running service from opened stores: the registries' projectors and the HTTP app, and
-// one close() for all of it. Which stores to open is the caller's choice (main.ts, the tests,
-// the benchmark); this module knows no adapter.
+// Wires a running service from opened stores and the list of modules: the read models, the
+// reactors, the scheduler and the workers its ROLE runs, the HTTP app, and one close() for all of
+// it. Which stores to open is the caller's choice (main.ts, the tests, the benchmark); this module
+// knows no adapter.
+//
+//   ROLE=all        everything (the default, and the only role of the embedded stores)
+//   ROLE=api        the HTTP API; follows the read models' checkpoints (for minPosition) but
+//                   folds nothing, runs no reactor, schedule or job
+//   ROLE=projector  folds the read models (one instance at a time per model, by lease)
+//   ROLE=worker     reactors, the scheduler, jobs and the modules' workers
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { BlobStore, Clock, EventStore, ReadStore } from '../domain/ports.ts';
-import { registries } from '../domain/registries/index.ts';
-import { registryProjection } from '../projections/registryProjection.ts';
-import { projectorGroup } from '../workers/projector.ts';
+import { resourceProjection } from '../projections/resourceProjection.ts';
+import { LogProcessor } from '../workers/processor.ts';
+import { reactorHandler } from '../workers/reactor.ts';
+import { ReadModelJobs } from '../workers/readModelJobs.ts';
+import { ReadModelSet } from '../workers/readModels.ts';
+import { Scheduler } from '../workers/scheduler.ts';
 import { buildApp } from './app.ts';
 import type { TokenVerifier } from './auth.ts';
+import type { Module, ModuleContext, Worker } from './module.ts';
+import { modules as allModules } from './modules/index.ts';
+
+export const Roles = ['all', 'api', 'projector', 'worker'] as const;
+export type Role = (typeof Roles)[number];
 
 export type ComposeOptions = {
   eventStore: EventStore;
   readStore: ReadStore;
   blobStore: BlobStore;
   verifyToken: TokenVerifier;
+  modules?: readonly Module[];
+  role?: Role;
   clock?: Clock;
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
   batchSize?: number;
+  /** How often the scheduler looks for due work (ms); tests drive it with `scheduler.tick()`. */
+  schedulerIntervalMs?: number;
 };
 
 export type Service = {
   app: FastifyInstance;
-  readModels: ReturnType<typeof projectorGroup>;
-  /** Starts the projectors (after listen, so a long catch-up shows as lag instead of delaying start). */
+  readModels: ReadModelSet;
+  readModelJobs: ReadModelJobs;
+  scheduler: Scheduler;
+  /** Starts the read models, reactors, scheduler and workers of the role (after listen, so a long
+   * catch-up shows as lag instead of delaying start). */
   startProjectors: () => Promise<void>;
-  /** Stops HTTP, then the projectors, then closes the stores. */
+  /** Stops HTTP, then the background work, then closes the stores. */
   close: () => Promise<void>;
 };
 
+/** Every read model of the modules: each resource's default one and the modules' own. */
+export function projectionsOf(modules: readonly Module[]) {
+  return modules.flatMap((m) => [
+    ...(m.resources ?? []).filter((r) => r.defaultReadModel !== false).map((r) => resourceProjection(r.definition)),
+    ...(m.projections ?? []),
+  ]);
+}
+
 export async function composeService(options: ComposeOptions): Promise<Service> {
   const { eventStore, readStore, blobStore } = options;
-  // The projectors log through the app's logger, which exists only once the app is built.
+  const modules = options.modules ?? allModules;
+  const role = options.role ?? 'all';
+  const folds = role === 'all' || role === 'projector';
+  const works = role === 'all' || role === 'worker';
+  // Background work logs through the app's logger, which exists only once the app is built.
   const log: { to?: { error: (obj: object, msg: string) => void } } = {};
+  const logger = { error: (obj: object, msg: string) => log.to?.error(obj, msg) };
   const clock = options.clock ?? { now: () => new Date() };
-  const readModels = projectorGroup(registries.map(registryProjection), eventStore, readStore, {
-    logger: { error: (obj, msg) => log.to?.error(obj, msg) },
+  const processorOptions = {
+    logger,
     now: () => clock.now(),
     ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-  });
+  };
+  const readModels = new ReadModelSet(projectionsOf(modules), eventStore, readStore, { ...processorOptions, followOnly: !folds });
+  const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, clock, logger, runs: works });
+  const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, logger };
+  const reactors = works ? modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => new LogProcessor(reactorHandler(r, readStore), eventStore, readStore, processorOptions)) : [];
+  const schedules = works ? [readModelJobs.schedule(), ...modules.flatMap((m) => m.schedules?.(context) ?? [])] : [];
+  const scheduler = new Scheduler(schedules, readStore, readModels, { clock, logger, ...(options.schedulerIntervalMs === undefined ? {} : { intervalMs: options.schedulerIntervalMs }) });
+  const workers: Worker[] = works ? modules.flatMap((m) => m.workers?.(context) ?? []) : [];
   const app = await buildApp({
     eventStore,
     readStore,
     blobStore,
     readModels,
+    readModelJobs,
     clock,
     newId: randomUUID,
     verifyToken: options.verifyToken,
-    registries,
+    modules,
+    serveApi: role === 'all' || role === 'api',
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
   });
@@ -57,9 +101,20 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
   return {
     app,
     readModels,
-    startProjectors: () => readModels.start(),
+    readModelJobs,
+    scheduler,
+    startProjectors: async () => {
+      await readModels.start();
+      await Promise.all(reactors.map((r) => r.start()));
+      for (const w of workers) await w.start();
+      scheduler.start();
+    },
     close: async () => {
       await app.close();
+      await scheduler.stop();
+      await readModelJobs.stop();
+      for (const w of workers) await w.stop();
+      await Promise.all(reactors.map((r) => r.stop()));
       await readModels.stop();
       await eventStore.close();
       await readStore.close();

@@ -10,8 +10,12 @@ import { hs256Verifier, oidcVerifier, signHs256, type TokenVerifier } from './au
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  if (config.ROLE !== 'all') {
-    throw new Error(`ROLE=${config.ROLE} is not available yet: every instance runs as ROLE=all, and instances sharing MongoDB take turns at each projection through its lease`);
+  if (config.ROLE !== 'all' && (config.EVENTSTORE_URL === undefined || config.MONGODB_URL === undefined)) {
+    // The embedded log tells only its own process about appends, and SQLite lets one process
+    // write at a time: processes split by role over one data folder would fold late and contend.
+    throw new Error(
+      `ROLE=${config.ROLE} needs the shared stores (EVENTSTORE_URL and MONGODB_URL): on the embedded stores one process runs everything (ROLE=all)`,
+    );
   }
   mkdirSync(config.DATA_DIR, { recursive: true });
 
@@ -34,6 +38,7 @@ async function main(): Promise<void> {
     logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
     bodyLimit: config.BODY_LIMIT_BYTES,
     batchSize: config.PROJECTION_BATCH_SIZE,
+    role: config.ROLE,
   });
 
   const shutdown = async (signal: string): Promise<void> => {

@@ -22,11 +22,11 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Page, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
 import { codedValue } from '../domain/registries/codedValue.ts';
-import { defineRegistry } from '../domain/registry/defineRegistry.ts';
+import { defineRegistry } from '../domain/resource/defineResource.ts';
 import { FilteringSchema, toQuery, type Query } from '../domain/shared/filtering.ts';
 import { streamName } from '../domain/shared/streams.ts';
 import { openSqliteReadStore, type SqliteReadStore } from '../infra/sqlite/readStore.ts';
-import { registryProjection } from '../projections/registryProjection.ts';
+import { resourceProjection } from '../projections/resourceProjection.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -45,7 +45,7 @@ const item = defineRegistry({
   fields: codedValue({ amount: z.int().min(0) }),
   indexed: ['amount'],
 });
-const projection = registryProjection(item);
+const projection = resourceProjection(item);
 const COLLECTION = projection.collection;
 const PAGE: Page = { offset: 0, limit: 20 };
 const LOAD_CHUNK = 50_000;
@@ -103,11 +103,11 @@ function fold(log: readonly RecordedEvent[]): Folded {
   for (const e of log) {
     count += 1;
     checkpoint = e.position;
-    const id = projection.documentId(e);
-    if (id === undefined) continue;
-    const write = projection.evolve(documents.get(id), e);
-    if (write === undefined) continue;
-    documents.set(id, { id, version: write.version, doc: write.kind === 'upsert' ? write.doc : null });
+    for (const id of projection.documentIds(e)) {
+      const write = projection.evolve(documents.get(id), e, id);
+      if (write === undefined) continue;
+      documents.set(id, { id, version: write.version, doc: write.kind === 'upsert' ? write.doc : null });
+    }
   }
   return { documents, events: count, checkpoint };
 }

@@ -113,14 +113,19 @@ export type EventStore = {
 /** A document of a read model: the record as the API shows it. */
 export type Document = Record<string, unknown> & { id: string };
 
+/** A write of a read model's document. `position` is optional: the global log position of the
+ * event that made the write, stored with the document when the write lands (the version guard
+ * decides, as without it), for read models that fold several streams into one document and guard
+ * replays by the log position rather than by a stream revision. */
 export type DocumentWrite =
-  | { kind: 'upsert'; id: string; version: number; doc: Document }
-  | { kind: 'delete'; id: string; version: number };
+  | { kind: 'upsert'; id: string; version: number; doc: Document; position?: Position }
+  | { kind: 'delete'; id: string; version: number; position?: Position };
 
 export type Page = { offset: number; limit: number };
 
-/** A document at its version, or the tombstone of a deleted one (`doc: null`). */
-export type VersionedDocument = { id: string; version: number; doc: Document | null };
+/** A document at its version, or the tombstone of a deleted one (`doc: null`), with the log
+ * position last written with it when that write carried one. */
+export type VersionedDocument = { id: string; version: number; doc: Document | null; position?: Position };
 
 export type CollectionOptions = {
   /** The indexed paths searched as text (LIKE, autocomplete); where the store can, they also get a
@@ -140,8 +145,9 @@ export type ReadStore = {
    * (reactors), whose work is idempotent commands instead. */
   saveCheckpoint(processor: string, position: Position): Promise<void>;
   /** Stored versions of the given ids, for folding a batch: tombstones of deleted documents come
-   * back with `doc: null` and their version, so the version guard still holds for them. */
-  getMany(collection: string, ids: readonly string[]): Promise<Map<string, { version: number; doc: Document | null }>>;
+   * back with `doc: null` and their version, so the version guard still holds for them. `position`
+   * is the one last written with the document (upsert or tombstone), absent when that write had none. */
+  getMany(collection: string, ids: readonly string[]): Promise<Map<string, Omit<VersionedDocument, 'id'>>>;
   find(collection: string, query: Query, page: Page): Promise<Document[]>;
   /** The ids `find` would answer, in its order: large results are then read a few at a time. */
   findIds(collection: string, query: Query, page: Page): Promise<string[]>;

@@ -1,8 +1,10 @@
-// A projection folds events of some stream categories into the documents of one read model.
+// A projection folds events of some stream categories into the documents of one read model. A
+// document may be folded from one stream (a record: its stream revision guards replays) or from
+// several (a job with its steps: the global log position guards them, multiStreamProjection).
 
 import type { Document, DocumentWrite, Position, RecordedEvent } from '../domain/ports.ts';
 
-export type StoredDocument = { version: number; doc: Document | null };
+export type StoredDocument = { version: number; doc: Document | null; position?: Position };
 
 export type Projection = {
   /** Read-model name: the checkpoint's key and what GET /api/v1/indexes lists. */
@@ -13,11 +15,48 @@ export type Projection = {
   /** The indexed paths searched as text (LIKE, autocomplete), for ReadStore.ensureCollection's
    * `textPaths`; absent: every indexed path. */
   readonly textPaths?: readonly string[];
-  /** The document id an event belongs to, or undefined when the event is not this model's. */
-  documentId(event: RecordedEvent): string | undefined;
-  /** Folds one event into the stored document; never throws on bad data (the runner records it). */
-  evolve(current: StoredDocument | undefined, event: RecordedEvent): DocumentWrite | undefined;
+  /** The documents an event changes (none when the event is not this model's). */
+  documentIds(event: RecordedEvent): readonly string[];
+  /** Folds one event into one of its documents; may throw on bad data (the runner records the
+   * event as skipped and goes on). */
+  evolve(current: StoredDocument | undefined, event: RecordedEvent, id: string): DocumentWrite | undefined;
+  /** The streams a document is folded from, for re-folding chosen documents (index refresh);
+   * absent when they cannot be told from the document. */
+  sourcesOf?(doc: Document): readonly string[];
 };
+
+/** A read model whose documents each fold events of several streams. Each write stores the log
+ * position of its event, and an event at or below a document's stored position changes nothing:
+ * a replayed batch (a crash before the checkpoint) is harmless though no single stream revision
+ * describes the document. The stored version counts the document's writes. */
+export function multiStreamProjection(spec: {
+  name: string;
+  collection?: string;
+  categories: readonly string[];
+  indexedPaths: readonly string[];
+  textPaths?: readonly string[];
+  documentIds(event: RecordedEvent): readonly string[];
+  /** The document after the event (null: deleted; undefined: unchanged). */
+  evolve(doc: Document | undefined, event: RecordedEvent, id: string): Document | null | undefined;
+  sourcesOf?(doc: Document): readonly string[];
+}): Projection {
+  return {
+    name: spec.name,
+    collection: spec.collection ?? spec.name,
+    categories: spec.categories,
+    indexedPaths: spec.indexedPaths,
+    ...(spec.textPaths === undefined ? {} : { textPaths: spec.textPaths }),
+    documentIds: (event) => spec.documentIds(event),
+    evolve(current, event, id) {
+      if (current?.position !== undefined && event.position <= current.position) return undefined;
+      const next = spec.evolve(current?.doc ?? undefined, event, id);
+      if (next === undefined) return undefined;
+      const version = (current?.version ?? -1) + 1;
+      return next === null ? { kind: 'delete', id, version, position: event.position } : { kind: 'upsert', id, version, doc: next, position: event.position };
+    },
+    ...(spec.sourcesOf === undefined ? {} : { sourcesOf: (doc: Document) => spec.sourcesOf?.(doc) ?? [] }),
+  };
+}
 
 export type ReadModelStatus = {
   name: string;
@@ -34,6 +73,9 @@ export type ReadModelStatus = {
 
 /** What readers need of the projectors: waiting for a position, and their status. */
 export type ReadModels = {
-  waitFor(collection: string, position: Position, timeoutMs: number): Promise<boolean>;
+  /** The physical collection serving a read model now (it moves with each rebuild); a 503
+   * DomainError while the model has none (dropped and rebuilding). */
+  collectionOf(name: string): string;
+  waitFor(name: string, position: Position, timeoutMs: number): Promise<boolean>;
   statuses(): ReadModelStatus[];
 };

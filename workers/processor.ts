@@ -46,6 +46,9 @@ export type ProcessorOptions = {
   instanceId?: string;
   /** How long a lease lasts unless renewed; renewed at a third of it. */
   leaseMs?: number;
+  /** Never take the lease: follow the checkpoint of the instance that works (a process whose
+   * ROLE leaves this work to others still answers `waitFor`). */
+  followOnly?: boolean;
 };
 
 export type ProcessorStatus = {
@@ -78,6 +81,7 @@ export class LogProcessor {
   readonly #now: () => Date;
   readonly #instanceId: string;
   readonly #leaseMs: number;
+  readonly #followOnly: boolean;
   #active = false;
   #initialized = false;
   #leaseCheckedAt = Number.NEGATIVE_INFINITY;
@@ -104,6 +108,7 @@ export class LogProcessor {
     this.#now = options.now ?? (() => new Date());
     this.#instanceId = options.instanceId ?? DEFAULT_INSTANCE;
     this.#leaseMs = options.leaseMs ?? 15_000;
+    this.#followOnly = options.followOnly ?? false;
     this.#context = {
       assertLease: () => {
         this.#assertLeaseValid();
@@ -189,6 +194,7 @@ export class LogProcessor {
   /** Takes or renews the lease when a third of it has passed; true while this instance works. A
    * renewal that fails leaves the instance passive, so two instances never write at once. */
   async #holdLease(): Promise<boolean> {
+    if (this.#followOnly) return false;
     const now = this.#now().getTime();
     if (now - this.#leaseCheckedAt >= this.#leaseMs / 3) {
       this.#active = false;

@@ -3,32 +3,38 @@
 // crash mid-batch replays the batch, and the version guard makes the replay harmless.
 
 import type { Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent } from '../domain/ports.ts';
-import type { Projection, ReadModels, ReadModelStatus, StoredDocument } from '../projections/projection.ts';
+import type { Projection, ReadModelStatus, StoredDocument } from '../projections/projection.ts';
 import { LogProcessor, type Batch, type BatchContext, type ProcessorHandler, type ProcessorOptions } from './processor.ts';
 
 export type ProjectorOptions = ProcessorOptions;
 
 /** Folds a batch onto the documents it touches: the writes to make, in one batch. */
 async function fold(projection: Projection, reads: ReadStore, events: readonly RecordedEvent[], ctx: BatchContext): Promise<DocumentWrite[]> {
-  const ids = new Set<string>();
-  for (const e of events) {
-    const id = projection.documentId(e);
-    if (id !== undefined) ids.add(id);
-  }
-  const current = new Map<string, StoredDocument>(await reads.getMany(projection.collection, [...ids]));
-  const writes = new Map<string, DocumentWrite>();
-  for (const e of events) {
-    const id = projection.documentId(e);
-    if (id === undefined) continue;
+  const routed = events.map((e) => {
     try {
-      const write = projection.evolve(current.get(id), e);
-      if (write === undefined) continue;
-      writes.set(id, write);
-      current.set(id, { version: write.version, doc: write.kind === 'upsert' ? write.doc : (null as Document | null) });
+      return projection.documentIds(e);
     } catch (error) {
       ctx.recordFailure(e, error);
+      return [];
     }
-  }
+  });
+  const ids = new Set(routed.flat());
+  const current = new Map<string, StoredDocument>(await reads.getMany(projection.collection, [...ids]));
+  const writes = new Map<string, DocumentWrite>();
+  events.forEach((e, i) => {
+    for (const id of routed[i] ?? []) {
+      try {
+        const write = projection.evolve(current.get(id), e, id);
+        if (write === undefined) continue;
+        writes.set(id, write);
+        const stored: StoredDocument = { version: write.version, doc: write.kind === 'upsert' ? write.doc : (null as Document | null) };
+        if (write.position !== undefined) stored.position = write.position;
+        current.set(id, stored);
+      } catch (error) {
+        ctx.recordFailure(e, error);
+      }
+    }
+  });
   return [...writes.values()];
 }
 
@@ -98,31 +104,4 @@ export class Projector {
   status(): ReadModelStatus {
     return { ...this.#processor.status(), collection: this.projection.collection };
   }
-}
-
-/** One projector per projection, answering for all of them. */
-export function projectorGroup(
-  projections: readonly Projection[],
-  events: EventStore,
-  reads: ReadStore,
-  options: ProjectorOptions = {},
-): ReadModels & { projectors: Projector[]; start(): Promise<void>; stop(): Promise<void> } {
-  const projectors = projections.map((p) => new Projector(p, events, reads, options));
-  const byCollection = new Map(projectors.map((p) => [p.projection.collection, p]));
-  return {
-    projectors,
-    waitFor: (collection, position, timeoutMs) => {
-      const projector = byCollection.get(collection);
-      // A caller naming a read model that does not exist is a mistake in the code, not a lag.
-      if (projector === undefined) return Promise.reject(new Error(`no read model ${JSON.stringify(collection)} to wait for`));
-      return projector.waitFor(position, timeoutMs);
-    },
-    statuses: () => projectors.map((p) => p.status()),
-    start: async () => {
-      await Promise.all(projectors.map((p) => p.start()));
-    },
-    stop: async () => {
-      await Promise.all(projectors.map((p) => p.stop()));
-    },
-  };
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { code, dateTime, longText, periodRule, text } from '../shared/fields.ts';
-import { defineRegistry } from '../registry/defineRegistry.ts';
+import { defineRegistry } from '../resource/defineResource.ts';
 
 export const AccessLevels = ['READ', 'READ_WRITE'] as const;
 

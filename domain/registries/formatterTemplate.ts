@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { code, jsonMap, stringList, text, uuid } from '../shared/fields.ts';
-import { defineRegistry } from '../registry/defineRegistry.ts';
+import { defineRegistry } from '../resource/defineResource.ts';
 
 export const InputTypes = ['FILE', 'HTML', 'SCRIPT'] as const;
 export const DocumentTypes = ['PDF', 'EMAIL', 'SOURCE'] as const;

@@ -1,7 +1,7 @@
 // The registry resources served by the shared operation set. Adding one is a file beside this one
 // and a line here.
 
-import type { RegistryDefinition } from '../registry/defineRegistry.ts';
+import type { ResourceDefinition } from '../resource/defineResource.ts';
 import { accessRule } from './accessRule.ts';
 import { formatterTemplate } from './formatterTemplate.ts';
 import { logType } from './logType.ts';
@@ -11,7 +11,7 @@ import { userGroupType } from './userGroupType.ts';
 import { userType } from './userType.ts';
 import { worklogType } from './worklogType.ts';
 
-export const registries: readonly RegistryDefinition[] = [
+export const registries: readonly ResourceDefinition[] = [
   userGroupType,
   userType,
   accessRule,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { jsonMap } from '../shared/fields.ts';
-import { defineRegistry } from '../registry/defineRegistry.ts';
+import { defineRegistry } from '../resource/defineResource.ts';
 import { codedValue, validityRule } from './codedValue.ts';
 
 const short = () => z.string().max(255).optional();

@@ -1,5 +1,5 @@
 import { jsonMap, uuid } from '../shared/fields.ts';
-import { defineRegistry } from '../registry/defineRegistry.ts';
+import { defineRegistry } from '../resource/defineResource.ts';
 import { codedValue, validityRule } from './codedValue.ts';
 
 export const userGroupType = defineRegistry({

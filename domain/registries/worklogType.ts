@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRegistry } from '../registry/defineRegistry.ts';
+import { defineRegistry } from '../resource/defineResource.ts';
 import { codedValue, validityRule } from './codedValue.ts';
 
 export const worklogType = defineRegistry({

@@ -29,7 +29,8 @@ export type CommandContext = {
 };
 
 export type Decided = {
-  events: readonly { type: string; data: Record<string, unknown> }[];
+  /** Each event at its type's schema version (the spec's when absent). */
+  events: readonly { type: string; data: Record<string, unknown>; schemaVersion?: number }[];
   claim?: readonly CodeReservation[];
   release?: readonly CodeReservation[];
 };
@@ -46,6 +47,8 @@ export type CommandSpec<S> = {
   schemaVersion: number;
   /** Retries after a concurrent write when the caller did not pin a version. */
   retries?: number;
+  /** The error for a unique key held by another stream (default: the resource's CODE_TAKEN). */
+  keyTaken?: (reservation: CodeReservation) => Error;
 };
 
 export type CommandResult<S> = {
@@ -131,7 +134,7 @@ function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decide
   return decided.map((e, i) => ({
     id: ctx.idempotencyKey === undefined ? ctx.newId() : keyedEventId(spec.stream, ctx, i),
     type: e.type,
-    schemaVersion: spec.schemaVersion,
+    schemaVersion: e.schemaVersion ?? spec.schemaVersion,
     data: e.data,
     metadata,
   }));
@@ -141,7 +144,7 @@ function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decide
 function appendFailure<S>(spec: CommandSpec<S>, error: unknown): Error | undefined {
   // Another request took the key meanwhile: the next attempt answers as its retry, or refuses.
   if (error instanceof CodeTakenError && error.scope === IDEMPOTENCY_SCOPE) return undefined;
-  if (error instanceof CodeTakenError) return codeTaken(spec.resource, error.code);
+  if (error instanceof CodeTakenError) return spec.keyTaken?.(error) ?? codeTaken(spec.resource, error.code);
   if (!(error instanceof WrongExpectedRevisionError)) return error instanceof Error ? error : new Error(String(error));
   // Without If-Match, or when the record is still at the caller's version (the conflict was on a
   // code reservation the append needed), the command is tried again.

@@ -63,6 +63,30 @@ export const codeTaken = (resource: string, code: string): DomainError =>
     `code: ${JSON.stringify(code)} is already taken`,
   ]);
 
+/** A unique key other than `code` is held by another record: its own code (`JOB_STEP.CHUNK_ID_NAME_TAKEN`). */
+export const keyTaken = (resource: string, key: string, values: Readonly<Record<string, unknown>>): DomainError => {
+  const described = Object.entries(values).map(([f, v]) => `${f} ${JSON.stringify(v)}`).join(' and ');
+  return new DomainError(
+    `${resource}.${key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}_TAKEN`,
+    'CONFLICT',
+    `A ${resource} with ${described} already exists`,
+    Object.keys(values).map((f) => `${f}: ${described} is already taken`),
+  );
+};
+
+/** A status (or other state) move the record does not allow; names the moves it does. */
+export const invalidTransition = (resource: string, field: string, from: string, to: string, allowed: readonly string[]): DomainError =>
+  new DomainError(
+    `${resource}.INVALID_TRANSITION`,
+    'CONFLICT',
+    `${resource} ${field} cannot move from ${from} to ${to}; allowed from ${from}: ${allowed.length === 0 ? 'none (it has ended)' : allowed.join(', ')}`,
+    [`${field}: ${from} -> ${to} is not allowed; allowed: ${allowed.length === 0 ? 'none' : allowed.join(', ')}`],
+  );
+
+/** A field names a record that does not exist (or is deleted). */
+export const referenceMissing = (resource: string, errors: readonly string[]): DomainError =>
+  new DomainError(`${resource}.REFERENCE_NOT_FOUND`, 'UNPROCESSABLE_ENTITY', 'The record refers to records that do not exist', errors);
+
 export const alreadyExists = (resource: string, id: string): DomainError =>
   new DomainError(`${resource}.ALREADY_EXISTS`, 'CONFLICT', `${resource} with id ${id} already exists`, [
     `id: ${id} is already taken`,

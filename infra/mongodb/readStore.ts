@@ -37,6 +37,7 @@ import {
   compileSort,
   decodeDocument,
   decodePosition,
+  encodePosition,
   indexSpec,
   leaseFilter,
   leaseOwnedBy,
@@ -109,8 +110,22 @@ export function duplicateKeyFailures(error: MongoBulkWriteError): number[] | und
 
 const asFilter = <T>(filter: MongoFilter): Filter<T> => filter as Filter<T>;
 
-function stored(row: Pick<StoredDocument, 'v' | 'deleted' | 'doc'>): { version: number; doc: Document | null } {
-  return { version: row.v, doc: row.deleted || row.doc === null ? null : decodeDocument(row.doc) };
+/** A StoredDocument with the log position last written with it (encodePosition's fixed-width
+ * decimal string, beside the version `v`), when that write carried one. Read back by getMany only:
+ * find and scan project `doc`, findIds `_id`, autocomplete the document paths, so it never appears
+ * in their answers. */
+type PositionedDocument = StoredDocument & { _position?: string };
+
+/** The stored form with the write's position beside the version, or as it is when it has none:
+ * a replacement without one leaves none, as the write carried none. */
+function positioned<T extends object>(stored: T, position: Position | undefined): T & { _position?: string } {
+  return position === undefined ? stored : { ...stored, _position: encodePosition(position) };
+}
+
+function stored(row: Pick<PositionedDocument, 'v' | 'deleted' | 'doc' | '_position'>): Omit<VersionedDocument, 'id'> {
+  const found: Omit<VersionedDocument, 'id'> = { version: row.v, doc: row.deleted || row.doc === null ? null : decodeDocument(row.doc) };
+  if (typeof row._position === 'string' && /^\d+$/.test(row._position)) found.position = decodePosition(row._position);
+  return found;
 }
 
 export class MongoReadStore implements ReadStore {
@@ -122,8 +137,8 @@ export class MongoReadStore implements ReadStore {
     this.#db = db;
   }
 
-  #documents(collection: string): Collection<StoredDocument> {
-    return this.#db.collection<StoredDocument>(collectionName(collection));
+  #documents(collection: string): Collection<PositionedDocument> {
+    return this.#db.collection<PositionedDocument>(collectionName(collection));
   }
 
   get #checkpoints(): Collection<Checkpoint> {
@@ -155,9 +170,9 @@ export class MongoReadStore implements ReadStore {
   async applyBatch(collection: string, writes: readonly DocumentWrite[], checkpoint: Position, projection = collection): Promise<void> {
     const documents = this.#documents(collection);
     // Encoded before anything is sent, so a document that cannot be stored fails the whole batch.
-    const operations: AnyBulkWriteOperation<StoredDocument>[] = writes.map((write) => {
+    const operations: AnyBulkWriteOperation<PositionedDocument>[] = writes.map((write) => {
       const { filter, replacement } = versionedWrite(write);
-      return { replaceOne: { filter: asFilter<StoredDocument>(filter), replacement, upsert: true } };
+      return { replaceOne: { filter: asFilter<PositionedDocument>(filter), replacement: positioned(replacement, write.position), upsert: true } };
     });
     const advance = checkpointUpdate(checkpoint) as UpdateFilter<Checkpoint>;
     await this.#run(async () => {
@@ -173,7 +188,7 @@ export class MongoReadStore implements ReadStore {
    * document at once the loser's write is sent once more: now that the document exists, the guard
    * decides, and a second duplicate key really means a version at least as new is stored.
    */
-  async #write(documents: Collection<StoredDocument>, operations: AnyBulkWriteOperation<StoredDocument>[], retried = false): Promise<void> {
+  async #write(documents: Collection<PositionedDocument>, operations: AnyBulkWriteOperation<PositionedDocument>[], retried = false): Promise<void> {
     try {
       await documents.bulkWrite(operations, { ordered: false });
     } catch (error) {
@@ -195,9 +210,9 @@ export class MongoReadStore implements ReadStore {
     return decodePosition(row?.position);
   }
 
-  async getMany(collection: string, ids: readonly string[]): Promise<Map<string, { version: number; doc: Document | null }>> {
+  async getMany(collection: string, ids: readonly string[]): Promise<Map<string, Omit<VersionedDocument, 'id'>>> {
     const documents = this.#documents(collection);
-    const found = new Map<string, { version: number; doc: Document | null }>();
+    const found = new Map<string, Omit<VersionedDocument, 'id'>>();
     if (ids.length === 0) return found;
     const rows = await this.#run(() => documents.find({ _id: { $in: [...ids] } }).toArray());
     for (const row of rows) found.set(row._id, stored(row));
@@ -206,7 +221,7 @@ export class MongoReadStore implements ReadStore {
 
   async find(collection: string, query: Query, page: Page): Promise<Document[]> {
     const documents = this.#documents(collection);
-    const filter = asFilter<StoredDocument>(compileFilter(query));
+    const filter = asFilter<PositionedDocument>(compileFilter(query));
     const sort = compileSort(query);
     // A limit of 0 means "no limit" to MongoDB.
     if (page.limit <= 0) return [];
@@ -220,7 +235,7 @@ export class MongoReadStore implements ReadStore {
 
   async findIds(collection: string, query: Query, page: Page): Promise<string[]> {
     const documents = this.#documents(collection);
-    const filter = asFilter<StoredDocument>(compileFilter(query));
+    const filter = asFilter<PositionedDocument>(compileFilter(query));
     if (page.limit <= 0) return [];
     const rows = await this.#run(() =>
       documents
@@ -232,7 +247,7 @@ export class MongoReadStore implements ReadStore {
 
   async count(collection: string, query: Query): Promise<number> {
     const documents = this.#documents(collection);
-    const filter = asFilter<StoredDocument>(compileFilter(query));
+    const filter = asFilter<PositionedDocument>(compileFilter(query));
     return this.#run(() => documents.countDocuments(filter, { maxTimeMS: QUERY_TIME_LIMIT_MS }));
   }
 
@@ -246,7 +261,7 @@ export class MongoReadStore implements ReadStore {
 
   async size(collection: string): Promise<number> {
     const documents = this.#documents(collection);
-    return this.#run(() => documents.countDocuments(asFilter<StoredDocument>(LIVE)));
+    return this.#run(() => documents.countDocuments(asFilter<PositionedDocument>(LIVE)));
   }
 
   async scan(collection: string, options: { after?: string; limit: number }): Promise<Document[]> {
@@ -256,7 +271,7 @@ export class MongoReadStore implements ReadStore {
     if (!(limit > 0)) return [];
     const { filter, sort } = compileScan(options.after);
     const rows = await this.#run(() =>
-      documents.find(asFilter<StoredDocument>(filter), { sort, limit, projection: { doc: 1 }, maxTimeMS: QUERY_TIME_LIMIT_MS }).toArray(),
+      documents.find(asFilter<PositionedDocument>(filter), { sort, limit, projection: { doc: 1 }, maxTimeMS: QUERY_TIME_LIMIT_MS }).toArray(),
     );
     return rows.flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
   }
@@ -279,9 +294,9 @@ export class MongoReadStore implements ReadStore {
       await this.#checkpoints.deleteOne({ _id: { $eq: projection } });
       await target.drop();
       try {
-        let batch: StoredDocument[] = [];
+        let batch: PositionedDocument[] = [];
         for await (const document of documents) {
-          batch.push(storedDocument(document));
+          batch.push(positioned(storedDocument(document), document.position));
           if (batch.length < BULK_LOAD_BATCH) continue;
           await target.insertMany(batch, { ordered: false });
           batch = [];
@@ -295,7 +310,7 @@ export class MongoReadStore implements ReadStore {
   }
 
   /** The collection's indexes but `_id`'s, as createIndexes takes them; none when it does not exist. */
-  async #secondaryIndexes(documents: Collection<StoredDocument>): Promise<IndexDescription[]> {
+  async #secondaryIndexes(documents: Collection<PositionedDocument>): Promise<IndexDescription[]> {
     try {
       const listed: IndexDescriptionInfo[] = await documents.indexes();
       return listed

@@ -40,6 +40,25 @@ function parseDocument(value: SQLOutputValue | undefined): Document | null {
   return parsed as Document;
 }
 
+/** Log positions reach 2^128 (KurrentDB packs commit·2^64 + prepare): stored as text of this many
+ * decimal digits, zero-padded so that text order is numeric order, as the MongoDB store keeps them. */
+const POSITION_DIGITS = 40;
+
+/** The `position` column of a write: NULL when it carries none. */
+function encodePosition(position: Position | undefined): string | null {
+  if (position === undefined) return null;
+  const digits = position.toString();
+  if (position < 0n || digits.length > POSITION_DIGITS) throw new RangeError(`position out of range: ${digits}`);
+  return digits.padStart(POSITION_DIGITS, '0');
+}
+
+/** A stored row as getMany answers it: `position` only when the row holds one. */
+function versioned(row: Record<string, SQLOutputValue>): Omit<VersionedDocument, 'id'> {
+  const found: Omit<VersionedDocument, 'id'> = { version: Number(row.version), doc: parseDocument(row.doc) };
+  if (typeof row.position === 'string') found.position = BigInt(row.position);
+  return found;
+}
+
 
 /** The first LIKE_WINDOW characters (code points) of a value, as SQLite's substr counts them. */
 function likeWindow(value: string): string {
@@ -111,11 +130,24 @@ export class SqliteReadStore implements ReadStore {
     const table = quoted(tableOf(collection));
     if (!this.tables.has(table)) {
       this.db.exec(
-        `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, version INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, doc BLOB)`,
+        `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, version INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, doc BLOB, position TEXT)`,
       );
+      this.addPositionColumn(tableOf(collection));
       this.tables.add(table);
     }
     return table;
+  }
+
+  /** A table created before documents carried a log position gets the column, NULL in every row. */
+  private addPositionColumn(table: string): void {
+    const has = (): boolean => this.statement(`SELECT 1 AS found FROM pragma_table_info(?) WHERE name = 'position'`).get(table) !== undefined;
+    if (has()) return;
+    try {
+      this.db.exec(`ALTER TABLE ${quoted(table)} ADD COLUMN position TEXT`);
+    } catch (e) {
+      // Another connection to the same file may have added it first.
+      if (!has()) throw e;
+    }
   }
 
   private transaction(work: () => void): void {
@@ -189,13 +221,13 @@ export class SqliteReadStore implements ReadStore {
       // A replayed event carries a version at most the stored one and must change nothing, not
       // even a tombstone, so a deleted document is only brought back by a newer version.
       const upsert = this.statement(
-        `INSERT INTO ${table} (id, version, deleted, doc) VALUES (?, ?, 0, jsonb(?))
-         ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 0, doc = excluded.doc
+        `INSERT INTO ${table} (id, version, deleted, doc, position) VALUES (?, ?, 0, jsonb(?), ?)
+         ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 0, doc = excluded.doc, position = excluded.position
          WHERE excluded.version > ${table}.version`,
       );
       const remove = this.statement(
-        `INSERT INTO ${table} (id, version, deleted, doc) VALUES (?, ?, 1, NULL)
-         ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 1, doc = NULL
+        `INSERT INTO ${table} (id, version, deleted, doc, position) VALUES (?, ?, 1, NULL, ?)
+         ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 1, doc = NULL, position = excluded.position
          WHERE excluded.version > ${table}.version`,
       );
       // Monotone, so a batch replayed after a crash cannot move the projector backwards.
@@ -208,10 +240,10 @@ export class SqliteReadStore implements ReadStore {
         for (const w of writes) {
           switch (w.kind) {
             case 'upsert':
-              upsert.run(w.id, w.version, JSON.stringify(w.doc));
+              upsert.run(w.id, w.version, JSON.stringify(w.doc), encodePosition(w.position));
               break;
             case 'delete':
-              remove.run(w.id, w.version);
+              remove.run(w.id, w.version, encodePosition(w.position));
               break;
             default: {
               const _never: never = w;
@@ -242,16 +274,14 @@ export class SqliteReadStore implements ReadStore {
     });
   }
 
-  getMany(collection: string, ids: readonly string[]): Promise<Map<string, { version: number; doc: Document | null }>> {
+  getMany(collection: string, ids: readonly string[]): Promise<Map<string, Omit<VersionedDocument, 'id'>>> {
     return settle(() => {
-      const found = new Map<string, { version: number; doc: Document | null }>();
+      const found = new Map<string, Omit<VersionedDocument, 'id'>>();
       if (ids.length === 0) return found;
       const rows = this.statement(
-        `SELECT id, version, json(doc) AS doc FROM ${this.table(collection)} WHERE id IN (SELECT value FROM json_each(?))`,
+        `SELECT id, version, json(doc) AS doc, position FROM ${this.table(collection)} WHERE id IN (SELECT value FROM json_each(?))`,
       ).all(JSON.stringify(ids));
-      for (const row of rows) {
-        found.set(String(row.id), { version: Number(row.version), doc: parseDocument(row.doc) });
-      }
+      for (const row of rows) found.set(String(row.id), versioned(row));
       return found;
     });
   }
@@ -380,10 +410,12 @@ export class SqliteReadStore implements ReadStore {
     this.db.exec(`PRAGMA cache_size = -${String(BULK_LOAD_CACHE_KIB)}`);
     let loaded = false;
     try {
-      const insert = this.db.prepare(`INSERT INTO ${table} (id, version, deleted, doc) VALUES (?, ?, ?, jsonb(?))`);
+      const insert = this.db.prepare(`INSERT INTO ${table} (id, version, deleted, doc, position) VALUES (?, ?, ?, jsonb(?), ?)`);
       for await (const chunk of chunks(documents, BULK_LOAD_CHUNK)) {
         this.transaction(() => {
-          for (const d of chunk) insert.run(d.id, d.version, d.doc === null ? 1 : 0, d.doc === null ? null : JSON.stringify(d.doc));
+          for (const d of chunk) {
+            insert.run(d.id, d.version, d.doc === null ? 1 : 0, d.doc === null ? null : JSON.stringify(d.doc), encodePosition(d.position));
+          }
         });
         await nextTurn();
       }

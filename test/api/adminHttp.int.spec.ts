@@ -1,7 +1,9 @@
 // admin.http is documentation that runs: every request of it, in order, against the service, twice
 // (the file must clean up after itself), with the REST client's variables it uses: file variables,
-// {{$timestamp}} and a named request's response ({{create.response.body.$.path}}).
+// {{$timestamp}}, {{$guid}} and a named request's response ({{create.response.body.$.path}},
+// {{create.response.headers.Name}}).
 
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { TEST_SECRET, startTestApp, type TestApp } from '../support/testApp.ts';
@@ -57,10 +59,14 @@ it('every request of admin.http answers as documented, run top to bottom twice',
   expect(requests.length).toBeGreaterThan(25);
   for (const round of [1, 2]) {
     const responses = new Map<string, unknown>();
+    const responseHeaders = new Map<string, Headers>();
     const fill = (s: string): string =>
       s.replace(/\{\{([^}]+)\}\}/g, (_m, expr: string) => {
         // A person runs the file twice at least seconds apart: each round is its own second.
         if (expr === '$timestamp') return String(Math.floor(Date.now() / 1000) + round * 3600);
+        if (expr === '$guid') return randomUUID();
+        const header = /^(\w+)\.response\.headers\.(.+)$/.exec(expr);
+        if (header?.[1] !== undefined && header[2] !== undefined) return String(responseHeaders.get(header[1])?.get(header[2]) ?? '');
         const named = /^(\w+)\.response\.body\.\$\.(.+)$/.exec(expr);
         if (named?.[1] !== undefined && named[2] !== undefined) return String(at(responses.get(named[1]), named[2].split('.')));
         const value = variables.get(expr);
@@ -74,7 +80,10 @@ it('every request of admin.http answers as documented, run top to bottom twice',
       const expected = r.title.includes('403') ? 403 : undefined;
       if (expected === undefined) expect(res.status, `round ${String(round)}: ${r.method} ${r.url} (${r.title}): ${text.slice(0, 300)}`).toBeLessThan(300);
       else expect(res.status, `${r.method} ${r.url}`).toBe(expected);
-      if (r.name !== undefined) responses.set(r.name, JSON.parse(text));
+      if (r.name !== undefined) {
+        responses.set(r.name, JSON.parse(text));
+        responseHeaders.set(r.name, res.headers);
+      }
     }
   }
 });

@@ -136,6 +136,126 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
       });
     });
 
+    describe('log position', () => {
+      const at = (write: DocumentWrite, position: bigint): DocumentWrite => ({ ...write, position });
+
+      it('is stored with an upsert or a tombstone and read back by getMany', async () => {
+        const a = randomUUID();
+        const b = randomUUID();
+        const c = fresh();
+        await store.applyBatch(c, [at(upsert({ id: a, code: 'A' }, 1), 11n), at(upsert({ id: b, code: 'B' }, 1), 12n)], 12n);
+        await store.applyBatch(c, [at(remove(b, 2), 15n)], 15n);
+        let found = await store.getMany(c, [a, b]);
+        expect(found.get(a)).toStrictEqual({ version: 1, doc: { id: a, code: 'A' }, position: 11n });
+        expect(found.get(b)).toStrictEqual({ version: 2, doc: null, position: 15n });
+        await store.applyBatch(c, [at(upsert({ id: a, code: 'A2' }, 2), 20n), at(upsert({ id: b, code: 'B again' }, 3), 21n)], 21n);
+        found = await store.getMany(c, [a, b]);
+        expect(found.get(a)).toStrictEqual({ version: 2, doc: { id: a, code: 'A2' }, position: 20n });
+        expect(found.get(b)).toStrictEqual({ version: 3, doc: { id: b, code: 'B again' }, position: 21n });
+      });
+
+      it('is absent when the write that landed carried none', async () => {
+        const a = randomUUID();
+        const b = randomUUID();
+        const gone = randomUUID();
+        const c = fresh();
+        await store.applyBatch(c, [upsert({ id: a, code: 'A' }, 1), at(upsert({ id: b, code: 'B' }, 1), 3n), remove(gone, 1)], 3n);
+        await store.applyBatch(c, [upsert({ id: b, code: 'B2' }, 2)], 4n);
+        const found = await store.getMany(c, [a, b, gone]);
+        expect(found.get(a)).toStrictEqual({ version: 1, doc: { id: a, code: 'A' } });
+        expect(found.get(b)).toStrictEqual({ version: 2, doc: { id: b, code: 'B2' } });
+        expect(found.get(gone)).toStrictEqual({ version: 1, doc: null });
+      });
+
+      it('keeps positions up to 2^128 exactly', async () => {
+        const a = randomUUID();
+        const b = randomUUID();
+        const c = fresh();
+        const huge = 2n ** 100n + 7n;
+        await store.applyBatch(c, [at(upsert({ id: a, code: 'A' }, 1), huge), at(remove(b, 1), 2n ** 128n)], 1n);
+        const found = await store.getMany(c, [a, b]);
+        expect(found.get(a)?.position).toBe(huge);
+        expect(found.get(b)?.position).toBe(2n ** 128n);
+      });
+
+      it('is left as it was by a replay at the same or a lower version', async () => {
+        const id = randomUUID();
+        const gone = randomUUID();
+        const c = fresh();
+        await store.applyBatch(c, [at(upsert({ id, code: 'V3' }, 3), 30n), at(remove(gone, 2), 31n)], 31n);
+        await store.applyBatch(
+          c,
+          [
+            at(upsert({ id, code: 'V2' }, 2), 99n),
+            at(upsert({ id, code: 'V3 again' }, 3), 98n),
+            upsert({ id, code: 'V3 without' }, 3),
+            at(remove(id, 1), 97n),
+            at(upsert({ id: gone, code: 'BACK' }, 1), 96n),
+            remove(gone, 2),
+          ],
+          99n,
+        );
+        const found = await store.getMany(c, [id, gone]);
+        expect(found.get(id)).toStrictEqual({ version: 3, doc: { id, code: 'V3' }, position: 30n });
+        expect(found.get(gone)).toStrictEqual({ version: 2, doc: null, position: 31n });
+      });
+
+      it('is carried by a bulk load', async () => {
+        const c = fresh();
+        await store.ensureCollection(c, ['code']);
+        const [a, b] = [{ id: randomUUID(), code: 'A' }, { id: randomUUID(), code: 'B' }];
+        const gone = randomUUID();
+        await store.bulkLoad(
+          c,
+          [
+            { id: a.id, version: 2, doc: a, position: 2n ** 100n + 7n },
+            { id: b.id, version: 1, doc: b },
+            { id: gone, version: 4, doc: null, position: 40n },
+          ],
+          50n,
+        );
+        const found = await store.getMany(c, [a.id, b.id, gone]);
+        expect(found.get(a.id)).toStrictEqual({ version: 2, doc: a, position: 2n ** 100n + 7n });
+        expect(found.get(b.id)).toStrictEqual({ version: 1, doc: b });
+        expect(found.get(gone)).toStrictEqual({ version: 4, doc: null, position: 40n });
+        // The version guard still decides after the load, and the position follows the write that lands.
+        await store.applyBatch(c, [at(upsert({ ...a, code: 'OLD' }, 2), 60n), at(upsert({ ...b, code: 'B2' }, 2), 61n)], 61n);
+        expect((await store.getMany(c, [a.id])).get(a.id)?.position).toBe(2n ** 100n + 7n);
+        expect((await store.getMany(c, [b.id])).get(b.id)).toStrictEqual({ version: 2, doc: { ...b, code: 'B2' }, position: 61n });
+      });
+
+      it('never appears in what find, findIds, scan or autocomplete answer', async () => {
+        const c = fresh();
+        await store.ensureCollection(c, ['code', 'name']);
+        // A document's own fields of those names are its own.
+        const docs: Document[] = [
+          { id: randomUUID(), code: 'P1', name: 'Positioned one' },
+          { id: randomUUID(), code: 'P2', name: 'Positioned two', position: 'front', _position: 3 },
+          { id: randomUUID(), code: 'P3', name: 'Unpositioned' },
+        ];
+        const loaded = [{ id: randomUUID(), code: 'P4', name: 'Positioned load' }];
+        await store.bulkLoad(c, loaded.map((d, i) => ({ id: d.id, version: 1, doc: d, position: BigInt(i + 1) })), 1n);
+        await store.applyBatch(c, [at(upsert(docs[0] ?? { id: '' }, 1), 2n ** 100n), at(upsert(docs[1] ?? { id: '' }, 1), 5n), upsert(docs[2] ?? { id: '' }, 1)], 5n);
+        const all = [...docs, ...loaded];
+        const byId = (x: Document, y: Document): number => binary(x.id, y.id);
+        expect(await store.find(c, byCode, everything)).toStrictEqual(all);
+        expect(await store.findIds(c, byCode, everything)).toStrictEqual(idsOf(all));
+        expect(await store.scan(c, { limit: 10 })).toStrictEqual([...all].sort(byId));
+        expect(await store.find(c, fixtureQuery({ filter: [{ column: 'code', value: 'P2' }] }), everything)).toStrictEqual([docs[1]]);
+        expect(await store.autocomplete(c, ['code', 'name'], 'pos', 10)).toEqual(['Positioned load', 'Positioned one', 'Positioned two', 'Unpositioned']);
+      });
+
+      it('out of range fails the batch, leaving the checkpoint where it was', async () => {
+        const c = fresh();
+        await store.applyBatch(c, [], 3n);
+        for (const position of [-1n, 10n ** 40n]) {
+          await expect(store.applyBatch(c, [upsert({ id: randomUUID(), code: 'OK' }, 1), at(upsert({ id: randomUUID(), code: 'BAD' }, 1), position)], 4n)).rejects.toThrow(RangeError);
+        }
+        expect(await store.checkpoint(c)).toBe(3n);
+        expect(await store.size(c)).toBe(0);
+      });
+    });
+
     describe('checkpoint', () => {
       it('is 0 for a projection that never applied a batch', async () => {
         expect(await store.checkpoint(fresh())).toBe(0n);

@@ -3,7 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import type { RegistryDefinition } from '../../domain/registry/defineRegistry.ts';
+import type { ResourceDefinition } from '../../domain/resource/defineResource.ts';
 
 type Def = { type: string; format?: string; innerType?: z.core.$ZodType; entries?: Record<string, string>; shape?: Record<string, z.core.$ZodType>; element?: z.core.$ZodType };
 
@@ -35,13 +35,13 @@ function sample(schema: z.core.$ZodType, key: string): unknown {
   }
 }
 
-export function sampleBody(def: RegistryDefinition, code: string): Record<string, unknown> {
+export function sampleBody(def: ResourceDefinition, code: string): Record<string, unknown> {
   const body = sample(def.fields, def.name) as Record<string, unknown>;
   return { ...body, code, name: `Name of ${code}` };
 }
 
 /** An enumerated field of the resource with one valid and one invalid value, if it has one. */
-export function enumField(def: RegistryDefinition): { key: string; valid: string } | undefined {
+export function enumField(def: ResourceDefinition): { key: string; valid: string } | undefined {
   for (const [key, s] of Object.entries(def.fields.shape)) {
     let inner = s as z.core.$ZodType;
     while ((inner._zod.def as unknown as Def).innerType) inner = (inner._zod.def as unknown as Def).innerType as z.core.$ZodType;
@@ -54,7 +54,7 @@ export function enumField(def: RegistryDefinition): { key: string; valid: string
 export const uniqueCode = (prefix = 'C'): string => `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 16).toUpperCase()}`;
 
 /** An optional free-text field of the resource, for patch tests. */
-export function optionalTextField(def: RegistryDefinition): string {
+export function optionalTextField(def: ResourceDefinition): string {
   for (const [key, s] of Object.entries(def.fields.shape)) {
     const d = (s as z.core.$ZodType)._zod.def as unknown as Def;
     if (d.type !== 'optional' || key === 'name') continue;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { hs256Verifier, signHs256 } from '../../api/auth.ts';
 import type { BlobStore, Clock, EventStore, ReadStore } from '../../domain/ports.ts';
-import { composeService } from '../../api/compose.ts';
+import { composeService, type Role, type Service } from '../../api/compose.ts';
 import { BLOBS_FILE, openEmbeddedStores } from '../../infra/embedded.ts';
 import { openSqliteBlobStore } from '../../infra/sqlite/blobStore.ts';
 
@@ -32,6 +32,8 @@ export type CallOptions = {
 
 export type TestApp = {
   app: FastifyInstance;
+  /** The composed service: its read models, jobs and scheduler, for tests that drive them. */
+  service: Service;
   dataDir: string;
   tokens: { admin: string; editor: string; viewer: string; nobody: string };
   /** A request with the admin token unless `as` names another (null: none): through inject, or
@@ -52,7 +54,7 @@ export function manualClock(start = new Date('2026-01-01T00:00:00.000Z')): Clock
 }
 
 export async function startTestApp(
-  options: { dataDir?: string; clock?: Clock; stores?: { eventStore: EventStore; readStore: ReadStore; blobStore?: BlobStore } } = {},
+  options: { dataDir?: string; clock?: Clock; role?: Role; stores?: { eventStore: EventStore; readStore: ReadStore; blobStore?: BlobStore } } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
   // Tests that bring their own stores to watch them fail keep the embedded blob store.
@@ -63,6 +65,7 @@ export async function startTestApp(
     ...stores,
     verifyToken: hs256Verifier(TEST_SECRET),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.role === undefined ? {} : { role: options.role }),
   });
   await service.startProjectors();
   const { app } = service;
@@ -92,6 +95,7 @@ export async function startTestApp(
   };
   return {
     app,
+    service,
     dataDir,
     tokens,
     call,

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { signHs256 } from '../../api/auth.ts';
 import { registries } from '../../domain/registries/index.ts';
-import { registryService } from '../../domain/registry/registryService.ts';
-import { evolve, initialState, toRecord, type RegistryState } from '../../domain/registry/registryDecider.ts';
+import { resourceService } from '../../domain/resource/service.ts';
+import { evolve, initialState, toRecord, type RecordState } from '../../domain/resource/decider.ts';
 import { toQuery } from '../../domain/shared/filtering.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
@@ -65,7 +65,7 @@ async function expectReadModelsEqualFold(): Promise<void> {
   try {
     for (const d of registries) {
       const events = await eventStore.readAll({ after: 0n, limit: 10_000_000, categories: [d.category] });
-      const states = new Map<string, RegistryState>();
+      const states = new Map<string, RecordState>();
       for (const e of events) states.set(e.stream, evolve(d, states.get(e.stream) ?? initialState(), e));
       const expected = [...states.values()].flatMap((s) => (s.status === 'active' ? [toRecord(s)] : []));
       const actual = await readStore.find(d.collection, toQuery({ filter: [], sort: [] }, d.columns, ['id']), { offset: 0, limit: 10_000_000 });
@@ -104,7 +104,7 @@ describe('crash safety', () => {
 
     const { eventStore, readStore, blobStore } = openEmbeddedStores(dataDir);
     try {
-      const service = registryService(def, eventStore);
+      const service = resourceService(def, eventStore);
       for (const id of acknowledged) expect((await service.get(id)).id).toBe(id);
     } finally {
       await eventStore.close();
@@ -122,7 +122,7 @@ describe('crash safety', () => {
   it('resumes a read-model rebuild killed mid-batch without losing or duplicating anything', async () => {
     // A backlog large enough that the projectors take several batches to catch up.
     const { eventStore, readStore, blobStore } = openEmbeddedStores(dataDir);
-    const service = registryService(def, eventStore);
+    const service = resourceService(def, eventStore);
     const ctx = { actor: 'seed', now: new Date(), newId: randomUUID };
     for (let i = 0; i < 20; i++) {
       await Promise.all(Array.from({ length: 1000 }, () => service.create(sampleBody(def, uniqueCode('SEED')), ctx)));

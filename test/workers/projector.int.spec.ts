@@ -10,7 +10,8 @@ import type { Document, NewEvent } from '../../domain/ports.ts';
 import { toQuery } from '../../domain/shared/filtering.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
 import type { Projection } from '../../projections/projection.ts';
-import { Projector, projectorGroup } from '../../workers/projector.ts';
+import { Projector } from '../../workers/projector.ts';
+import { ReadModelSet } from '../../workers/readModels.ts';
 import { intercept } from '../support/intercept.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -40,7 +41,7 @@ const notes: Projection = {
   collection,
   categories: [category],
   indexedPaths: ['text'],
-  documentId: (e) => e.stream.slice(category.length + 1),
+  documentIds: (e) => [e.stream.slice(category.length + 1)],
   evolve: (_current, e) => {
     const id = e.stream.slice(category.length + 1);
     const doc: Document = { id, text: String(e.data.text) };
@@ -176,10 +177,10 @@ describe('projector clocks and waits', () => {
     expect(projector.status()).toMatchObject({ lag: 0, lagMs: 0 });
   });
 
-  it('refuses to wait on a read model that does not exist, instead of answering that it lags', async () => {
+  it('refuses to wait on a read model that does not exist, instead of answering that it lags', () => {
     const { eventStore, readStore } = setup();
-    const group = projectorGroup([notes], eventStore, readStore);
-    await expect(group.waitFor('no_such_model', 1n, 10)).rejects.toThrow(/no read model "no_such_model"/);
+    const set = new ReadModelSet([notes], eventStore, readStore);
+    expect(() => set.waitFor('no_such_model', 1n, 10)).toThrow(/no read model "no_such_model"/);
   });
 });
 

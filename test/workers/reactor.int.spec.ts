@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EventStore, ReadStore } from '../../domain/ports.ts';
-import { registryService } from '../../domain/registry/registryService.ts';
+import { resourceService } from '../../domain/resource/service.ts';
 import { userGroupType } from '../../domain/registries/userGroupType.ts';
 import { worklogType } from '../../domain/registries/worklogType.ts';
 import { openSqliteEventStore } from '../../infra/sqlite/eventStore.ts';
@@ -45,7 +45,7 @@ const mirror = (events: EventStore): Reactor => ({
   eventTypes: ['UserGroupTypeCreated'],
   async react(event, commandFor) {
     const code = String(event.data.code);
-    await registryService(worklogType, events).create({ code, name: code.startsWith('BAD') ? 'x'.repeat(300) : `Work of ${code}` }, commandFor());
+    await resourceService(worklogType, events).create({ code, name: code.startsWith('BAD') ? 'x'.repeat(300) : `Work of ${code}` }, commandFor());
   },
 });
 
@@ -61,7 +61,7 @@ describe('a reactor', () => {
     const dir = folder();
     const events = openSqliteEventStore(join(dir, 'events.db'));
     cleanups.push(() => events.close());
-    const groups = registryService(userGroupType, events);
+    const groups = resourceService(userGroupType, events);
     const ctx = () => ({ actor: 'alice', now: new Date(), newId: randomUUID, correlationId: 'corr-1' });
     const codes = [uniqueCode(), uniqueCode(), uniqueCode()];
     let last = 0n;
@@ -69,7 +69,7 @@ describe('a reactor', () => {
 
     const first = await run(mirror(events), events, readStoreIn(dir));
     expect(await first.waitFor(last, 5000)).toBe(true);
-    const worklogs = registryService(worklogType, events);
+    const worklogs = resourceService(worklogType, events);
     for (const code of codes) {
       const made = await worklogs.getByCode(code);
       const [created] = await events.readStream(`${worklogType.category}-${made.id}`);
@@ -89,7 +89,7 @@ describe('a reactor', () => {
     const dir = folder();
     const events = openSqliteEventStore(join(dir, 'events.db'));
     cleanups.push(() => events.close());
-    const groups = registryService(userGroupType, events);
+    const groups = resourceService(userGroupType, events);
     const ctx = () => ({ actor: 'alice', now: new Date(), newId: randomUUID });
     const bad = `BAD${uniqueCode()}`;
     await groups.create({ code: bad, name: bad, registry: {} }, ctx());
@@ -98,6 +98,6 @@ describe('a reactor', () => {
     const processor = await run(mirror(events), events, readStoreIn(dir));
     expect(await processor.waitFor(last, 5000)).toBe(true);
     expect(processor.status().failures).toEqual([expect.objectContaining({ type: 'UserGroupTypeCreated', error: 'Request does not match the schema' })]);
-    expect((await registryService(worklogType, events).getByCode(good)).code).toBe(good);
+    expect((await resourceService(worklogType, events).getByCode(good)).code).toBe(good);
   });
 });

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Document, DocumentWrite } from '../../../domain/ports.ts';
 import type { Query } from '../../../domain/shared/filtering.ts';
@@ -225,6 +226,47 @@ describe('SqliteReadStore', () => {
         { numRuns: 300 },
       );
     });
+  });
+
+  it('adds the position column to a table created before documents carried one', async () => {
+    const path = join(tmpdir(), `read-store-${randomUUID()}.sqlite`);
+    const named = fixtureQuery({ filter: [{ column: 'name', operator: 'LIKE', value: '%two%' }] });
+    const hasPosition = (): boolean => {
+      const db = new DatabaseSync(path);
+      try {
+        return db.prepare(`SELECT 1 FROM pragma_table_info('rm_things') WHERE name = 'position'`).get() !== undefined;
+      } finally {
+        db.close();
+      }
+    };
+    try {
+      const gone = randomUUID();
+      const first = openSqliteReadStore({ path });
+      await first.ensureCollection('things', ['code', 'name']);
+      await first.applyBatch('things', [...fixtureDocuments.map((d) => upsert(d, 1)), { kind: 'delete', id: gone, version: 2 }], 1n);
+      await first.close();
+      // The table as it was before: without the column, with its indexes and trigram triggers.
+      const db = new DatabaseSync(path);
+      db.exec('ALTER TABLE rm_things DROP COLUMN position');
+      db.close();
+      expect(hasPosition()).toBe(false);
+      const second = openSqliteReadStore({ path });
+      const [doc] = fixtureDocuments;
+      if (doc === undefined) throw new Error('no fixture');
+      expect((await second.getMany('things', [doc.id, gone])).get(gone)).toStrictEqual({ version: 2, doc: null });
+      await second.ensureCollection('things', ['code', 'name']);
+      await second.applyBatch('things', [{ ...upsert({ ...doc, name: 'Moved two' }, 2), position: 2n ** 100n + 7n }], 2n);
+      expect((await second.getMany('things', [doc.id])).get(doc.id)).toStrictEqual({ version: 2, doc: { ...doc, name: 'Moved two' }, position: 2n ** 100n + 7n });
+      expect(second.explain('things', named, page).join('\n')).toContain('VIRTUAL TABLE');
+      expect(idsOf(await second.find('things', named, page)).sort()).toEqual(['00000000-0000-4000-8000-000000000002', doc.id].sort());
+      await second.close();
+      expect(hasPosition()).toBe(true);
+      const third = openSqliteReadStore({ path });
+      expect((await third.getMany('things', [doc.id])).get(doc.id)?.position).toBe(2n ** 100n + 7n);
+      await third.close();
+    } finally {
+      await Promise.all(['', '-wal', '-shm'].map((suffix) => rm(`${path}${suffix}`, { force: true })));
+    }
   });
 
   it('keeps documents, tombstones and checkpoints across a reopen', async () => {

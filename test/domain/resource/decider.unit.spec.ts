@@ -7,17 +7,17 @@ import {
   initialState,
   toRecord,
   type DecidedEvent,
-  type RegistryCommand,
-  type RegistryState,
-} from '../../../domain/registry/registryDecider.ts';
-import type { RegistryDefinition } from '../../../domain/registry/defineRegistry.ts';
+  type ResourceCommand,
+  type RecordState,
+} from '../../../domain/resource/decider.ts';
+import type { ResourceDefinition } from '../../../domain/resource/defineResource.ts';
 import { deciderSpec } from '../../support/deciderSpec.ts';
 
 const ID = '0b9c3e1e-8f5e-4d55-9e0a-6c1f0a7b2d11';
 const at = (n: number) => ({ actor: `user${String(n)}`, at: `2026-01-0${String(n + 1)}T00:00:00.000Z` });
 
-const spec = (def: RegistryDefinition) =>
-  deciderSpec<RegistryState, RegistryCommand, DecidedEvent>({
+const spec = (def: ResourceDefinition) =>
+  deciderSpec<RecordState, ResourceCommand, DecidedEvent>({
     initial: initialState,
     evolve: (s, e, i) => evolve(def, s, { ...e, revision: i, metadata: at(i) }),
     decide: (s, c) => decide(def, s, c),
@@ -88,7 +88,7 @@ describe('registry decider (user group type)', () => {
 
   it('derives auditInfo from the stream: version, first and last writer', () => {
     const events = [created(), { type: 'UserGroupTypePatched', data: { patch: { name: 'Roots' } } }];
-    const state = events.reduce<RegistryState>((s, e, i) => evolve(userGroupType, s, { ...e, revision: i, metadata: at(i) }), initialState());
+    const state = events.reduce<RecordState>((s, e, i) => evolve(userGroupType, s, { ...e, revision: i, metadata: at(i) }), initialState());
     if (state.status === 'absent') throw new Error('absent');
     expect(toRecord(state)).toEqual({
       id: ID,

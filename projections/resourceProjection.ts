@@ -1,18 +1,22 @@
-// The read model of a registry resource: one document per live record, as the API returns it.
+// The read model of a resource: one document per live record, as the API returns it.
 
-import type { RegistryDefinition } from '../domain/registry/defineRegistry.ts';
-import { evolve, fromRecord, initialState, kindOf, toRecord } from '../domain/registry/registryDecider.ts';
+import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
+import { evolve, fromRecord, initialState, kindOf, streamOf, toRecord } from '../domain/resource/decider.ts';
 import { idIn } from '../domain/shared/streams.ts';
 import type { Projection } from './projection.ts';
 
-export function registryProjection(def: RegistryDefinition): Projection {
+export function resourceProjection(def: ResourceDefinition): Projection {
   return {
     name: def.collection,
     collection: def.collection,
     categories: [def.category],
     indexedPaths: def.indexed,
     textPaths: def.autocomplete,
-    documentId: (event) => (kindOf(def, event.type) === undefined ? undefined : idIn(def.category, event.stream)),
+    documentIds: (event) => {
+      const id = kindOf(def, event.type) === undefined ? undefined : idIn(def.category, event.stream);
+      return id === undefined ? [] : [id];
+    },
+    sourcesOf: (doc) => [streamOf(def, doc.id)],
     evolve(current, event) {
       const id = idIn(def.category, event.stream);
       if (id === undefined) return undefined;

@@ -1,12 +1,14 @@
-// The shared operation set of the HTTP contract (openapi.json), generated for one registry descriptor.
+// The shared operation set of the HTTP contract (openapi.json), generated from one resource
+// declaration: the operations it offers, under the permissions its module gives.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Position } from '../domain/ports.ts';
-import type { RegistryDefinition } from '../domain/registry/defineRegistry.ts';
-import { registryService, type WriteResult } from '../domain/registry/registryService.ts';
-import { isDomainError, unavailable, validationFailed } from '../domain/shared/errors.ts';
+import type { Operation, ResourceDefinition } from '../domain/resource/defineResource.ts';
+import { resourceService, type WriteResult } from '../domain/resource/service.ts';
+import { isDomainError, malformedUuid, unavailable, validationFailed } from '../domain/shared/errors.ts';
+import { isUuid } from '../domain/shared/ids.ts';
 import { dateTime, uuid } from '../domain/shared/fields.ts';
 import {
   DEFAULT_PAGE_SIZE,
@@ -17,6 +19,7 @@ import {
   type Filtering,
 } from '../domain/shared/filtering.ts';
 import type { AppDeps } from './deps.ts';
+import type { ResourceRouteOptions } from './module.ts';
 import { sendDocuments, sendItems, sendPage } from './documentStream.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import { commandContext, ifMatchVersion } from './requestContext.ts';
@@ -28,7 +31,7 @@ const BY_IDS_CHUNK = 20;
 
 /** An `X-Event-Position` as a client got it: opaque decimal digits (KurrentDB's packed positions
  * run to 39 digits). */
-const position = z
+export const position = z
   .string()
   .regex(/^\d{1,40}$/, { error: 'expected a log position (the decimal digits of an X-Event-Position)' })
   .meta({ description: 'an X-Event-Position from an earlier write: opaque decimal digits, at most 40' });
@@ -47,7 +50,7 @@ const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });
 const readModelQuery = z.strictObject({ minPosition: position.optional() });
 const idOrCodeParams = z.strictObject({ idOrCode: z.string().min(1).max(255) });
 
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
+export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
 
 /** A member of a merge patch: scalars as their field, objects and maps as a nested merge patch
  * (whose nulls remove members, RFC 7396); the merged result is validated in full by the decider. */
@@ -60,8 +63,8 @@ function patchValue(field: z.ZodType): z.ZodType {
 /** For validation of the top level and for the OpenAPI document; the merged result is validated in full.
  * One per descriptor: its id is registered globally, and a second one (a second app in one process)
  * would be renamed in the document. */
-const patchSchemas = new WeakMap<RegistryDefinition, z.ZodType>();
-const patchSchema = (def: RegistryDefinition): z.ZodType => {
+const patchSchemas = new WeakMap<ResourceDefinition, z.ZodType>();
+const patchSchema = (def: ResourceDefinition): z.ZodType => {
   let schema = patchSchemas.get(def);
   if (schema === undefined) {
     schema = newPatchSchema(def);
@@ -70,7 +73,7 @@ const patchSchema = (def: RegistryDefinition): z.ZodType => {
   return schema;
 };
 
-const newPatchSchema = (def: RegistryDefinition) =>
+const newPatchSchema = (def: ResourceDefinition) =>
   z
     .strictObject({
       ...Object.fromEntries(Object.entries(def.fields.shape).map(([k, v]) => [k, patchValue(v as z.ZodType)])),
@@ -81,18 +84,44 @@ const newPatchSchema = (def: RegistryDefinition) =>
 
 type RouteKit = ReturnType<typeof routeKit>;
 
-function routeKit(app: FastifyInstance, def: RegistryDefinition, deps: AppDeps) {
-  const service = registryService(def, deps.eventStore);
+/** Waits (bounded) until a read model reflects a position; 503 READ_MODEL.LAGGING after. */
+export async function waitForReadModelAt(deps: AppDeps, readModel: string, at: Position | undefined): Promise<void> {
+  if (at === undefined) return;
+  const ok = await deps.readModels.waitFor(readModel, at, MIN_POSITION_WAIT_MS);
+  if (!ok) throw unavailable('READ_MODEL.LAGGING', `Read model ${readModel} did not reach position ${at.toString()} in time`);
+}
+
+/** `?minPosition=`: wait (bounded) until the read model reflects that write. A position the log
+ * has not reached was never handed out: no wait can end, so it is refused at once. */
+export async function catchUpTo(deps: AppDeps, readModel: string, minPosition: string | undefined): Promise<void> {
+  if (minPosition === undefined) return;
+  const at = BigInt(minPosition);
+  // Reached already (the usual case): no need to ask the log for its head.
+  if (await deps.readModels.waitFor(readModel, at, 0)) return;
+  if (at > (await deps.eventStore.headPosition())) {
+    throw validationFailed('minPosition is ahead of the log', [`query.minPosition: ${minPosition} is past the newest write; use the X-Event-Position of a write`]);
+  }
+  await waitForReadModelAt(deps, readModel, at);
+}
+
+function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, options: ResourceRouteOptions) {
+  const service = resourceService(def, deps.eventStore);
   const r = app.withTypeProvider<ZodTypeProvider>();
   const base = `/api/v1/${def.path}`;
   const tags = [def.path];
   const record = def.record;
-
-  const waitForReadModel = async (at: Position | undefined): Promise<void> => {
-    if (at === undefined) return;
-    const ok = await deps.readModels.waitFor(def.collection, at, MIN_POSITION_WAIT_MS);
-    if (!ok) throw unavailable('READ_MODEL.LAGGING', `Read model ${def.collection} did not reach position ${at.toString()} in time`);
+  const read = { permission: options.permissions?.read ?? 'read' } as const;
+  const write = { permission: options.permissions?.write ?? 'write' } as const;
+  const offers = (operation: Operation): boolean => def.operations.has(operation) && options.except?.includes(operation) !== true;
+  /** The physical collection now serving the read model (it moves with each rebuild). */
+  const collection = (): string => deps.readModels.collectionOf(def.collection);
+  /** A path's `{idOrCode}`: any code, or for resources without codes a uuid (400 otherwise). */
+  const target = (idOrCode: string): string => {
+    if (!def.hasCode && !isUuid(idOrCode)) throw malformedUuid('id', idOrCode);
+    return idOrCode;
   };
+
+  const waitForReadModel = (at: Position | undefined) => waitForReadModelAt(deps, def.collection, at);
 
   const answerWrite = async (reply: FastifyReply, result: WriteResult, refresh: boolean | undefined): Promise<void> => {
     void reply.header('etag', `"${String(result.version)}"`);
@@ -104,28 +133,18 @@ function routeKit(app: FastifyInstance, def: RegistryDefinition, deps: AppDeps) 
 
   const query = (filtering: Pick<Filtering, 'filter' | 'sort'>) => toQuery(filtering, def.columns, def.defaultSort);
 
-  /** `?minPosition=`: wait (bounded) until the read model reflects that write. A position the log
-   * has not reached was never handed out: no wait can end, so it is refused at once. */
-  const catchUp = async (minPosition: string | undefined): Promise<void> => {
-    if (minPosition === undefined) return;
-    const at = BigInt(minPosition);
-    // Reached already (the usual case): no need to ask the log for its head.
-    if (await deps.readModels.waitFor(def.collection, at, 0)) return;
-    if (at > (await deps.eventStore.headPosition())) {
-      throw validationFailed('minPosition is ahead of the log', [`query.minPosition: ${minPosition} is past the newest write; use the X-Event-Position of a write`]);
-    }
-    await waitForReadModel(at);
-  };
+  const catchUp = (minPosition: string | undefined) => catchUpTo(deps, def.collection, minPosition);
 
-  return { r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query };
+  return { r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, read, write, offers, collection, target };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
-function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx }: RouteKit): void {
+function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target }: RouteKit): void {
+  if (offers('create'))
   r.post(
     base,
     {
-      config: { permission: 'write' },
+      config: write,
       schema: {
         tags,
         summary: `Create a ${def.name}`,
@@ -143,10 +162,11 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx }
     },
   );
 
+  if (offers('replace'))
   r.put(
     `${base}/:idOrCode`,
     {
-      config: { permission: 'write' },
+      config: write,
       schema: {
         tags,
         summary: `Replace a ${def.name}`,
@@ -157,16 +177,17 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx }
       },
     },
     async (request, reply) => {
-      const result = await service.replace(request.params.idOrCode, request.body, ctx(request), ifMatchVersion(request));
+      const result = await service.replace(target(request.params.idOrCode), request.body, ctx(request), ifMatchVersion(request));
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return result.record;
     },
   );
 
+  if (offers('patch'))
   r.patch(
     `${base}/:idOrCode`,
     {
-      config: { permission: 'write' },
+      config: write,
       schema: {
         tags,
         summary: `Change some fields of a ${def.name} (JSON merge patch, RFC 7396)`,
@@ -178,20 +199,21 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx }
       },
     },
     async (request, reply) => {
-      const result = await service.patch(request.params.idOrCode, request.body, ctx(request), ifMatchVersion(request));
+      const result = await service.patch(target(request.params.idOrCode), request.body, ctx(request), ifMatchVersion(request));
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return result.record;
     },
   );
 
+  if (offers('delete'))
   r.delete(
     `${base}/:idOrCode`,
     {
-      config: { permission: 'write' },
+      config: write,
       schema: { tags, summary: `Delete a ${def.name}`, params: idOrCodeParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
     },
     async (request, reply) => {
-      const result = await service.remove(request.params.idOrCode, ctx(request), ifMatchVersion(request));
+      const result = await service.remove(target(request.params.idOrCode), ctx(request), ifMatchVersion(request));
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return reply.code(204).send();
     },
@@ -199,11 +221,12 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx }
 }
 
 /** Reads of one record fold its stream, so they reflect every acknowledged write. */
-function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
+function recordRoutes({ r, def, service, base, tags, record, read, offers, target }: RouteKit): void {
+  if (offers('byCode'))
   r.get(
     `${base}/by-code/:code`,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: { tags, summary: `Get a ${def.name} by code`, params: z.strictObject({ code: z.string().min(1).max(255) }), response: { 200: record, ...errors(404) } },
     },
     async (request, reply) => {
@@ -212,10 +235,11 @@ function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
     },
   );
 
+  if (offers('byIds'))
   r.post(
     `${base}/by-ids`,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: { tags, summary: `Get ${def.name} records by ids (missing ids left out)`, body: z.array(uuid()).max(1000), response: { 200: z.array(record) } },
     },
     async (request, reply) => {
@@ -235,10 +259,11 @@ function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
     },
   );
 
+  if (offers('get'))
   r.get(
     `${base}/:idOrCode`,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: {
         tags,
         summary: `Get a ${def.name} by id or code, optionally as it was at a time`,
@@ -248,15 +273,16 @@ function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
       },
     },
     async (request, reply) => {
-      const found = await service.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf });
+      const found = await service.get(target(request.params.idOrCode), request.query.asOf === undefined ? {} : { asOf: request.query.asOf });
       return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
     },
   );
 
+  if (offers('versions'))
   r.get(
     `${base}/:idOrCode/versions/:version`,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: {
         tags,
         summary: `A ${def.name} as it was at one version`,
@@ -265,18 +291,19 @@ function recordRoutes({ r, def, service, base, tags, record }: RouteKit): void {
       },
     },
     async (request, reply) => {
-      const found = await service.get(request.params.idOrCode, { version: request.params.version });
+      const found = await service.get(target(request.params.idOrCode), { version: request.params.version });
       return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
     },
   );
 }
 
 /** A record's versions, paged and written one at a time. */
-function historyRoute({ r, def, service, base, tags }: RouteKit): void {
+function historyRoute({ r, def, service, base, tags, read, offers, target }: RouteKit): void {
+  if (offers('history'))
   r.get(
     `${base}/:idOrCode/history`,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: {
         tags,
         summary: `Every version of a ${def.name}: who, when, which request, what changed`,
@@ -293,7 +320,7 @@ function historyRoute({ r, def, service, base, tags }: RouteKit): void {
     },
     async (request, reply) => {
       const { page, size } = request.query;
-      const history = await service.history(request.params.idOrCode, { page, size });
+      const history = await service.history(target(request.params.idOrCode), { page, size });
       void reply.header('x-total-count', String(history.total));
       if ((page + 1) * size < history.total) {
         void reply.header('link', `<${base}/${encodeURIComponent(request.params.idOrCode)}/history?page=${String(page + 1)}&size=${String(size)}>; rel="next"`);
@@ -304,25 +331,27 @@ function historyRoute({ r, def, service, base, tags }: RouteKit): void {
 }
 
 /** List, search, page, count and autocomplete: served by the read model. */
-function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: RouteKit): void {
+function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, offers, collection }: RouteKit): void {
+  if (offers('list'))
   r.get(
     base,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: { tags, summary: `List all ${def.name} records`, querystring: readModelQuery, response: { 200: z.array(record) } },
     },
     async (request, reply) => {
       await catchUp(request.query.minPosition);
       // One read of the ids, so a projector commit cannot shift rows between chunks of the answer.
-      const ids = await deps.readStore.findIds(def.collection, query({ filter: [], sort: [] }), { offset: 0, limit: Number.MAX_SAFE_INTEGER });
-      return sendDocuments(reply, deps.readStore, def.collection, ids);
+      const ids = await deps.readStore.findIds(collection(), query({ filter: [], sort: [] }), { offset: 0, limit: Number.MAX_SAFE_INTEGER });
+      return sendDocuments(reply, deps.readStore, collection(), ids);
     },
   );
 
+  if (offers('search'))
   r.post(
     `${base}/search`,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: {
         tags,
         summary: `Search ${def.name} records (unpaged)`,
@@ -337,15 +366,16 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: Route
     async (request, reply) => {
       const q = query(request.body);
       await catchUp(request.query.minPosition);
-      const ids = await deps.readStore.findIds(def.collection, q, { offset: 0, limit: request.query.size });
-      return sendDocuments(reply, deps.readStore, def.collection, ids);
+      const ids = await deps.readStore.findIds(collection(), q, { offset: 0, limit: request.query.size });
+      return sendDocuments(reply, deps.readStore, collection(), ids);
     },
   );
 
+  if (offers('searchPage'))
   r.post(
     `${base}/search/page`,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: { tags, summary: `Search ${def.name} records, one page`, querystring: readModelQuery, body: FilteringSchema, response: { 200: pageSchema(record), ...errors(400) } },
     },
     async (request, reply) => {
@@ -353,33 +383,35 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query }: Route
       await catchUp(request.query.minPosition);
       const size = request.body.size ?? DEFAULT_PAGE_SIZE;
       const [ids, total] = await Promise.all([
-        deps.readStore.findIds(def.collection, q, { offset: request.body.page * size, limit: size }),
-        deps.readStore.count(def.collection, q),
+        deps.readStore.findIds(collection(), q, { offset: request.body.page * size, limit: size }),
+        deps.readStore.count(collection(), q),
       ]);
-      return sendPage(reply, { readStore: deps.readStore, collection: def.collection, ids }, { total, number: request.body.page, size, sorted: request.body.sort.length > 0 });
+      return sendPage(reply, { readStore: deps.readStore, collection: collection(), ids }, { total, number: request.body.page, size, sorted: request.body.sort.length > 0 });
     },
   );
 
+  if (offers('count'))
   r.post(
     `${base}/count`,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: { tags, summary: `Count ${def.name} records matching a filtering`, querystring: readModelQuery, body: FilteringSchema, response: { 200: z.int(), ...errors(400) } },
     },
     async (request) => {
       const q = query(request.body);
       await catchUp(request.query.minPosition);
-      return deps.readStore.count(def.collection, q);
+      return deps.readStore.count(collection(), q);
     },
   );
 }
 
 /** Codes and names for type-ahead fields. */
-function autocompleteRoute({ r, def, deps, base, tags, catchUp }: RouteKit): void {
+function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, collection }: RouteKit): void {
+  if (offers('autocomplete'))
   r.get(
     `${base}/autocomplete`,
     {
-      config: { permission: 'read' },
+      config: read,
       schema: {
         tags,
         summary: 'Codes and names starting with or containing the search text, best first',
@@ -393,13 +425,13 @@ function autocompleteRoute({ r, def, deps, base, tags, catchUp }: RouteKit): voi
     },
     async (request) => {
       await catchUp(request.query.minPosition);
-      return deps.readStore.autocomplete(def.collection, def.autocomplete, request.query.search, request.query.size);
+      return deps.readStore.autocomplete(collection(), def.autocomplete, request.query.search, request.query.size);
     },
   );
 }
 
-export function registryRoutes(app: FastifyInstance, def: RegistryDefinition, deps: AppDeps): void {
-  const kit = routeKit(app, def, deps);
+export function resourceRoutes(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, options: ResourceRouteOptions = {}): void {
+  const kit = routeKit(app, def, deps, options);
   commandRoutes(kit);
   recordRoutes(kit);
   historyRoute(kit);

@@ -1,27 +1,33 @@
-// Commands and single-record reads of a registry resource, over the EventStore port. Reads of one
-// record fold its stream, so they reflect every acknowledged write.
+// Commands and single-record reads of a resource, over the EventStore port. Reads of one record
+// fold its stream, so they reflect every acknowledged write. References are loaded here, before
+// the decision, from the log itself (the referenced record's folded stream), not from a read model.
 
 import type { EventStore, Position, RecordedEvent } from '../ports.ts';
 import { handleCommand, keyReservation, requestHashOf, type CommandContext } from '../shared/commandHandler.ts';
-import { malformedUuid, notFound, validationFailed } from '../shared/errors.ts';
+import { codeTaken, keyTaken, malformedUuid, notFound, referenceMissing, validationFailed } from '../shared/errors.ts';
 import { isUuid, isUuidV4, uuidV5 } from '../shared/ids.ts';
 import { foldStream, type FoldSpec } from '../shared/streamFold.ts';
 import { idIn } from '../shared/streams.ts';
-import { diffJson, type JsonPatchOp } from '../shared/json.ts';
-import type { RegistryDefinition } from './defineRegistry.ts';
+import { applyMergePatch, diffJson, isPlainObject, memberOf, type JsonObject, type JsonPatchOp } from '../shared/json.ts';
+import type { DecideContext, OwnCommand, ResourceDefinition, ResourceRecordLike, UniqueKey } from './defineResource.ts';
 import {
   SCHEMA_VERSION,
   decide,
   evolve,
   initialState,
+  keyOfScope,
+  keyScope,
+  keyValue,
+  kindOf,
   streamOf,
   toRecord,
-  type RegistryCommand,
-  type RegistryRecord,
-  type RegistryState,
-} from './registryDecider.ts';
+  upcast,
+  type ResourceCommand,
+  type ResourceRecord,
+  type RecordState,
+} from './decider.ts';
 
-export type WriteResult = { record: RegistryRecord | undefined; version: number; position: Position | undefined };
+export type WriteResult = { record: ResourceRecord | undefined; version: number; position: Position | undefined };
 
 export type HistoryEntry = {
   version: number;
@@ -36,7 +42,7 @@ export type HistoryEntry = {
 
 export type ReadAt = { version?: number; asOf?: string };
 
-export type RegistryService = ReturnType<typeof registryService>;
+export type ResourceService = ReturnType<typeof resourceService>;
 
 
 type Located = { id: string; stream: string; version: number };
@@ -71,12 +77,13 @@ function codesOf(event: RecordedEvent): string[] {
 
 /** The stream of a record named by uuid or code, and its last version (from the fold cache);
  * deleted records keep their stream. */
-async function locate(def: RegistryDefinition, store: EventStore, idOrCode: string): Promise<Located | undefined> {
+async function locate(def: ResourceDefinition, store: EventStore, idOrCode: string): Promise<Located | undefined> {
   if (isUuid(idOrCode)) {
     const id = idOrCode.toLowerCase();
     const { version } = await foldStream(foldSpec(def, id), store);
     if (version !== undefined) return { id, stream: streamOf(def, id), version };
   }
+  if (!def.hasCode) return undefined;
   const stream = await store.findCode({ scope: def.category, code: idOrCode });
   const id = stream === undefined ? undefined : idIn(def.category, stream);
   if (stream === undefined || id === undefined) return undefined;
@@ -85,7 +92,7 @@ async function locate(def: RegistryDefinition, store: EventStore, idOrCode: stri
 }
 
 /** The fold commands use too (same resource and stream), so reads and writes share its cache. */
-const foldSpec = (def: RegistryDefinition, id: string): FoldSpec<RegistryState> => ({
+const foldSpec = (def: ResourceDefinition, id: string): FoldSpec<RecordState> => ({
   resource: def.errorPrefix,
   stream: streamOf(def, id),
   initial: initialState,
@@ -93,11 +100,12 @@ const foldSpec = (def: RegistryDefinition, id: string): FoldSpec<RegistryState> 
 });
 
 /** The current state of a record named by uuid or code, from the cached fold of its stream. */
-async function currentState(def: RegistryDefinition, store: EventStore, idOrCode: string, codeOnly: boolean): Promise<RegistryState> {
+async function currentState(def: ResourceDefinition, store: EventStore, idOrCode: string, codeOnly: boolean): Promise<RecordState> {
   if (!codeOnly && isUuid(idOrCode)) {
     const folded = await foldStream(foldSpec(def, idOrCode.toLowerCase()), store);
     if (folded.version !== undefined) return folded.state;
   }
+  if (!def.hasCode) return initialState();
   const stream = await store.findCode({ scope: def.category, code: idOrCode });
   if (stream === undefined) return initialState();
   return (await foldStream(foldSpec(def, idIn(def.category, stream) ?? stream), store)).state;
@@ -105,7 +113,7 @@ async function currentState(def: RegistryDefinition, store: EventStore, idOrCode
 
 /** Versions from..to-1 with who, when, under which request, and what changed; made one at a time
  * as they are sent, since a long history of large records is more than one answer may hold. */
-async function* historyOf(def: RegistryDefinition, store: EventStore, stream: string, from: number, to: number): AsyncGenerator<HistoryEntry> {
+async function* historyOf(def: ResourceDefinition, store: EventStore, stream: string, from: number, to: number): AsyncGenerator<HistoryEntry> {
   let state = initialState();
   for await (const chunk of chunksOf(store, stream, to - 1)) {
     for (const e of chunk) {
@@ -113,7 +121,9 @@ async function* historyOf(def: RegistryDefinition, store: EventStore, stream: st
       state = evolve(def, state, e);
       if (e.revision < from) continue;
       const after = state.status === 'active' ? state.fields : {};
-      const entry: HistoryEntry = { version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: e.data, changes: diffJson(before, after) };
+      const kind = kindOf(def, e.type);
+      const data = kind === undefined ? e.data : upcast(def, kind, e.data, e.schemaVersion);
+      const entry: HistoryEntry = { version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: withoutHidden(def, data), changes: diffJson(before, after) };
       if (e.metadata.requestId !== undefined) entry.requestId = e.metadata.requestId;
       if (e.metadata.correlationId !== undefined) entry.correlationId = e.metadata.correlationId;
       yield entry;
@@ -121,10 +131,55 @@ async function* historyOf(def: RegistryDefinition, store: EventStore, stream: st
   }
 }
 
+/** A live record as the API shows it: with the read-only members nothing filled yet. */
+const shown = (def: ResourceDefinition, state: RecordState & { status: 'active' | 'deleted' }): ResourceRecord => {
+  const record = toRecord(state);
+  if (Object.keys(def.readOnly).length === 0) return record;
+  const { auditInfo, ...rest } = record;
+  return { ...rest, ...def.readOnly, auditInfo };
+};
+
+/** What history shows of an event's data: never a hidden part (a password hash). */
+function withoutHidden(def: ResourceDefinition, data: JsonObject): JsonObject {
+  if (def.hidden.length === 0) return data;
+  return Object.fromEntries(Object.entries(data).filter(([k]) => !def.hidden.includes(k)));
+}
+
+/** The records a candidate's references name, loaded from the log; 422 naming each field whose
+ * record is missing. Values of the wrong shape are left to the schema's 400. */
+async function loadReferences(def: ResourceDefinition, store: EventStore, candidate: unknown): Promise<Map<string, ResourceRecordLike[]>> {
+  const refs = new Map<string, ResourceRecordLike[]>();
+  if (def.references.length === 0 || !isPlainObject(candidate)) return refs;
+  const missing: string[] = [];
+  for (const ref of def.references) {
+    const value = memberOf(candidate, ref.field);
+    const values = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
+    const target = ref.resource();
+    const found: ResourceRecordLike[] = [];
+    for (const v of values) {
+      if (typeof v !== 'string' || (ref.by !== 'code' && !isUuid(v))) continue;
+      const state = await currentState(target, store, v, ref.by === 'code');
+      if (state.status === 'active') found.push(toRecord(state));
+      else missing.push(`${ref.field}: no ${target.name} ${JSON.stringify(v)}`);
+    }
+    refs.set(ref.field, found);
+  }
+  if (missing.length > 0) throw referenceMissing(def.errorPrefix, missing);
+  return refs;
+}
+
+/** The 409 of a unique key held by another record. */
+function keyTakenError(def: ResourceDefinition, reservation: { scope: string; code: string }): Error | undefined {
+  const key = keyOfScope(def, reservation.scope);
+  if (key === undefined || key.name === 'code') return undefined;
+  const values = key.fields.length === 1 ? [reservation.code] : (JSON.parse(reservation.code) as unknown[]);
+  return keyTaken(def.errorPrefix, key.name, Object.fromEntries(key.fields.map((f, i) => [f, values[i]])));
+}
+
 export type HistoryPage = { entries: AsyncIterable<HistoryEntry>; total: number };
 
 /** The state of a stream at a version or a time, folded a chunk at a time. */
-async function stateAt(def: RegistryDefinition, store: EventStore, located: Located, at: ReadAt): Promise<RegistryState> {
+async function stateAt(def: ResourceDefinition, store: EventStore, located: Located, at: ReadAt): Promise<RecordState> {
   const asOf = at.asOf === undefined ? undefined : Date.parse(at.asOf);
   let state = initialState();
   for await (const chunk of chunksOf(store, located.stream, at.version ?? located.version)) {
@@ -134,49 +189,70 @@ async function stateAt(def: RegistryDefinition, store: EventStore, located: Loca
 }
 
 async function runCommand(
-  def: RegistryDefinition,
+  def: ResourceDefinition,
   store: EventStore,
-  { id, command, ctx, expectedVersion }: { id: string; command: RegistryCommand; ctx: CommandContext; expectedVersion: number | undefined },
+  { id, command, ctx, expectedVersion, refs }: { id: string; command: ResourceCommand; ctx: CommandContext; expectedVersion: number | undefined; refs: DecideContext['refs'] },
 ): Promise<WriteResult> {
-  const result = await handleCommand<RegistryState>(
+  const decideContext: DecideContext = { now: ctx.now, actor: ctx.actor, refs };
+  const result = await handleCommand<RecordState>(
     {
       resource: def.errorPrefix,
       stream: streamOf(def, id),
       initial: initialState,
       evolve: (s, e) => evolve(def, s, e),
-      decide: (s) => decide(def, s, command),
+      decide: (s) => decide(def, s, command, decideContext),
       schemaVersion: SCHEMA_VERSION,
+      keyTaken: (reservation) => keyTakenError(def, reservation) ?? codeTakenFallback(def, reservation.code),
       ...(expectedVersion === undefined ? {} : { expectedVersion }),
     },
     ctx,
     store,
   );
   const { state } = result;
-  return { record: state.status === 'active' ? toRecord(state) : undefined, version: result.version ?? 0, position: result.position };
+  return { record: state.status === 'active' ? shown(def, state) : undefined, version: result.version ?? 0, position: result.position };
 }
 
-export function registryService(def: RegistryDefinition, store: EventStore) {
+const codeTakenFallback = (def: ResourceDefinition, code: string): Error => codeTaken(def.errorPrefix, code);
+
+/** The record that took the caller's Idempotency-Key, when the request names it (by id, or by a
+ * code it had then): a retry finds it even when it is gone or renamed since, and the command
+ * handler answers as the first time (or 409 for another body). */
+async function recordUnderKey(def: ResourceDefinition, store: EventStore, idOrCode: string, ctx: CommandContext): Promise<string | undefined> {
+  const reservation = keyReservation(ctx);
+  const holder = reservation === undefined ? undefined : await store.findCode(reservation);
+  const id = holder === undefined ? undefined : idIn(def.category, holder);
+  if (holder === undefined || id === undefined) return undefined;
+  if (isUuid(idOrCode)) return idOrCode.toLowerCase() === id ? id : undefined;
+  const events = await store.readStream(holder);
+  return events.some((e) => codesOf(e).includes(idOrCode)) ? id : undefined;
+}
+
+/** The live record holding a unique key's values, or 404. Read from the log's reservations, so it
+ * reflects every acknowledged write. */
+async function recordByKey(def: ResourceDefinition, store: EventStore, key: UniqueKey, fields: JsonObject): Promise<ResourceRecord> {
+  const value = keyValue(key, fields);
+  const stream = value === undefined ? undefined : await store.findCode({ scope: keyScope(def, key), code: value });
+  const id = stream === undefined ? undefined : idIn(def.category, stream);
+  const state = id === undefined ? initialState() : (await foldStream(foldSpec(def, id), store)).state;
+  if (state.status !== 'active') throw notFound(def.errorPrefix, value ?? key.fields.join(','));
+  return shown(def, state);
+}
+
+export function resourceService(def: ResourceDefinition, store: EventStore) {
   const current = (idOrCode: string, codeOnly = false) => currentState(def, store, idOrCode, codeOnly);
 
-  const run = (id: string, command: RegistryCommand, ctx: CommandContext, expectedVersion?: number) =>
-    runCommand(def, store, { id, command, ctx, expectedVersion });
+  const run = async (id: string, command: ResourceCommand, ctx: CommandContext, expectedVersion?: number, candidate?: unknown) =>
+    runCommand(def, store, { id, command, ctx, expectedVersion, refs: await loadReferences(def, store, candidate) });
 
-  /** The record that took the caller's Idempotency-Key, when the request names it (by id, or by a
-   * code it had then): a retry finds it even when it is gone or renamed since, and the command
-   * handler answers as the first time (or 409 for another body). */
-  async function recordUnderKey(idOrCode: string, ctx: CommandContext): Promise<string | undefined> {
-    const reservation = keyReservation(ctx);
-    const holder = reservation === undefined ? undefined : await store.findCode(reservation);
-    const id = holder === undefined ? undefined : idIn(def.category, holder);
-    if (holder === undefined || id === undefined) return undefined;
-    if (isUuid(idOrCode)) return idOrCode.toLowerCase() === id ? id : undefined;
-    const events = await store.readStream(holder);
-    return events.some((e) => codesOf(e).includes(idOrCode)) ? id : undefined;
-  }
+  /** What a patch would leave, for loading its references (the decision checks it again). */
+  const patched = async (id: string, patch: unknown): Promise<unknown> => {
+    const state = await current(id);
+    return state.status === 'active' && isPlainObject(patch) ? applyMergePatch(state.fields, patch) : undefined;
+  };
 
   /** The record a change names. */
   async function existingId(idOrCode: string, ctx: CommandContext): Promise<string> {
-    const underKey = await recordUnderKey(idOrCode, ctx);
+    const underKey = await recordUnderKey(def, store, idOrCode, ctx);
     if (underKey !== undefined) return underKey;
     const state = await current(idOrCode);
     if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
@@ -202,17 +278,17 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
           : ctx.idempotencyKey === undefined
             ? ctx.newId()
             : uuidV5(`${def.category}|${ctx.actor}|${ctx.idempotencyKey}`);
-      return run(id, { type: 'Create', id, input }, keyed(ctx, 'create', '', input));
+      return run(id, { type: 'Create', id, input }, keyed(ctx, 'create', '', input), undefined, input);
     },
 
     async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
-      return run(id, { type: 'Replace', input }, keyed(ctx, 'replace', id, input), expectedVersion);
+      return run(id, { type: 'Replace', input }, keyed(ctx, 'replace', id, input), expectedVersion, input);
     },
 
     async patch(idOrCode: string, patch: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
-      return run(id, { type: 'Patch', patch }, keyed(ctx, 'patch', id, patch), expectedVersion);
+      return run(id, { type: 'Patch', patch }, keyed(ctx, 'patch', id, patch), expectedVersion, await patched(id, patch));
     },
 
     async remove(idOrCode: string, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
@@ -220,12 +296,20 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
       return run(id, { type: 'Delete' }, keyed(ctx, 'delete', id, null), expectedVersion);
     },
 
+    /** One of the resource's own commands (its `behaviour.decide`), on a live record. */
+    async execute(idOrCode: string, command: OwnCommand, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
+      const id = await existingId(idOrCode, ctx);
+      return run(id, { type: 'Own', command }, keyed(ctx, command.type, id, command), expectedVersion);
+    },
+
+    getByKey: (key: UniqueKey, fields: JsonObject): Promise<ResourceRecord> => recordByKey(def, store, key, fields),
+
     /** The live record, or as it was at a version or a time. */
-    async get(idOrCode: string, at: ReadAt = {}): Promise<RegistryRecord> {
+    async get(idOrCode: string, at: ReadAt = {}): Promise<ResourceRecord> {
       if (at.version === undefined && at.asOf === undefined) {
         const state = await current(idOrCode);
         if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
-        return toRecord(state);
+        return shown(def, state);
       }
       const found = await locate(def, store, idOrCode);
       if (found === undefined || (at.version !== undefined && found.version < at.version)) {
@@ -233,13 +317,13 @@ export function registryService(def: RegistryDefinition, store: EventStore) {
       }
       const state = await stateAt(def, store, found, at);
       if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
-      return toRecord(state);
+      return shown(def, state);
     },
 
-    async getByCode(code: string): Promise<RegistryRecord> {
+    async getByCode(code: string): Promise<ResourceRecord> {
       const state = await current(code, true);
       if (state.status !== 'active') throw notFound(def.errorPrefix, code);
-      return toRecord(state);
+      return shown(def, state);
     },
 
     /** One page of a record's versions, oldest first. */

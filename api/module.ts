@@ -1,0 +1,79 @@
+// A module is one bounded part of the service, declared once: the resources it serves with the
+// shared operation set, its read models, its own routes, and the work it does off the request
+// path (reactors, schedules, workers). compose.ts builds every process from the list of modules
+// (api/modules/index.ts) and its ROLE; nothing else lists resources or read models.
+
+import type { FastifyInstance } from 'fastify';
+import type { BlobStore, Clock, EventStore, IdGenerator, ReadStore } from '../domain/ports.ts';
+import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
+import type { Projection } from '../projections/projection.ts';
+import type { Logger } from '../workers/processor.ts';
+import type { Reactor } from '../workers/reactor.ts';
+import type { ReadModelJobs } from '../workers/readModelJobs.ts';
+import type { ReadModelSet } from '../workers/readModels.ts';
+import type { Schedule } from '../workers/scheduler.ts';
+import type { FastifyServerOptions } from 'fastify';
+import type { Operation } from '../domain/resource/defineResource.ts';
+import type { Permission, TokenVerifier } from './auth.ts';
+
+/** What a module's reactors, schedules and workers are built from. */
+export type ModuleContext = {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  blobStore: BlobStore;
+  clock: Clock;
+  newId: IdGenerator;
+  readModels: ReadModelSet;
+  readModelJobs: ReadModelJobs;
+  logger: Logger;
+};
+
+/** Something a worker process keeps running (a Kafka consumer, a dispatcher). */
+export type Worker = { start(): Promise<void>; stop(): Promise<void> };
+
+export type ServedResource = {
+  definition: ResourceDefinition;
+  /** Permissions and operations the module serves itself (default: read and write, all offered). */
+  routes?: ResourceRouteOptions;
+  /** False when one of the module's own projections serves its collection instead of the
+   * record-per-document default (jobs: a job with its steps). */
+  defaultReadModel?: false;
+};
+
+export type Module = {
+  readonly name: string;
+  readonly resources?: readonly ServedResource[];
+  /** Read models beyond each resource's default one. */
+  readonly projections?: readonly Projection[];
+  /** Routes beyond the shared operation set. */
+  readonly routes?: (app: FastifyInstance, deps: AppDeps) => void;
+  readonly reactors?: (ctx: ModuleContext) => readonly Reactor[];
+  readonly schedules?: (ctx: ModuleContext) => readonly Schedule[];
+  readonly workers?: (ctx: ModuleContext) => readonly Worker[];
+};
+
+export type ResourceRouteOptions = {
+  /** Who may read and who may write; default `read` and `write`. */
+  permissions?: { read: Permission; write: Permission };
+  /** Operations the module serves itself instead (e.g. a get with an expand). */
+  except?: readonly Operation[];
+};
+
+/** What the HTTP application is built from: ports, the clock, ids, the token verifier and the
+ * modules. main.ts (and the tests) choose the adapters. */
+export type AppDeps = {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  /** Large binary content; events hold only its BlobRef. */
+  blobStore: BlobStore;
+  readModels: ReadModelSet;
+  readModelJobs: ReadModelJobs;
+  clock: Clock;
+  newId: IdGenerator;
+  verifyToken: TokenVerifier;
+  modules: readonly Module[];
+  /** False for processes whose ROLE serves no API (projector, worker): only /health and the docs. */
+  serveApi?: boolean;
+  logger?: FastifyServerOptions['logger'];
+  bodyLimit?: number;
+};

@@ -1,0 +1,91 @@
+// Jobs and job steps: both with the shared operation set (admin only), a read model folding each
+// job with its steps, and the two routes of their own: a job with its steps, a step by chunk.
+
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { job, jobStep } from '../../domain/jobs/jobs.ts';
+import { resourceService } from '../../domain/resource/service.ts';
+import { malformedUuid, validationFailed } from '../../domain/shared/errors.ts';
+import { uuid } from '../../domain/shared/fields.ts';
+import { isUuid } from '../../domain/shared/ids.ts';
+import { jobsWithSteps } from '../../projections/jobsWithSteps.ts';
+import type { Module } from '../module.ts';
+import { catchUpTo, errors, position } from '../resourceRoutes.ts';
+
+const admin = { permissions: { read: 'admin', write: 'admin' } } as const;
+const Expand = z.enum(['JOB_STEPS']);
+
+export const jobsModule: Module = {
+  name: 'jobs',
+  resources: [
+    { definition: job, routes: { ...admin, except: ['get'] }, defaultReadModel: false },
+    { definition: jobStep, routes: admin },
+  ],
+  projections: [jobsWithSteps],
+  routes(app, deps) {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    const jobs = resourceService(job, deps.eventStore);
+    const steps = resourceService(jobStep, deps.eventStore);
+
+    r.get(
+      '/api/v1/jobs/:id',
+      {
+        config: { permission: 'admin' },
+        schema: {
+          tags: [job.path],
+          summary: 'Get a Job, with its steps when expand=JOB_STEPS',
+          description:
+            'The job itself reflects every acknowledged write (its stream is folded). Its steps come from the jobs read model: ' +
+            'pass the `X-Event-Position` of a step\'s write as `minPosition` to see that step (waits at most 5 s, then 503). ' +
+            '`expand` may be repeated or comma-separated; without JOB_STEPS `jobSteps` is empty.',
+          params: z.strictObject({ id: z.string().max(255) }),
+          querystring: z.strictObject({
+            expand: z.union([z.string().max(255), z.array(z.string().max(255)).max(10)]).optional(),
+            minPosition: position.optional(),
+          }),
+          response: { 200: job.record, ...errors(400, 403, 404, 503) },
+        },
+      },
+      async (request, reply) => {
+        const { id } = request.params;
+        if (!isUuid(id)) throw malformedUuid('id', id);
+        const expand = [request.query.expand ?? []].flat().flatMap((e) => e.split(',')).filter((e) => e !== '');
+        const parsed = z.array(Expand).safeParse(expand);
+        if (!parsed.success) throw malformedExpand(expand);
+        const found = await jobs.get(id);
+        if (parsed.data.includes('JOB_STEPS')) {
+          await catchUpTo(deps, job.collection, request.query.minPosition);
+          const collection = deps.readModels.collectionOf(job.collection);
+          const doc = (await deps.readStore.getMany(collection, [found.id])).get(found.id)?.doc;
+          found.jobSteps = doc?.jobSteps ?? [];
+        }
+        return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+      },
+    );
+
+    r.get(
+      '/api/v1/job-steps/by-chunk',
+      {
+        config: { permission: 'admin' },
+        schema: {
+          tags: [jobStep.path],
+          summary: 'The JobStep of a chunk with a name ((chunkId, name) is unique)',
+          description: 'Read from the log\'s reservation of the pair, so it reflects every acknowledged write.',
+          querystring: z.strictObject({ chunkId: uuid(), name: z.string().min(1).max(255) }),
+          response: { 200: jobStep.record, ...errors(400, 403, 404) },
+        },
+      },
+      async (request, reply) => {
+        const key = jobStep.unique[0];
+        if (key === undefined) throw new Error('JobStep has no (chunkId, name) key');
+        const found = await steps.getByKey(key, { chunkId: request.query.chunkId, name: request.query.name });
+        return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+      },
+    );
+  },
+};
+
+function malformedExpand(expand: readonly string[]) {
+  const bad = expand.filter((e) => !(Expand.options as readonly string[]).includes(e));
+  return validationFailed('Unknown expand', bad.map((e) => `query.expand: ${JSON.stringify(e)} is not one of ${Expand.options.join(', ')}`));
+}

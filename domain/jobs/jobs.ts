@@ -1,0 +1,139 @@
+// Jobs and job steps (SPEC.md "Job and job step"): long actions and their parts, with a status
+// that only moves forward. A job's steps are their own records (a step names its job); GET
+// /jobs/{id}?expand=JOB_STEPS reads them from the read model that folds a job with its steps.
+
+import { z } from 'zod';
+import { invalidTransition, validationFailed } from '../shared/errors.ts';
+import { dateTime, jsonMap, longText, text, uuid } from '../shared/fields.ts';
+import type { JsonObject } from '../shared/json.ts';
+import { defineResource, type Behaviour, type DecideContext, type ResourceDefinition } from '../resource/defineResource.ts';
+
+export const JobStatuses = ['NEW', 'IN_PROGRESS', 'COMPLETED', 'FAILED'] as const;
+export type JobStatus = (typeof JobStatuses)[number];
+
+/** The moves a status allows; COMPLETED and FAILED are final. */
+export const STATUS_MOVES: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
+  NEW: ['IN_PROGRESS'],
+  IN_PROGRESS: ['COMPLETED', 'FAILED'],
+  COMPLETED: [],
+  FAILED: [],
+};
+const STARTS: readonly JobStatus[] = ['NEW', 'IN_PROGRESS'];
+export const isFinal = (status: unknown): boolean => status === 'COMPLETED' || status === 'FAILED';
+
+/** Status moves of jobs and steps alike: 409 naming the allowed moves; a record that starts gets
+ * its startDate and one that ends its endDate (now) unless the change gives them. */
+function statusMoves(resource: string, startField: 'startDate' | undefined): NonNullable<Behaviour['onChange']> {
+  return (before, after, ctx: DecideContext) => {
+    const to = after.status as JobStatus;
+    if (before === undefined && !STARTS.includes(to)) {
+      throw validationFailed(`A ${resource} starts NEW or IN_PROGRESS`, [`status: ${to} is not a starting status; use NEW or IN_PROGRESS`]);
+    }
+    const from = before?.status as JobStatus | undefined;
+    if (from !== undefined && from !== to && !STATUS_MOVES[from].includes(to)) {
+      throw invalidTransition(resource, 'status', from, to, STATUS_MOVES[from]);
+    }
+    const next: JsonObject = { ...after };
+    if (startField !== undefined && to !== 'NEW' && next[startField] === undefined) next[startField] = ctx.now.toISOString();
+    if (isFinal(to) && next.endDate === undefined) next.endDate = ctx.now.toISOString();
+    return next;
+  };
+}
+
+const status = () => z.enum(JobStatuses).meta({ description: 'NEW → IN_PROGRESS → COMPLETED | FAILED; any other move is 409 naming the allowed ones.' });
+
+export const jobStep: ResourceDefinition = defineResource({
+  name: 'JobStep',
+  path: 'job-steps',
+  description:
+    'One part of a job. (chunkId, name) is unique: a second step with the same pair is 409 JOB_STEP.CHUNK_ID_NAME_TAKEN. ' +
+    '`jobId` must name an existing job (422) and cannot change. `startDate` is set when the step leaves NEW and `endDate` when it ends, unless given.',
+  fields: z.strictObject({
+    name: text(),
+    startDate: dateTime().optional(),
+    status: status(),
+    jobId: uuid(),
+    chunkId: uuid().optional(),
+    chunk: z.array(z.string().max(1000)).max(10_000).optional(),
+    endDate: dateTime().optional(),
+    stepData: jsonMap().optional(),
+    processingInfo: jsonMap().optional(),
+    log: longText(100_000).optional(),
+  }),
+  unique: [{ name: 'chunkIdName', fields: ['chunkId', 'name'] }],
+  references: [{ field: 'jobId', resource: () => job }],
+  immutable: ['jobId'],
+  carried: ['jobId'],
+  indexed: ['jobId', 'status'],
+  defaultSort: ['auditInfo.whenInserted'],
+  operations: ['create', 'get', 'versions', 'history', 'replace', 'patch', 'byIds', 'list', 'search', 'searchPage', 'count'],
+  behaviour: { onChange: statusMoves('JOB_STEP', 'startDate') },
+});
+
+/** What the service's own job runners record on their jobs (index rebuilds and refreshes). */
+export type JobCommand =
+  | { type: 'Progress'; progress: JsonObject }
+  | { type: 'Complete'; result: JsonObject }
+  | { type: 'Fail'; reason: string }
+  | { type: 'Resume'; reason: string };
+
+const mergeData = (fields: JsonObject, extra: JsonObject): JsonObject => ({ ...fields, data: { ...((fields.data) ?? {}), ...extra } });
+
+export const job: ResourceDefinition = defineResource({
+  name: 'Job',
+  path: 'jobs',
+  description:
+    'A long action and its progress. `jobSteps` is filled by GET /api/v1/jobs/{id}?expand=JOB_STEPS and in searches, empty otherwise. ' +
+    'Jobs the service runs itself (READ_MODEL_RECREATE, READ_MODEL_REFRESH) record their progress in `data.progress`, ' +
+    'and after a restart are resumed, or FAILED with `data.failure` saying why.',
+  fields: z.strictObject({
+    startDate: dateTime(),
+    status: status(),
+    jobType: text(),
+    data: jsonMap().optional(),
+    endDate: dateTime().optional(),
+  }),
+  readOnly: { jobSteps: { schema: z.array(jobStep.record).meta({ description: 'Read-only: the job\'s steps, oldest first.' }), initial: [] } },
+  indexed: ['status', 'jobType', 'startDate'],
+  defaultSort: ['startDate'],
+  operations: ['create', 'get', 'versions', 'history', 'replace', 'patch', 'byIds', 'list', 'search', 'searchPage', 'count'],
+  behaviour: {
+    onChange: statusMoves('JOB', undefined),
+    events: {
+      Progressed: { evolve: (r, d) => ({ ...r, fields: mergeData(r.fields, { progress: d.progress }) }) },
+      Completed: { evolve: (r, d) => ({ ...r, fields: { ...mergeData(r.fields, { result: d.result }), status: 'COMPLETED', endDate: d.endDate } }) },
+      Failed: { evolve: (r, d) => ({ ...r, fields: { ...mergeData(r.fields, { failure: d.reason }), status: 'FAILED', endDate: d.endDate } }) },
+      Resumed: {
+        evolve: (r, d) => {
+          const data = (r.fields.data as JsonObject | undefined) ?? {};
+          return { ...r, fields: mergeData(r.fields, { resumed: [...((data.resumed as unknown[] | undefined) ?? []), { at: d.at, reason: d.reason }] }) };
+        },
+      },
+    },
+    decide(command, record, ctx) {
+      const c = command as JobCommand;
+      const from = record.fields.status as JobStatus;
+      const ending = (to: JobStatus) => {
+        if (from !== 'IN_PROGRESS' && !(from === 'NEW' && to === 'FAILED')) throw invalidTransition('JOB', 'status', from, to, STATUS_MOVES[from]);
+      };
+      switch (c.type) {
+        case 'Progress':
+          if (isFinal(from)) return [];
+          return [{ type: 'Progressed', data: { progress: c.progress } }];
+        case 'Complete':
+          if (from === 'COMPLETED') return [];
+          ending('COMPLETED');
+          return [{ type: 'Completed', data: { endDate: ctx.now.toISOString(), result: c.result } }];
+        case 'Fail':
+          if (from === 'FAILED') return [];
+          ending('FAILED');
+          return [{ type: 'Failed', data: { endDate: ctx.now.toISOString(), reason: c.reason } }];
+        case 'Resume':
+          if (from !== 'IN_PROGRESS') return [];
+          return [{ type: 'Resumed', data: { at: ctx.now.toISOString(), reason: c.reason } }];
+        default:
+          throw new Error(`unknown job command ${JSON.stringify(command.type)}`);
+      }
+    },
+  },
+});

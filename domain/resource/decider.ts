@@ -1,0 +1,292 @@
+// Events, state, evolve and decide of every resource, derived from its declaration. The shared
+// events: Created and Replaced hold the record after the change, Patched the merge patch, Deleted
+// nothing (each also carries the declaration's `carried` fields). A resource's own events and
+// commands come from its `behaviour` and fold onto the same state.
+
+import type { CodeReservation } from '../ports.ts';
+import { MAX_RECORD_BYTES } from '../shared/commandHandler.ts';
+import { alreadyExists, notFound, tooLarge, validationFailed } from '../shared/errors.ts';
+import type { AuditInfo } from '../shared/fields.ts';
+import { applyMergePatch, deepEqual, isPlainObject, jsonBytes, memberOf, type JsonObject } from '../shared/json.ts';
+import { streamName } from '../shared/streams.ts';
+import { parseOrThrow } from '../shared/validation.ts';
+import type { DecideContext, OwnCommand, RecordParts, ResourceDefinition, UniqueKey } from './defineResource.ts';
+
+export const SharedEventKinds = ['Created', 'Replaced', 'Patched', 'Deleted'] as const;
+export type SharedEventKind = (typeof SharedEventKinds)[number];
+
+/** Schema version of events whose type declares none. */
+export const SCHEMA_VERSION = 1;
+
+export type Stamp = { actor: string; at: string };
+
+export type RecordState =
+  | { status: 'absent' }
+  | {
+      status: 'active' | 'deleted';
+      id: string;
+      fields: JsonObject;
+      /** Parts never read back (declared `hidden`): not in records, documents or history. */
+      hidden: JsonObject;
+      version: number;
+      inserted: Stamp;
+      edited: Stamp;
+    };
+
+export type ResourceRecord = JsonObject & { id: string; auditInfo: AuditInfo };
+
+/** What evolve needs of an event: both a recorded event and a decided one plus its revision fit. */
+export type EvolvableEvent = {
+  type: string;
+  data: Record<string, unknown>;
+  revision: number;
+  metadata: Stamp;
+  /** Absent: the current version of its type. */
+  schemaVersion?: number;
+};
+
+export type ResourceCommand =
+  | { type: 'Create'; id: string; input: unknown }
+  | { type: 'Replace'; input: unknown }
+  | { type: 'Patch'; patch: unknown }
+  | { type: 'Delete' }
+  | { type: 'Own'; command: OwnCommand };
+
+export type DecidedEvent = { type: string; data: Record<string, unknown>; schemaVersion?: number };
+
+export type Decision = {
+  events: DecidedEvent[];
+  claim: CodeReservation[];
+  release: CodeReservation[];
+};
+
+export const initialState = (): RecordState => ({ status: 'absent' });
+
+export const streamOf = (def: ResourceDefinition, id: string): string => streamName(def.category, id);
+
+/** The suffix of one of the resource's event types (shared or own), else undefined. */
+export function kindOf(def: ResourceDefinition, type: string): string | undefined {
+  if (!type.startsWith(def.name)) return undefined;
+  const rest = type.slice(def.name.length);
+  if ((SharedEventKinds as readonly string[]).includes(rest)) return rest;
+  return def.behaviour.events?.[rest]?.evolve === undefined ? undefined : rest;
+}
+
+/** The schema version new events of a type are written at. */
+export const schemaVersionOf = (def: ResourceDefinition, kind: string): number => def.behaviour.events?.[kind]?.schemaVersion ?? SCHEMA_VERSION;
+
+/** An event's data in its type's current shape: older versions pass through their upcasters. */
+export function upcast(def: ResourceDefinition, kind: string, data: JsonObject, from: number | undefined): JsonObject {
+  const spec = def.behaviour.events?.[kind];
+  const current = spec?.schemaVersion ?? SCHEMA_VERSION;
+  let shaped = data;
+  for (let v = from ?? current; v < current; v++) {
+    const up = spec?.upcasters?.[v];
+    if (up === undefined) throw new Error(`${def.name}${kind}: no upcaster from schema version ${String(v)}`);
+    shaped = up(shaped);
+  }
+  return shaped;
+}
+
+export function evolve(def: ResourceDefinition, state: RecordState, event: EvolvableEvent): RecordState {
+  const kind = kindOf(def, event.type);
+  if (kind === undefined) return state;
+  const data = upcast(def, kind, event.data, event.schemaVersion);
+  const stamp = { actor: event.metadata.actor, at: event.metadata.at };
+  if (kind === 'Created') {
+    return { status: 'active', id: String(data.id), fields: withoutId(data), hidden: {}, version: event.revision, inserted: stamp, edited: stamp };
+  }
+  if (state.status === 'absent') return state;
+  const next = { ...state, version: event.revision, edited: stamp };
+  switch (kind) {
+    case 'Replaced':
+      return { ...next, fields: withoutId(data) };
+    case 'Patched':
+      return { ...next, fields: applyMergePatch(state.fields, data.patch) as JsonObject };
+    case 'Deleted':
+      return { ...next, status: 'deleted' };
+    default: {
+      const own = def.behaviour.events?.[kind]?.evolve;
+      if (own === undefined) return state;
+      return { ...next, ...own({ fields: state.fields, hidden: state.hidden }, withoutCarried(def, data)) };
+    }
+  }
+}
+
+function withoutId(data: Record<string, unknown>): JsonObject {
+  const { id: _id, ...fields } = data;
+  return fields;
+}
+
+/** Own events carry the `carried` fields beside their data; their evolve sees only the data. */
+function withoutCarried(def: ResourceDefinition, data: JsonObject): JsonObject {
+  if (def.carried.length === 0) return data;
+  return Object.fromEntries(Object.entries(data).filter(([k]) => !def.carried.includes(k)));
+}
+
+export function toRecord(state: RecordState & { status: 'active' | 'deleted' }): ResourceRecord {
+  return {
+    id: state.id,
+    ...state.fields,
+    auditInfo: {
+      version: state.version,
+      whoInserted: state.inserted.actor,
+      whenInserted: state.inserted.at,
+      whoEdited: state.edited.actor,
+      whenEdited: state.edited.at,
+    },
+  };
+}
+
+/** The record's state back from a stored document (projections fold onto documents, which hold
+ * no hidden parts). */
+export function fromRecord(doc: Record<string, unknown>): RecordState {
+  const { id, auditInfo, ...fields } = doc as ResourceRecord;
+  return {
+    status: 'active',
+    id,
+    fields,
+    hidden: {},
+    version: auditInfo.version,
+    inserted: { actor: auditInfo.whoInserted, at: auditInfo.whenInserted },
+    edited: { actor: auditInfo.whoEdited, at: auditInfo.whenEdited },
+  };
+}
+
+function validate(def: ResourceDefinition, input: unknown, patchMode = false): JsonObject {
+  const fields = parseOrThrow(def.fields, input) as JsonObject;
+  const bytes = jsonBytes(fields);
+  if (bytes > MAX_RECORD_BYTES) throw tooLarge(def.errorPrefix, patchMode ? 'The patched record' : 'The record', bytes, MAX_RECORD_BYTES);
+  const broken = def.rules.flatMap((rule) => rule(fields));
+  if (broken.length > 0) {
+    throw validationFailed(patchMode ? 'Patched record breaks a rule' : 'Record breaks a rule', broken);
+  }
+  return fields;
+}
+
+/** Create and replace bodies may echo the read-only id and auditInfo of a record they read. */
+function stripReadOnly(def: ResourceDefinition, input: unknown, id: string | undefined): unknown {
+  if (!isPlainObject(input)) return input;
+  const { id: sentId, auditInfo: _ignored, ...all } = input;
+  const rest = Object.fromEntries(Object.entries(all).filter(([k]) => !Object.hasOwn(def.readOnly, k)));
+  if (sentId !== undefined && id !== undefined && (typeof sentId !== 'string' || sentId.toLowerCase() !== id)) {
+    throw validationFailed('The body names another record', [`id: must be ${id} or absent`]);
+  }
+  return rest;
+}
+
+/** The reservation scope of a unique key: `code` keeps the category itself (the scope codes had
+ * before keys were generalised, so logs written then keep their reservations). */
+export const keyScope = (def: ResourceDefinition, key: UniqueKey): string => (key.name === 'code' ? def.category : `${def.category}.${key.name}`);
+
+/** The reserved value of a key in a record, or undefined when a field of it is absent. */
+export function keyValue(key: UniqueKey, fields: JsonObject): string | undefined {
+  const values = key.fields.map((f) => memberOf(fields, f));
+  if (values.some((v) => v === undefined || v === null)) return undefined;
+  return key.fields.length === 1 ? String(values[0]) : JSON.stringify(values);
+}
+
+/** The key a reservation scope belongs to. */
+export const keyOfScope = (def: ResourceDefinition, scope: string): UniqueKey | undefined => def.unique.find((k) => keyScope(def, k) === scope);
+
+function keyMoves(def: ResourceDefinition, from: JsonObject, to: JsonObject): Pick<Decision, 'claim' | 'release'> {
+  const claim: CodeReservation[] = [];
+  const release: CodeReservation[] = [];
+  for (const key of def.unique) {
+    const before = keyValue(key, from);
+    const after = keyValue(key, to);
+    if (before === after) continue;
+    if (after !== undefined) claim.push({ scope: keyScope(def, key), code: after });
+    if (before !== undefined) release.push({ scope: keyScope(def, key), code: before });
+  }
+  return { claim, release };
+}
+
+/** The merge patch from one state to the next, or undefined when a merge patch cannot say it
+ * (a JSON null inside a free-form map), in which case the change is recorded as a replace. */
+function mergePatchBetween(from: JsonObject, to: JsonObject): JsonObject | undefined {
+  // Keys come from the records' free-form maps: own-member checks only, and a Map to build on.
+  const members = new Map<string, unknown>();
+  for (const key of Object.keys(from)) if (!Object.hasOwn(to, key)) members.set(key, null);
+  for (const [key, value] of Object.entries(to)) {
+    const old = memberOf(from, key);
+    if (deepEqual(old, value)) continue;
+    members.set(key, isPlainObject(old) && isPlainObject(value) ? mergePatchBetween(old, value) : value);
+  }
+  const patch = Object.fromEntries(members);
+  return deepEqual(applyMergePatch(from, patch), to) ? patch : undefined;
+}
+
+const READ_ONLY = ['id', 'auditInfo'] as const;
+
+const NO_CONTEXT: DecideContext = { now: new Date(0), actor: 'system', refs: new Map() };
+
+/** The fields of a record that must not change once set. */
+function assertImmutable(def: ResourceDefinition, before: JsonObject, after: JsonObject): void {
+  const changed = def.immutable.filter((f) => memberOf(before, f) !== undefined && !deepEqual(memberOf(before, f), memberOf(after, f)));
+  if (changed.length > 0) throw validationFailed('Some fields cannot change once set', changed.map((f) => `${f}: cannot change once set`));
+}
+
+const carriedOf = (def: ResourceDefinition, fields: JsonObject): JsonObject =>
+  Object.fromEntries(def.carried.flatMap((f) => (memberOf(fields, f) === undefined ? [] : [[f, memberOf(fields, f)]])));
+
+export function decide(def: ResourceDefinition, state: RecordState, command: ResourceCommand, ctx: DecideContext = NO_CONTEXT): Decision {
+  const event = (kind: string, data: Record<string, unknown>): DecidedEvent => ({
+    type: `${def.name}${kind}`,
+    data,
+    schemaVersion: schemaVersionOf(def, kind),
+  });
+  const onChange = (before: JsonObject | undefined, after: JsonObject): JsonObject => {
+    if (before !== undefined) assertImmutable(def, before, after);
+    return def.behaviour.onChange === undefined ? after : def.behaviour.onChange(before, after, ctx);
+  };
+  if (command.type === 'Create') {
+    if (state.status !== 'absent') throw alreadyExists(def.errorPrefix, command.id);
+    const fields = onChange(undefined, validate(def, stripReadOnly(def, command.input, command.id)));
+    return { events: [event('Created', { id: command.id, ...fields })], ...keyMoves(def, {}, fields) };
+  }
+  if (state.status !== 'active') throw notFound(def.errorPrefix, state.status === 'absent' ? '' : state.id);
+  switch (command.type) {
+    case 'Replace': {
+      const fields = onChange(state.fields, validate(def, stripReadOnly(def, command.input, state.id)));
+      if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
+      return { events: [event('Replaced', fields)], ...keyMoves(def, state.fields, fields) };
+    }
+    case 'Patch': {
+      if (!isPlainObject(command.patch)) {
+        throw validationFailed('A merge patch must be a JSON object', ['(body): expected an object']);
+      }
+      const readOnly = [...READ_ONLY, ...Object.keys(def.readOnly)].filter((k) => k in (command.patch as JsonObject));
+      if (readOnly.length > 0) {
+        throw validationFailed('A patch cannot change read-only fields', readOnly.map((k) => `${k}: read-only`));
+      }
+      const fields = onChange(state.fields, validate(def, applyMergePatch(state.fields, command.patch), true));
+      if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
+      const patch = mergePatchBetween(state.fields, fields);
+      // A patch may say more than the state it leads to (every member it removes): then the state.
+      const changed =
+        patch === undefined || jsonBytes(patch) > jsonBytes(fields) ? event('Replaced', fields) : event('Patched', { patch, ...carriedOf(def, fields) });
+      return { events: [changed], ...keyMoves(def, state.fields, fields) };
+    }
+    case 'Delete':
+      return { events: [event('Deleted', carriedOf(def, state.fields))], ...keyMoves(def, state.fields, {}) };
+    case 'Own': {
+      const decide = def.behaviour.decide;
+      if (decide === undefined) throw new Error(`${def.name} has no own commands`);
+      const decided = decide(command.command, { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version }, ctx);
+      let after: RecordParts = { fields: state.fields, hidden: state.hidden };
+      const events = decided.map((e) => {
+        const evolveOwn = def.behaviour.events?.[e.type]?.evolve;
+        if (evolveOwn === undefined) throw new Error(`${def.name}${e.type} is not an own event type of ${def.name}`);
+        after = evolveOwn(after, e.data);
+        return event(e.type, { ...e.data, ...carriedOf(def, state.fields) });
+      });
+      assertImmutable(def, state.fields, after.fields);
+      return { events, ...keyMoves(def, state.fields, after.fields) };
+    }
+    default: {
+      const _never: never = command;
+      return _never;
+    }
+  }
+}

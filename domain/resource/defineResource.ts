@@ -1,0 +1,313 @@
+// One declaration per resource. Everything else is derived from it: the events, the decider, the
+// projection, the routes, the OpenAPI schemas and the contract tests. A resource with rules of its
+// own (status moves, own commands and events, hidden state) declares them in `behaviour`, beside
+// its fields, and still gets the shared operation set.
+
+import { z } from 'zod';
+import type { Column, ColumnCatalog, ColumnType } from '../shared/filtering.ts';
+import { auditInfoSchema, uuid } from '../shared/fields.ts';
+import type { JsonObject } from '../shared/json.ts';
+
+export type FieldRule = (fields: Record<string, unknown>) => string[];
+
+/** A set of fields no two live records may share: its own reservation (an atomic claim in the log)
+ * and its own 409. `code` is the usual one; a pair such as (chunkId, name) is another. A record
+ * missing one of the fields holds no value of the key. */
+export type UniqueKey = { readonly name: string; readonly fields: readonly string[] };
+
+/** A field that names another record, checked (and loaded) before the decision: 422 naming the
+ * field when the record is missing. A field holding an array names one record per element. */
+export type Reference = {
+  readonly field: string;
+  readonly resource: () => ResourceDefinition;
+  /** How the field names it: its id (default) or its unique `code`. */
+  readonly by?: 'id' | 'code';
+};
+
+/** What an event changes: the record's visible fields and its hidden ones. */
+export type RecordParts = { fields: JsonObject; hidden: JsonObject };
+
+/** An event type of a resource, beyond the shared Created/Replaced/Patched/Deleted (or one of
+ * those, to give it a newer schema version and upcasters without changing how it evolves). */
+export type EventSpec = {
+  /** Schema version written with new events of this type (1 when absent). */
+  readonly schemaVersion?: number;
+  /** `n` turns data written at schema version n into version n+1's shape: applied on every read of
+   * an older event (folds, projections, history), so stored events are never rewritten. */
+  readonly upcasters?: Readonly<Record<number, (data: JsonObject) => JsonObject>>;
+  /** How the record changes; required for an own event type, absent for a shared one. */
+  readonly evolve?: (record: RecordParts, data: JsonObject) => RecordParts;
+};
+
+/** What a decision may use besides the state: who asks and when, and the records its references
+ * name (loaded before deciding, so the decision stays pure). */
+export type DecideContext = {
+  now: Date;
+  actor: string;
+  /** The referenced records by field, one per value (arrays in order). */
+  refs: ReadonlyMap<string, readonly ResourceRecordLike[]>;
+};
+export type ResourceRecordLike = JsonObject & { id: string };
+
+/** A resource's own command: a type and whatever it carries. */
+export type OwnCommand = { readonly type: string } & Readonly<Record<string, unknown>>;
+
+/** The state an own command is decided on: the live record. */
+export type LiveRecord = { id: string; fields: JsonObject; hidden: JsonObject; version: number };
+
+/** The open part of a resource's decider: its own events and commands, and a hook on the shared
+ * changes. Everything else (the shared operation set, schemas, OpenAPI, history) is derived. */
+export type Behaviour = {
+  /** Own event types by suffix (`StatusChanged` → `<Name>StatusChanged`), and versions of shared ones. */
+  readonly events?: Readonly<Record<string, EventSpec>>;
+  /** Decides an own command on the live record: the events (by suffix) and their data. A refusal
+   * throws a DomainError (409 for a move the record does not allow). */
+  readonly decide?: (command: OwnCommand, record: LiveRecord, ctx: DecideContext) => { type: string; data: JsonObject }[];
+  /** Every shared create, replace and patch passes here with the fields before (undefined on
+   * create) and after: it answers the fields to store (e.g. an end date set when a status ends) or
+   * throws (409 for a status move that is not allowed). */
+  readonly onChange?: (before: JsonObject | undefined, after: JsonObject, ctx: DecideContext) => JsonObject;
+};
+
+/** The shared operation set (API.md); a resource may offer a part of it. */
+export const SharedOperations = [
+  'create',
+  'get',
+  'versions',
+  'history',
+  'replace',
+  'patch',
+  'delete',
+  'byIds',
+  'list',
+  'search',
+  'searchPage',
+  'count',
+  'byCode',
+  'autocomplete',
+] as const;
+export type Operation = (typeof SharedOperations)[number];
+
+export type ResourceSpec = {
+  /** PascalCase resource name: the prefix of its events (`UserGroupTypeCreated`). */
+  name: string;
+  /** URL segment under /api/v1. */
+  path: string;
+  /** Fields of the record besides `id` and `auditInfo`; a strict object. */
+  fields: z.ZodObject;
+  /** Cross-field rules; each returns one line per violation, naming the field. */
+  rules?: readonly FieldRule[];
+  /** Columns searched most, beyond `code` and `name`, that get an index in every read store. */
+  indexed?: readonly string[];
+  description?: string;
+  /** Unique keys; default: `code` when the record has one, else none. */
+  unique?: readonly UniqueKey[];
+  /** Sort of searches that give none; default: `code` when the record has one, else creation time. */
+  defaultSort?: readonly string[];
+  /** The part of the shared operation set offered; default all (by-code and autocomplete only with a `code`). */
+  operations?: readonly Operation[];
+  references?: readonly Reference[];
+  /** Fields that cannot change once set (400 when a replace or patch changes them). */
+  immutable?: readonly string[];
+  /** Fields every event of a record carries (the shared ones and own ones alike), so that a
+   * projection folding records of another resource can route an event by them (a job step's jobId). */
+  carried?: readonly string[];
+  /** Parts of the state never read back (a password hash): kept out of reads, read models and the
+   * data shown in history. Set only by own events. */
+  hidden?: readonly string[];
+  behaviour?: Behaviour;
+  /** Members the API shows but never stores on the record (a job's steps, from its read model):
+   * in the record schema with their value when nothing fills them; ignored in create and replace
+   * bodies (as auditInfo is), refused in a patch. */
+  readOnly?: Readonly<Record<string, { schema: z.ZodType; initial: unknown }>>;
+};
+
+export type ResourceDefinition = {
+  readonly name: string;
+  /** Namespace of its error codes: `USER_GROUP_TYPE.CODE_TAKEN`. */
+  readonly errorPrefix: string;
+  readonly path: string;
+  /** Stream category: streams are `<category>-<uuid>`; also the scope of its unique codes. */
+  readonly category: string;
+  /** Read-model collection (and the read model's name). */
+  readonly collection: string;
+  readonly fields: z.ZodObject;
+  readonly rules: readonly FieldRule[];
+  readonly columns: ColumnCatalog;
+  readonly indexed: readonly string[];
+  readonly autocomplete: readonly string[];
+  readonly defaultSort: readonly string[];
+  readonly unique: readonly UniqueKey[];
+  /** Whether records have a unique `code` (by-code route, `{idOrCode}` paths). */
+  readonly hasCode: boolean;
+  readonly operations: ReadonlySet<Operation>;
+  readonly references: readonly Reference[];
+  readonly immutable: readonly string[];
+  readonly carried: readonly string[];
+  readonly hidden: readonly string[];
+  readonly behaviour: Behaviour;
+  /** Read-only members beside id and auditInfo, with their value when nothing fills them. */
+  readonly readOnly: Readonly<Record<string, unknown>>;
+  /** What the API returns: id, the fields, auditInfo. */
+  readonly record: z.ZodObject;
+  /** What create and replace accept: the fields plus the read-only id and auditInfo a client may echo back. */
+  readonly input: z.ZodObject;
+  readonly description: string;
+};
+
+const lowerFirst = (s: string): string => s.charAt(0).toLowerCase() + s.slice(1);
+const upperSnake = (s: string): string => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+
+type Catalog = { columns: Map<string, Column>; maps: Set<string>; nested: Map<string, ColumnCatalog> };
+const emptyCatalog = (): Catalog => ({ columns: new Map(), maps: new Set(), nested: new Map() });
+
+function unwrap(schema: z.core.$ZodType): z.core.$ZodType {
+  let s = schema;
+  for (;;) {
+    const def = s._zod.def;
+    if (def.type === 'optional' || def.type === 'nullable' || def.type === 'default' || def.type === 'readonly') {
+      s = (def as unknown as { innerType: z.core.$ZodType }).innerType;
+    } else if (def.type === 'pipe') {
+      s = (def as unknown as { in: z.core.$ZodType }).in;
+    } else return s;
+  }
+}
+
+function scalarType(schema: z.core.$ZodType): ColumnType | undefined {
+  const def = schema._zod.def as { type: string; format?: string };
+  switch (def.type) {
+    case 'string':
+      return def.format === 'uuid' ? 'uuid' : def.format === 'datetime' ? 'date-time' : 'string';
+    case 'enum':
+    case 'literal':
+      return 'string';
+    case 'number':
+      return def.format?.includes('int') === true ? 'integer' : 'number';
+    case 'boolean':
+      return 'boolean';
+    default:
+      return undefined;
+  }
+}
+
+function walk(schema: z.core.$ZodType, path: string, into: Catalog): void {
+  const s = unwrap(schema);
+  const def = s._zod.def as { type: string; shape?: Record<string, z.core.$ZodType>; element?: z.core.$ZodType };
+  const scalar = scalarType(s);
+  if (scalar) {
+    into.columns.set(path, { path, type: scalar, array: false });
+    return;
+  }
+  if (def.type === 'object' && def.shape) {
+    for (const [key, child] of Object.entries(def.shape)) walk(child, path === '' ? key : `${path}.${key}`, into);
+    return;
+  }
+  if (def.type === 'array' && def.element) {
+    const element = unwrap(def.element);
+    const elementScalar = scalarType(element);
+    if (elementScalar) into.columns.set(path, { path, type: elementScalar, array: true });
+    else {
+      const inner = emptyCatalog();
+      walk(element, '', inner);
+      into.nested.set(path, inner);
+    }
+    return;
+  }
+  // records, free JSON: any dotted path below is a column of type `any`
+  into.maps.add(path);
+  into.columns.set(path, { path, type: 'any', array: false });
+}
+
+export function deriveColumns(fields: z.ZodObject): ColumnCatalog {
+  const catalog = emptyCatalog();
+  catalog.columns.set('id', { path: 'id', type: 'uuid', array: false });
+  walk(fields, '', catalog);
+  for (const [key, type] of [
+    ['version', 'integer'],
+    ['whoInserted', 'string'],
+    ['whenInserted', 'date-time'],
+    ['whoEdited', 'string'],
+    ['whenEdited', 'date-time'],
+  ] as const) {
+    catalog.columns.set(`auditInfo.${key}`, { path: `auditInfo.${key}`, type, array: false });
+  }
+  return catalog;
+}
+
+/** Declarations that cannot work are refused when the module loads, not at the first request. */
+function checkSpec(spec: ResourceSpec): void {
+  const shape = spec.fields.shape;
+  for (const [suffix, event] of Object.entries(spec.behaviour?.events ?? {})) {
+    const shared = ['Created', 'Replaced', 'Patched', 'Deleted'].includes(suffix);
+    if (!shared && event.evolve === undefined) throw new Error(`${spec.name}${suffix}: an own event type needs evolve`);
+  }
+  for (const field of [...(spec.immutable ?? []), ...(spec.carried ?? []), ...(spec.references ?? []).map((r) => r.field)]) {
+    if (!(field in shape)) throw new Error(`${spec.name}: no field ${field}`);
+  }
+}
+
+function offeredOperations(spec: ResourceSpec, hasCode: boolean): Set<Operation> {
+  const offered = new Set<Operation>(spec.operations ?? SharedOperations);
+  if (!hasCode) {
+    offered.delete('byCode');
+    offered.delete('autocomplete');
+  }
+  return offered;
+}
+
+const readOnlySchemas = (spec: ResourceSpec): Record<string, z.ZodType> =>
+  Object.fromEntries(Object.entries(spec.readOnly ?? {}).map(([k, v]) => [k, v.schema]));
+
+const lists = (spec: ResourceSpec) => ({
+  references: spec.references ?? [],
+  immutable: spec.immutable ?? [],
+  carried: spec.carried ?? [],
+  hidden: spec.hidden ?? [],
+});
+
+export function defineResource(spec: ResourceSpec): ResourceDefinition {
+  checkSpec(spec);
+  const category = lowerFirst(spec.name);
+  const shape = spec.fields.shape;
+  const codeKey: UniqueKey = { name: 'code', fields: ['code'] };
+  const hasCode = 'code' in shape && (spec.unique ?? [codeKey]).some((k) => k.name === 'code');
+  const searchable = ['code', 'name'].filter((k) => k in shape);
+  const unique = spec.unique ?? (hasCode ? [codeKey] : []);
+  const defaultSort = spec.defaultSort ?? (hasCode ? ['code'] : ['auditInfo.whenInserted']);
+  const behaviour = spec.behaviour ?? {};
+  const description = spec.description ?? spec.name;
+  return {
+    name: spec.name,
+    errorPrefix: upperSnake(spec.name),
+    path: spec.path,
+    category,
+    collection: spec.path.replaceAll('-', '_'),
+    fields: spec.fields,
+    rules: spec.rules ?? [],
+    columns: deriveColumns(spec.fields),
+    indexed: [...new Set([...searchable, 'auditInfo.whenEdited', ...defaultSort, ...unique.flatMap((k) => k.fields), ...(spec.indexed ?? [])])],
+    autocomplete: hasCode ? searchable : [],
+    defaultSort,
+    unique,
+    hasCode,
+    operations: offeredOperations(spec, hasCode),
+    ...lists(spec),
+    behaviour,
+    readOnly: Object.fromEntries(Object.entries(spec.readOnly ?? {}).map(([k, v]) => [k, v.initial])),
+    record: z
+      .strictObject({ id: uuid(), ...shape, ...readOnlySchemas(spec), auditInfo: auditInfoSchema })
+      .meta({ id: spec.name, description }),
+    input: z
+      .strictObject({
+        id: uuid().optional().meta({ description: 'Read-only, except that a create may choose it: a random UUID (version 4); a replace may echo the record\'s own.' }),
+        ...shape,
+        ...Object.fromEntries(Object.keys(spec.readOnly ?? {}).map((k) => [k, z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' })])),
+        auditInfo: z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' }),
+      })
+      .meta({ id: `${spec.name}Write` }),
+    description,
+  };
+}
+
+/** A coded-value registry: the shared operation set over records with a unique `code`. */
+export const defineRegistry = (spec: Omit<ResourceSpec, 'unique' | 'operations'>): ResourceDefinition => defineResource(spec);

@@ -1,0 +1,101 @@
+// Read-model administration over HTTP: list, refresh, a blue/green recreate as a job, and a
+// delete whose rebuild is resumed by the scheduler after a restart.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/testApp.ts';
+
+const apps: TestApp[] = [];
+afterEach(async () => {
+  for (const a of apps.splice(0)) await a.close();
+});
+
+type Job = { id: string; status: string; data: Record<string, unknown> };
+type ReadModel = { name: string; documents: number; state: string; generation: number | null };
+
+async function seed(t: TestApp, n: number): Promise<string> {
+  let at = '';
+  for (let i = 0; i < n; i++) {
+    const res = await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `T${String(i)}`, name: `Type ${String(i)}`, registry: {} } });
+    at = String(res.headers['x-event-position']);
+  }
+  return at;
+}
+
+const model = async (t: TestApp, name: string) => (await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<ReadModel[]>().find((m) => m.name === name);
+
+describe('read-model administration', () => {
+  it('lists every read model and refreshes them all, admin only', async () => {
+    const t = await startTestApp();
+    apps.push(t);
+    await seed(t, 3);
+    const refreshed = await t.call({ method: 'POST', url: '/api/v1/indexes/refresh' });
+    expect(refreshed.statusCode).toBe(200);
+    expect(refreshed.json()).toContainEqual({ task: 'user_group_types', indexed: 3, failed: 0, failures: [], deleted: 0, took: expect.stringMatching(/ ms$/) as unknown });
+    expect(await model(t, 'user_group_types')).toMatchObject({ documents: 3, state: 'live', generation: 0, position: expect.any(String), lag: 0 });
+    expect((await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<ReadModel[]>().map((m) => m.name)).toEqual(expect.arrayContaining(['jobs', 'job_steps', 'log_types']));
+    for (const as of ['editor', 'viewer'] as const) {
+      expect((await t.call({ as, method: 'GET', url: '/api/v1/indexes' })).statusCode).toBe(403);
+      expect((await t.call({ as, method: 'POST', url: '/api/v1/indexes/refresh' })).statusCode).toBe(403);
+      expect((await t.call({ as, method: 'POST', url: '/api/v1/indexes/user_group_types/recreate' })).statusCode).toBe(403);
+      expect((await t.call({ as, method: 'DELETE', url: '/api/v1/indexes/user_group_types' })).statusCode).toBe(403);
+    }
+    expect((await t.call({ method: 'POST', url: '/api/v1/indexes/nope/recreate' })).statusCode).toBe(404);
+  });
+
+  it('recreates into a new generation while the old one serves, then swaps and drops the old one', async () => {
+    const t = await startTestApp();
+    apps.push(t);
+    const at = await seed(t, 40);
+    const search = () => t.call({ method: 'POST', url: `/api/v1/user-group-types/search?minPosition=${at}`, payload: { sort: [{ column: 'code' }] } });
+    const before = (await search()).json<unknown[]>();
+    expect(before).toHaveLength(40);
+    const ack = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/recreate' });
+    expect(ack.statusCode).toBe(202);
+    const { jobId } = ack.json<{ acknowledge: boolean; jobId: string }>();
+    // Searches answer in full throughout.
+    const during: number[] = [];
+    const running = t.service.readModelJobs.idle();
+    for (let i = 0; i < 20; i++) during.push((await search()).json<unknown[]>().length);
+    await running;
+    expect(new Set(during)).toEqual(new Set([40]));
+    const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${jobId}` })).json<Job>();
+    expect(job).toMatchObject({ status: 'COMPLETED', jobType: 'READ_MODEL_RECREATE', data: { result: { generation: 1, documents: 40, poison: [] } } });
+    expect(await model(t, 'user_group_types')).toMatchObject({ generation: 1, state: 'live', documents: 40 });
+    // The new generation equals the old fold, and keeps following the log.
+    expect((await search()).json()).toEqual(before);
+    const next = await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'LATE', name: 'Late', registry: {} } });
+    const count = await t.call({ method: 'POST', url: `/api/v1/user-group-types/count?minPosition=${String(next.headers['x-event-position'])}`, payload: {} });
+    expect(count.json()).toBe(41);
+    expect(t.service.readModels.statuses().find((s) => s.name === 'user_group_types')?.generation).toBe(1);
+  });
+
+  it('drops a read model: 503 until its rebuild has caught up, and a restart resumes the rebuild job', async () => {
+    // An API-only process creates the job but runs none, as if its runner had died at once.
+    const api = await startTestApp({ role: 'api' });
+    await seed(api, 5);
+    const dropped = await api.call({ method: 'DELETE', url: '/api/v1/indexes/user_group_types' });
+    expect(dropped.statusCode).toBe(204);
+    const refused = await api.call({ method: 'POST', url: '/api/v1/user-group-types/search', payload: {} });
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json()).toMatchObject({ status: 'SERVICE_UNAVAILABLE', message: expect.stringContaining('rebuilding') as unknown });
+    await api.close({ keepData: true });
+
+    const t = await startTestApp({ dataDir: api.dataDir });
+    apps.push(t);
+    expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types/search', payload: {} })).statusCode).toBe(503);
+    // The scheduler finds the job IN_PROGRESS with no runner once the jobs read model has it.
+    const refreshed = await t.call({ method: 'POST', url: '/api/v1/indexes/refresh' });
+    expect(refreshed.json()).toContainEqual(expect.objectContaining({ task: 'jobs', failed: 0 }));
+    for (let i = 0; i < 50 && (await t.service.scheduler.tick()) === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await t.service.readModelJobs.idle();
+    const ok = await t.call({ method: 'POST', url: '/api/v1/user-group-types/search', payload: {} });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toHaveLength(5);
+    const statuses = await t.call({ method: 'GET', url: '/api/v1/indexes' });
+    const jobId = statuses.json<ReadModel[]>().find((m) => m.name === 'user_group_types');
+    expect(jobId).toMatchObject({ generation: 1, state: 'live', documents: 5 });
+    const jobs = await t.call({ method: 'POST', url: '/api/v1/jobs/search', payload: { filter: [{ column: 'jobType', value: 'READ_MODEL_RECREATE' }] } });
+    const found = await t.call({ method: 'GET', url: `/api/v1/jobs/${jobs.json<Job[]>()[0]?.id ?? ''}` });
+    expect(found.json()).toMatchObject({ status: 'COMPLETED', data: { resumed: [{ reason: expect.stringContaining('ended before it finished') as unknown }] } });
+  });
+});

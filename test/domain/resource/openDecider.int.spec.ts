@@ -1,0 +1,90 @@
+// A bespoke resource on the open decider, over the real embedded log: own commands and events,
+// hidden state kept out of reads and history, and an upcaster reading an event written in an older
+// shape (appended to the log as the older code wrote it).
+
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineResource } from '../../../domain/resource/defineResource.ts';
+import { resourceService } from '../../../domain/resource/service.ts';
+import type { CommandContext } from '../../../domain/shared/commandHandler.ts';
+import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
+
+const widget = defineResource({
+  name: 'Widget',
+  path: 'widgets',
+  fields: z.strictObject({ name: z.string(), colour: z.string().optional() }),
+  hidden: ['secret'],
+  behaviour: {
+    events: {
+      // Version 1 called the name `label`.
+      Created: { schemaVersion: 2, upcasters: { 1: ({ label, ...rest }) => ({ ...rest, name: label }) } },
+      SecretSet: { evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, secret: d.secret } }) },
+      Painted: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, colour: d.colour } }) },
+    },
+    decide(command, record) {
+      if (command.type === 'SetSecret') return [{ type: 'SecretSet', data: { secret: String(command.secret) } }];
+      if (command.type === 'Paint') return record.fields.colour === command.colour ? [] : [{ type: 'Painted', data: { colour: String(command.colour) } }];
+      throw new Error('unknown');
+    },
+  },
+});
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const ctx = (): CommandContext => ({ actor: 'tester', now: new Date('2026-11-23T10:00:00Z'), newId: randomUUID });
+
+describe('open decider', () => {
+  it('reads an event of an older schema version through its upcaster', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'open-decider-'));
+    dirs.push(dir);
+    const store = openSqliteEventStore(join(dir, 'events.db'));
+    const id = randomUUID();
+    await store.append({
+      stream: `widget-${id}`,
+      expected: 'no_stream',
+      events: [{ id: randomUUID(), type: 'WidgetCreated', schemaVersion: 1, data: { id, label: 'Old one' }, metadata: { actor: 'old-code', at: '2025-01-01T00:00:00.000Z' } }],
+    });
+    const service = resourceService(widget, store);
+    expect(await service.get(id)).toMatchObject({ id, name: 'Old one' });
+    const history = await service.history(id, { page: 0, size: 10 });
+    const entries = [];
+    for await (const e of history.entries) entries.push(e);
+    expect(entries[0]?.data).toEqual({ id, name: 'Old one' });
+    // New events of the type are written at the current version.
+    const created = await service.create({ name: 'New' }, ctx());
+    const events = await store.readStream(`widget-${String(created.record?.id)}`);
+    expect(events[0]).toMatchObject({ schemaVersion: 2, data: { name: 'New' } });
+    await store.close();
+  });
+
+  it('runs own commands, keeps hidden state out of records and history, and writes nothing for a no-op', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'open-decider-'));
+    dirs.push(dir);
+    const store = openSqliteEventStore(join(dir, 'events.db'));
+    const service = resourceService(widget, store);
+    const { record } = await service.create({ name: 'W' }, ctx());
+    const id = String(record?.id);
+    const secret = await service.execute(id, { type: 'SetSecret', secret: 's3cr3t-value' }, ctx());
+    expect(secret.record).toEqual(expect.not.objectContaining({ secret: expect.anything() as unknown }));
+    expect(JSON.stringify(await service.get(id))).not.toContain('s3cr3t');
+    const painted = await service.execute(id, { type: 'Paint', colour: 'red' }, ctx());
+    expect(painted.record).toMatchObject({ colour: 'red', auditInfo: { version: 2 } });
+    const again = await service.execute(id, { type: 'Paint', colour: 'red' }, ctx());
+    expect(again.version).toBe(2);
+    // A replace keeps the hidden part (it is not the client's to send or to lose).
+    await service.replace(id, { name: 'W2' }, ctx());
+    const history = await service.history(id, { page: 0, size: 10 });
+    const shown = [];
+    for await (const e of history.entries) shown.push(e);
+    expect(shown.map((e) => e.type)).toEqual(['WidgetCreated', 'WidgetSecretSet', 'WidgetPainted', 'WidgetReplaced']);
+    expect(JSON.stringify(shown)).not.toContain('s3cr3t');
+    await store.close();
+  });
+});

@@ -1,0 +1,249 @@
+// The jobs the service runs on its read models: recreate (a blue/green rebuild into a new
+// generation) as a Job with its progress in `data.progress`. A job runs in the process that holds
+// its lease (`job:<id>`), renewed while it runs; when that process dies the lease lapses, and the
+// scheduler (one due item per job IN_PROGRESS) resumes it elsewhere or after the restart. A job
+// resumed too often is FAILED with the reason.
+
+import { randomUUID } from 'node:crypto';
+import { job as jobDefinition, type JobCommand } from '../domain/jobs/jobs.ts';
+import type { Clock, EventStore, ReadStore, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
+import type { Projection } from '../projections/projection.ts';
+import { resourceService } from '../domain/resource/service.ts';
+import type { CommandContext } from '../domain/shared/commandHandler.ts';
+import { DomainError } from '../domain/shared/errors.ts';
+import { toQuery } from '../domain/shared/filtering.ts';
+import type { JsonObject } from '../domain/shared/json.ts';
+import type { Logger } from './processor.ts';
+import { Projector } from './projector.ts';
+import { atGeneration, type ReadModelSet } from './readModels.ts';
+import type { Schedule } from './scheduler.ts';
+
+export const RECREATE = 'READ_MODEL_RECREATE';
+const JOB_TYPES = [RECREATE];
+/** Resumes after which a job is FAILED instead (a rebuild that kills its process every time). */
+const MAX_RESUMES = 3;
+const FOLD_BATCH = 5000;
+const PROGRESS_EVERY_MS = 2000;
+const POISON_KEPT = 100;
+
+export type Poison = { position: string; stream: string; type: string; error: string };
+
+type JobRecord = JsonObject & { id: string; status?: unknown; jobType?: unknown; data?: JsonObject };
+
+export type ReadModelJobsOptions = {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  readModels: ReadModelSet;
+  clock: Clock;
+  logger?: Logger;
+  instanceId?: string;
+  leaseMs?: number;
+  /** Whether this process runs jobs (ROLE worker or all); others only create them. */
+  runs: boolean;
+};
+
+const ACTOR = 'system:read-model-jobs';
+
+export class ReadModelJobs {
+  readonly #o: ReadModelJobsOptions;
+  readonly #jobs;
+  readonly #instanceId: string;
+  readonly #running = new Map<string, Promise<void>>();
+  #stopping = false;
+
+  constructor(options: ReadModelJobsOptions) {
+    this.#o = options;
+    this.#jobs = resourceService(jobDefinition, options.eventStore);
+    this.#instanceId = options.instanceId ?? `${process.pid.toString()}-${randomUUID()}`;
+  }
+
+  #ctx(extra: Partial<CommandContext> = {}): CommandContext {
+    return { actor: ACTOR, now: this.#o.clock.now(), newId: randomUUID, ...extra };
+  }
+
+  async #command(jobId: string, command: JobCommand): Promise<void> {
+    await this.#jobs.execute(jobId, command, this.#ctx());
+  }
+
+  /** Starts a recreate of a read model as a job (IN_PROGRESS at once); answers its id. With
+   * `dropLive` the live generation is dropped first (DELETE /indexes/{name}). */
+  async recreate(name: string, ctx: CommandContext, options: { dropLive: boolean }): Promise<string> {
+    const busy = this.#o.readModels.statuses().find((s) => s.name === name && s.building !== null);
+    if (busy !== undefined) {
+      throw new DomainError('READ_MODEL.REBUILDING', 'CONFLICT', `Read model ${name} is being rebuilt by job ${String(busy.jobId)}; wait for it to end`);
+    }
+    const created = await this.#jobs.create(
+      { startDate: ctx.now.toISOString(), status: 'IN_PROGRESS', jobType: RECREATE, data: { indexName: name, dropLive: options.dropLive } },
+      ctx,
+    );
+    const record = created.record as JobRecord;
+    if (options.dropLive) {
+      // Dropped before answering, so searches answer 503 from the moment the DELETE returns.
+      await this.#o.readModels.beginRebuild(name, record.id, { dropLive: true });
+    }
+    if (this.#o.runs) void this.#claimAndRun(record, undefined);
+    return record.id;
+  }
+
+  /** The schedule that resumes jobs whose runner is gone. */
+  schedule(): Schedule {
+    return {
+      name: 'read-model-jobs',
+      readModel: jobDefinition.collection,
+      due: () =>
+        toQuery(
+          {
+            filter: [
+              { column: 'status', operator: 'EQ', value: 'IN_PROGRESS' },
+              { column: 'jobType', operator: 'IN', values: JOB_TYPES },
+            ],
+            sort: [],
+          },
+          jobDefinition.columns,
+          jobDefinition.defaultSort,
+        ),
+      run: async (item) => {
+        if (this.#running.has(item.id)) return;
+        const resumed = ((item.data as JsonObject | undefined)?.resumed as unknown[] | undefined)?.length ?? 0;
+        await this.#claimAndRun(item, resumed);
+      },
+    };
+  }
+
+  /** Runs a job if this process can take its lease (another may run it); `resumed` counts the
+   * earlier resumes when the job is taken over rather than started. */
+  async #claimAndRun(record: JobRecord, resumed: number | undefined): Promise<void> {
+    if (this.#running.has(record.id) || this.#stopping) return;
+    const lease = `job:${record.id}`;
+    const leaseMs = this.#o.leaseMs ?? 15_000;
+    if (!(await this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs))) return;
+    const run = (async () => {
+      const renew = setInterval(() => void this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs).catch(() => undefined), leaseMs / 3);
+      try {
+        if (resumed !== undefined) {
+          if (resumed >= MAX_RESUMES) {
+            await this.#fail(record, `stopped ${String(resumed)} times without finishing (the process running it ended); not resumed again`);
+            return;
+          }
+          await this.#command(record.id, { type: 'Resume', reason: 'the process running it ended before it finished; resumed from where it was' });
+        }
+        await this.#recreate(record);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        this.#o.logger?.error({ err: error, job: record.id }, 'read-model job failed');
+        await this.#fail(record, reason).catch(() => undefined);
+      } finally {
+        clearInterval(renew);
+        await this.#o.readStore.releaseLease(lease, this.#instanceId).catch(() => undefined);
+        this.#running.delete(record.id);
+      }
+    })();
+    this.#running.set(record.id, run);
+    await run;
+  }
+
+  async #fail(record: JobRecord, reason: string): Promise<void> {
+    const name = record.data?.indexName;
+    if (typeof name === 'string' && this.#o.readModels.projection(name) !== undefined) await this.#o.readModels.abandonRebuild(name, record.id);
+    await this.#command(record.id, { type: 'Fail', reason });
+  }
+
+  /** Waits for the jobs running here (tests, shutdown). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.#running.values()]);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    await this.idle();
+  }
+
+  async #recreate(record: JobRecord): Promise<void> {
+    const started = Date.now();
+    const name = String(record.data?.indexName);
+    const base = this.#o.readModels.projection(name);
+    if (base === undefined) throw new Error(`no read model ${JSON.stringify(name)}`);
+    const { eventStore: events, readStore: reads } = this.#o;
+    const generation = await this.#o.readModels.beginRebuild(name, record.id, { dropLive: record.data?.dropLive === true });
+    const projection = atGeneration(base, generation);
+    await reads.ensureCollection(projection.collection, projection.indexedPaths, projection.textPaths === undefined ? undefined : { textPaths: projection.textPaths });
+    const poison: Poison[] = [];
+    const notePoison = (e: Pick<RecordedEvent, 'position' | 'stream' | 'type'>, error: unknown) => {
+      if (poison.length < POISON_KEPT) poison.push({ position: e.position.toString(), stream: e.stream, type: e.type, error: error instanceof Error ? error.message : String(error) });
+    };
+    const resumedAt = await reads.checkpoint(projection.name);
+    // A generation loaded before a restart resumes with its catch-up.
+    const folded = resumedAt === 0n ? await this.#foldInMemory(record.id, projection, generation, notePoison) : 0;
+    // Catch up with what was written meanwhile, then swap; the projector goes on as the live one.
+    const projector = new Projector(projection, events, reads, this.#o.readModels.options);
+    await projector.start();
+    try {
+      for (;;) {
+        const head = await events.headPosition();
+        if (await projector.waitFor(head, PROGRESS_EVERY_MS)) break;
+        await this.#command(record.id, { type: 'Progress', progress: { phase: 'catch-up', generation, folded, position: projector.checkpoint.toString(), head: head.toString() } });
+      }
+      for (const f of projector.status().failures) notePoison({ position: BigInt(f.position), stream: f.stream, type: f.type }, f.error);
+      await this.#o.readModels.swap(name, generation, projector);
+    } catch (error) {
+      await projector.stop();
+      throw error;
+    }
+    await this.#command(record.id, {
+      type: 'Complete',
+      result: {
+        indexName: name,
+        generation,
+        folded,
+        resumedFrom: resumedAt.toString(),
+        documents: await reads.size(projection.collection),
+        poison,
+        took: `${String(Date.now() - started)} ms`,
+      },
+    });
+  }
+
+  /** Folds the whole log of the projection's categories in memory, then loads the documents in
+   * one pass (indexes built after the load); answers how many events it folded. */
+  async #foldInMemory(jobId: string, projection: Projection, generation: number, notePoison: (e: RecordedEvent, error: unknown) => void): Promise<number> {
+    const { eventStore: events, readStore: reads } = this.#o;
+    const head = await events.headPosition();
+    const of = events.distance(0n, head);
+    const documents = new Map<string, VersionedDocument>();
+    let folded = 0;
+    let after = 0n;
+    let reported = Date.now();
+    for (;;) {
+      const batch = await events.readAll({ after, limit: FOLD_BATCH, categories: projection.categories });
+      for (const e of batch) foldOne(projection, documents, e, notePoison);
+      folded += batch.length;
+      after = batch.at(-1)?.position ?? after;
+      if (batch.length < FOLD_BATCH) break;
+      if (Date.now() - reported >= PROGRESS_EVERY_MS) {
+        reported = Date.now();
+        await this.#command(jobId, { type: 'Progress', progress: { phase: 'fold', generation, folded, of } });
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    await this.#command(jobId, { type: 'Progress', progress: { phase: 'load', generation, folded, of, documents: documents.size } });
+    // The checkpoint is where the fold stopped, or the head read before it when nothing of these
+    // categories came after.
+    await reads.bulkLoad(projection.collection, documents.values(), after > head ? after : head, projection.name);
+    return folded;
+  }
+}
+
+/** One event into the documents it changes; a poison event is noted and skipped. */
+function foldOne(projection: Projection, documents: Map<string, VersionedDocument>, e: RecordedEvent, notePoison: (e: RecordedEvent, error: unknown) => void): void {
+  try {
+    for (const id of projection.documentIds(e)) {
+      const write = projection.evolve(documents.get(id), e, id);
+      if (write === undefined) continue;
+      const doc: VersionedDocument = { id, version: write.version, doc: write.kind === 'upsert' ? write.doc : null };
+      if (write.position !== undefined) doc.position = write.position;
+      documents.set(id, doc);
+    }
+  } catch (error) {
+    notePoison(e, error);
+  }
+}
