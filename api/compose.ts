@@ -77,7 +77,10 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
   };
   const readModels = new ReadModelSet(projectionsOf(modules), eventStore, readStore, { ...processorOptions, followOnly: !folds });
-  const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, clock, logger, runs: works });
+  const catalogs = new Map(
+    modules.flatMap((m) => m.resources ?? []).map(({ definition: d }) => [d.collection, { columns: d.columns, defaultSort: d.defaultSort }] as const),
+  );
+  const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, clock, logger, runs: works, catalogs });
   const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, logger };
   const reactors = works ? modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => new LogProcessor(reactorHandler(r, readStore), eventStore, readStore, processorOptions)) : [];
   const schedules = works ? [readModelJobs.schedule(), ...modules.flatMap((m) => m.schedules?.(context) ?? [])] : [];

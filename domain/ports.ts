@@ -117,9 +117,14 @@ export type Document = Record<string, unknown> & { id: string };
  * event that made the write, stored with the document when the write lands (the version guard
  * decides, as without it), for read models that fold several streams into one document and guard
  * replays by the log position rather than by a stream revision. */
-export type DocumentWrite =
+export type DocumentWrite = (
   | { kind: 'upsert'; id: string; version: number; doc: Document; position?: Position }
-  | { kind: 'delete'; id: string; version: number; position?: Position };
+  | { kind: 'delete'; id: string; version: number; position?: Position }
+) & {
+  /** A document re-folded from the log to repair drift: lands when its version is at least the
+   * stored one (not only above it), so the same version can be written again. */
+  repair?: boolean;
+};
 
 export type Page = { offset: number; limit: number };
 

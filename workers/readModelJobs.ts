@@ -6,20 +6,23 @@
 
 import { randomUUID } from 'node:crypto';
 import { job as jobDefinition, type JobCommand } from '../domain/jobs/jobs.ts';
-import type { Clock, EventStore, ReadStore, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
-import type { Projection } from '../projections/projection.ts';
+import type { Clock, Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
+import type { Projection, StoredDocument } from '../projections/projection.ts';
 import { resourceService } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { DomainError } from '../domain/shared/errors.ts';
-import { toQuery } from '../domain/shared/filtering.ts';
-import type { JsonObject } from '../domain/shared/json.ts';
+import { toQuery, type ColumnCatalog, type Filtering, type Query } from '../domain/shared/filtering.ts';
+import { deepEqual, type JsonObject } from '../domain/shared/json.ts';
 import type { Logger } from './processor.ts';
 import { Projector } from './projector.ts';
 import { atGeneration, type ReadModelSet } from './readModels.ts';
 import type { Schedule } from './scheduler.ts';
 
 export const RECREATE = 'READ_MODEL_RECREATE';
-const JOB_TYPES = [RECREATE];
+export const REFRESH = 'READ_MODEL_REFRESH';
+const JOB_TYPES = [RECREATE, REFRESH];
+/** Documents re-folded per read of the read model. */
+const REFRESH_PAGE = 200;
 /** Resumes after which a job is FAILED instead (a rebuild that kills its process every time). */
 const MAX_RESUMES = 3;
 const FOLD_BATCH = 5000;
@@ -40,6 +43,8 @@ export type ReadModelJobsOptions = {
   leaseMs?: number;
   /** Whether this process runs jobs (ROLE worker or all); others only create them. */
   runs: boolean;
+  /** The filter columns of each read model (its resource's), for refreshes of chosen documents. */
+  catalogs: ReadonlyMap<string, { columns: ColumnCatalog; defaultSort: readonly string[] }>;
 };
 
 const ACTOR = 'system:read-model-jobs';
@@ -81,6 +86,29 @@ export class ReadModelJobs {
       // Dropped before answering, so searches answer 503 from the moment the DELETE returns.
       await this.#o.readModels.beginRebuild(name, record.id, { dropLive: true });
     }
+    if (this.#o.runs) void this.#claimAndRun(record, undefined);
+    return record.id;
+  }
+
+  /** The query of a refresh's Filtering on a read model: a 400 naming what is wrong, before any job. */
+  refreshQuery(name: string, filtering: Pick<Filtering, 'filter' | 'sort'>): Query {
+    const catalog = this.#o.catalogs.get(name);
+    if (catalog === undefined) throw new DomainError('READ_MODEL.NOT_FILTERABLE', 'BAD_REQUEST', `Read model ${name} has no filter columns; recreate it instead`);
+    if (this.#o.readModels.projection(name)?.sourcesOf === undefined) {
+      throw new DomainError('READ_MODEL.NOT_REFRESHABLE', 'BAD_REQUEST', `The documents of read model ${name} cannot be re-folded one by one; recreate it instead`);
+    }
+    return toQuery(filtering, catalog.columns, catalog.defaultSort);
+  }
+
+  /** Starts a refresh of the documents of a read model that match a Filtering, as a job: each is
+   * folded again from its streams and written when it differs (repairs drift). */
+  async refresh(name: string, filtering: Pick<Filtering, 'filter' | 'sort'>, ctx: CommandContext): Promise<string> {
+    this.refreshQuery(name, filtering);
+    const created = await this.#jobs.create(
+      { startDate: ctx.now.toISOString(), status: 'IN_PROGRESS', jobType: REFRESH, data: { indexName: name, filter: filtering.filter } },
+      ctx,
+    );
+    const record = created.record as JobRecord;
     if (this.#o.runs) void this.#claimAndRun(record, undefined);
     return record.id;
   }
@@ -127,7 +155,8 @@ export class ReadModelJobs {
           }
           await this.#command(record.id, { type: 'Resume', reason: 'the process running it ended before it finished; resumed from where it was' });
         }
-        await this.#recreate(record);
+        if (record.jobType === REFRESH) await this.#refresh(record);
+        else await this.#recreate(record);
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
         this.#o.logger?.error({ err: error, job: record.id }, 'read-model job failed');
@@ -203,6 +232,58 @@ export class ReadModelJobs {
     });
   }
 
+  async #refresh(record: JobRecord): Promise<void> {
+    const started = Date.now();
+    const name = String(record.data?.indexName);
+    const projection = this.#o.readModels.projection(name);
+    if (projection?.sourcesOf === undefined) throw new Error(`read model ${name} cannot be refreshed document by document`);
+    const query = this.refreshQuery(name, { filter: (record.data?.filter ?? []) as Filtering['filter'], sort: [] });
+    const { readStore: reads } = this.#o;
+    const counts = { matched: 0, repaired: 0, unchanged: 0 };
+    const failures: { id: string; error: string }[] = [];
+    for (let offset = 0; ; offset += REFRESH_PAGE) {
+      const serving = this.#o.readModels.serving(name);
+      const collection = serving.collection;
+      const ids = await reads.findIds(collection, query, { offset, limit: REFRESH_PAGE });
+      const stored = await reads.getMany(collection, ids);
+      const writes: DocumentWrite[] = [];
+      for (const id of ids) {
+        const current = stored.get(id);
+        if (current?.doc == null) continue;
+        counts.matched++;
+        try {
+          const write = await this.#refold(projection, id, current);
+          if (write === undefined) counts.unchanged++;
+          else writes.push(write);
+        } catch (error) {
+          failures.push({ id, error: error instanceof Error ? error.message : String(error) });
+        }
+      }
+      // The live projection's checkpoint is monotone: passing 0 leaves it where it is.
+      await reads.applyBatch(collection, writes, 0n, serving.name);
+      counts.repaired += writes.length;
+      await this.#command(record.id, { type: 'Progress', progress: { phase: 'refresh', ...counts, failed: failures.length } });
+      if (ids.length < REFRESH_PAGE) break;
+    }
+    await this.#command(record.id, { type: 'Complete', result: { indexName: name, ...counts, failed: failures.length, failures: failures.slice(0, POISON_KEPT), took: `${String(Date.now() - started)} ms` } });
+  }
+
+  /** One document folded again from its streams; the repair write when it differs from the stored one. */
+  async #refold(projection: Projection, id: string, current: { version: number; doc: Document | null; position?: Position }): Promise<DocumentWrite | undefined> {
+    if (current.doc === null || projection.sourcesOf === undefined) return undefined;
+    const events = (await Promise.all(projection.sourcesOf(current.doc).map((s) => this.#o.eventStore.readStream(s)))).flat();
+    events.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+    const folded = foldFrom(projection, id, events);
+    if (folded === undefined || deepEqual(folded.doc, current.doc)) return undefined;
+    // A document folded from several streams counts its writes: it keeps the stored version, and
+    // is written only when the log has nothing newer for it than the stored document.
+    const multi = folded.position !== undefined;
+    if (multi && current.position !== undefined && (folded.position ?? 0n) < current.position) return undefined;
+    const version = multi ? current.version : folded.version;
+    const at = folded.position === undefined ? {} : { position: folded.position };
+    return folded.doc === null ? { kind: 'delete', id, version, ...at, repair: true } : { kind: 'upsert', id, version, doc: folded.doc, ...at, repair: true };
+  }
+
   /** Folds the whole log of the projection's categories in memory, then loads the documents in
    * one pass (indexes built after the load); answers how many events it folded. */
   async #foldInMemory(jobId: string, projection: Projection, generation: number, notePoison: (e: RecordedEvent, error: unknown) => void): Promise<number> {
@@ -231,6 +312,19 @@ export class ReadModelJobs {
     await reads.bulkLoad(projection.collection, documents.values(), after > head ? after : head, projection.name);
     return folded;
   }
+}
+
+/** One document folded from nothing over the events of its streams, in log order. */
+function foldFrom(projection: Projection, id: string, events: readonly RecordedEvent[]): StoredDocument | undefined {
+  let folded: StoredDocument | undefined;
+  for (const e of events) {
+    if (!projection.documentIds(e).includes(id)) continue;
+    const write = projection.evolve(folded, e, id);
+    if (write === undefined) continue;
+    folded = { version: write.version, doc: write.kind === 'upsert' ? write.doc : null };
+    if (write.position !== undefined) folded.position = write.position;
+  }
+  return folded;
 }
 
 /** One event into the documents it changes; a poison event is noted and skipped. */

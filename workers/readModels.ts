@@ -146,6 +146,14 @@ export class ReadModelSet implements ReadModels {
     return atGeneration(slot.projection, slot.record.live).collection;
   }
 
+  /** The projection writing the generation that serves a read model now (its collection and
+   * checkpoint name); 503 like collectionOf while none serves. */
+  serving(name: string): Projection {
+    const slot = this.#slot(name);
+    this.collectionOf(name);
+    return atGeneration(slot.projection, slot.record.live ?? 0);
+  }
+
   waitFor(name: string, position: Position, timeoutMs: number): Promise<boolean> {
     const slot = this.#slot(name);
     if (slot.live === undefined) return Promise.resolve(false);

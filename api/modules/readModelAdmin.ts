@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { notFound } from '../../domain/shared/errors.ts';
+import { FilteringSchema } from '../../domain/shared/filtering.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Module } from '../module.ts';
 import { commandContext } from '../requestContext.ts';
@@ -54,7 +55,7 @@ async function documentsOf(deps: AppDeps, name: string): Promise<number> {
   }
 }
 
-/** Recreate and delete: both start a rebuild job. */
+/** Recreate, refresh of chosen documents and delete: each starts a job. */
 function rebuildRoutes(app: FastifyInstance, deps: AppDeps, known: (name: string) => string): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['indexes'];
@@ -76,6 +77,29 @@ function rebuildRoutes(app: FastifyInstance, deps: AppDeps, known: (name: string
     async (request, reply) => {
       const name = known(request.params.indexName);
       const jobId = await deps.readModelJobs.recreate(name, commandContext(request, deps.clock, deps.newId), { dropLive: false });
+      return reply.code(202).send({ acknowledge: true, jobId });
+    },
+  );
+
+  r.post(
+    '/api/v1/indexes/:indexName/refresh',
+    {
+      config: { permission: 'admin' },
+      schema: {
+        tags,
+        summary: 'Fold the documents a Filtering selects again from their streams, as a job (repairs drift)',
+        description:
+          'Answers 202 at once with a READ_MODEL_REFRESH job. Each selected document is folded again from the events of its streams and ' +
+          'written when it differs from the stored one, unless the read model has meanwhile folded a newer event for it. ' +
+          'The result (`data.result`) counts matched, repaired and unchanged documents. A Filtering the read model cannot run is 400 at once.',
+        params: nameParams,
+        body: FilteringSchema,
+        response: { 202: AckSchema, ...errors(400, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      const name = known(request.params.indexName);
+      const jobId = await deps.readModelJobs.refresh(name, request.body, commandContext(request, deps.clock, deps.newId));
       return reply.code(202).send({ acknowledge: true, jobId });
     },
   );

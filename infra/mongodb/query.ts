@@ -480,7 +480,8 @@ export function storedDocument({ id, version, doc }: VersionedDocument): StoredD
  * replay changes nothing, not even a tombstone.
  */
 export function versionedWrite(write: DocumentWrite): VersionedWrite {
-  const filter = { _id: { $eq: write.id }, v: { $lt: write.version } };
+  // A repair (re-folded from the log) may write the stored version again.
+  const filter = { _id: { $eq: write.id }, v: write.repair === true ? { $lte: write.version } : { $lt: write.version } };
   switch (write.kind) {
     case 'upsert':
       return { filter, replacement: { v: write.version, deleted: false, doc: encodeDocument(write.doc) } };

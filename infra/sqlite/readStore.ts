@@ -220,16 +220,21 @@ export class SqliteReadStore implements ReadStore {
       const table = this.table(collection);
       // A replayed event carries a version at most the stored one and must change nothing, not
       // even a tombstone, so a deleted document is only brought back by a newer version.
-      const upsert = this.statement(
-        `INSERT INTO ${table} (id, version, deleted, doc, position) VALUES (?, ?, 0, jsonb(?), ?)
-         ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 0, doc = excluded.doc, position = excluded.position
-         WHERE excluded.version > ${table}.version`,
-      );
-      const remove = this.statement(
-        `INSERT INTO ${table} (id, version, deleted, doc, position) VALUES (?, ?, 1, NULL, ?)
-         ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 1, doc = NULL, position = excluded.position
-         WHERE excluded.version > ${table}.version`,
-      );
+      // A repair (re-folded from the log) may write the stored version again.
+      const guarded = (op: '>' | '>=') => ({
+        upsert: this.statement(
+          `INSERT INTO ${table} (id, version, deleted, doc, position) VALUES (?, ?, 0, jsonb(?), ?)
+           ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 0, doc = excluded.doc, position = excluded.position
+           WHERE excluded.version ${op} ${table}.version`,
+        ),
+        remove: this.statement(
+          `INSERT INTO ${table} (id, version, deleted, doc, position) VALUES (?, ?, 1, NULL, ?)
+           ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted = 1, doc = NULL, position = excluded.position
+           WHERE excluded.version ${op} ${table}.version`,
+        ),
+      });
+      const replay = guarded('>');
+      const repair = writes.some((w) => w.repair === true) ? guarded('>=') : replay;
       // Monotone, so a batch replayed after a crash cannot move the projector backwards.
       const advance = this.statement(
         `INSERT INTO checkpoints (projection, position) VALUES (?, ?)
@@ -240,10 +245,10 @@ export class SqliteReadStore implements ReadStore {
         for (const w of writes) {
           switch (w.kind) {
             case 'upsert':
-              upsert.run(w.id, w.version, JSON.stringify(w.doc), encodePosition(w.position));
+              (w.repair === true ? repair : replay).upsert.run(w.id, w.version, JSON.stringify(w.doc), encodePosition(w.position));
               break;
             case 'delete':
-              remove.run(w.id, w.version, encodePosition(w.position));
+              (w.repair === true ? repair : replay).remove.run(w.id, w.version, encodePosition(w.position));
               break;
             default: {
               const _never: never = w;

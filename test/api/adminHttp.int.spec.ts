@@ -66,7 +66,7 @@ it('every request of admin.http answers as documented, run top to bottom twice',
         if (expr === '$timestamp') return String(Math.floor(Date.now() / 1000) + round * 3600);
         if (expr === '$guid') return randomUUID();
         const header = /^(\w+)\.response\.headers\.(.+)$/.exec(expr);
-        if (header?.[1] !== undefined && header[2] !== undefined) return String(responseHeaders.get(header[1])?.get(header[2]) ?? '');
+        if (header?.[1] !== undefined && header[2] !== undefined) return responseHeaders.get(header[1])?.get(header[2]) ?? '';
         const named = /^(\w+)\.response\.body\.\$\.(.+)$/.exec(expr);
         if (named?.[1] !== undefined && named[2] !== undefined) return String(at(responses.get(named[1]), named[2].split('.')));
         const value = variables.get(expr);

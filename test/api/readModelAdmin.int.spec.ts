@@ -1,7 +1,10 @@
 // Read-model administration over HTTP: list, refresh, a blue/green recreate as a job, and a
 // delete whose rebuild is resumed by the scheduler after a restart.
 
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { READ_MODELS_FILE } from '../../infra/embedded.ts';
+import { openSqliteReadStore } from '../../infra/sqlite/readStore.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 
 const apps: TestApp[] = [];
@@ -97,5 +100,32 @@ describe('read-model administration', () => {
     const jobs = await t.call({ method: 'POST', url: '/api/v1/jobs/search', payload: { filter: [{ column: 'jobType', value: 'READ_MODEL_RECREATE' }] } });
     const found = await t.call({ method: 'GET', url: `/api/v1/jobs/${jobs.json<Job[]>()[0]?.id ?? ''}` });
     expect(found.json()).toMatchObject({ status: 'COMPLETED', data: { resumed: [{ reason: expect.stringContaining('ended before it finished') as unknown }] } });
+  });
+
+  it('refreshes the documents a Filtering selects from their streams, repairing drift, as a job', async () => {
+    const t = await startTestApp();
+    apps.push(t);
+    const at = await seed(t, 3);
+    await t.call({ method: 'POST', url: `/api/v1/user-group-types/count?minPosition=${at}`, payload: {} });
+    const one = (await t.call({ method: 'GET', url: '/api/v1/user-group-types/T1' })).json<{ id: string; auditInfo: { version: number } }>();
+    // Drift: the stored document no longer says what the log says (written behind the service's back).
+    const reads = openSqliteReadStore({ path: join(t.dataDir, READ_MODELS_FILE) });
+    await reads.applyBatch('user_group_types', [{ kind: 'upsert', id: one.id, version: 0, doc: { ...one, name: 'corrupted' }, repair: true }], 0n, 'drift');
+    await reads.close();
+    const search = async () => (await t.call({ method: 'POST', url: '/api/v1/user-group-types/search', payload: { filter: [{ column: 'code', value: 'T1' }] } })).json<{ name: string }[]>();
+    expect((await search())[0]?.name).toBe('corrupted');
+    const bad = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/refresh', payload: { filter: [{ column: 'nope', value: 'x' }] } });
+    expect(bad.statusCode).toBe(400);
+    const ack = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/refresh', payload: { filter: [{ column: 'code', operator: 'IN', values: ['T1', 'T2'] }] } });
+    expect(ack.statusCode).toBe(202);
+    await t.service.readModelJobs.idle();
+    const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${ack.json<{ jobId: string }>().jobId}` })).json<Job>();
+    expect(job).toMatchObject({ status: 'COMPLETED', jobType: 'READ_MODEL_REFRESH', data: { result: { matched: 2, repaired: 1, unchanged: 1, failed: 0 } } });
+    expect((await search())[0]?.name).toBe('Type 1');
+    // The repaired document keeps following the log.
+    const patched = await t.call({ method: 'PATCH', url: '/api/v1/user-group-types/T1', payload: { name: 'Renamed' } });
+    await t.call({ method: 'POST', url: `/api/v1/user-group-types/count?minPosition=${String(patched.headers['x-event-position'])}`, payload: {} });
+    expect((await search())[0]?.name).toBe('Renamed');
+    expect((await t.call({ as: 'editor', method: 'POST', url: '/api/v1/indexes/user_group_types/refresh', payload: {} })).statusCode).toBe(403);
   });
 });

@@ -75,6 +75,17 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         expect((await store.getMany(c, [id])).get(id)).toEqual({ version: 2, doc: { id, code: 'V2' } });
       });
 
+      it('lets a repair write the stored version again, never an older one', async () => {
+        const id = randomUUID();
+        const c = fresh();
+        await store.applyBatch(c, [upsert({ id, code: 'drifted' }, 2)], 1n);
+        await store.applyBatch(c, [{ ...upsert({ id, code: 'stale' }, 1), repair: true }], 1n);
+        expect((await store.getMany(c, [id])).get(id)).toEqual({ version: 2, doc: { id, code: 'drifted' } });
+        await store.applyBatch(c, [{ ...upsert({ id, code: 'refolded' }, 2), repair: true }], 1n);
+        expect((await store.getMany(c, [id])).get(id)).toEqual({ version: 2, doc: { id, code: 'refolded' } });
+        expect(await store.find(c, byCode, everything)).toEqual([{ id, code: 'refolded' }]);
+      });
+
       it('keeps the highest version when a batch holds several writes of one document', async () => {
         const a = randomUUID();
         const b = randomUUID();

@@ -127,6 +127,17 @@ describe('MongoDB query language through mingo', () => {
     }
   });
 
+  it('lets a repair replace the stored version, and nothing replace a newer one (the version filters)', () => {
+    const rows: StoredDocument[] = [];
+    const id = 'r1';
+    applyWrite(rows, { kind: 'upsert', id, version: 2, doc: { id, code: 'drifted' } });
+    applyWrite(rows, { kind: 'upsert', id, version: 2, doc: { id, code: 'replayed' } });
+    applyWrite(rows, { kind: 'upsert', id, version: 1, doc: { id, code: 'stale' }, repair: true });
+    expect(rows.map((r) => r.doc === null ? null : decodeDocument(r.doc))).toEqual([{ id, code: 'drifted' }]);
+    applyWrite(rows, { kind: 'upsert', id, version: 2, doc: { id, code: 'refolded' }, repair: true });
+    expect(rows.map((r) => r.doc === null ? null : decodeDocument(r.doc))).toEqual([{ id, code: 'refolded' }]);
+  });
+
   describe('filtering fixtures: the fixture ids, and the SQLite store, with every page', () => {
     for (const fixture of filteringFixtures) {
       it(fixture.name, async () => {
