@@ -84,7 +84,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
   const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, logger };
   const reactors = works ? modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => new LogProcessor(reactorHandler(r, readStore), eventStore, readStore, processorOptions)) : [];
   const schedules = works ? [readModelJobs.schedule(), ...modules.flatMap((m) => m.schedules?.(context) ?? [])] : [];
-  const scheduler = new Scheduler(schedules, readStore, readModels, { clock, logger, ...(options.schedulerIntervalMs === undefined ? {} : { intervalMs: options.schedulerIntervalMs }) });
+  const scheduler = new Scheduler(schedules, readStore, { clock, logger, ...(options.schedulerIntervalMs === undefined ? {} : { intervalMs: options.schedulerIntervalMs }) });
   const workers: Worker[] = works ? modules.flatMap((m) => m.workers?.(context) ?? []) : [];
   const app = await buildApp({
     eventStore,

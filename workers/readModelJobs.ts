@@ -5,18 +5,19 @@
 // resumed too often is FAILED with the reason.
 
 import { randomUUID } from 'node:crypto';
-import { job as jobDefinition, type JobCommand } from '../domain/jobs/jobs.ts';
+import { READ_MODEL_JOB_ACTOR, isFinal, job as jobDefinition, type JobCommand } from '../domain/jobs/jobs.ts';
 import type { Clock, Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
 import type { Projection, StoredDocument } from '../projections/projection.ts';
 import { resourceService } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { DomainError } from '../domain/shared/errors.ts';
+import { uuidV5 } from '../domain/shared/ids.ts';
 import { toQuery, type ColumnCatalog, type Filtering, type Query } from '../domain/shared/filtering.ts';
 import { deepEqual, type JsonObject } from '../domain/shared/json.ts';
 import type { Logger } from './processor.ts';
 import { Projector } from './projector.ts';
 import { atGeneration, type ReadModelSet } from './readModels.ts';
-import type { Schedule } from './scheduler.ts';
+import { dueInReadModel, type Schedule } from './scheduler.ts';
 
 export const RECREATE = 'READ_MODEL_RECREATE';
 export const REFRESH = 'READ_MODEL_REFRESH';
@@ -47,7 +48,7 @@ export type ReadModelJobsOptions = {
   catalogs: ReadonlyMap<string, { columns: ColumnCatalog; defaultSort: readonly string[] }>;
 };
 
-const ACTOR = 'system:read-model-jobs';
+
 
 export class ReadModelJobs {
   readonly #o: ReadModelJobsOptions;
@@ -63,28 +64,71 @@ export class ReadModelJobs {
   }
 
   #ctx(extra: Partial<CommandContext> = {}): CommandContext {
-    return { actor: ACTOR, now: this.#o.clock.now(), newId: randomUUID, ...extra };
+    return { actor: READ_MODEL_JOB_ACTOR, now: this.#o.clock.now(), newId: randomUUID, ...extra };
   }
 
   async #command(jobId: string, command: JobCommand): Promise<void> {
     await this.#jobs.execute(jobId, command, this.#ctx());
   }
 
-  /** Starts a recreate of a read model as a job (IN_PROGRESS at once); answers its id. With
-   * `dropLive` the live generation is dropped first (DELETE /indexes/{name}). */
-  async recreate(name: string, ctx: CommandContext, options: { dropLive: boolean }): Promise<string> {
-    const busy = this.#o.readModels.statuses().find((s) => s.name === name && s.building !== null);
-    if (busy !== undefined) {
-      throw new DomainError('READ_MODEL.REBUILDING', 'CONFLICT', `Read model ${name} is being rebuilt by job ${String(busy.jobId)}; wait for it to end`);
-    }
+  /** The job's id: from the caller's Idempotency-Key when given (a retry finds the first job and
+   * starts nothing), else random. */
+  #jobIdFor(ctx: CommandContext, operation: string, name: string): string {
+    if (ctx.idempotencyKey === undefined) return randomUUID();
+    // Derived, in the form of a version 4 UUID (the form a create takes for a chosen id).
+    const derived = uuidV5(`readModelJob|${operation}|${name}|${ctx.actor}|${ctx.idempotencyKey}`);
+    return `${derived.slice(0, 14)}4${derived.slice(15)}`;
+  }
+
+  /** A job created by a request: by this runner's actor (only it writes READ_MODEL_* jobs), with
+   * the caller kept in `data.requestedBy` and the request's ids in the metadata. */
+  async #createJob(id: string, jobType: string, data: JsonObject, ctx: CommandContext): Promise<JobRecord> {
+    const { idempotencyKey: _key, requestHash: _hash, ...request } = ctx;
     const created = await this.#jobs.create(
-      { startDate: ctx.now.toISOString(), status: 'IN_PROGRESS', jobType: RECREATE, data: { indexName: name, dropLive: options.dropLive } },
-      ctx,
+      { id, startDate: ctx.now.toISOString(), status: 'IN_PROGRESS', jobType, data: { ...data, requestedBy: ctx.actor } },
+      { ...request, actor: READ_MODEL_JOB_ACTOR },
     );
-    const record = created.record as JobRecord;
-    if (options.dropLive) {
-      // Dropped before answering, so searches answer 503 from the moment the DELETE returns.
-      await this.#o.readModels.beginRebuild(name, record.id, { dropLive: true });
+    return created.record as JobRecord;
+  }
+
+  /** An earlier request's job under the same Idempotency-Key, if there is one. */
+  async #existing(id: string): Promise<boolean> {
+    try {
+      await this.#jobs.get(id);
+      return true;
+    } catch (error) {
+      if (error instanceof DomainError && error.status === 'NOT_FOUND') return false;
+      throw error;
+    }
+  }
+
+  /** Whether a job has ended (or does not exist): its reservation of a generation is then void. */
+  readonly #isEnded = async (jobId: string): Promise<boolean> => {
+    try {
+      return isFinal((await this.#jobs.get(jobId)).status);
+    } catch (error) {
+      if (error instanceof DomainError && error.status === 'NOT_FOUND') return !this.#running.has(jobId);
+      throw error;
+    }
+  };
+
+  /** Starts a recreate of a read model as a job (IN_PROGRESS at once); answers its id. The new
+   * generation is reserved first, so of concurrent requests one gets the job and the others 409.
+   * With `dropLive` the live generation is dropped at once (DELETE /indexes/{name}). */
+  async recreate(name: string, ctx: CommandContext, options: { dropLive: boolean }): Promise<string> {
+    const id = this.#jobIdFor(ctx, options.dropLive ? 'delete' : 'recreate', name);
+    if (await this.#existing(id)) return id;
+    const generation = await this.#o.readModels.beginRebuild(name, id, { dropLive: options.dropLive, isEnded: this.#isEnded });
+    if (generation === undefined) {
+      const busy = this.#o.readModels.statuses().find((s) => s.name === name);
+      throw new DomainError('READ_MODEL.REBUILDING', 'CONFLICT', `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`);
+    }
+    let record: JobRecord;
+    try {
+      record = await this.#createJob(id, RECREATE, { indexName: name, dropLive: options.dropLive, generation }, ctx);
+    } catch (error) {
+      await this.#o.readModels.abandonRebuild(name, id);
+      throw error;
     }
     if (this.#o.runs) void this.#claimAndRun(record, undefined);
     return record.id;
@@ -104,63 +148,75 @@ export class ReadModelJobs {
    * folded again from its streams and written when it differs (repairs drift). */
   async refresh(name: string, filtering: Pick<Filtering, 'filter' | 'sort'>, ctx: CommandContext): Promise<string> {
     this.refreshQuery(name, filtering);
-    const created = await this.#jobs.create(
-      { startDate: ctx.now.toISOString(), status: 'IN_PROGRESS', jobType: REFRESH, data: { indexName: name, filter: filtering.filter } },
-      ctx,
-    );
-    const record = created.record as JobRecord;
+    const id = this.#jobIdFor(ctx, 'refresh', name);
+    if (await this.#existing(id)) return id;
+    const record = await this.#createJob(id, REFRESH, { indexName: name, filter: filtering.filter }, ctx);
     if (this.#o.runs) void this.#claimAndRun(record, undefined);
     return record.id;
   }
 
-  /** The schedule that resumes jobs whose runner is gone. */
+  /** The schedule that takes over jobs whose runner is gone: the jobs read model's IN_PROGRESS
+   * READ_MODEL_* jobs, and (so a dropped jobs read model cannot hide the job rebuilding it) the
+   * jobs the generation records name. */
   schedule(): Schedule {
+    const query = toQuery(
+      { filter: [{ column: 'status', operator: 'EQ', value: 'IN_PROGRESS' }, { column: 'jobType', operator: 'IN', values: JOB_TYPES }], sort: [] },
+      jobDefinition.columns,
+      jobDefinition.defaultSort,
+    );
     return {
       name: 'read-model-jobs',
-      readModel: jobDefinition.collection,
-      due: () =>
-        toQuery(
-          {
-            filter: [
-              { column: 'status', operator: 'EQ', value: 'IN_PROGRESS' },
-              { column: 'jobType', operator: 'IN', values: JOB_TYPES },
-            ],
-            sort: [],
-          },
-          jobDefinition.columns,
-          jobDefinition.defaultSort,
-        ),
+      due: async () => {
+        const listed = await dueInReadModel(this.#o.readStore, this.#o.readModels, jobDefinition.collection, query);
+        const named = this.#o.readModels.statuses().flatMap((s) => (s.jobId === null || listed.some((d) => d.id === s.jobId) ? [] : [s.jobId]));
+        const reserved = await Promise.all(named.map((id) => this.#jobs.get(id).catch(() => undefined)));
+        return [...listed, ...reserved.filter((r) => r?.status === 'IN_PROGRESS')] as Document[];
+      },
       run: async (item) => {
-        if (this.#running.has(item.id)) return;
+        if (this.#running.has(item.id)) return true;
         const resumed = ((item.data as JsonObject | undefined)?.resumed as unknown[] | undefined)?.length ?? 0;
-        await this.#claimAndRun(item, resumed);
+        return this.#claimAndRun(item, resumed);
       },
     };
   }
 
-  /** Runs a job if this process can take its lease (another may run it); `resumed` counts the
-   * earlier resumes when the job is taken over rather than started. */
-  async #claimAndRun(record: JobRecord, resumed: number | undefined): Promise<void> {
-    if (this.#running.has(record.id) || this.#stopping) return;
+  /** Starts a job in the background if this process can take its lease (another may run it);
+   * false when it cannot. `resumed` counts earlier resumes when the job is taken over. */
+  async #claimAndRun(record: JobRecord, resumed: number | undefined): Promise<boolean> {
+    if (this.#running.has(record.id)) return true;
+    if (this.#stopping || isFinal(record.status)) return false;
     const lease = `job:${record.id}`;
     const leaseMs = this.#o.leaseMs ?? 15_000;
-    if (!(await this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs))) return;
+    if (!(await this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs))) return false;
+    const held = { lost: false };
     const run = (async () => {
-      const renew = setInterval(() => void this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs).catch(() => undefined), leaseMs / 3);
+      const renew = setInterval(() => {
+        void this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs).then(
+          (ok) => {
+            if (!ok) held.lost = true;
+          },
+          () => undefined,
+        );
+      }, leaseMs / 3);
       try {
         if (resumed !== undefined) {
           if (resumed >= MAX_RESUMES) {
             await this.#fail(record, `stopped ${String(resumed)} times without finishing (the process running it ended); not resumed again`);
             return;
           }
-          await this.#command(record.id, { type: 'Resume', reason: 'the process running it ended before it finished; resumed from where it was' });
+          const started = (record.data)?.progress !== undefined;
+          await this.#command(record.id, {
+            type: 'Resume',
+            reason: started ? 'the process running it ended before it finished; resumed from where it was' : 'taken up by a worker: no process was running it',
+          });
         }
-        if (record.jobType === REFRESH) await this.#refresh(record);
-        else await this.#recreate(record);
+        if (record.jobType === REFRESH) await this.#refresh(record, held);
+        else await this.#recreate(record, held);
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
         this.#o.logger?.error({ err: error, job: record.id }, 'read-model job failed');
-        await this.#fail(record, reason).catch(() => undefined);
+        // A job whose lease passed to another runner is that runner's to end.
+        if (!held.lost) await this.#fail(record, reason).catch(() => undefined);
       } finally {
         clearInterval(renew);
         await this.#o.readStore.releaseLease(lease, this.#instanceId).catch(() => undefined);
@@ -168,7 +224,7 @@ export class ReadModelJobs {
       }
     })();
     this.#running.set(record.id, run);
-    await run;
+    return true;
   }
 
   async #fail(record: JobRecord, reason: string): Promise<void> {
@@ -187,13 +243,14 @@ export class ReadModelJobs {
     await this.idle();
   }
 
-  async #recreate(record: JobRecord): Promise<void> {
+  async #recreate(record: JobRecord, held: { lost: boolean }): Promise<void> {
     const started = Date.now();
     const name = String(record.data?.indexName);
     const base = this.#o.readModels.projection(name);
     if (base === undefined) throw new Error(`no read model ${JSON.stringify(name)}`);
     const { eventStore: events, readStore: reads } = this.#o;
-    const generation = await this.#o.readModels.beginRebuild(name, record.id, { dropLive: record.data?.dropLive === true });
+    const generation = await this.#o.readModels.beginRebuild(name, record.id, { dropLive: record.data?.dropLive === true, isEnded: this.#isEnded });
+    if (generation === undefined) throw new Error(`read model ${name} is being rebuilt by another job`);
     const projection = atGeneration(base, generation);
     await reads.ensureCollection(projection.collection, projection.indexedPaths, projection.textPaths === undefined ? undefined : { textPaths: projection.textPaths });
     const poison: Poison[] = [];
@@ -204,7 +261,9 @@ export class ReadModelJobs {
     // A generation loaded before a restart resumes with its catch-up.
     const folded = resumedAt === 0n ? await this.#foldInMemory(record.id, projection, generation, notePoison) : 0;
     // Catch up with what was written meanwhile, then swap; the projector goes on as the live one.
-    const projector = new Projector(projection, events, reads, this.#o.readModels.options);
+    assertHeld(held);
+    // Its own lease, whatever this process's ROLE (a worker folds no live read model).
+    const projector = new Projector(projection, events, reads, { ...this.#o.readModels.options, followOnly: false });
     await projector.start();
     try {
       for (;;) {
@@ -213,7 +272,8 @@ export class ReadModelJobs {
         await this.#command(record.id, { type: 'Progress', progress: { phase: 'catch-up', generation, folded, position: projector.checkpoint.toString(), head: head.toString() } });
       }
       for (const f of projector.status().failures) notePoison({ position: BigInt(f.position), stream: f.stream, type: f.type }, f.error);
-      await this.#o.readModels.swap(name, generation, projector);
+      assertHeld(held);
+      if (!(await this.#o.readModels.swap(name, generation, record.id, projector))) throw new Error(`read model ${name}: the rebuild's reservation was lost before the swap`);
     } catch (error) {
       await projector.stop();
       throw error;
@@ -232,7 +292,7 @@ export class ReadModelJobs {
     });
   }
 
-  async #refresh(record: JobRecord): Promise<void> {
+  async #refresh(record: JobRecord, held: { lost: boolean }): Promise<void> {
     const started = Date.now();
     const name = String(record.data?.indexName);
     const projection = this.#o.readModels.projection(name);
@@ -259,6 +319,7 @@ export class ReadModelJobs {
           failures.push({ id, error: error instanceof Error ? error.message : String(error) });
         }
       }
+      assertHeld(held);
       // The live projection's checkpoint is monotone: passing 0 leaves it where it is.
       await reads.applyBatch(collection, writes, 0n, serving.name);
       counts.repaired += writes.length;
@@ -312,6 +373,11 @@ export class ReadModelJobs {
     await reads.bulkLoad(projection.collection, documents.values(), after > head ? after : head, projection.name);
     return folded;
   }
+}
+
+/** A runner that lost its job's lease stops: another instance runs the job now. */
+function assertHeld(held: { lost: boolean }): void {
+  if (held.lost) throw new Error('the job lease passed to another instance');
 }
 
 /** One document folded from nothing over the events of its streams, in log order. */

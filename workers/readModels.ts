@@ -14,8 +14,12 @@ export const GENERATIONS = 'read_model_generations';
 /** How often an instance re-reads which generations are live (another instance may have swapped). */
 const GENERATIONS_POLL_MS = 1000;
 
-/** Which generation serves a read model, and which one is being built (by which job). */
-export type GenerationRecord = { live: number | null; building: number | null; jobId: string | null };
+/** Which generation serves a read model, which one is being built (by which job), and which one
+ * was replaced and is dropped a little later (other instances may still read it until they poll). */
+export type GenerationRecord = { live: number | null; building: number | null; jobId: string | null; retired?: number | null };
+
+/** How long a replaced generation is kept after a swap: longer than every instance's poll. */
+const RETIRE_AFTER_MS = 5 * GENERATIONS_POLL_MS;
 
 /** The projection writing generation `g` of a read model: its own collection and checkpoint. */
 export const atGeneration = (projection: Projection, generation: number): Projection =>
@@ -31,9 +35,14 @@ type Slot = {
   swapping: boolean;
 };
 
-export type ReadModelState = 'live' | 'rebuilding';
+/** live: a generation serves it; rebuilding: one is being built (searches 503 when none serves);
+ * failed: none serves and none is being built (its rebuild failed: recreate it). */
+export type ReadModelState = 'live' | 'rebuilding' | 'failed';
 
 export type ReadModelSetStatus = ReadModelStatus & { generation: number | null; state: ReadModelState; building: number | null; jobId: string | null };
+
+const sameRecord = (doc: Record<string, unknown> | null, record: GenerationRecord): boolean =>
+  doc !== null && doc.live === record.live && doc.building === record.building && doc.jobId === record.jobId && (doc.retired ?? null) === (record.retired ?? null);
 
 export class ReadModelSet implements ReadModels {
   readonly #slots = new Map<string, Slot>();
@@ -41,6 +50,7 @@ export class ReadModelSet implements ReadModels {
   readonly #reads: ReadStore;
   readonly #options: ProjectorOptions;
   #poll: NodeJS.Timeout | undefined;
+  readonly #retiring = new Set<NodeJS.Timeout>();
   #started = false;
 
   constructor(projections: readonly Projection[], events: EventStore, reads: ReadStore, options: ProjectorOptions = {}) {
@@ -78,12 +88,16 @@ export class ReadModelSet implements ReadModels {
       this.#options.logger?.error({ err: error }, 'read-model generations unreadable; retrying');
     }
     await Promise.all([...this.#slots.values()].map((slot) => this.#serve(slot)));
+    // A replaced generation a stopped process did not get to drop.
+    for (const slot of this.#slots.values()) if (slot.record.retired != null) this.#retireLater(slot);
     this.#poll = setInterval(() => void this.#refresh(), GENERATIONS_POLL_MS);
     this.#poll.unref();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.#poll);
+    for (const timer of this.#retiring) clearTimeout(timer);
+    this.#retiring.clear();
     this.#started = false;
     await Promise.all([...this.#slots.values()].map(async (slot) => slot.live?.stop()));
   }
@@ -93,10 +107,11 @@ export class ReadModelSet implements ReadModels {
     const found = new Map<string, { record: GenerationRecord; version: number }>();
     for (const [name, { version, doc }] of stored) {
       if (doc === null) continue;
-      const record = { live: doc.live as number | null, building: doc.building as number | null, jobId: doc.jobId as string | null };
+      const record = { live: doc.live as number | null, building: doc.building as number | null, jobId: doc.jobId as string | null, retired: (doc.retired ?? null) as number | null };
       found.set(name, { record, version });
       const slot = this.#slots.get(name);
-      if (slot !== undefined && !slot.swapping) {
+      // Never older than what this instance wrote or read since (a slow read answers late).
+      if (slot !== undefined && !slot.swapping && version >= slot.version) {
         slot.record = record;
         slot.version = version;
       }
@@ -125,16 +140,40 @@ export class ReadModelSet implements ReadModels {
     }
   }
 
-  async #write(slot: Slot, record: GenerationRecord): Promise<void> {
-    const version = slot.version + 1;
+  /** Writes a read model's generation record over the version it was read at: a compare-and-set,
+   * so of two instances (or two requests) changing it at once exactly one succeeds. */
+  async #write(slot: Slot, record: GenerationRecord, readAt: number): Promise<boolean> {
+    const version = readAt + 1;
     await this.#reads.applyBatch(GENERATIONS, [{ kind: 'upsert', id: slot.projection.name, version, doc: { id: slot.projection.name, ...record } }], 0n, GENERATIONS);
-    // The write is version-guarded: read back what is stored, so a lost race shows.
     const stored = (await this.#reads.getMany(GENERATIONS, [slot.projection.name])).get(slot.projection.name);
-    if (stored?.version !== version || stored.doc?.jobId !== record.jobId) {
-      throw new Error(`read model ${slot.projection.name}: another instance changed its generations meanwhile`);
-    }
+    if (stored?.version !== version || !sameRecord(stored.doc, record)) return false;
     slot.record = record;
     slot.version = version;
+    return true;
+  }
+
+  /** The stored record of a read model, read now. */
+  async #current(slot: Slot): Promise<{ record: GenerationRecord; version: number }> {
+    const found = (await this.#loadRecords()).get(slot.projection.name);
+    return found ?? { record: { live: 0, building: null, jobId: null }, version: -1 };
+  }
+
+  /** Drops a replaced generation once every instance has had time to see the swap. */
+  #retireLater(slot: Slot): void {
+    const timer = setTimeout(() => {
+      this.#retiring.delete(timer);
+      void this.#retire(slot).catch((error: unknown) => this.#options.logger?.error({ err: error, readModel: slot.projection.name }, 'could not drop a replaced generation; trying again at the next start'));
+    }, RETIRE_AFTER_MS);
+    timer.unref();
+    this.#retiring.add(timer);
+  }
+
+  async #retire(slot: Slot): Promise<void> {
+    const { record, version } = await this.#current(slot);
+    if (record.retired == null || record.retired === record.live || record.retired === record.building) return;
+    const dropped = atGeneration(slot.projection, record.retired);
+    await this.#reads.reset(dropped.collection, dropped.name);
+    await this.#write(slot, { ...record, retired: null }, version);
   }
 
   /** The physical collection serving a read model now; 503 while it has none (deleted, rebuilding). */
@@ -175,7 +214,7 @@ export class ReadModelSet implements ReadModels {
         ...base,
         name: slot.projection.name,
         generation: slot.record.live,
-        state: slot.record.live === null || slot.record.building !== null ? 'rebuilding' : 'live',
+        state: slot.record.building !== null ? 'rebuilding' : slot.record.live === null ? 'failed' : 'live',
         building: slot.record.building,
         jobId: slot.record.jobId,
       };
@@ -186,18 +225,21 @@ export class ReadModelSet implements ReadModels {
    * Reserves the next generation of a read model for a rebuild by `jobId`, or answers the one that
    * job reserved already (a rebuild resumed after a restart). With `dropLive`, the live
    * generation is dropped at once and the read model answers 503 until the rebuild swaps in.
-   * Refused while another job rebuilds it.
+   * Answers undefined when another job holds the reservation (and `isRunning` says it still runs).
    */
-  async beginRebuild(name: string, jobId: string, options: { dropLive: boolean }): Promise<number> {
+  async beginRebuild(name: string, jobId: string, options: { dropLive: boolean; isEnded?: (jobId: string) => Promise<boolean> }): Promise<number | undefined> {
     const slot = this.#slot(name);
-    await this.#loadRecords();
-    const { record } = slot;
+    const { record, version } = await this.#current(slot);
     if (record.building !== null && record.jobId === jobId) return record.building;
-    if (record.building !== null) throw new Error(`read model ${name} is being rebuilt by job ${String(record.jobId)}`);
-    // A generation a failed rebuild left was dropped with its checkpoint: it may be used again.
-    const generation = (record.live ?? 0) + 1;
+    if (record.building !== null && record.jobId !== null && !(await options.isEnded?.(record.jobId))) return undefined;
+    // A generation a failed rebuild left was dropped with its checkpoint, or is dropped now: it may be used again.
+    if (record.building !== null) {
+      const left = atGeneration(slot.projection, record.building);
+      await this.#reads.reset(left.collection, left.name);
+    }
+    const generation = Math.max(record.live ?? 0, record.retired ?? 0) + 1;
     const live = options.dropLive ? null : record.live;
-    await this.#write(slot, { live, building: generation, jobId });
+    if (!(await this.#write(slot, { live, building: generation, jobId, retired: record.retired ?? null }, version))) return undefined;
     if (options.dropLive && record.live !== null) {
       const old = atGeneration(slot.projection, record.live);
       await this.#serve(slot);
@@ -206,35 +248,34 @@ export class ReadModelSet implements ReadModels {
     return generation;
   }
 
-  /** Makes a caught-up generation the live one (its projector goes on following the log) and
-   * drops the generation it replaces. */
-  async swap(name: string, generation: number, projector: Projector): Promise<void> {
+  /** Makes a caught-up generation the live one (its projector goes on following the log); the
+   * generation it replaces is dropped a little later. False when the reservation was lost. */
+  async swap(name: string, generation: number, jobId: string, projector: Projector): Promise<boolean> {
     const slot = this.#slot(name);
     slot.swapping = true;
     try {
-      const before = slot.record.live;
-      await this.#write(slot, { live: generation, building: null, jobId: null });
+      const { record, version } = await this.#current(slot);
+      if (record.jobId !== jobId || record.building !== generation) return false;
+      if (!(await this.#write(slot, { live: generation, building: null, jobId: null, retired: record.live }, version))) return false;
       const old = slot.live;
       slot.live = projector;
       await old?.stop();
-      if (before !== null && before !== generation) {
-        const dropped = atGeneration(slot.projection, before);
-        await this.#reads.reset(dropped.collection, dropped.name);
-      }
+      if (record.live !== null) this.#retireLater(slot);
+      return true;
     } finally {
       slot.swapping = false;
     }
   }
 
-  /** A rebuild that cannot finish gives its generation up (the live one, if any, keeps serving). */
+  /** A rebuild that cannot finish gives its generation up (the live one, if any, keeps serving;
+   * a dropped model with none is `failed` until recreated). */
   async abandonRebuild(name: string, jobId: string): Promise<void> {
     const slot = this.#slot(name);
-    await this.#loadRecords();
-    if (slot.record.jobId !== jobId || slot.record.building === null) return;
-    const building = atGeneration(slot.projection, slot.record.building);
-    await this.#write(slot, { ...slot.record, building: null, jobId: null });
+    const { record, version } = await this.#current(slot);
+    if (record.jobId !== jobId || record.building === null) return;
+    const building = atGeneration(slot.projection, record.building);
+    await this.#write(slot, { ...record, building: null, jobId: null }, version);
     await this.#reads.reset(building.collection, building.name);
-    // A dropped model with no generation left is rebuilt by the next recreate.
   }
 
   /** The projector options, for a rebuild's own projector. */

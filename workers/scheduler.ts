@@ -1,7 +1,7 @@
 // Work that falls due at a time (a job whose runner died, later: notifications that expire,
-// deliveries to retry, the retention pass). Due work is data, never a timer: each schedule names a
-// read model and the query of its documents that are due at `now`, so it survives restarts and is
-// the same on every instance. One instance at a time polls (a lease in the read store); each due
+// deliveries to retry, the retention pass). Due work is data, never a timer: each schedule answers
+// the items due at `now` from stored data (usually a query of a read model), so it survives
+// restarts and is the same on every instance. One instance at a time polls (a lease in the read store); each due
 // item is handed to the schedule's `run`, which must be idempotent (it runs again after a crash)
 // and, once done, write the event that makes the item no longer due. The clock is injected, so
 // tests move time and call `tick()`.
@@ -14,13 +14,24 @@ import type { Logger } from './processor.ts';
 
 export type Schedule = {
   readonly name: string;
-  /** The read model whose documents are the due items. */
-  readonly readModel: string;
-  /** The query of the documents due at `now`. */
-  due(now: Date): Query;
-  /** Handles one due item. */
-  run(item: Document, now: Date): Promise<void>;
+  /** The items due at `now` (most often a query of a read model: dueInReadModel). Each has an id
+   * and, when it changes, a new `auditInfo.version`. */
+  due(now: Date): Promise<readonly Document[]>;
+  /** Handles one due item; false when it could not be taken now (another instance holds it):
+   * it is offered again at the next tick. */
+  run(item: Document, now: Date): Promise<boolean | undefined>;
 };
+
+/** Due items as the documents of a read model a query selects (none while it is rebuilding). */
+export async function dueInReadModel(reads: ReadStore, readModels: ReadModels, readModel: string, query: Query, limit = 100): Promise<Document[]> {
+  let collection: string;
+  try {
+    collection = readModels.collectionOf(readModel);
+  } catch {
+    return [];
+  }
+  return reads.find(collection, query, { offset: 0, limit });
+}
 
 export type SchedulerOptions = {
   clock: Clock;
@@ -39,7 +50,6 @@ const REMEMBERED = 10_000;
 export class Scheduler {
   readonly #schedules: readonly Schedule[];
   readonly #reads: ReadStore;
-  readonly #readModels: ReadModels;
   readonly #options: SchedulerOptions;
   readonly #instanceId: string;
   /** Items run at a version: not run again until their document changes (the read model may not
@@ -48,10 +58,9 @@ export class Scheduler {
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<number> | undefined;
 
-  constructor(schedules: readonly Schedule[], reads: ReadStore, readModels: ReadModels, options: SchedulerOptions) {
+  constructor(schedules: readonly Schedule[], reads: ReadStore, options: SchedulerOptions) {
     this.#schedules = schedules;
     this.#reads = reads;
-    this.#readModels = readModels;
     this.#options = options;
     this.#instanceId = options.instanceId ?? `${process.pid.toString()}-${randomUUID()}`;
   }
@@ -90,19 +99,13 @@ export class Scheduler {
 
   async #runDue(schedule: Schedule): Promise<number> {
     const now = this.#options.clock.now();
-    let collection: string;
-    try {
-      collection = this.#readModels.collectionOf(schedule.readModel);
-    } catch {
-      return 0; // rebuilding: its items are due again once it is back
-    }
-    const items = await this.#reads.find(collection, schedule.due(now), { offset: 0, limit: this.#options.batch ?? 100 });
+    const items = (await schedule.due(now)).slice(0, this.#options.batch ?? 100);
     let ran = 0;
     for (const item of items) {
       const key = `${schedule.name}\n${item.id}\n${JSON.stringify((item.auditInfo as { version?: unknown } | undefined)?.version ?? null)}`;
       if (this.#ran.has(key)) continue;
       try {
-        await schedule.run(item, now);
+        if ((await schedule.run(item, now)) === false) continue;
         ran++;
       } catch (error) {
         this.#options.logger?.error({ err: error, schedule: schedule.name, item: item.id }, 'scheduled item failed; it stays due');

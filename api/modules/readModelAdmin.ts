@@ -21,7 +21,7 @@ const ReadModelSchema = z
     position: z.string().meta({ description: 'log position the serving generation has folded' }),
     lag: z.int().meta({ description: 'how far the log is ahead: events on the embedded log, bytes of KurrentDB\'s log' }),
     lagMs: z.number().meta({ description: 'how long the oldest event not folded yet has waited' }),
-    state: z.enum(['live', 'rebuilding']),
+    state: z.enum(['live', 'rebuilding', 'failed']).meta({ description: 'failed: no generation serves it and none is being built (its rebuild failed); recreate it' }),
     generation: z.int().nullable().meta({ description: 'the generation serving searches; null after a delete until its rebuild swaps in' }),
     building: z.int().nullable().meta({ description: 'the generation a rebuild is folding, if any' }),
     jobId: z.string().nullable().meta({ description: 'the job rebuilding it, if any' }),

@@ -3,7 +3,7 @@
 // /jobs/{id}?expand=JOB_STEPS reads them from the read model that folds a job with its steps.
 
 import { z } from 'zod';
-import { invalidTransition, validationFailed } from '../shared/errors.ts';
+import { DomainError, invalidTransition, validationFailed } from '../shared/errors.ts';
 import { dateTime, jsonMap, longText, text, uuid } from '../shared/fields.ts';
 import type { JsonObject } from '../shared/json.ts';
 import { defineResource, type Behaviour, type DecideContext, type ResourceDefinition } from '../resource/defineResource.ts';
@@ -21,11 +21,33 @@ export const STATUS_MOVES: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
 const STARTS: readonly JobStatus[] = ['NEW', 'IN_PROGRESS'];
 export const isFinal = (status: unknown): boolean => status === 'COMPLETED' || status === 'FAILED';
 
+/** The actor of the service's own read-model jobs: the only one that may write READ_MODEL_* jobs
+ * (a client ending one would strand the read model it rebuilds). */
+export const READ_MODEL_JOB_ACTOR = 'system:read-model-jobs';
+const SERVICE_JOB = 'READ_MODEL_';
+
+/** Only the service writes its own jobs. */
+function assertClientJob(resource: string, before: JsonObject | undefined, after: JsonObject, ctx: DecideContext): void {
+  const kind = [before?.jobType, after.jobType].find((t): t is string => typeof t === 'string' && t.startsWith(SERVICE_JOB));
+  if (kind !== undefined && ctx.actor !== READ_MODEL_JOB_ACTOR) {
+    throw new DomainError(`${resource}.SERVICE_JOB`, 'CONFLICT', `${kind} jobs are run by the service: start them through /api/v1/indexes, and they end themselves`);
+  }
+}
+
+/** Dates set before stay when a change leaves them out; a record gets them when it starts or ends. */
+function withDates(before: JsonObject | undefined, after: JsonObject, startField: 'startDate' | undefined, now: Date): JsonObject {
+  const next: JsonObject = { ...after };
+  if (startField !== undefined && after.status !== 'NEW' && next[startField] === undefined) next[startField] = before?.[startField] ?? now.toISOString();
+  if (isFinal(after.status) && next.endDate === undefined) next.endDate = (isFinal(before?.status) ? before?.endDate : undefined) ?? now.toISOString();
+  return next;
+}
+
 /** Status moves of jobs and steps alike: 409 naming the allowed moves; a record that starts gets
  * its startDate and one that ends its endDate (now) unless the change gives them. */
 function statusMoves(resource: string, startField: 'startDate' | undefined): NonNullable<Behaviour['onChange']> {
   return (before, after, ctx: DecideContext) => {
     const to = after.status as JobStatus;
+    assertClientJob(resource, before, after, ctx);
     if (before === undefined && !STARTS.includes(to)) {
       throw validationFailed(`A ${resource} starts NEW or IN_PROGRESS`, [`status: ${to} is not a starting status; use NEW or IN_PROGRESS`]);
     }
@@ -33,10 +55,7 @@ function statusMoves(resource: string, startField: 'startDate' | undefined): Non
     if (from !== undefined && from !== to && !STATUS_MOVES[from].includes(to)) {
       throw invalidTransition(resource, 'status', from, to, STATUS_MOVES[from]);
     }
-    const next: JsonObject = { ...after };
-    if (startField !== undefined && to !== 'NEW' && next[startField] === undefined) next[startField] = ctx.now.toISOString();
-    if (isFinal(to) && next.endDate === undefined) next.endDate = ctx.now.toISOString();
-    return next;
+    return withDates(before, after, startField, ctx.now);
   };
 }
 

@@ -99,7 +99,7 @@ describe('read-model administration', () => {
     expect(jobId).toMatchObject({ generation: 1, state: 'live', documents: 5 });
     const jobs = await t.call({ method: 'POST', url: '/api/v1/jobs/search', payload: { filter: [{ column: 'jobType', value: 'READ_MODEL_RECREATE' }] } });
     const found = await t.call({ method: 'GET', url: `/api/v1/jobs/${jobs.json<Job[]>()[0]?.id ?? ''}` });
-    expect(found.json()).toMatchObject({ status: 'COMPLETED', data: { resumed: [{ reason: expect.stringContaining('ended before it finished') as unknown }] } });
+    expect(found.json()).toMatchObject({ status: 'COMPLETED', data: { resumed: [{ reason: expect.stringContaining('no process was running it') as unknown }] } });
   });
 
   it('refreshes the documents a Filtering selects from their streams, repairing drift, as a job', async () => {

@@ -12,7 +12,9 @@ import { registries } from '../../domain/registries/index.ts';
 import { resourceService } from '../../domain/resource/service.ts';
 import { evolve, initialState, toRecord, type RecordState } from '../../domain/resource/decider.ts';
 import { toQuery } from '../../domain/shared/filtering.ts';
+import type { ReadStore } from '../../domain/ports.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
+import { GENERATIONS } from '../../workers/readModels.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
 
 const SECRET = 'crash-test-secret-0123456789-0123456789-abcdef';
@@ -59,6 +61,13 @@ const killHard = async (child: ChildProcess) => {
   await exited;
 };
 
+/** The collection of the generation serving a read model (read_model_generations). */
+async function liveCollection(readStore: ReadStore, name: string): Promise<string> {
+  const record = (await readStore.getMany(GENERATIONS, [name])).get(name)?.doc;
+  const live = typeof record?.live === 'number' ? record.live : 0;
+  return live === 0 ? name : `${name}__g${String(live)}`;
+}
+
 /** Every read model equals a fold of the log, document for document. */
 async function expectReadModelsEqualFold(): Promise<void> {
   const { eventStore, readStore, blobStore } = openEmbeddedStores(dataDir);
@@ -68,7 +77,7 @@ async function expectReadModelsEqualFold(): Promise<void> {
       const states = new Map<string, RecordState>();
       for (const e of events) states.set(e.stream, evolve(d, states.get(e.stream) ?? initialState(), e));
       const expected = [...states.values()].flatMap((s) => (s.status === 'active' ? [toRecord(s)] : []));
-      const actual = await readStore.find(d.collection, toQuery({ filter: [], sort: [] }, d.columns, ['id']), { offset: 0, limit: 10_000_000 });
+      const actual = await readStore.find(await liveCollection(readStore, d.collection), toQuery({ filter: [], sort: [] }, d.columns, ['id']), { offset: 0, limit: 10_000_000 });
       expect(actual, d.collection).toEqual(expected.sort((a, b) => (a.id < b.id ? -1 : 1)));
     }
   } finally {
@@ -151,5 +160,53 @@ describe('crash safety', () => {
     second.child.kill('SIGTERM');
     await new Promise((r) => second.child.once('exit', r));
     await expectReadModelsEqualFold();
-  });
+  }, 60_000);
+
+  it('recovers a recreate job killed with SIGKILL mid-rebuild: the old generation serves meanwhile, the job ends, the model equals a fresh fold', async () => {
+    const first = await startService();
+    const token = await signHs256(new TextEncoder().encode(SECRET), { sub: 'operator', roles: ['admin'] });
+    const auth = { authorization: `Bearer ${token}` };
+    const documents = async (url: string) => {
+      const res = await fetch(`${url}/api/v1/${def.path}/count`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{}' });
+      return res.status === 200 ? ((await res.json()) as number) : res.status;
+    };
+    type Model = { name: string; generation: number | null; building: number | null; state: string };
+    const modelOf = async (url: string) => ((await (await fetch(`${url}/api/v1/indexes`, { headers: auth })).json()) as Model[]).find((m) => m.name === def.collection);
+    await fetch(`${first.url}/api/v1/indexes/refresh`, { method: 'POST', headers: auth });
+    const before = await documents(first.url);
+    expect(before).toBeGreaterThan(20_000);
+    const ack = await fetch(`${first.url}/api/v1/indexes/${def.collection}/recreate`, { method: 'POST', headers: auth });
+    expect(ack.status).toBe(202);
+    const { jobId } = (await ack.json()) as { jobId: string };
+    // Killed while the new generation is being built; searches answered in full until then.
+    for (;;) {
+      const model = await modelOf(first.url);
+      expect(await documents(first.url)).toBe(before);
+      if (model?.building != null) break;
+      if (model?.generation !== 0) throw new Error(`rebuild finished before it could be interrupted: ${JSON.stringify(model)}`);
+    }
+    await killHard(first.child);
+
+    const second = await startService();
+    expect(await documents(second.url)).toBe(before);
+    // The dead process's job lease lapses (15 s), then the scheduler resumes the job.
+    let job: { status: string; data: { resumed?: unknown[]; result?: { generation: number } } } | undefined;
+    for (let i = 0; i < 300; i++) {
+      job = (await (await fetch(`${second.url}/api/v1/jobs/${jobId}`, { headers: auth })).json()) as typeof job;
+      if (job?.status !== 'IN_PROGRESS') break;
+      expect(await documents(second.url)).toBe(before);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(job).toMatchObject({ status: 'COMPLETED', data: { resumed: [expect.anything()], result: { generation: 1 } } });
+    expect(await modelOf(second.url)).toMatchObject({ generation: 1, building: null, state: 'live' });
+    expect(await documents(second.url)).toBe(before);
+    // The old generation is dropped a few seconds after the swap (other instances may still read it).
+    const { eventStore, readStore, blobStore } = openEmbeddedStores(dataDir);
+    for (let i = 0; i < 100 && (await readStore.size(def.collection)) > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await readStore.size(def.collection)).toBe(0);
+    await Promise.all([eventStore.close(), readStore.close(), blobStore.close()]);
+    second.child.kill('SIGTERM');
+    await new Promise((r) => second.child.once('exit', r));
+    await expectReadModelsEqualFold();
+  }, 60_000);
 });
