@@ -9,21 +9,59 @@
 //      measured is GET /api/v1/user-group-types/{id} rotating over records created before.
 //   3. Batched append of 100 events: baseline C is raw node:sqlite, 100 INSERTs per transaction;
 //      measured is SqliteEventStore.append of 100 events per call, one caller and four concurrent.
+//   4. A peer, HTTP create, 50 connections: baseline E is Emmett's SQLite event store
+//      (@event-driven-io/emmett-sqlite 0.38.5, bench/emmett/server.ts) behind the same fastify route,
+//      POST /api/v1/user-group-types appending one event to a new stream through a decider's
+//      command handler; measured is ours, both on fresh data folders. Goal: ours at least 1.5x.
+//   5. The peer, HTTP get one: baseline F is Emmett's GET /api/v1/user-group-types/{id}
+//      aggregating the stream; measured is ours, each rotating over records it created in 4.
+//      Goal: at least 1x. The peer does less per request than ours (no token, no unique code, no
+//      idempotency key, no read models), and it serves its creates one at a time: Emmett 0.38.5's
+//      file store fails under concurrent operations (bench/emmett/server.ts says how and why).
+//      Durability is the same on both sides, and printed with the figure: our event log runs WAL with
+//      synchronous=FULL (EVENT_LOG_PRAGMAS); Emmett sets journal_mode=WAL on every connection it
+//      opens and leaves synchronous at SQLite's default, which is FULL in the SQLite 3.44.2 that
+//      the sqlite3 addon bundles (its build overrides neither SQLITE_DEFAULT_SYNCHRONOUS nor
+//      SQLITE_DEFAULT_WAL_SYNCHRONOUS). The peer reads both settings back through a connection
+//      Emmett's own sqliteConnection() opens on its file, and the bench says so if they ever differ
+//      from ours (they could not be raised: Emmett opens a connection per operation and offers no
+//      hook before its transaction). Emmett is installed into bench/emmett/node_modules on the
+//      first peer run (bench/emmett/install.ts), never by the project's npm install; --no-peer skips
+//      4 and 5.
+//   6. Projection lag under sustained creates, an absolute figure (no baseline): a fresh service
+//      takes creates at a fixed 2,000/s (--lag-rate) for --lag-duration seconds (default 60, as in
+//      DESIGN.md); for one create in --lag-sample (default 10), as soon as its 201 arrives the bench
+//      sends POST /api/v1/user-group-types/search?size=1&minPosition=<its X-Event-Position>,
+//      filtered on its code, and the lag is the time from the create's answer to the answer that
+//      holds the record. That is what a client sees when it writes and then reads a list, subtracting
+//      nothing: it includes the search's own round trip (about a millisecond when idle). Not
+//      /health/ready's lagMs: that is the projector's own view of its oldest unhandled event, a
+//      snapshot when sampled, not what a reader waits for. Not autocannon's overallRate either: it
+//      gives each connection a quota per whole second, so each second's creates leave in a burst at
+//      the service's full speed and the connections then idle, which measures lag in saturated
+//      bursts rather than at a sustained rate. A pacer here issues the creates by the clock (every
+//      millisecond, as many as are due) over keep-alive connections (--connections), open loop: a
+//      create the service is slow to take waits in the client's queue, and the achieved rate,
+//      printed with the figure, shows it (reached when at least 97% of the target). Goal: p99 under
+//      20 ms at 2,000/s (under 50 ms up to 5,000/s), met only where the rate was reached.
 //
-// Every server runs in its own child process (bench/server.ts) so autocannon, in this process, does
-// not compete with it for a core. Each figure's time is split into rounds, each round running the
+// Every server runs in its own child process (bench/server.ts, bench/emmett/server.ts) so autocannon,
+// in this process, does not compete with it for a core. Each figure's time is split into rounds, each round running the
 // baseline and then its counterpart (after `sync`, so one side's writeback does not land in the
 // other's fsyncs), so a neighbour's load that comes and goes weighs on both sides alike. Every
 // figure is the median of its rounds, every ratio the median of the rounds' ratios.
 //
 // Flags: --duration S (per HTTP side, default 10), --warmup S (default 2), --rounds N (default 4),
 // --connections N (default 50), --append-duration S (per append side, default 5),
-// --profile DIR (run the service under --cpu-prof, profiles written to DIR on exit).
+// --no-peer (skip 4 and 5, and Emmett's install), --lag-duration S (default 60),
+// --lag-rate N (creates per second, default 2000), --lag-sample N (probe one create in N, default 10),
+// --profile DIR (run the service of 1 and 2 under --cpu-prof, profiles written to DIR on exit).
 
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { Agent, request as httpRequest } from 'node:http';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
@@ -32,6 +70,7 @@ import autocannon, { type Options, type Request, type Result } from 'autocannon'
 import type { NewEvent } from '../domain/ports.ts';
 import { SqliteEventStore } from '../infra/sqlite/eventStore.ts';
 import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
+import { ensurePeerInstalled, type PeerInstall } from './emmett/install.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -40,8 +79,13 @@ const { values: flags } = parseArgs({
     rounds: { type: 'string', default: '4' },
     connections: { type: 'string', default: '50' },
     'append-duration': { type: 'string', default: '5' },
+    peer: { type: 'boolean', default: true },
+    'lag-duration': { type: 'string', default: '60' },
+    'lag-rate': { type: 'string', default: '2000' },
+    'lag-sample': { type: 'string', default: '10' },
     profile: { type: 'string' },
   },
+  allowNegative: true,
 });
 const positive = (name: string, value: string): number => {
   const n = Number(value);
@@ -53,6 +97,13 @@ const WARMUP = positive('warmup', flags.warmup);
 const ROUNDS = Math.max(1, Math.round(positive('rounds', flags.rounds)));
 const CONNECTIONS = Math.round(positive('connections', flags.connections));
 const APPEND_DURATION = positive('append-duration', flags['append-duration']);
+const LAG_DURATION = positive('lag-duration', flags['lag-duration']);
+const LAG_RATE = Math.round(positive('lag-rate', flags['lag-rate']));
+const LAG_SAMPLE = Math.max(1, Math.round(positive('lag-sample', flags['lag-sample'])));
+/** The share of --lag-rate the pacer must reach for the lag figure to count. */
+const RATE_REACHED = 0.97;
+/** DESIGN.md's bound on the lag's p99: 20 ms up to 2,000 creates/s, 50 ms up to 5,000/s. */
+const LAG_GOAL_MS = LAG_RATE <= 2000 ? 20 : LAG_RATE <= 5000 ? 50 : undefined;
 const BATCH = 100;
 const CONCURRENT_APPENDERS = 4;
 const RESOURCE = '/api/v1/user-group-types';
@@ -67,10 +118,15 @@ const median = (xs: readonly number[]): number => {
 // ---------------------------------------------------------------------------------------------
 // Servers in child processes, and autocannon
 
-type Server = { url: string; token: string; stop: () => Promise<void> };
+/** What a SQLite event log runs at, as a server reports it. */
+type Durability = { journalMode: string; synchronous: string; sqlite?: string };
 
-async function startServer(mode: 'service' | 'raw-insert' | 'const', nodeFlags: string[] = []): Promise<Server> {
-  const child = spawn(process.execPath, [...nodeFlags, join(import.meta.dirname, 'server.ts'), mode], {
+type Server = { url: string; token: string; durability?: Durability; stop: () => Promise<void> };
+
+/** `mode` is bench/server.ts's, or 'emmett' for the peer (bench/emmett/server.ts). */
+async function startServer(mode: 'service' | 'raw-insert' | 'const' | 'emmett', nodeFlags: string[] = []): Promise<Server> {
+  const script = mode === 'emmett' ? [join(import.meta.dirname, 'emmett', 'server.ts')] : [join(import.meta.dirname, 'server.ts'), mode];
+  const child = spawn(process.execPath, [...nodeFlags, ...script], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((done) => child.once('exit', () => { done(); }));
@@ -81,7 +137,7 @@ async function startServer(mode: 'service' | 'raw-insert' | 'const', nodeFlags: 
     });
     void exited.then(() => { fail(new Error(`bench server "${mode}" exited before it was ready`)); });
   });
-  const info = JSON.parse(ready) as { url: string; token: string };
+  const info = JSON.parse(ready) as { url: string; token: string; durability?: Durability };
   return {
     ...info,
     stop: async () => {
@@ -167,8 +223,9 @@ async function waitForProjections(server: Server, timeoutMs = 120_000): Promise<
 const json = { 'content-type': 'application/json' };
 const runTag = randomUUID().slice(0, 8);
 let codeCounter = 0;
-const createBody = (): string =>
-  JSON.stringify({ code: `BENCH-${runTag}-${String(codeCounter++)}`, name: 'Bench group type', description: 'Created by npm run bench', registry: {} });
+const newCode = (): string => `BENCH-${runTag}-${String(codeCounter++)}`;
+const bodyFor = (code: string): string => JSON.stringify({ code, name: 'Bench group type', description: 'Created by npm run bench', registry: {} });
+const createBody = (): string => bodyFor(newCode());
 
 /** POSTs whose every body carries a code never sent before. */
 function creates(path: string, headers: Record<string, string>, onCreated?: (id: string) => void): Request[] {
@@ -197,16 +254,23 @@ async function createFigure(service: Server, headers: Record<string, string>): P
   }
 }
 
+/** GET one, rotating over `ids`. */
+function rotatingGet(server: Server, ids: readonly string[]): Options {
+  let next = 0;
+  const headers: Record<string, string> = server.token === '' ? {} : { authorization: `Bearer ${server.token}` };
+  const get: Request = { method: 'GET', headers, setupRequest: (req) => ({ ...req, path: `${RESOURCE}/${ids[next++ % ids.length] ?? ''}` }) };
+  return { url: server.url, requests: [get] };
+}
+
+/** Keeps the first 10,000 ids created. */
+const keepInto = (ids: string[]) => (id: string): void => {
+  if (ids.length < 10_000) ids.push(id);
+};
+
 async function getFigure(service: Server, ids: readonly string[]): Promise<Pair> {
   const constant = await startServer('const');
   try {
-    let next = 0;
-    const get: Request = {
-      method: 'GET',
-      headers: { authorization: `Bearer ${service.token}` },
-      setupRequest: (req) => ({ ...req, path: `${RESOURCE}/${ids[next++ % ids.length] ?? ''}` }),
-    };
-    return await alternate(['B constant JSON', 'GET service'], { url: `${constant.url}/const` }, { url: service.url, requests: [get] });
+    return await alternate(['B constant JSON', 'GET service'], { url: `${constant.url}/const` }, rotatingGet(service, ids));
   } finally {
     await constant.stop();
   }
@@ -219,7 +283,7 @@ async function httpFigures(): Promise<HttpFigures> {
     const headers = { ...json, authorization: `Bearer ${service.token}` };
     // Records for the reads to rotate over (these creates also warm the service up).
     const ids: string[] = [];
-    await load({ url: service.url, requests: creates(RESOURCE, headers, (id) => { if (ids.length < 10_000) ids.push(id); }) }, WARMUP);
+    await load({ url: service.url, requests: creates(RESOURCE, headers, keepInto(ids)) }, WARMUP);
     if (ids.length === 0) throw new Error('no record was created');
     await waitForProjections(service);
 
@@ -332,14 +396,234 @@ async function appendFigures(): Promise<AppendFigures> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 4 and 5: the peer, Emmett's SQLite event store
+
+type PeerFigures = { create: Pair; get: Pair; ours: Durability; theirs: Durability; equal: boolean };
+
+/** Our event log's settings, as its pragmas set them. */
+function ourDurability(): Durability {
+  const pragma = (name: string): string => new RegExp(`${name}\\s*=\\s*(\\w+)`, 'i').exec(LOG_PRAGMAS)?.[1]?.toUpperCase() ?? '?';
+  return { journalMode: pragma('journal_mode'), synchronous: pragma('synchronous'), sqlite: process.versions.sqlite ?? '?' };
+}
+
+const describe = (d: Durability): string => `${d.journalMode} + synchronous=${d.synchronous}`;
+const sameDurability = (a: Durability, b: Durability): boolean => a.journalMode === b.journalMode && a.synchronous === b.synchronous;
+
+function durabilityLine(ours: Durability, theirs: Durability): string {
+  const verdict = sameDurability(ours, theirs)
+    ? 'equal (Emmett sets only journal_mode; synchronous is SQLite\'s default)'
+    : 'NOT equal: Emmett\'s cannot be set (it opens a connection per operation, with no hook before its transaction)';
+  return `  durability: ours ${describe(ours)} (node:sqlite ${ours.sqlite ?? '?'}), Emmett ${describe(theirs)} (sqlite3 addon, SQLite ${theirs.sqlite ?? '?'}): ${verdict}`;
+}
+
+async function peerFigures(install: Extract<PeerInstall, { ok: true }>): Promise<PeerFigures> {
+  const service = await startServer('service');
+  try {
+    const peer = await startServer('emmett');
+    try {
+      const ours = ourDurability();
+      const theirs = peer.durability ?? { journalMode: '?', synchronous: '?' };
+      const segment = `${String(ROUNDS)} rounds of ${(DURATION / ROUNDS).toFixed(1)} s per side`;
+      console.log(`Peer: Emmett (@event-driven-io/emmett-sqlite ${install.version}), fresh data folders on both sides`);
+      console.log(durabilityLine(ours, theirs));
+      console.log(`HTTP create vs Emmett: ${String(CONNECTIONS)} connections, ${segment}`);
+      const headers = { ...json, authorization: `Bearer ${service.token}` };
+      const ourIds: string[] = [];
+      const theirIds: string[] = [];
+      const create = await alternate(
+        ['E Emmett POST', 'POST service'],
+        { url: peer.url, requests: creates(RESOURCE, json, keepInto(theirIds)) },
+        { url: service.url, requests: creates(RESOURCE, headers, keepInto(ourIds)) },
+        async () => { await waitForProjections(service); },
+      );
+      if (ourIds.length === 0 || theirIds.length === 0) throw new Error('the peer figure created no record on one side');
+      console.log(`HTTP get one vs Emmett: ${String(CONNECTIONS)} connections, rotating over ${String(theirIds.length)} (Emmett) and ${String(ourIds.length)} (ours) ids, ${segment}`);
+      const get = await alternate(['F Emmett GET', 'GET service'], rotatingGet(peer, theirIds), rotatingGet(service, ourIds));
+      return { create, get, ours, theirs, equal: sameDurability(ours, theirs) };
+    } finally {
+      await peer.stop();
+    }
+  } finally {
+    await service.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6: projection lag under sustained creates
+
+type Answer = { status: number; position: string | undefined; body: string };
+
+/** One POST of a JSON body over `agent`'s keep-alive connections. */
+function postJson(agent: Agent, url: URL, path: string, headers: Record<string, string>, body: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => {
+          const position = res.headers['x-event-position'];
+          resolve({ status: res.statusCode ?? 0, position: typeof position === 'string' ? position : undefined, body: Buffer.concat(chunks).toString('utf8') });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Nearest-rank percentile of sorted values. */
+const percentile = (sorted: readonly number[], p: number): number => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? NaN;
+
+type PacedRun = { ok: number; failed: number; seconds: number; createMs: number[]; lagMs: number[]; unseen: number };
+
+/** Creates at LAG_RATE by the clock for `seconds`; one in `sampleEvery` is looked for in the read
+ * model right after its answer (POST /search?minPosition=, by its code). */
+async function paced(service: Server, seconds: number, sampleEvery: number): Promise<PacedRun> {
+  const url = new URL(service.url);
+  const headers = { ...json, authorization: `Bearer ${service.token}` };
+  const writes = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  const reads = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  const run: PacedRun = { ok: 0, failed: 0, seconds: 0, createMs: [], lagMs: [], unseen: 0 };
+  const probe = async (code: string, id: string, position: string, answered: number): Promise<void> => {
+    try {
+      const filter = JSON.stringify({ filter: [{ column: 'code', operator: 'EQ', value: code }] });
+      const res = await postJson(reads, url, `${RESOURCE}/search?size=1&minPosition=${position}`, headers, filter);
+      const seen = res.status === 200 && (JSON.parse(res.body) as { id: string }[]).some((record) => record.id === id);
+      if (seen) run.lagMs.push(performance.now() - answered);
+      else run.unseen++;
+    } catch {
+      run.unseen++;
+    }
+  };
+  let last = 0;
+  const create = async (n: number): Promise<void> => {
+    const code = newCode();
+    const sent = performance.now();
+    let res: Answer;
+    try {
+      res = await postJson(writes, url, RESOURCE, headers, bodyFor(code));
+    } catch {
+      run.failed++;
+      return;
+    }
+    const answered = (last = performance.now());
+    if (res.status !== 201) {
+      run.failed++;
+      return;
+    }
+    run.ok++;
+    run.createMs.push(answered - sent);
+    if (n % sampleEvery === 0 && res.position !== undefined) await probe(code, (JSON.parse(res.body) as { id: string }).id, res.position, answered);
+  };
+  const total = Math.round(seconds * LAG_RATE);
+  const pending: Promise<void>[] = [];
+  const start = performance.now();
+  await new Promise<void>((done) => {
+    const timer = setInterval(() => {
+      const due = Math.min(total, Math.floor(((performance.now() - start) * LAG_RATE) / 1000));
+      while (pending.length < due) pending.push(create(pending.length));
+      if (pending.length >= total) {
+        clearInterval(timer);
+        done();
+      }
+    }, 1);
+  });
+  await Promise.all(pending);
+  writes.destroy();
+  reads.destroy();
+  run.seconds = (last - start) / 1000;
+  return run;
+}
+
+type LagFigure = {
+  rate: number;
+  reached: boolean;
+  failed: number;
+  unseen: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+  createP50: number;
+  createP99: number;
+};
+
+async function lagFigure(): Promise<LagFigure> {
+  console.log(`Projection lag: ${fmt(LAG_RATE)} creates/s by the clock for ${String(LAG_DURATION)} s, one create in ${String(LAG_SAMPLE)} looked for in the read model (absolute, no baseline)`);
+  const service = await startServer('service');
+  try {
+    await paced(service, WARMUP, LAG_SAMPLE);
+    await waitForProjections(service);
+    flushDisk();
+    const loadBefore = loadavg()[0] ?? NaN;
+    const run = await paced(service, LAG_DURATION, LAG_SAMPLE);
+    const loadAfter = loadavg()[0] ?? NaN;
+    const lags = [...run.lagMs].sort((a, b) => a - b);
+    const createMs = [...run.createMs].sort((a, b) => a - b);
+    const rate = run.ok / run.seconds;
+    const figure: LagFigure = {
+      rate,
+      reached: rate >= RATE_REACHED * LAG_RATE,
+      failed: run.failed,
+      unseen: run.unseen,
+      p50: percentile(lags, 0.5),
+      p95: percentile(lags, 0.95),
+      p99: percentile(lags, 0.99),
+      max: lags.at(-1) ?? NaN,
+      createP50: percentile(createMs, 0.5),
+      createP99: percentile(createMs, 0.99),
+    };
+    const ms = (n: number): string => n.toFixed(1);
+    console.log(
+      `  creates: target ${fmt(LAG_RATE)}/s, reached ${fmt(rate)}/s (${fmt(run.ok)} in ${run.seconds.toFixed(1)} s, ${String(run.failed)} failed: ${figure.reached ? 'reached' : 'NOT reached'}), create latency p50 ${ms(figure.createP50)} ms p99 ${ms(figure.createP99)} ms`,
+    );
+    console.log(
+      `  lag from a create's answer to a read-model answer holding it, ${fmt(lags.length)} creates: p50 ${ms(figure.p50)} ms, p95 ${ms(figure.p95)} ms, p99 ${ms(figure.p99)} ms, max ${ms(figure.max)} ms (${String(run.unseen)} not seen)`,
+    );
+    // Absolute, so what else ran weighs on it: the machine's 1-minute load average around the run.
+    console.log(`  (load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after, on ${String(cpus().length)} cores)`);
+    return figure;
+  } finally {
+    await service.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Report
 
 type Row = [figure: string, baseline: string, measured: string, ratio: string, goal: string, met: boolean];
 
-function table(h: HttpFigures, s: AppendFigures): string {
-  // Rounded down, so a ratio just short of its goal never prints as reaching it.
-  const x = (r: number): string => `${(Math.floor(r * 100) / 100).toFixed(2)}x`;
-  const pct = (r: number): string => `${String(Math.floor(r * 100))}%`;
+// Rounded down, so a ratio just short of its goal never prints as reaching it.
+const x = (r: number): string => `${(Math.floor(r * 100) / 100).toFixed(2)}x`;
+const pct = (r: number): string => `${String(Math.floor(r * 100))}%`;
+
+/** The peer was measured, or why not. */
+type PeerOutcome = PeerFigures | { skipped: string };
+
+function peerRows(p: PeerOutcome): Row[] {
+  if ('skipped' in p) return [];
+  const durability = p.equal ? `${describe(p.ours)} both` : `ours ${describe(p.ours)}, Emmett ${describe(p.theirs)}`;
+  return [
+    [`HTTP create vs Emmett, ${String(CONNECTIONS)} conn, ${durability}`, `${fmt(p.create.base.rate)}/s (E, Emmett)`, `${fmt(p.create.measured.rate)}/s`, x(p.create.ratio), '≥ 1.5x', p.create.ratio >= 1.5],
+    [`HTTP get one vs Emmett, ${String(CONNECTIONS)} conn`, `${fmt(p.get.base.rate)}/s (F, Emmett)`, `${fmt(p.get.measured.rate)}/s`, x(p.get.ratio), '≥ 1x', p.get.ratio >= 1],
+  ];
+}
+
+function lagRow(l: LagFigure): Row {
+  const ms = (n: number): string => n.toFixed(1);
+  return [
+    `projection lag, creates at ${fmt(LAG_RATE)}/s`,
+    'none (absolute)',
+    `p50 ${ms(l.p50)} / p95 ${ms(l.p95)} / p99 ${ms(l.p99)} ms; ${fmt(l.rate)}/s ${l.reached ? 'reached' : 'NOT reached'}`,
+    '—',
+    LAG_GOAL_MS === undefined ? 'none above 5,000/s' : `p99 < ${String(LAG_GOAL_MS)} ms`,
+    LAG_GOAL_MS !== undefined && l.reached && l.p99 < LAG_GOAL_MS && l.unseen === 0,
+  ];
+}
+
+function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure): string {
   const { create, get } = h;
   const rows: Row[] = [
     [`HTTP create, ${String(CONNECTIONS)} conn`, `${fmt(create.base.rate)}/s (A)`, `${fmt(create.measured.rate)}/s`, x(create.ratio), '≥ 1.3x', create.ratio >= 1.3],
@@ -348,22 +632,47 @@ function table(h: HttpFigures, s: AppendFigures): string {
     ['HTTP get one p99', `${String(get.base.p99)} ms (B)`, `${String(get.measured.p99)} ms`, '—', '< 10 ms', get.measured.p99 < 10],
     [`append ${String(BATCH)} events, 1 caller`, `${fmt(s.c)} ev/s (C)`, `${fmt(s.sequential)} ev/s`, pct(s.sequentialRatio), '≥ 60%', s.sequentialRatio >= 0.6],
     [`append ${String(BATCH)} events, ${String(CONCURRENT_APPENDERS)} callers`, `${fmt(s.c)} ev/s (C)`, `${fmt(s.concurrent)} ev/s`, pct(s.concurrentRatio), '≥ 60%', s.concurrentRatio >= 0.6],
+    ...peerRows(p),
+    lagRow(l),
   ];
   const lines = rows.map(([f, b, m, r, g, ok]) => `| ${f} | ${b} | ${m} | ${r} | ${g} | ${ok ? 'yes' : 'NO'} |`);
   return ['| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...lines].join('\n');
 }
 
+/** 4 and 5 once Emmett is installed (main installs it before any figure, so that its compile
+ * weighs on none), or why not. */
+async function peer(install: PeerInstall | undefined): Promise<PeerOutcome> {
+  if (install === undefined) return { skipped: '--no-peer' };
+  if (!install.ok) {
+    console.log(`Peer: not measured: ${install.reason}`);
+    process.exitCode = 1;
+    return { skipped: install.reason };
+  }
+  return peerFigures(install);
+}
+
+const failures = (...pairs: Pair[]): number => pairs.reduce((n, p) => n + p.base.failed + p.measured.failed, 0);
+
 async function main(): Promise<void> {
   const cpu = cpus();
   console.log(`Node ${process.version}, ${String(cpu.length)} x ${cpu[0]?.model ?? 'unknown CPU'}, temp folder ${tmpdir()}\n`);
+  const install = flags.peer ? ensurePeerInstalled() : undefined;
   const started = performance.now();
   const h = await httpFigures();
   console.log('');
+  const p = await peer(install);
+  if (!('skipped' in p)) console.log('');
   const s = await appendFigures();
-  console.log(`\n${table(h, s)}\n`);
-  const failed = h.create.measured.failed + h.get.measured.failed + h.create.base.failed + h.get.base.failed;
+  console.log('');
+  const l = await lagFigure();
+  console.log(`\n${table(h, s, p, l)}\n`);
+  if ('skipped' in p) console.log(`(peer figures not measured: ${p.skipped})`);
+  else if (install?.ok === true && install.installSeconds !== undefined) console.log(`(Emmett was installed first, in ${install.installSeconds.toFixed(0)} s, not counted below)`);
+  const failed = failures(h.create, h.get, ...('skipped' in p ? [] : [p.create, p.get])) + l.failed;
   const took = ((performance.now() - started) / 1000).toFixed(0);
-  console.log(`(${took} s in all; ${String(failed)} failed requests; every figure is the median of ${String(ROUNDS)} rounds, each ratio the median of the rounds' ratios)`);
+  console.log(
+    `(${took} s in all; ${String(failed)} failed requests; every figure but the lag is the median of ${String(ROUNDS)} rounds, each ratio the median of the rounds' ratios; the lag is one run of ${String(LAG_DURATION)} s, no baseline)`,
+  );
 }
 
 main().catch((error: unknown) => {
