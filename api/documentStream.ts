@@ -11,7 +11,7 @@ import { pageOf } from '../domain/shared/page.ts';
 
 const CHUNK = 50;
 
-async function* documentsOf(readStore: ReadStore, collection: string, ids: readonly string[]): AsyncGenerator<Document> {
+export async function* documentsOf(readStore: ReadStore, collection: string, ids: readonly string[]): AsyncGenerator<Document> {
   for (let i = 0; i < ids.length; i += CHUNK) {
     const chunk = ids.slice(i, i + CHUNK);
     const found = await readStore.getMany(collection, chunk);

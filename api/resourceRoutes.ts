@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Position } from '../domain/ports.ts';
+import type { Document, Position } from '../domain/ports.ts';
 import type { Operation, ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { resourceService, type WriteResult } from '../domain/resource/service.ts';
 import { isDomainError, malformedUuid, unavailable, validationFailed } from '../domain/shared/errors.ts';
@@ -20,7 +20,7 @@ import {
 } from '../domain/shared/filtering.ts';
 import type { AppDeps } from './deps.ts';
 import type { ResourceRouteOptions } from './module.ts';
-import { sendDocuments, sendItems, sendPage } from './documentStream.ts';
+import { documentsOf, sendDocuments, sendItems, sendPage } from './documentStream.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import { commandContext, ifMatchVersion } from './requestContext.ts';
 import { pageSchema, historyEntrySchema } from './schemas.ts';
@@ -28,6 +28,8 @@ import { pageSchema, historyEntrySchema } from './schemas.ts';
 const MIN_POSITION_WAIT_MS = 5000;
 const MAX_HISTORY_PAGE = 1000;
 const BY_IDS_CHUNK = 20;
+/** Records read per page of a list-all answer. */
+const LIST_PAGE = 100;
 
 /** An `X-Event-Position` as a client got it: opaque decimal digits (KurrentDB's packed positions
  * run to 39 digits). */
@@ -331,22 +333,49 @@ function historyRoute({ r, def, service, base, tags, read, offers, target }: Rou
 }
 
 /** List, search, page, count and autocomplete: served by the read model. */
-function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, offers, collection }: RouteKit): void {
-  if (offers('list'))
+/** List all, a page at a time as it is sent: in the default order by a keyset on its unique first
+ * column (`code`), else by id (ReadStore.scan). */
+function listRoute({ r, def, deps, base, tags, record, catchUp, query, read, collection }: RouteKit): void {
+  const keyed = def.unique.find((k) => k.fields.length === 1 && k.fields[0] === def.defaultSort[0])?.fields[0];
   r.get(
     base,
     {
       config: read,
-      schema: { tags, summary: `List all ${def.name} records`, querystring: readModelQuery, response: { 200: z.array(record) } },
+      schema: {
+        tags,
+        summary: `List all ${def.name} records`,
+        description:
+          `In ${keyed ?? 'id'} order, read from the read model a page at a time as it is sent (a keyset: however large ` +
+          'the model, the service holds one page): every record live throughout the answer is in it exactly once. Use search for another order.',
+        querystring: readModelQuery,
+        response: { 200: z.array(record) },
+      },
     },
     async (request, reply) => {
       await catchUp(request.query.minPosition);
-      // One read of the ids, so a projector commit cannot shift rows between chunks of the answer.
-      const ids = await deps.readStore.findIds(collection(), query({ filter: [], sort: [] }), { offset: 0, limit: Number.MAX_SAFE_INTEGER });
-      return sendDocuments(reply, deps.readStore, collection(), ids);
+      const from = collection();
+      const pageAfter = async (after: Document | undefined): Promise<Document[]> => {
+        if (keyed === undefined) return deps.readStore.scan(from, { ...(after === undefined ? {} : { after: after.id }), limit: LIST_PAGE });
+        const filter = after === undefined ? [] : [{ column: keyed, operator: 'GT', value: String(after[keyed]) }];
+        const ids = await deps.readStore.findIds(from, query({ filter, sort: [] }), { offset: 0, limit: LIST_PAGE });
+        const docs: Document[] = [];
+        for await (const doc of documentsOf(deps.readStore, from, ids)) docs.push(doc);
+        return docs;
+      };
+      async function* pages(): AsyncGenerator {
+        for (let after: Document | undefined; ; ) {
+          const page = await pageAfter(after);
+          yield* page;
+          if (page.length < LIST_PAGE) return;
+          after = page.at(-1);
+        }
+      }
+      return sendItems(reply, pages());
     },
   );
+}
 
+function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, offers, collection }: RouteKit): void {
   if (offers('search'))
   r.post(
     `${base}/search`,
@@ -432,6 +461,7 @@ function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, co
 
 export function resourceRoutes(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, options: ResourceRouteOptions = {}): void {
   const kit = routeKit(app, def, deps, options);
+  if (kit.offers('list')) listRoute(kit);
   commandRoutes(kit);
   recordRoutes(kit);
   historyRoute(kit);

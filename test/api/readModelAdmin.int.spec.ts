@@ -3,7 +3,8 @@
 
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { READ_MODELS_FILE } from '../../infra/embedded.ts';
+import { EVENT_LOG_FILE, READ_MODELS_FILE } from '../../infra/embedded.ts';
+import { openSqliteEventStore } from '../../infra/sqlite/eventStore.ts';
 import { openSqliteReadStore } from '../../infra/sqlite/readStore.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 
@@ -127,5 +128,28 @@ describe('read-model administration', () => {
     await t.call({ method: 'POST', url: `/api/v1/user-group-types/count?minPosition=${String(patched.headers['x-event-position'])}`, payload: {} });
     expect((await search())[0]?.name).toBe('Renamed');
     expect((await t.call({ as: 'editor', method: 'POST', url: '/api/v1/indexes/user_group_types/refresh', payload: {} })).statusCode).toBe(403);
+  });
+
+  it('records a poison event on the recreate job and skips it', async () => {
+    const t = await startTestApp();
+    apps.push(t);
+    await seed(t, 2);
+    // An event no code can read: a schema version older than any upcaster knows.
+    const log = openSqliteEventStore(join(t.dataDir, EVENT_LOG_FILE));
+    const id = '7c0f6f43-6a0e-4b8e-9d53-2f4a1f1f0b11';
+    await log.append({
+      stream: `userGroupType-${id}`,
+      expected: 'no_stream',
+      events: [{ id: '0d7d3a84-5f2e-4f0a-a1b0-9a3c2f7e5d21', type: 'UserGroupTypeCreated', schemaVersion: 0, data: { id, code: 'POISON', name: 'p', registry: {} }, metadata: { actor: 't', at: '2026-01-01T00:00:00.000Z' } }],
+    });
+    await log.close();
+    const ack = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/recreate' });
+    await t.service.readModelJobs.idle();
+    const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${ack.json<{ jobId: string }>().jobId}` })).json<Job>();
+    expect(job).toMatchObject({
+      status: 'COMPLETED',
+      data: { result: { documents: 2, poison: [{ stream: `userGroupType-${id}`, type: 'UserGroupTypeCreated', error: expect.stringContaining('no upcaster from schema version 0') as unknown }] } },
+    });
+    expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types/count', payload: {} })).json()).toBe(2);
   });
 });
