@@ -8,7 +8,7 @@
 // closes everything, removes its temporary folder and exits.
 
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -16,7 +16,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { hs256Verifier, signHs256 } from '../api/auth.ts';
 import { composeService } from '../api/compose.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
-import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
+import { closeWithParent, LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
 
 type Started = { app: FastifyInstance; token: string; close: () => Promise<void> };
 
@@ -68,22 +68,7 @@ async function main(): Promise<void> {
   else if (mode === 'const') started = startConst();
   else throw new Error(`unknown mode "${mode}": service, raw-insert or const`);
 
-  let closing = false;
-  const shutdown = async (): Promise<void> => {
-    if (closing) return;
-    closing = true;
-    try {
-      await started.close();
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-      process.exit(0);
-    }
-  };
-  process.once('SIGTERM', () => void shutdown());
-  process.once('SIGINT', () => void shutdown());
-  // The parent going away (even by a crash) must not leave this server running.
-  process.stdin.on('end', () => void shutdown());
-  process.stdin.resume();
+  closeWithParent(() => started.close(), dataDir);
 
   const url = await started.app.listen({ port: 0, host: '127.0.0.1' });
   console.log(`READY ${JSON.stringify({ url, token: started.token, dataDir })}`);

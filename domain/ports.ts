@@ -90,6 +90,9 @@ export type ReadAllOptions = {
   limit: number;
   /** Stream categories (the part of the stream name before the first dash); absent = all. */
   categories?: readonly string[];
+  /** Event types; absent = all. `limit` counts the events that match, so a read answering fewer
+   * than `limit` has seen every matching event up to the log's end. */
+  types?: readonly string[];
 };
 
 export type EventStore = {

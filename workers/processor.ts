@@ -28,6 +28,8 @@ export type ProcessorHandler = {
   /** The checkpoint's and the lease's key. */
   readonly name: string;
   readonly categories: readonly string[];
+  /** The event types it handles (read from the log filtered to them); absent = every type. */
+  readonly eventTypes?: readonly string[];
   /** Prepares what the handler writes to (called before the first batch, and again after a failure). */
   init?(): Promise<void>;
   /**
@@ -264,7 +266,8 @@ export class LogProcessor {
   async #step(): Promise<boolean> {
     const head = await this.#events.headPosition();
     if (head > this.#head) this.#head = head;
-    const events = await this.#events.readAll({ after: this.#checkpoint, limit: this.#batchSize, categories: this.handler.categories });
+    const { categories, eventTypes } = this.handler;
+    const events = await this.#events.readAll({ after: this.#checkpoint, limit: this.#batchSize, categories, ...(eventTypes === undefined ? {} : { types: eventTypes }) });
     const complete = events.length < this.#batchSize;
     const last = events.at(-1)?.position ?? this.#checkpoint;
     // A short batch saw every event of our categories up to the head read before it.

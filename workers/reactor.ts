@@ -43,6 +43,8 @@ export function reactorHandler(reactor: Reactor, reads: ReadStore): ProcessorHan
   return {
     name: reactor.name,
     categories: reactor.categories,
+    // Read from the log filtered to them: a reactor of rare events does not read every other.
+    eventTypes: reactor.eventTypes,
     async handle(events, batch, ctx) {
       for (const event of events) {
         if (!types.has(event.type)) continue;

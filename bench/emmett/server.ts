@@ -36,12 +36,13 @@
 // listening; on SIGTERM, SIGINT or the end of stdin it closes and removes its temporary folder.
 
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeciderCommandHandler, IllegalStateError, type Command, type Decider, type Event } from '@event-driven-io/emmett';
 import { getSQLiteEventStore, sqliteConnection } from '@event-driven-io/emmett-sqlite';
 import Fastify from 'fastify';
+import { closeWithParent } from '../common.ts';
 
 const RESOURCE = '/api/v1/user-group-types';
 
@@ -130,21 +131,7 @@ async function main(): Promise<void> {
     sqlite: version?.v ?? '?',
   };
 
-  let closing = false;
-  const shutdown = async (): Promise<void> => {
-    if (closing) return;
-    closing = true;
-    try {
-      await app.close();
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-      process.exit(0);
-    }
-  };
-  process.once('SIGTERM', () => void shutdown());
-  process.once('SIGINT', () => void shutdown());
-  process.stdin.on('end', () => void shutdown());
-  process.stdin.resume();
+  closeWithParent(() => app.close(), dataDir);
 
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   console.log(`READY ${JSON.stringify({ url, token: '', dataDir, durability })}`);

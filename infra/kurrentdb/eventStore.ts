@@ -370,27 +370,39 @@ export class KurrentEventStore implements EventStore {
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
-    const { after, limit, categories } = options;
-    if (limit <= 0 || categories?.length === 0) return [];
+    const { after, limit, categories, types } = options;
+    if (limit <= 0 || categories?.length === 0 || types?.length === 0) return [];
+    // $all is filtered by stream name on the server; event types are picked here, reading on
+    // until `limit` of them or the end of $all, so a short answer means there are no more.
+    const wanted = types === undefined ? undefined : new Set(types);
     const events: RecordedEvent[] = [];
+    let from = after;
     try {
-      const read = this.#client.readAll({
-        direction: FORWARDS,
-        fromPosition: readStartAfter(after),
-        maxCount: limit + 1,
-        filter: readAllFilter(categories),
-        ...FROM_LEADER,
-      });
-      for await (const resolved of read) {
-        if (resolved.event === undefined) continue;
-        const { event } = toRecordedEvent(resolved.event);
-        if (event.position > after) events.push(event);
-        if (events.length >= limit) break;
+      const count = limit + 1;
+      for (;;) {
+        const page = await this.#readAllPage(from, count, categories);
+        for (const event of page) if (wanted === undefined || wanted.has(event.type)) events.push(event);
+        if (events.length >= limit) return events.slice(0, limit);
+        const last = page.at(-1);
+        if (last === undefined || page.length < count) return events;
+        from = last.position;
       }
     } catch (error) {
       throw translateError(error);
     }
-    return events;
+  }
+
+  /** Events of $all after a position (exclusive), at most `count`. */
+  async #readAllPage(after: Position, count: number, categories: readonly string[] | undefined): Promise<RecordedEvent[]> {
+    const page: RecordedEvent[] = [];
+    const read = this.#client.readAll({ direction: FORWARDS, fromPosition: readStartAfter(after), maxCount: count + 1, filter: readAllFilter(categories), ...FROM_LEADER });
+    for await (const resolved of read) {
+      if (resolved.event === undefined) continue;
+      const { event } = toRecordedEvent(resolved.event);
+      if (event.position > after) page.push(event);
+      if (page.length >= count) break;
+    }
+    return page;
   }
 
   async headPosition(): Promise<Position> {

@@ -240,22 +240,18 @@ export class SqliteEventStore implements EventStore {
   }
 
   readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
-    const { after, limit, categories } = options;
-    let rows: Row[];
-    if (categories === undefined) {
-      rows = this.#stmt('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?').all(after, limit) as Row[];
-    } else if (categories.length === 1) {
-      rows = this.#stmt('SELECT * FROM events WHERE category = ? AND position > ? ORDER BY position LIMIT ?').all(
-        categories[0] ?? '',
-        after,
-        limit,
-      ) as Row[];
-    } else {
-      const marks = categories.map(() => '?').join(', ');
-      rows = this.#stmt(
-        `SELECT * FROM events WHERE category IN (${marks}) AND position > ? ORDER BY position LIMIT ?`,
-      ).all(...categories, after, limit) as Row[];
-    }
+    const { after, limit, categories, types } = options;
+    if (categories?.length === 0 || types?.length === 0) return Promise.resolve([]);
+    const where: string[] = [];
+    const args: (string | bigint | number)[] = [];
+    const anyOf = (column: string, values: readonly string[]) => {
+      where.push(values.length === 1 ? `${column} = ?` : `${column} IN (${values.map(() => '?').join(', ')})`);
+      args.push(...values);
+    };
+    if (categories !== undefined) anyOf('category', categories);
+    if (types !== undefined) anyOf('type', types);
+    where.push('position > ?');
+    const rows = this.#stmt(`SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`).all(...args, after, limit) as Row[];
     return Promise.resolve(rows.map(toEvent));
   }
 

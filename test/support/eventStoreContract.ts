@@ -163,6 +163,23 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       expect(await store.headPosition()).toBeGreaterThanOrEqual(positions.at(-1) ?? 0n);
     });
 
+    it('reads all filtered by event type, the limit counting only the events that match', async () => {
+      const store = await open();
+      const c = freshCategory();
+      const stream = `${c}-${randomUUID()}`;
+      const types = ['Rare', 'Common', 'Common', 'Common', 'Rare', 'Common', 'Other', 'Rare'];
+      await store.append({ stream, expected: 'no_stream', events: types.map((t) => anEvent(t)) });
+      const rare = await store.readAll({ after: 0n, limit: 100, categories: [c], types: ['Rare'] });
+      expect(rare.map((e) => e.revision)).toEqual([0, 4, 7]);
+      // A full page of matches, then the rest, then nothing: the same events as one read.
+      const first = await store.readAll({ after: 0n, limit: 2, categories: [c], types: ['Rare', 'Other'] });
+      expect(first.map((e) => e.revision)).toEqual([0, 4]);
+      const rest = await store.readAll({ after: first.at(-1)?.position ?? 0n, limit: 2, categories: [c], types: ['Rare', 'Other'] });
+      expect(rest.map((e) => e.revision)).toEqual([6, 7]);
+      expect(await store.readAll({ after: rest.at(-1)?.position ?? 0n, limit: 2, categories: [c], types: ['Rare', 'Other'] })).toEqual([]);
+      expect(await store.readAll({ after: 0n, limit: 10, categories: [c], types: [] })).toEqual([]);
+    });
+
     it('tells listeners of every committed append', async () => {
       const store = await open();
       const seen: bigint[] = [];

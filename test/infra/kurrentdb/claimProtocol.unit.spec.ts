@@ -54,6 +54,17 @@ describe('the KurrentDB claim protocol under interleavings (in-memory stand-in o
     store = instanceAt(T0);
   });
 
+  it('reads $all by event type, reading on past pages without a match until the limit or the end', async () => {
+    const types = [...Array.from({ length: 7 }, () => 'Common'), 'Rare', ...Array.from({ length: 9 }, () => 'Common'), 'Rare'];
+    await store.append({ stream: S, expected: 'no_stream', events: types.map((t) => ({ ...anEvent(), type: t })) });
+    const rare = await store.readAll({ after: 0n, limit: 2, categories: [S.split('-')[0] ?? ''], types: ['Rare'] });
+    expect(rare.map((e) => e.revision)).toEqual([7, 17]);
+    const one = await store.readAll({ after: 0n, limit: 1, types: ['Rare'] });
+    expect(one.map((e) => e.revision)).toEqual([7]);
+    expect(await store.readAll({ after: one[0]?.position ?? 0n, limit: 1, types: ['Rare'] })).toHaveLength(1);
+    expect(await store.readAll({ after: rare[1]?.position ?? 0n, limit: 1, types: ['Rare'] })).toEqual([]);
+  });
+
   it('reads a stream from a revision (the fold cache reads only the tail), asking the leader', async () => {
     await store.append({ stream: S, expected: 'no_stream', events: [anEvent(), anEvent(), anEvent()] });
     expect((await store.readStream(S, { from: 1 })).map((e) => e.revision)).toEqual([1, 2]);
