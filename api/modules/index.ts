@@ -5,5 +5,6 @@ import type { Module } from '../module.ts';
 import { jobsModule } from './jobs.ts';
 import { readModelAdminModule } from './readModelAdmin.ts';
 import { registriesModule } from './registries.ts';
+import { sharingModule } from './sharing.ts';
 
-export const modules: readonly Module[] = [registriesModule, jobsModule, readModelAdminModule];
+export const modules: readonly Module[] = [registriesModule, sharingModule, jobsModule, readModelAdminModule];
