@@ -181,8 +181,10 @@ export const keyScope = (def: ResourceDefinition, key: UniqueKey): string => (ke
 
 /** The reserved value of a key in a record, or undefined when a field of it is absent. */
 export function keyValue(key: UniqueKey, fields: JsonObject): string | undefined {
-  const values = key.fields.map((f) => memberOf(fields, f));
-  if (values.some((v) => v === undefined || v === null)) return undefined;
+  const raw = key.fields.map((f) => memberOf(fields, f));
+  if (raw.some((v) => v === undefined || v === null)) return undefined;
+  const { normalize } = key;
+  const values = normalize === undefined ? raw : raw.map((v) => (typeof v === 'string' ? normalize(v) : v));
   return key.fields.length === 1 ? String(values[0]) : JSON.stringify(values);
 }
 

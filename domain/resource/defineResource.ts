@@ -13,7 +13,13 @@ export type FieldRule = (fields: Record<string, unknown>) => string[];
 /** A set of fields no two live records may share: its own reservation (an atomic claim in the log)
  * and its own 409. `code` is the usual one; a pair such as (chunkId, name) is another. A record
  * missing one of the fields holds no value of the key. */
-export type UniqueKey = { readonly name: string; readonly fields: readonly string[] };
+export type UniqueKey = {
+  readonly name: string;
+  readonly fields: readonly string[];
+  /** The form in which values are compared (e.g. an LDAP DN case- and space-insensitively); the
+   * reservation holds it, so a lookup by the key normalises the same way. Default: as stored. */
+  readonly normalize?: (value: string) => string;
+};
 
 /** A field that names another record, checked (and loaded) before the decision: 422 naming the
  * field when the record is missing. A field holding an array names one record per element. */

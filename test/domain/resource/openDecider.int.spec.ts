@@ -87,4 +87,20 @@ describe('open decider', () => {
     expect(JSON.stringify(shown)).not.toContain('s3cr3t');
     await store.close();
   });
+
+  it('compares a unique key in its normal form: another spelling of the same value is taken, and found', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'open-decider-'));
+    dirs.push(dir);
+    const store = openSqliteEventStore(join(dir, 'events.db'));
+    const dnKey = { name: 'ldapMemberOf', fields: ['dn'], normalize: (dn: string) => dn.toLowerCase().replace(/\s*([,=])\s*/g, '$1').trim() };
+    const group = defineResource({ name: 'Group', path: 'groups', fields: z.strictObject({ dn: z.string().optional() }), unique: [dnKey] });
+    const service = resourceService(group, store);
+    const first = await service.create({ dn: 'CN=Ops, OU=Groups' }, ctx());
+    await expect(service.create({ dn: 'cn = ops,ou=groups' }, ctx())).rejects.toMatchObject({ status: 'CONFLICT', code: 'GROUP.LDAP_MEMBER_OF_TAKEN' });
+    expect((await service.getByKey(dnKey, { dn: 'cn=OPS , ou=GROUPS' })).id).toBe(first.record?.id);
+    // Without the field, no value of the key is held.
+    await service.create({}, ctx());
+    await service.create({}, ctx());
+    await store.close();
+  });
 });
