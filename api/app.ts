@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { unavailable } from '../domain/shared/errors.ts';
 import { authenticate, authorize, type Permission } from './auth.ts';
 import { clientErrorHandler, ErrorBodySchema, frameworkErrorHandler, installErrorHandling, installServerAnswers } from './errorHandler.ts';
-import type { AppDeps } from './deps.ts';
+import type { AppDeps } from './module.ts';
 import { installJsonParsing } from './jsonBody.ts';
 import { withProtocol } from './openapiProtocol.ts';
 import { resourceRoutes } from './resourceRoutes.ts';

@@ -18,8 +18,7 @@ import {
   toQuery,
   type Filtering,
 } from '../domain/shared/filtering.ts';
-import type { AppDeps } from './deps.ts';
-import type { ResourceRouteOptions } from './module.ts';
+import type { AppDeps, ResourceRouteOptions } from './module.ts';
 import { documentsOf, sendDocuments, sendItems, sendPage } from './documentStream.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import { commandContext, ifMatchVersion } from './requestContext.ts';

@@ -27,6 +27,7 @@ import { FilteringSchema, toQuery, type Query } from '../domain/shared/filtering
 import { streamName } from '../domain/shared/streams.ts';
 import { openSqliteReadStore, type SqliteReadStore } from '../infra/sqlite/readStore.ts';
 import { resourceProjection } from '../projections/resourceProjection.ts';
+import { foldOne } from '../workers/readModelJobs.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -95,7 +96,8 @@ function* events(ids: readonly string[]): Generator<RecordedEvent> {
 
 type Folded = { documents: Map<string, VersionedDocument>; events: number; checkpoint: bigint };
 
-/** The rebuild's first half: every event through the projection's own evolve, in memory. */
+/** The rebuild's first half: every event through the projection's own evolve, in memory, as the
+ * recreate job folds it (workers/readModelJobs.ts). */
 function fold(log: readonly RecordedEvent[]): Folded {
   const documents = new Map<string, VersionedDocument>();
   let count = 0;
@@ -103,11 +105,9 @@ function fold(log: readonly RecordedEvent[]): Folded {
   for (const e of log) {
     count += 1;
     checkpoint = e.position;
-    for (const id of projection.documentIds(e)) {
-      const write = projection.evolve(documents.get(id), e, id);
-      if (write === undefined) continue;
-      documents.set(id, { id, version: write.version, doc: write.kind === 'upsert' ? write.doc : null });
-    }
+    foldOne(projection, documents, e, (_event, error) => {
+      throw error;
+    });
   }
   return { documents, events: count, checkpoint };
 }

@@ -6,6 +6,13 @@ import type { Document, DocumentWrite, Position, RecordedEvent } from '../domain
 
 export type StoredDocument = { version: number; doc: Document | null; position?: Position };
 
+/** What a document is after a write lands: folds of several events apply each onto this. */
+export function storedOf(write: DocumentWrite): StoredDocument {
+  const stored: StoredDocument = { version: write.version, doc: write.kind === 'upsert' ? write.doc : null };
+  if (write.position !== undefined) stored.position = write.position;
+  return stored;
+}
+
 export type Projection = {
   /** Read-model name: the checkpoint's key and what GET /api/v1/indexes lists. */
   readonly name: string;

@@ -2,8 +2,8 @@
 // documents it touches, and the batch's writes and checkpoint go to the read store together, so a
 // crash mid-batch replays the batch, and the version guard makes the replay harmless.
 
-import type { Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent } from '../domain/ports.ts';
-import type { Projection, ReadModelStatus, StoredDocument } from '../projections/projection.ts';
+import type { DocumentWrite, EventStore, Position, ReadStore, RecordedEvent } from '../domain/ports.ts';
+import { storedOf, type Projection, type ReadModelStatus, type StoredDocument } from '../projections/projection.ts';
 import { LogProcessor, type Batch, type BatchContext, type ProcessorHandler, type ProcessorOptions } from './processor.ts';
 
 export type ProjectorOptions = ProcessorOptions;
@@ -27,9 +27,7 @@ async function fold(projection: Projection, reads: ReadStore, events: readonly R
         const write = projection.evolve(current.get(id), e, id);
         if (write === undefined) continue;
         writes.set(id, write);
-        const stored: StoredDocument = { version: write.version, doc: write.kind === 'upsert' ? write.doc : (null as Document | null) };
-        if (write.position !== undefined) stored.position = write.position;
-        current.set(id, stored);
+        current.set(id, storedOf(write));
       } catch (error) {
         ctx.recordFailure(e, error);
       }

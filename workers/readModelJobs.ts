@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { READ_MODEL_JOB_ACTOR, isFinal, job as jobDefinition, type JobCommand } from '../domain/jobs/jobs.ts';
 import type { Clock, Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
-import type { Projection, StoredDocument } from '../projections/projection.ts';
+import { storedOf, type Projection, type StoredDocument } from '../projections/projection.ts';
 import { resourceService } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { DomainError } from '../domain/shared/errors.ts';
@@ -80,15 +80,18 @@ export class ReadModelJobs {
     return `${derived.slice(0, 14)}4${derived.slice(15)}`;
   }
 
-  /** A job created by a request: by this runner's actor (only it writes READ_MODEL_* jobs), with
-   * the caller kept in `data.requestedBy` and the request's ids in the metadata. */
-  async #createJob(id: string, jobType: string, data: JsonObject, ctx: CommandContext): Promise<JobRecord> {
+  /** Creates a job for a request and starts it when this process runs jobs; answers its id. The
+   * job is written by this runner's actor (only it writes READ_MODEL_* jobs), with the caller kept
+   * in `data.requestedBy` and the request's ids in the metadata. */
+  async #start(id: string, jobType: string, data: JsonObject, ctx: CommandContext): Promise<string> {
     const { idempotencyKey: _key, requestHash: _hash, ...request } = ctx;
     const created = await this.#jobs.create(
       { id, startDate: ctx.now.toISOString(), status: 'IN_PROGRESS', jobType, data: { ...data, requestedBy: ctx.actor } },
       { ...request, actor: READ_MODEL_JOB_ACTOR },
     );
-    return created.record as JobRecord;
+    const record = created.record as JobRecord;
+    if (this.#o.runs) void this.#claimAndRun(record, undefined);
+    return record.id;
   }
 
   /** An earlier request's job under the same Idempotency-Key, if there is one. */
@@ -123,15 +126,12 @@ export class ReadModelJobs {
       const busy = this.#o.readModels.statuses().find((s) => s.name === name);
       throw new DomainError('READ_MODEL.REBUILDING', 'CONFLICT', `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`);
     }
-    let record: JobRecord;
     try {
-      record = await this.#createJob(id, RECREATE, { indexName: name, dropLive: options.dropLive, generation }, ctx);
+      return await this.#start(id, RECREATE, { indexName: name, dropLive: options.dropLive, generation }, ctx);
     } catch (error) {
       await this.#o.readModels.abandonRebuild(name, id);
       throw error;
     }
-    if (this.#o.runs) void this.#claimAndRun(record, undefined);
-    return record.id;
   }
 
   /** The query of a refresh's Filtering on a read model: a 400 naming what is wrong, before any job. */
@@ -150,9 +150,7 @@ export class ReadModelJobs {
     this.refreshQuery(name, filtering);
     const id = this.#jobIdFor(ctx, 'refresh', name);
     if (await this.#existing(id)) return id;
-    const record = await this.#createJob(id, REFRESH, { indexName: name, filter: filtering.filter }, ctx);
-    if (this.#o.runs) void this.#claimAndRun(record, undefined);
-    return record.id;
+    return this.#start(id, REFRESH, { indexName: name, filter: filtering.filter }, ctx);
   }
 
   /** The schedule that takes over jobs whose runner is gone: the jobs read model's IN_PROGRESS
@@ -386,22 +384,17 @@ function foldFrom(projection: Projection, id: string, events: readonly RecordedE
   for (const e of events) {
     if (!projection.documentIds(e).includes(id)) continue;
     const write = projection.evolve(folded, e, id);
-    if (write === undefined) continue;
-    folded = { version: write.version, doc: write.kind === 'upsert' ? write.doc : null };
-    if (write.position !== undefined) folded.position = write.position;
+    if (write !== undefined) folded = storedOf(write);
   }
   return folded;
 }
 
 /** One event into the documents it changes; a poison event is noted and skipped. */
-function foldOne(projection: Projection, documents: Map<string, VersionedDocument>, e: RecordedEvent, notePoison: (e: RecordedEvent, error: unknown) => void): void {
+export function foldOne(projection: Projection, documents: Map<string, VersionedDocument>, e: RecordedEvent, notePoison: (e: RecordedEvent, error: unknown) => void): void {
   try {
     for (const id of projection.documentIds(e)) {
       const write = projection.evolve(documents.get(id), e, id);
-      if (write === undefined) continue;
-      const doc: VersionedDocument = { id, version: write.version, doc: write.kind === 'upsert' ? write.doc : null };
-      if (write.position !== undefined) doc.position = write.position;
-      documents.set(id, doc);
+      if (write !== undefined) documents.set(id, { id, ...storedOf(write) });
     }
   } catch (error) {
     notePoison(e, error);

@@ -7,8 +7,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { notFound } from '../../domain/shared/errors.ts';
 import { FilteringSchema } from '../../domain/shared/filtering.ts';
-import type { AppDeps } from '../deps.ts';
-import type { Module } from '../module.ts';
+import type { AppDeps, Module } from '../module.ts';
 import { commandContext } from '../requestContext.ts';
 import { errors } from '../resourceRoutes.ts';
 

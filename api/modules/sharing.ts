@@ -6,9 +6,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sharing } from '../../domain/sharing/sharing.ts';
 import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../domain/shared/filtering.ts';
-import type { AppDeps } from '../deps.ts';
 import { sendDocuments } from '../documentStream.ts';
-import type { Module } from '../module.ts';
+import type { AppDeps, Module } from '../module.ts';
 import { catchUpTo, errors, position } from '../resourceRoutes.ts';
 
 const value = () => z.string().min(1).max(255);

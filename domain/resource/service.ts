@@ -244,8 +244,10 @@ export function resourceService(def: ResourceDefinition, store: EventStore) {
   const run = async (id: string, command: ResourceCommand, ctx: CommandContext, expectedVersion?: number, candidate?: unknown) =>
     runCommand(def, store, { id, command, ctx, expectedVersion, refs: await loadReferences(def, store, candidate) });
 
-  /** What a patch would leave, for loading its references (the decision checks it again). */
+  /** What a patch would leave, for loading its references (the decision checks it again); a
+   * resource without references reads nothing for it. */
   const patched = async (id: string, patch: unknown): Promise<unknown> => {
+    if (def.references.length === 0) return undefined;
     const state = await current(id);
     return state.status === 'active' && isPlainObject(patch) ? applyMergePatch(state.fields, patch) : undefined;
   };
