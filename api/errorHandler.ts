@@ -56,6 +56,17 @@ function fromValidation(error: RequestValidationError): DomainError {
   return new DomainError('REQUEST.VALIDATION_FAILED', 'BAD_REQUEST', error.message, lines);
 }
 
+/** What is wrong with a JSON text, without quoting it: V8's messages may show a stretch of the
+ * text, and a body may hold a password. */
+export function jsonProblem(message: string): string {
+  if (/Unexpected end/i.test(message)) return 'unexpected end of input';
+  const what =
+    /^(Expected [^"\n]{1,80}?|Unterminated string|Bad control character|Bad escaped character|Exponent part is missing a number|Unterminated fractional number|No number after minus sign)(?= in JSON| at|$)/.exec(message)?.[1] ??
+    'unexpected character';
+  const at = /at position \d+(?: \(line \d+ column \d+\))?/.exec(message)?.[0];
+  return at === undefined ? what : `${what} ${at}`;
+}
+
 function toDomainError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
   if (error instanceof RequestValidationError) return fromValidation(error);
@@ -64,7 +75,7 @@ function toDomainError(error: unknown): DomainError {
   const name = byStatus.get(code);
   if (code >= 400 && code < 500 && name) {
     const malformed = fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError;
-    return new DomainError(`HTTP.${name}`, name, malformed ? `Malformed JSON: ${fe.message ?? ''}` : (fe.message ?? name));
+    return new DomainError(`HTTP.${name}`, name, malformed ? `Malformed JSON: ${jsonProblem(fe.message ?? '')}` : (fe.message ?? name));
   }
   return new DomainError('HTTP.INTERNAL_SERVER_ERROR', 'INTERNAL_SERVER_ERROR', 'Internal server error');
 }

@@ -6,8 +6,10 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Document, Position } from '../domain/ports.ts';
 import type { Operation, ResourceDefinition } from '../domain/resource/defineResource.ts';
-import { resourceService, type WriteResult } from '../domain/resource/service.ts';
-import { isDomainError, malformedUuid, unavailable, validationFailed } from '../domain/shared/errors.ts';
+import type { WriteResult } from '../domain/resource/service.ts';
+import { serviceOf } from './services.ts';
+import { catchUpTo, position, waitForReadModelAt } from './readModelWait.ts';
+import { isDomainError, malformedUuid } from '../domain/shared/errors.ts';
 import { isUuid } from '../domain/shared/ids.ts';
 import { dateTime, uuid } from '../domain/shared/fields.ts';
 import {
@@ -24,18 +26,11 @@ import { ErrorBodySchema } from './errorHandler.ts';
 import { commandContext, ifMatchVersion } from './requestContext.ts';
 import { pageSchema, historyEntrySchema } from './schemas.ts';
 
-const MIN_POSITION_WAIT_MS = 5000;
 const MAX_HISTORY_PAGE = 1000;
 const BY_IDS_CHUNK = 20;
 /** Records read per page of a list-all answer. */
 const LIST_PAGE = 100;
 
-/** An `X-Event-Position` as a client got it: opaque decimal digits (KurrentDB's packed positions
- * run to 39 digits). */
-export const position = z
-  .string()
-  .regex(/^\d{1,40}$/, { error: 'expected a log position (the decimal digits of an X-Event-Position)' })
-  .meta({ description: 'an X-Event-Position from an earlier write: opaque decimal digits, at most 40' });
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 
 /** A whole number in a path or query: decimal digits only (not ' ', '1e3' or '0x10', which a plain
@@ -85,28 +80,8 @@ const newPatchSchema = (def: ResourceDefinition) =>
 
 type RouteKit = ReturnType<typeof routeKit>;
 
-/** Waits (bounded) until a read model reflects a position; 503 READ_MODEL.LAGGING after. */
-export async function waitForReadModelAt(deps: AppDeps, readModel: string, at: Position | undefined): Promise<void> {
-  if (at === undefined) return;
-  const ok = await deps.readModels.waitFor(readModel, at, MIN_POSITION_WAIT_MS);
-  if (!ok) throw unavailable('READ_MODEL.LAGGING', `Read model ${readModel} did not reach position ${at.toString()} in time`);
-}
-
-/** `?minPosition=`: wait (bounded) until the read model reflects that write. A position the log
- * has not reached was never handed out: no wait can end, so it is refused at once. */
-export async function catchUpTo(deps: AppDeps, readModel: string, minPosition: string | undefined): Promise<void> {
-  if (minPosition === undefined) return;
-  const at = BigInt(minPosition);
-  // Reached already (the usual case): no need to ask the log for its head.
-  if (await deps.readModels.waitFor(readModel, at, 0)) return;
-  if (at > (await deps.eventStore.headPosition())) {
-    throw validationFailed('minPosition is ahead of the log', [`query.minPosition: ${minPosition} is past the newest write; use the X-Event-Position of a write`]);
-  }
-  await waitForReadModelAt(deps, readModel, at);
-}
-
 function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, options: ResourceRouteOptions) {
-  const service = resourceService(def, deps.eventStore);
+  const service = serviceOf(deps, def);
   const r = app.withTypeProvider<ZodTypeProvider>();
   const base = `/api/v1/${def.path}`;
   const tags = [def.path];

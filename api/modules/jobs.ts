@@ -4,13 +4,14 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { job, jobStep } from '../../domain/jobs/jobs.ts';
-import { resourceService } from '../../domain/resource/service.ts';
 import { malformedUuid, validationFailed } from '../../domain/shared/errors.ts';
 import { uuid } from '../../domain/shared/fields.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
 import { jobsWithSteps } from '../../projections/jobsWithSteps.ts';
 import type { Module } from '../module.ts';
-import { catchUpTo, errors, position } from '../resourceRoutes.ts';
+import { errors } from '../resourceRoutes.ts';
+import { catchUpTo, position } from '../readModelWait.ts';
+import { serviceOf } from '../services.ts';
 
 const admin = { permissions: { read: 'admin', write: 'admin' } } as const;
 const Expand = z.enum(['JOB_STEPS']);
@@ -24,8 +25,8 @@ export const jobsModule: Module = {
   projections: [jobsWithSteps],
   routes(app, deps) {
     const r = app.withTypeProvider<ZodTypeProvider>();
-    const jobs = resourceService(job, deps.eventStore);
-    const steps = resourceService(jobStep, deps.eventStore);
+    const jobs = serviceOf(deps, job);
+    const steps = serviceOf(deps, jobStep);
 
     r.get(
       '/api/v1/jobs/:id',

@@ -8,7 +8,8 @@ import { sharing } from '../../domain/sharing/sharing.ts';
 import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../domain/shared/filtering.ts';
 import { sendDocuments } from '../documentStream.ts';
 import type { AppDeps, Module } from '../module.ts';
-import { catchUpTo, errors, position } from '../resourceRoutes.ts';
+import { errors } from '../resourceRoutes.ts';
+import { catchUpTo, position } from '../readModelWait.ts';
 
 const value = () => z.string().min(1).max(255);
 const tags = [sharing.path];

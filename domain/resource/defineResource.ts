@@ -26,8 +26,18 @@ export type UniqueKey = {
 export type Reference = {
   readonly field: string;
   readonly resource: () => ResourceDefinition;
-  /** How the field names it: its id (default) or its unique `code`. */
-  readonly by?: 'id' | 'code';
+  /** How the field names it: its id (default), its unique `code`, or the value of another field
+   * that is not unique (`{ field: 'type' }`: some live record has it), found through that
+   * resource's read model once it has caught up with the log's head. */
+  readonly by?: 'id' | 'code' | { readonly field: string };
+  /** The record named must also be usable now (within its validity window): 422 otherwise. */
+  readonly valid?: (record: ResourceRecordLike, now: Date) => boolean;
+  /** The field names a record of the same resource, and following it from there must never lead
+   * back to the record itself (a parent group, a supervisor): 422 on a cycle. */
+  readonly acyclic?: boolean;
+  /** The named record cannot be deleted (nor its code changed, for a reference by code) while a
+   * live record names it: 409 listing which (found through this resource's read model). */
+  readonly restrict?: boolean;
 };
 
 /** What an event changes: the record's visible fields and its hidden ones. */
@@ -196,7 +206,24 @@ function scalarType(schema: z.core.$ZodType): ColumnType | undefined {
   }
 }
 
+/** A field may name its column type where its schema cannot tell it (a day or a date-time read
+ * as one): `.meta({ 'x-column-type': 'date-time' })` (an OpenAPI extension, so it may show there). */
+function declaredType(schema: z.core.$ZodType): ColumnType | undefined {
+  for (let s: z.core.$ZodType | undefined = schema; s !== undefined; ) {
+    const declared = (z.globalRegistry.get(s) as { 'x-column-type'?: ColumnType } | undefined)?.['x-column-type'];
+    if (declared !== undefined) return declared;
+    const def = s._zod.def as { type: string; innerType?: z.core.$ZodType };
+    s = ['optional', 'nullable', 'default', 'readonly'].includes(def.type) ? def.innerType : undefined;
+  }
+  return undefined;
+}
+
 function walk(schema: z.core.$ZodType, path: string, into: Catalog): void {
+  const declared = declaredType(schema);
+  if (declared !== undefined) {
+    into.columns.set(path, { path, type: declared, array: false });
+    return;
+  }
   const s = unwrap(schema);
   const def = s._zod.def as { type: string; shape?: Record<string, z.core.$ZodType>; element?: z.core.$ZodType };
   const scalar = scalarType(s);

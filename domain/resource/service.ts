@@ -4,12 +4,13 @@
 
 import type { EventStore, Position, RecordedEvent } from '../ports.ts';
 import { handleCommand, keyReservation, requestHashOf, type CommandContext } from '../shared/commandHandler.ts';
-import { codeTaken, keyTaken, malformedUuid, notFound, referenceMissing, validationFailed } from '../shared/errors.ts';
+import { codeTaken, keyTaken, malformedUuid, notFound, referenceCycle, referenceMissing, referenceUnusable, stillReferenced, validationFailed } from '../shared/errors.ts';
+import type { FilterItem } from '../shared/filtering.ts';
 import { isUuid, isUuidV4, uuidV5 } from '../shared/ids.ts';
 import { foldStream, type FoldSpec } from '../shared/streamFold.ts';
 import { idIn } from '../shared/streams.ts';
 import { applyMergePatch, diffJson, isPlainObject, memberOf, type JsonObject, type JsonPatchOp } from '../shared/json.ts';
-import type { DecideContext, OwnCommand, ResourceDefinition, ResourceRecordLike, UniqueKey } from './defineResource.ts';
+import type { DecideContext, LiveRecord, OwnCommand, Reference, ResourceDefinition, ResourceRecordLike, UniqueKey } from './defineResource.ts';
 import {
   SCHEMA_VERSION,
   decide,
@@ -145,27 +146,130 @@ function withoutHidden(def: ResourceDefinition, data: JsonObject): JsonObject {
   return Object.fromEntries(Object.entries(data).filter(([k]) => !def.hidden.includes(k)));
 }
 
-/** The records a candidate's references name, loaded from the log; 422 naming each field whose
- * record is missing. Values of the wrong shape are left to the schema's 400. */
-async function loadReferences(def: ResourceDefinition, store: EventStore, candidate: unknown): Promise<Map<string, ResourceRecordLike[]>> {
+/** Live records of a resource whose fields match filter items, read from its read model once it
+ * has caught up with the log's head (the HTTP layer provides it over the read store). */
+export type ReferenceLookup = (def: ResourceDefinition, filter: readonly FilterItem[], limit: number) => Promise<ResourceRecordLike[]>;
+
+/** A reference of another resource to this one. */
+export type Referrer = { readonly resource: ResourceDefinition; readonly reference: Reference };
+
+export type ServiceOptions = {
+  lookup?: ReferenceLookup;
+  /** The references that restrict this resource's delete (see referrersOf). */
+  referrers?: readonly Referrer[];
+};
+
+/** The references among some resources that name `def` and restrict its delete. */
+export const referrersOf = (def: ResourceDefinition, all: readonly ResourceDefinition[]): Referrer[] =>
+  all.flatMap((resource) => resource.references.filter((r) => r.restrict === true && r.resource() === def).map((reference) => ({ resource, reference })));
+
+/** Longest chain of references an acyclic reference follows (deeper trees are refused as cycles would be). */
+export const MAX_REFERENCE_CHAIN = 1000;
+
+const valuesOf = (candidate: JsonObject, field: string): unknown[] => {
+  const value = memberOf(candidate, field);
+  return Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
+};
+
+function needLookup(options: ServiceOptions): ReferenceLookup {
+  if (options.lookup === undefined) throw new Error('this resource needs a read-model lookup (ServiceOptions.lookup)');
+  return options.lookup;
+}
+
+/** The live records a reference's value may name (several for a non-unique field); undefined
+ * for a value of the wrong shape, left to the schema's 400. */
+async function candidatesOf(target: ResourceDefinition, store: EventStore, ref: Reference, value: unknown, options: ServiceOptions): Promise<ResourceRecordLike[] | undefined> {
+  if (typeof value !== 'string') return undefined;
+  const by = ref.by ?? 'id';
+  if (typeof by === 'object') return needLookup(options)(target, [{ column: by.field, operator: 'EQ', value }], 100);
+  if (by === 'id' && !isUuid(value)) return undefined;
+  const state = await currentState(target, store, value, by === 'code');
+  return state.status === 'active' ? [toRecord(state)] : [];
+}
+
+/** Whether following an acyclic reference from a record leads back to `ownId`. */
+async function leadsBack(target: ResourceDefinition, store: EventStore, field: string, from: ResourceRecordLike, ownId: string): Promise<boolean> {
+  const seen = new Set<string>();
+  let next = memberOf(from, field);
+  for (let step = 0; typeof next === 'string' && isUuid(next); step++) {
+    const id = next.toLowerCase();
+    if (id === ownId || step >= MAX_REFERENCE_CHAIN) return true;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    const state = await currentState(target, store, id, false);
+    if (state.status !== 'active') return false;
+    next = memberOf(state.fields, field);
+  }
+  return false;
+}
+
+type ReferenceProblems = { missing: string[]; cycle: string[]; invalid: string[] };
+
+async function loadReference(
+  { def, store, options, now, ownId }: { def: ResourceDefinition; store: EventStore; options: ServiceOptions; now: Date; ownId: string },
+  ref: Reference,
+  candidate: JsonObject,
+  problems: ReferenceProblems,
+): Promise<ResourceRecordLike[]> {
+  const target = ref.resource();
+  const found: ResourceRecordLike[] = [];
+  for (const v of valuesOf(candidate, ref.field)) {
+    const shown = JSON.stringify(v);
+    if (ref.acyclic === true && typeof v === 'string' && v.toLowerCase() === ownId) {
+      problems.cycle.push(`${ref.field}: a ${def.name} cannot name itself`);
+      continue;
+    }
+    const candidates = await candidatesOf(target, store, ref, v, options);
+    if (candidates === undefined) continue;
+    const usable = ref.valid === undefined ? candidates : candidates.filter((c) => ref.valid?.(c, now) === true);
+    const record = usable[0];
+    if (candidates.length === 0) problems.missing.push(`${ref.field}: no ${target.name} ${typeof ref.by === 'object' ? `with ${ref.by.field} ` : ''}${shown}`);
+    else if (record === undefined) problems.invalid.push(`${ref.field}: no ${target.name} ${typeof ref.by === 'object' ? `with ${ref.by.field} ` : ''}${shown} is valid now`);
+    else if (ref.acyclic === true && (await leadsBack(target, store, ref.field, record, ownId))) {
+      problems.cycle.push(`${ref.field}: ${shown} would make a cycle (following ${ref.field} from it leads back to this ${def.name})`);
+    } else found.push(record);
+  }
+  return found;
+}
+
+/** The records a candidate's references name, loaded from the log (or, for a non-unique field,
+ * the read model); 422 naming each field whose record is missing, not valid now, or would close a
+ * cycle. Values of the wrong shape are left to the schema's 400. */
+async function loadReferences(
+  def: ResourceDefinition,
+  store: EventStore,
+  candidate: unknown,
+  context: { ownId: string; now: Date; options: ServiceOptions },
+): Promise<Map<string, ResourceRecordLike[]>> {
   const refs = new Map<string, ResourceRecordLike[]>();
   if (def.references.length === 0 || !isPlainObject(candidate)) return refs;
-  const missing: string[] = [];
+  const problems: ReferenceProblems = { missing: [], cycle: [], invalid: [] };
   for (const ref of def.references) {
-    const value = memberOf(candidate, ref.field);
-    const values = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
-    const target = ref.resource();
-    const found: ResourceRecordLike[] = [];
-    for (const v of values) {
-      if (typeof v !== 'string' || (ref.by !== 'code' && !isUuid(v))) continue;
-      const state = await currentState(target, store, v, ref.by === 'code');
-      if (state.status === 'active') found.push(toRecord(state));
-      else missing.push(`${ref.field}: no ${target.name} ${JSON.stringify(v)}`);
-    }
-    refs.set(ref.field, found);
+    refs.set(ref.field, await loadReference({ def, store, ...context }, ref, candidate, problems));
   }
-  if (missing.length > 0) throw referenceMissing(def.errorPrefix, missing);
+  if (problems.missing.length > 0) throw referenceMissing(def.errorPrefix, [...problems.missing, ...problems.cycle, ...problems.invalid]);
+  if (problems.cycle.length > 0) throw referenceCycle(def.errorPrefix, [...problems.cycle, ...problems.invalid]);
+  if (problems.invalid.length > 0) throw referenceUnusable(def.errorPrefix, problems.invalid);
   return refs;
+}
+
+/** How a referring record is named in a 409: its code, else its id. */
+const labelOf = (r: ResourceRecordLike): string => (typeof r.code === 'string' ? r.code : r.id);
+
+/** 409 when live records name this one through a restricting reference: on a delete every such
+ * reference, on a change of code those that name it by code. */
+async function assertUnreferenced(def: ResourceDefinition, options: ServiceOptions, fields: JsonObject & { id: string }, on: 'delete' | 'code'): Promise<void> {
+  const referrers = (options.referrers ?? []).filter((r) => on === 'delete' || r.reference.by === 'code');
+  const lines: string[] = [];
+  for (const { resource, reference } of referrers) {
+    const value = reference.by === 'code' ? fields.code : fields.id;
+    if (typeof value !== 'string') continue;
+    const found = await needLookup(options)(resource, [{ column: reference.field, operator: 'EQ', value }], 6);
+    if (found.length === 0) continue;
+    const names = found.slice(0, 5).map(labelOf).join(', ');
+    lines.push(`${resource.path}.${reference.field}: ${found.length > 5 ? 'more than 5' : String(found.length)} ${resource.name} record(s) name it (${names}${found.length > 5 ? ', …' : ''})`);
+  }
+  if (lines.length > 0) throw stillReferenced(def.errorPrefix, lines);
 }
 
 /** The 409 of a unique key held by another record. */
@@ -238,32 +342,57 @@ async function recordByKey(def: ResourceDefinition, store: EventStore, key: Uniq
   return shown(def, state);
 }
 
-export function resourceService(def: ResourceDefinition, store: EventStore) {
+/** The record a change names: the one that took the request's Idempotency-Key, else the live one. */
+async function existingRecordId(def: ResourceDefinition, store: EventStore, idOrCode: string, ctx: CommandContext): Promise<string> {
+  const underKey = await recordUnderKey(def, store, idOrCode, ctx);
+  if (underKey !== undefined) return underKey;
+  const state = await currentState(def, store, idOrCode, false);
+  if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
+  return state.id;
+}
+
+/** The context with the hash of what the request means, when it carries an Idempotency-Key. */
+const keyedContext = (def: ResourceDefinition, ctx: CommandContext, operation: string, target: string, body: unknown): CommandContext =>
+  ctx.idempotencyKey === undefined ? ctx : { ...ctx, requestHash: requestHashOf({ operation, resource: def.path, target, body: meaningOf(body) }) };
+
+/** The checks of a change against the records that name this one, before it is decided. */
+function referenceChecks(def: ResourceDefinition, store: EventStore, options: ServiceOptions) {
+  const referrers = options.referrers ?? [];
+  const codeReferrers = referrers.some((r) => r.reference.by === 'code');
+  const current = (id: string) => currentState(def, store, id, false);
+  return {
+    /** A change of code while records name this one by code is a 409. */
+    async assertCodeKept(id: string, candidate: unknown): Promise<void> {
+      if (!codeReferrers || !isPlainObject(candidate)) return;
+      const state = await current(id);
+      if (state.status === 'active' && state.fields.code !== candidate.code) await assertUnreferenced(def, options, { ...state.fields, id }, 'code');
+    },
+    /** A delete while records name this one is a 409. */
+    async assertDeletable(id: string): Promise<void> {
+      if (referrers.length === 0) return;
+      const state = await current(id);
+      if (state.status === 'active') await assertUnreferenced(def, options, { ...state.fields, id }, 'delete');
+    },
+    /** What a patch would leave, for loading its references and checking its code (the decision
+     * checks it again); a resource with neither reads nothing for it. */
+    async patched(id: string, patch: unknown): Promise<unknown> {
+      if (def.references.length === 0 && !codeReferrers) return undefined;
+      const state = await current(id);
+      return state.status === 'active' && isPlainObject(patch) ? applyMergePatch(state.fields, patch) : undefined;
+    },
+  };
+}
+
+export function resourceService(def: ResourceDefinition, store: EventStore, options: ServiceOptions = {}) {
   const current = (idOrCode: string, codeOnly = false) => currentState(def, store, idOrCode, codeOnly);
+  const checks = referenceChecks(def, store, options);
 
   const run = async (id: string, command: ResourceCommand, ctx: CommandContext, expectedVersion?: number, candidate?: unknown) =>
-    runCommand(def, store, { id, command, ctx, expectedVersion, refs: await loadReferences(def, store, candidate) });
+    runCommand(def, store, { id, command, ctx, expectedVersion, refs: await loadReferences(def, store, candidate, { ownId: id, now: ctx.now, options }) });
 
-  /** What a patch would leave, for loading its references (the decision checks it again); a
-   * resource without references reads nothing for it. */
-  const patched = async (id: string, patch: unknown): Promise<unknown> => {
-    if (def.references.length === 0) return undefined;
-    const state = await current(id);
-    return state.status === 'active' && isPlainObject(patch) ? applyMergePatch(state.fields, patch) : undefined;
-  };
+  const existingId = (idOrCode: string, ctx: CommandContext) => existingRecordId(def, store, idOrCode, ctx);
 
-  /** The record a change names. */
-  async function existingId(idOrCode: string, ctx: CommandContext): Promise<string> {
-    const underKey = await recordUnderKey(def, store, idOrCode, ctx);
-    if (underKey !== undefined) return underKey;
-    const state = await current(idOrCode);
-    if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
-    return state.id;
-  }
-
-  /** The context with the hash of what the request means, when it carries an Idempotency-Key. */
-  const keyed = (ctx: CommandContext, operation: string, target: string, body: unknown): CommandContext =>
-    ctx.idempotencyKey === undefined ? ctx : { ...ctx, requestHash: requestHashOf({ operation, resource: def.path, target, body: meaningOf(body) }) };
+  const keyed = (ctx: CommandContext, operation: string, target: string, body: unknown) => keyedContext(def, ctx, operation, target, body);
 
   return {
     definition: def,
@@ -285,16 +414,20 @@ export function resourceService(def: ResourceDefinition, store: EventStore) {
 
     async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
+      await checks.assertCodeKept(id, input);
       return run(id, { type: 'Replace', input }, keyed(ctx, 'replace', id, input), expectedVersion, input);
     },
 
     async patch(idOrCode: string, patch: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
-      return run(id, { type: 'Patch', patch }, keyed(ctx, 'patch', id, patch), expectedVersion, await patched(id, patch));
+      const after = await checks.patched(id, patch);
+      await checks.assertCodeKept(id, after);
+      return run(id, { type: 'Patch', patch }, keyed(ctx, 'patch', id, patch), expectedVersion, after);
     },
 
     async remove(idOrCode: string, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
+      await checks.assertDeletable(id);
       return run(id, { type: 'Delete' }, keyed(ctx, 'delete', id, null), expectedVersion);
     },
 
@@ -305,6 +438,13 @@ export function resourceService(def: ResourceDefinition, store: EventStore) {
     },
 
     getByKey: (key: UniqueKey, fields: JsonObject): Promise<ResourceRecord> => recordByKey(def, store, key, fields),
+
+    /** The live record with its hidden parts (a password hash), for the module's own decisions and
+     * reads; never sent as it is. */
+    async live(idOrCode: string, codeOnly = false): Promise<LiveRecord | undefined> {
+      const state = await current(idOrCode, codeOnly);
+      return state.status === 'active' ? { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version } : undefined;
+    },
 
     /** The live record, or as it was at a version or a time. */
     async get(idOrCode: string, at: ReadAt = {}): Promise<ResourceRecord> {

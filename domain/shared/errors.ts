@@ -87,6 +87,15 @@ export const invalidTransition = (resource: string, field: string, from: string,
 export const referenceMissing = (resource: string, errors: readonly string[]): DomainError =>
   new DomainError(`${resource}.REFERENCE_NOT_FOUND`, 'UNPROCESSABLE_ENTITY', 'The record refers to records that do not exist', errors);
 
+export const referenceUnusable = (resource: string, errors: readonly string[]): DomainError =>
+  new DomainError(`${resource}.REFERENCE_NOT_VALID`, 'UNPROCESSABLE_ENTITY', 'The record refers to records that are not valid now', errors);
+
+export const referenceCycle = (resource: string, errors: readonly string[]): DomainError =>
+  new DomainError(`${resource}.REFERENCE_CYCLE`, 'UNPROCESSABLE_ENTITY', 'The record would refer to itself through a chain of references', errors);
+
+export const stillReferenced = (resource: string, errors: readonly string[]): DomainError =>
+  new DomainError(`${resource}.STILL_REFERENCED`, 'CONFLICT', 'Other records still refer to this record', errors);
+
 export const alreadyExists = (resource: string, id: string): DomainError =>
   new DomainError(`${resource}.ALREADY_EXISTS`, 'CONFLICT', `${resource} with id ${id} already exists`, [
     `id: ${id} is already taken`,
