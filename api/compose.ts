@@ -19,7 +19,7 @@ import { ReadModelJobs } from '../workers/readModelJobs.ts';
 import { ReadModelSet } from '../workers/readModels.ts';
 import { Scheduler } from '../workers/scheduler.ts';
 import { buildApp } from './app.ts';
-import type { TokenVerifier } from './auth.ts';
+import type { Caller, TokenVerifier } from './auth.ts';
 import type { Module, ModuleContext, Worker } from './module.ts';
 import { modules as allModules } from './modules/index.ts';
 
@@ -31,6 +31,8 @@ export type ComposeOptions = {
   readStore: ReadStore;
   blobStore: BlobStore;
   verifyToken: TokenVerifier;
+  /** Signs login tokens (embedded HS256); absent with an OIDC issuer. */
+  issueToken?: (caller: Caller) => Promise<string>;
   modules?: readonly Module[];
   role?: Role;
   clock?: Clock;
@@ -95,6 +97,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     clock,
     newId: randomUUID,
     verifyToken: options.verifyToken,
+    ...(options.issueToken === undefined ? {} : { issueToken: options.issueToken }),
     modules,
     serveApi: role === 'all' || role === 'api',
     ...(options.logger === undefined ? {} : { logger: options.logger }),

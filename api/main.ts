@@ -6,7 +6,7 @@ import { loadConfig } from '../infra/config.ts';
 import { hs256Secret } from '../infra/authSecret.ts';
 import { openStores } from '../infra/stores.ts';
 import { composeService } from './compose.ts';
-import { hs256Verifier, oidcVerifier, signHs256, type TokenVerifier } from './auth.ts';
+import { hs256Verifier, oidcVerifier, signHs256, type Caller, type TokenVerifier } from './auth.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -20,12 +20,14 @@ async function main(): Promise<void> {
   mkdirSync(config.DATA_DIR, { recursive: true });
 
   let verifyToken: TokenVerifier;
+  let issueToken: ((caller: Caller) => Promise<string>) | undefined;
   let adminToken: Promise<string> | undefined;
   if (config.AUTH_ISSUER !== undefined && config.AUTH_AUDIENCE !== undefined && config.AUTH_JWKS_URL !== undefined) {
     verifyToken = oidcVerifier({ issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE, jwksUrl: config.AUTH_JWKS_URL });
   } else {
     const secret = hs256Secret(config);
     verifyToken = hs256Verifier(secret);
+    issueToken = (caller) => signHs256(secret, caller);
     adminToken = signHs256(secret, { sub: 'admin', roles: ['admin'] });
   }
 
@@ -35,6 +37,7 @@ async function main(): Promise<void> {
     readStore: stores.readStore,
     blobStore: stores.blobStore,
     verifyToken,
+    ...(issueToken === undefined ? {} : { issueToken }),
     logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
     bodyLimit: config.BODY_LIMIT_BYTES,
     batchSize: config.PROJECTION_BATCH_SIZE,

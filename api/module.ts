@@ -4,6 +4,7 @@
 // (api/modules/index.ts) and its ROLE; nothing else lists resources or read models.
 
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { BlobStore, Clock, EventStore, IdGenerator, ReadStore } from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import type { Projection } from '../projections/projection.ts';
@@ -14,7 +15,7 @@ import type { ReadModelSet } from '../workers/readModels.ts';
 import type { Schedule } from '../workers/scheduler.ts';
 import type { FastifyServerOptions } from 'fastify';
 import type { Operation } from '../domain/resource/defineResource.ts';
-import type { Permission, TokenVerifier } from './auth.ts';
+import type { Caller, Permission, TokenVerifier } from './auth.ts';
 
 /** What a module's reactors, schedules and workers are built from. */
 export type ModuleContext = {
@@ -71,9 +72,16 @@ export type AppDeps = {
   clock: Clock;
   newId: IdGenerator;
   verifyToken: TokenVerifier;
+  /** Signs a bearer token for a caller (the embedded HS256 secret); absent when tokens come from
+   * an OIDC issuer, and then there is no login route. */
+  issueToken?: (caller: Caller) => Promise<string>;
   modules: readonly Module[];
   /** False for processes whose ROLE serves no API (projector, worker): only /health and the docs. */
   serveApi?: boolean;
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
 };
+
+/** The app as modules declare routes on it: schemas are zod's. */
+export const zodRoutes = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvider>();
+export type ZodRoutes = ReturnType<typeof zodRoutes>;

@@ -5,6 +5,19 @@ import type { Module } from '../module.ts';
 import { jobsModule } from './jobs.ts';
 import { readModelAdminModule } from './readModelAdmin.ts';
 import { registriesModule } from './registries.ts';
+import { loginModule } from './login.ts';
 import { sharingModule } from './sharing.ts';
+import { userGroupRegionsModule } from './userGroupRegions.ts';
+import { userGroupsModule } from './userGroups.ts';
+import { usersModule } from './users.ts';
 
-export const modules: readonly Module[] = [registriesModule, sharingModule, jobsModule, readModelAdminModule];
+export const modules: readonly Module[] = [
+  registriesModule,
+  userGroupsModule,
+  usersModule,
+  userGroupRegionsModule,
+  sharingModule,
+  loginModule,
+  jobsModule,
+  readModelAdminModule,
+];

@@ -10,9 +10,9 @@ export const uuid = () =>
     .overwrite((s) => s.toLowerCase())
     .meta({ description: 'A UUID; stored and returned in lower case.' });
 
-export const dateTime = () =>
+export const dateTime = (error = 'expected an ISO 8601 date-time with a time zone') =>
   z.iso
-    .datetime({ offset: true, local: false, error: 'expected an ISO 8601 date-time with a time zone' })
+    .datetime({ offset: true, local: false, error })
     // Milliseconds are what is kept: finer digits would be dropped, so they are refused instead
     // (zeros after the third are no loss).
     .refine((s) => !/\.\d{3}\d*[1-9]/.test(s), { error: 'at most millisecond precision (3 fractional digits)' })
@@ -69,3 +69,39 @@ export function periodRule(fromKey: string, toKey: string) {
     return [];
   };
 }
+
+/** An e-mail address as mail systems take it (one @, a dotted domain, no spaces). */
+export const email = () =>
+  z.email({ error: 'expected an e-mail address such as name@example.com' }).max(254).meta({ description: 'An e-mail address (RFC 5321 length, at most 254 characters).' });
+
+/** An absolute http(s) URL. */
+export const webUrl = () =>
+  z
+    .url({ protocol: /^https?$/, hostname: z.regexes.domain, error: 'expected an absolute http or https URL with a host name' })
+    .max(2048)
+    .meta({ description: 'An absolute http or https URL.' });
+
+/** A phone number: digits with an optional leading +, spaces, dashes, dots and parentheses. */
+export const phoneNumber = () =>
+  z
+    .string()
+    .max(50)
+    .regex(/^\+?[0-9][0-9 ().-]{2,48}$/, { error: 'expected a phone number: digits, an optional leading +, spaces, dashes, dots, parentheses' });
+
+/** A day (`yyyy-MM-dd`) or a date-time. A day is taken in UTC, as its first millisecond for the
+ * start of a period and its last for the end, so a period `validFrom`..`validTo` given in days
+ * includes both days; stored and returned as a date-time. */
+export const dayOrDateTime = (edge: 'start' | 'end') =>
+  z
+    .string()
+    .max(64)
+    .overwrite((s) => (/^\d{4}-\d{2}-\d{2}$/.test(s) ? `${s}T${edge === 'start' ? '00:00:00.000' : '23:59:59.999'}Z` : s))
+    .pipe(dateTime('expected a day (yyyy-MM-dd) or an ISO 8601 date-time with a time zone'))
+    .meta({
+      'x-column-type': 'date-time',
+      description: `A day (yyyy-MM-dd, taken in UTC as its ${edge === 'start' ? 'first' : 'last'} millisecond) or an ISO 8601 date-time with a time zone; stored and returned as a date-time in UTC.`,
+    });
+
+/** Whether now lies in a period whose ends are optional date-times. */
+export const withinPeriod = (from: unknown, to: unknown, now: Date): boolean =>
+  (typeof from !== 'string' || Date.parse(from) <= now.getTime()) && (typeof to !== 'string' || now.getTime() <= Date.parse(to));

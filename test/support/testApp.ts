@@ -4,8 +4,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
-import { hs256Verifier, signHs256 } from '../../api/auth.ts';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { hs256Verifier, signHs256, type Caller } from '../../api/auth.ts';
 import type { BlobStore, Clock, EventStore, ReadStore } from '../../domain/ports.ts';
 import { composeService, type Role, type Service } from '../../api/compose.ts';
 import { BLOBS_FILE, openEmbeddedStores } from '../../infra/embedded.ts';
@@ -54,7 +54,16 @@ export function manualClock(start = new Date('2026-01-01T00:00:00.000Z')): Clock
 }
 
 export async function startTestApp(
-  options: { dataDir?: string; clock?: Clock; role?: Role; stores?: { eventStore: EventStore; readStore: ReadStore; blobStore?: BlobStore } } = {},
+  options: {
+    dataDir?: string;
+    clock?: Clock;
+    role?: Role;
+    stores?: { eventStore: EventStore; readStore: ReadStore; blobStore?: BlobStore };
+    /** Where the app logs (default: nowhere). */
+    logger?: FastifyServerOptions['logger'];
+    /** False: tokens come from an OIDC issuer, so there is no login route. */
+    login?: boolean;
+  } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
   // Tests that bring their own stores to watch them fail keep the embedded blob store.
@@ -64,6 +73,8 @@ export async function startTestApp(
   const service = await composeService({
     ...stores,
     verifyToken: hs256Verifier(TEST_SECRET),
+    ...(options.login === false ? {} : { issueToken: (caller: Caller) => signHs256(TEST_SECRET, caller) }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.role === undefined ? {} : { role: options.role }),
   });

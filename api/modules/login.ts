@@ -1,0 +1,78 @@
+// Login for the embedded default: POST /api/v1/auth/token exchanges a user's code and password
+// for an HS256 bearer token carrying the user's effective roles. Every failure is the same 401;
+// the password is checked (against a decoy hash when there is no user) before anything else is
+// decided, so answers take the same time; failures are limited per user and per address (429).
+// With an OIDC issuer tokens come from it, and the route does not exist (404).
+
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { verifyPassword } from '../../domain/identity/password.ts';
+import { isActiveUser, user } from '../../domain/identity/user.ts';
+import { DomainError, unauthorized } from '../../domain/shared/errors.ts';
+import type { Module } from '../module.ts';
+import { FailureLimiter } from '../rateLimit.ts';
+import { errors } from '../resourceRoutes.ts';
+import { serviceOf } from '../services.ts';
+import { rolesOf } from './users.ts';
+
+/** Failures allowed per user and per client address in a window, then 429 until it ends. */
+export const LOGIN_LIMITS = { perUser: { limit: 10, windowMs: 5 * 60_000 }, perAddress: { limit: 50, windowMs: 5 * 60_000 } } as const;
+export const TOKEN_TTL_SECONDS = 12 * 60 * 60;
+
+const tooMany = (ms: number): DomainError =>
+  Object.assign(new DomainError('AUTH.TOO_MANY_ATTEMPTS', 'TOO_MANY_REQUESTS', 'Too many failed logins: try again later', [`retry after ${String(Math.ceil(ms / 1000))} s`]), {
+    retryAfterSeconds: Math.ceil(ms / 1000),
+  });
+
+export const loginModule: Module = {
+  name: 'login',
+  routes(app, deps) {
+    const issue = deps.issueToken;
+    if (issue === undefined) return;
+    const users = serviceOf(deps, user);
+    const perUser = new FailureLimiter(LOGIN_LIMITS.perUser);
+    const perAddress = new FailureLimiter(LOGIN_LIMITS.perAddress);
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    r.post(
+      '/api/v1/auth/token',
+      {
+        schema: {
+          tags: ['auth'],
+          security: [],
+          summary: 'Log in: a bearer token for a user\'s code and password',
+          description:
+            'For an ENABLE user with authentication PASSWORD, inside its validity window, whose password matches: an HS256 token (valid 12 h) ' +
+            'whose `sub` is the user\'s code and `roles` its effective roles. Every failure (unknown user, wrong password, disabled, outside its ' +
+            `validity, another authentication) is the same 401. After ${String(LOGIN_LIMITS.perUser.limit)} failures for one user, or ` +
+            `${String(LOGIN_LIMITS.perAddress.limit)} from one address, within 5 minutes: 429 with Retry-After until the window ends. ` +
+            'Only on the embedded HS256 secret: with an OIDC issuer configured this route does not exist (404).',
+          body: z.strictObject({ username: z.string().min(1).max(255), password: z.string().max(1024) }),
+          response: {
+            200: z.object({ access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.int(), roles: z.array(z.string()) }),
+            ...errors(400, 401, 429),
+          },
+        },
+      },
+      async (request, reply) => {
+        const now = deps.clock.now();
+        const userKey = request.body.username.toLowerCase();
+        const blocked = Math.max(perUser.blockedFor(userKey, now.getTime()), perAddress.blockedFor(request.ip, now.getTime()));
+        if (blocked > 0) {
+          void reply.header('retry-after', String(Math.ceil(blocked / 1000)));
+          throw tooMany(blocked);
+        }
+        const found = await users.live(request.body.username, true);
+        const matches = await verifyPassword(request.body.password, found?.hidden.passwordHash as string | undefined);
+        if (!matches || found === undefined || !isActiveUser(found.fields, now) || found.fields.authentication !== 'PASSWORD') {
+          perUser.fail(userKey, now.getTime());
+          perAddress.fail(request.ip, now.getTime());
+          throw unauthorized('Invalid username or password');
+        }
+        perUser.succeed(userKey);
+        const roles = await rolesOf(deps, found.fields);
+        const token = await issue({ sub: String(found.fields.code), roles });
+        return reply.header('cache-control', 'no-store').send({ access_token: token, token_type: 'Bearer' as const, expires_in: TOKEN_TTL_SECONDS, roles });
+      },
+    );
+  },
+};

@@ -1,0 +1,143 @@
+// User group regions: assign (the shared create, with its (group, region) key), unassign (the
+// shared delete), history; and the reads of API.md's table, each assignment with its group as it
+// is now (`userGroup`), joined when read: from the log for one group, from the groups' read model
+// for the list of all.
+
+import { z } from 'zod';
+import { userGroup } from '../../domain/identity/userGroup.ts';
+import { userGroupRegion } from '../../domain/identity/userGroupRegion.ts';
+import type { Document } from '../../domain/ports.ts';
+import { notFound } from '../../domain/shared/errors.ts';
+import { uuid } from '../../domain/shared/fields.ts';
+import type { JsonObject } from '../../domain/shared/json.ts';
+import { sendItems } from '../documentStream.ts';
+import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.ts';
+import { eq, recordsWhere } from '../readModelQuery.ts';
+import { catchUpTo, position } from '../readModelWait.ts';
+import { errors } from '../resourceRoutes.ts';
+import { serviceOf } from '../services.ts';
+
+const read = { permission: 'read' } as const;
+const PAGE = 100;
+const groupTags = [userGroup.path, userGroupRegion.path];
+const readModelNote = 'The group is read from the log; its assignments from the read model (`minPosition` waits for a write).';
+const list = () => ({ 200: z.array(userGroupRegion.record), ...errors(400, 404, 503) });
+
+/** The assignments of one group (read from the log), each with the group. */
+async function ofGroup(deps: AppDeps, idOrCode: string, byCode: boolean, minPosition: string | undefined): Promise<JsonObject[]> {
+  const groups = serviceOf(deps, userGroup);
+  const group = byCode ? await groups.getByCode(idOrCode) : await groups.get(idOrCode);
+  const assignments = await recordsWhere(deps, userGroupRegion, [eq('userGroupId', group.id)], { minPosition });
+  return assignments.map((a) => ({ ...a, userGroup: group }));
+}
+
+/** One assignment, and all of them. */
+function assignmentRoutes(r: ZodRoutes, deps: AppDeps): void {
+  const assignments = serviceOf(deps, userGroupRegion);
+  const groups = serviceOf(deps, userGroup);
+  r.get(
+    `/api/v1/${userGroupRegion.path}/:id`,
+    {
+      config: read,
+      schema: {
+        tags: [userGroupRegion.path],
+        summary: 'A user group region, with its group as it is now',
+        params: z.strictObject({ id: uuid() }),
+        response: { 200: userGroupRegion.record, ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const found = await assignments.get(request.params.id);
+      const group = await groups.get(String(found.userGroupId)).catch(() => undefined);
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(group === undefined ? {} : { userGroup: group }) });
+    },
+  );
+
+  r.get(
+    `/api/v1/${userGroupRegion.path}`,
+    {
+      config: read,
+      schema: {
+        tags: [userGroupRegion.path],
+        summary: 'All user group regions, each with its group as it is now',
+        description: 'In id order, a page at a time, from the read models of assignments and groups (`minPosition` waits for a write to both).',
+        querystring: z.strictObject({ minPosition: position.optional() }),
+        response: list(),
+      },
+    },
+    async (request, reply) => {
+      await catchUpTo(deps, userGroupRegion.collection, request.query.minPosition);
+      await catchUpTo(deps, userGroup.collection, request.query.minPosition);
+      async function* all(): AsyncGenerator<Document> {
+        for (let after: string | undefined; ; ) {
+          const page = await deps.readStore.scan(deps.readModels.collectionOf(userGroupRegion.collection), { ...(after === undefined ? {} : { after }), limit: PAGE });
+          const groupIds = [...new Set(page.map((a) => String(a.userGroupId)))];
+          const found = await deps.readStore.getMany(deps.readModels.collectionOf(userGroup.collection), groupIds);
+          for (const a of page) {
+            const group = found.get(String(a.userGroupId))?.doc;
+            yield group === undefined || group === null ? a : { ...a, userGroup: group };
+          }
+          if (page.length < PAGE) return;
+          after = page.at(-1)?.id;
+        }
+      }
+      return sendItems(reply, all());
+    },
+  );
+}
+
+/** The assignments of one group. */
+function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
+  const assignments = serviceOf(deps, userGroupRegion);
+  const groups = serviceOf(deps, userGroup);
+  r.get(
+    '/api/v1/user-groups/:groupId/regions',
+    {
+      config: read,
+      schema: { tags: groupTags, summary: 'The region assignments of a group (by id or code)', description: readModelNote, params: z.strictObject({ groupId: z.string().min(1).max(255) }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
+    },
+    async (request, reply) => sendItems(reply, await ofGroup(deps, request.params.groupId, false, request.query.minPosition)),
+  );
+
+  r.get(
+    '/api/v1/user-groups/by-code/:groupCode/regions',
+    {
+      config: read,
+      schema: { tags: groupTags, summary: 'The region assignments of a group by its code', description: readModelNote, params: z.strictObject({ groupCode: z.string().min(1).max(255) }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
+    },
+    async (request, reply) => sendItems(reply, await ofGroup(deps, request.params.groupCode, true, request.query.minPosition)),
+  );
+
+  r.get(
+    '/api/v1/user-groups/:groupId/regions/:regionId',
+    {
+      config: read,
+      schema: {
+        tags: groupTags,
+        summary: 'The assignment of one region to a group (404 when none)',
+        description: 'Read from the log (the pair\'s reservation): reflects every acknowledged write.',
+        params: z.strictObject({ groupId: z.string().min(1).max(255), regionId: uuid() }),
+        response: { 200: userGroupRegion.record, ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const group = await groups.get(request.params.groupId);
+      const key = userGroupRegion.unique[0];
+      if (key === undefined) throw new Error('UserGroupRegion has no (group, region) key');
+      const found = await assignments.getByKey(key, { userGroupId: group.id, regionId: request.params.regionId }).catch(() => {
+        throw notFound('USER_GROUP_REGION', `${group.id}/${request.params.regionId}`);
+      });
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, userGroup: group });
+    },
+  );
+}
+
+export const userGroupRegionsModule: Module = {
+  name: 'userGroupRegions',
+  resources: [{ definition: userGroupRegion, routes: { except: ['get', 'list'] } }],
+  routes(app, deps) {
+    const r = zodRoutes(app);
+    assignmentRoutes(r, deps);
+    groupRoutes(r, deps);
+  },
+};

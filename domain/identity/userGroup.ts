@@ -1,0 +1,47 @@
+// User groups (SPEC.md "User group"): a tree of groups (parentUserGroupId, never a cycle) of a
+// user group type, optionally backed by a directory group (ldapMemberOf, unique as a normalised
+// DN). Users name their groups by code; a group that users, child groups or region assignments
+// still name cannot be deleted (409), nor its code changed while users name it.
+
+import { z } from 'zod';
+import { code, dateTime, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid } from '../shared/fields.ts';
+import { defineResource, type ResourceDefinition } from '../resource/defineResource.ts';
+import { userGroupType } from '../registries/userGroupType.ts';
+
+/** An LDAP distinguished name compared case-insensitively, spaces around `,` and `=` ignored. */
+export const normalizeDn = (dn: string): string => dn.trim().replace(/\s*([,=])\s*/g, '$1').toLowerCase();
+
+export const userGroup: ResourceDefinition = defineResource({
+  name: 'UserGroup',
+  path: 'user-groups',
+  description:
+    'A group of users, of a user group type (`type`: the code of an existing user group type, else 422), in a tree (`parentUserGroupId`: an existing group, ' +
+    'never the group itself or one of its descendants, else 422). `ldapMemberOf`, when set, is unique among groups, compared as a DN case-insensitively ' +
+    'with spaces around `,` and `=` ignored (409 USER_GROUP.LDAP_MEMBER_OF_TAKEN). Deleting a group that users, child groups or region assignments still name ' +
+    'is 409 USER_GROUP.STILL_REFERENCED naming them; so is changing the code of a group users name (users hold group codes).',
+  fields: z.strictObject({
+    code: code(),
+    type: code().meta({ description: 'code of an existing user group type' }),
+    name: text(),
+    description: longText(4000).optional(),
+    ldapMemberOf: text(1000).optional().meta({ description: 'the directory group (a DN) backing this group; unique, compared normalised' }),
+    parentUserGroupId: uuid().optional(),
+    validFrom: dateTime().optional(),
+    validTo: dateTime().optional(),
+    dataTags: stringList(100).optional(),
+    email: email().optional(),
+    phoneNumber: phoneNumber().optional(),
+    chars: jsonMap().meta({ description: 'characteristics by characteristic code; their shape depends on the group type' }),
+    associatedUserRoleId: uuid().optional().meta({ description: 'a role every member receives (in its effective roles, hence at login) while the group is valid' }),
+  }),
+  rules: [periodRule('validFrom', 'validTo')],
+  unique: [
+    { name: 'code', fields: ['code'] },
+    { name: 'ldapMemberOf', fields: ['ldapMemberOf'], normalize: normalizeDn },
+  ],
+  references: [
+    { field: 'type', resource: () => userGroupType, by: 'code' },
+    { field: 'parentUserGroupId', resource: () => userGroup, acyclic: true, restrict: true },
+  ],
+  indexed: ['type', 'parentUserGroupId', 'associatedUserRoleId'],
+});
