@@ -12,7 +12,9 @@ import {
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { unavailable } from '../domain/shared/errors.ts';
-import { authenticate, authorize, type Permission } from './auth.ts';
+import { authorizeResource } from './access.ts';
+import { allows, authenticate, authorize, type Permission } from './auth.ts';
+import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { clientErrorHandler, ErrorBodySchema, frameworkErrorHandler, installErrorHandling, installServerAnswers } from './errorHandler.ts';
 import type { AppDeps } from './module.ts';
 import { installJsonParsing } from './jsonBody.ts';
@@ -26,6 +28,9 @@ declare module 'fastify' {
   // eslint-disable-next-line @typescript-eslint/consistent-type-definitions -- module augmentation merges only into an interface
   interface FastifyContextConfig {
     permission?: Permission;
+    /** The resource whose records the route serves: a caller without the built-in permission
+     * may still reach it through access rules naming it. */
+    resource?: ResourceDefinition;
   }
 }
 
@@ -119,7 +124,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (permission === undefined) return;
     const caller = await authenticate(request.headers.authorization, deps.verifyToken);
     request.caller = caller;
-    authorize(caller, permission);
+    const resource = request.routeOptions.config.resource;
+    if (resource === undefined || allows(caller, permission)) authorize(caller, permission);
+    else await authorizeResource(deps, request, resource, permission);
   });
 
   healthRoutes(app, deps);

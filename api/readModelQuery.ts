@@ -3,23 +3,31 @@
 
 import type { Document } from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
-import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../domain/shared/filtering.ts';
+import { MAX_UNPAGED_SIZE, narrowed, toQuery, type Alternatives, type FilterItem } from '../domain/shared/filtering.ts';
 import { documentsOf } from './documentStream.ts';
 import type { AppDeps } from './module.ts';
 import { catchUpTo } from './readModelWait.ts';
 
 export type ReadModelAnswer = { collection: string; ids: string[] };
 
+export type QueryOptions = {
+  minPosition?: string | undefined;
+  limit?: number;
+  /** What the caller may read (access rules): the answer holds only records it covers. */
+  within?: Alternatives | undefined;
+};
+
 /** The ids of the records matching filter items (in the default sort), at most `limit`. */
 export async function idsWhere(
   deps: AppDeps,
   def: ResourceDefinition,
   filter: readonly FilterItem[],
-  options: { minPosition?: string | undefined; limit?: number } = {},
+  options: QueryOptions = {},
 ): Promise<ReadModelAnswer> {
   await catchUpTo(deps, def.collection, options.minPosition);
   const collection = deps.readModels.collectionOf(def.collection);
-  const ids = await deps.readStore.findIds(collection, toQuery({ filter: [...filter], sort: [] }, def.columns, def.defaultSort), { offset: 0, limit: options.limit ?? MAX_UNPAGED_SIZE });
+  const query = narrowed(toQuery({ filter: [...filter], sort: [] }, def.columns, def.defaultSort), options.within);
+  const ids = await deps.readStore.findIds(collection, query, { offset: 0, limit: options.limit ?? MAX_UNPAGED_SIZE });
   return { collection, ids };
 }
 
@@ -28,7 +36,7 @@ export async function recordsWhere(
   deps: AppDeps,
   def: ResourceDefinition,
   filter: readonly FilterItem[],
-  options: { minPosition?: string | undefined; limit?: number } = {},
+  options: QueryOptions = {},
 ): Promise<Document[]> {
   const { collection, ids } = await idsWhere(deps, def, filter, options);
   const docs: Document[] = [];

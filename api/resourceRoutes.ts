@@ -17,13 +17,17 @@ import {
   DEFAULT_UNPAGED_SIZE,
   FilteringSchema,
   MAX_UNPAGED_SIZE,
+  narrowed,
   toQuery,
   type Filtering,
 } from '../domain/shared/filtering.ts';
 import type { AppDeps, ResourceRouteOptions } from './module.ts';
 import { documentsOf, sendDocuments, sendItems, sendPage } from './documentStream.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
-import { commandContext, ifMatchVersion } from './requestContext.ts';
+import { ifMatchVersion } from './requestContext.ts';
+import { assertReadable, readScope, writeContext } from './access.ts';
+import type { CommandContext } from '../domain/shared/commandHandler.ts';
+import type { JsonObject } from '../domain/shared/json.ts';
 import { pageSchema, historyEntrySchema } from './schemas.ts';
 
 const MAX_HISTORY_PAGE = 1000;
@@ -86,8 +90,8 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   const base = `/api/v1/${def.path}`;
   const tags = [def.path];
   const record = def.record;
-  const read = { permission: options.permissions?.read ?? 'read' } as const;
-  const write = { permission: options.permissions?.write ?? 'write' } as const;
+  const read = { permission: options.permissions?.read ?? 'read', resource: def } as const;
+  const write = { permission: options.permissions?.write ?? 'write', resource: def } as const;
   const offers = (operation: Operation): boolean => def.operations.has(operation) && options.except?.includes(operation) !== true;
   /** The physical collection now serving the read model (it moves with each rebuild). */
   const collection = (): string => deps.readModels.collectionOf(def.collection);
@@ -105,13 +109,19 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
     if (refresh === true) await waitForReadModel(result.position);
   };
 
-  const ctx = (request: FastifyRequest) => commandContext(request, deps.clock, deps.newId);
+  /** The command context, with the caller's write coverage when access rules narrow it. */
+  const ctx = (request: FastifyRequest): Promise<CommandContext> => writeContext(deps, request, def);
 
-  const query = (filtering: Pick<Filtering, 'filter' | 'sort'>) => toQuery(filtering, def.columns, def.defaultSort);
+  /** A filtering as a query, narrowed to what the caller may read. */
+  const query = async (filtering: Pick<Filtering, 'filter' | 'sort'>, request: FastifyRequest) =>
+    narrowed(toQuery(filtering, def.columns, def.defaultSort), await readScope(deps, request, def));
+
+  /** A record the caller may read, else 404. */
+  const visible = <T extends JsonObject>(request: FastifyRequest, record: T): Promise<T> => assertReadable(deps, request, def, record);
 
   const catchUp = (minPosition: string | undefined) => catchUpTo(deps, def.collection, minPosition);
 
-  return { r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, read, write, offers, collection, target };
+  return { r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, read, write, offers, collection, target };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
@@ -130,7 +140,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       },
     },
     async (request, reply) => {
-      const result = await service.create(request.body, ctx(request));
+      const result = await service.create(request.body, await ctx(request));
       const created = result.record;
       if (created === undefined) throw new Error(`create of ${def.name} left no record`);
       await answerWrite(reply, result, request.query.immediatelyRefresh);
@@ -153,7 +163,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       },
     },
     async (request, reply) => {
-      const result = await service.replace(target(request.params.idOrCode), request.body, ctx(request), ifMatchVersion(request));
+      const result = await service.replace(target(request.params.idOrCode), request.body, await ctx(request), ifMatchVersion(request));
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return result.record;
     },
@@ -175,7 +185,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       },
     },
     async (request, reply) => {
-      const result = await service.patch(target(request.params.idOrCode), request.body, ctx(request), ifMatchVersion(request));
+      const result = await service.patch(target(request.params.idOrCode), request.body, await ctx(request), ifMatchVersion(request));
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return result.record;
     },
@@ -189,7 +199,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       schema: { tags, summary: `Delete a ${def.name}`, params: idOrCodeParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
     },
     async (request, reply) => {
-      const result = await service.remove(target(request.params.idOrCode), ctx(request), ifMatchVersion(request));
+      const result = await service.remove(target(request.params.idOrCode), await ctx(request), ifMatchVersion(request));
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return reply.code(204).send();
     },
@@ -197,7 +207,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
 }
 
 /** Reads of one record fold its stream, so they reflect every acknowledged write. */
-function recordRoutes({ r, def, service, base, tags, record, read, offers, target }: RouteKit): void {
+function recordRoutes({ r, def, service, base, tags, record, read, offers, target, visible }: RouteKit): void {
   if (offers('byCode'))
   r.get(
     `${base}/by-code/:code`,
@@ -206,7 +216,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       schema: { tags, summary: `Get a ${def.name} by code`, params: z.strictObject({ code: z.string().min(1).max(255) }), response: { 200: record, ...errors(404) } },
     },
     async (request, reply) => {
-      const found = await service.getByCode(request.params.code);
+      const found = await visible(request, await service.getByCode(request.params.code));
       return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
     },
   );
@@ -221,7 +231,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
     async (request, reply) => {
       const ids = [...new Set(request.body.map((id) => id.toLowerCase()))];
       const one = (id: string) =>
-        service.get(id).catch((error: unknown) => {
+        service.get(id).then((found) => visible(request, found)).catch((error: unknown) => {
           if (isDomainError(error) && error.status === 'NOT_FOUND') return undefined;
           throw error;
         });
@@ -249,7 +259,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       },
     },
     async (request, reply) => {
-      const found = await service.get(target(request.params.idOrCode), request.query.asOf === undefined ? {} : { asOf: request.query.asOf });
+      const found = await visible(request, await service.get(target(request.params.idOrCode), request.query.asOf === undefined ? {} : { asOf: request.query.asOf }));
       return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
     },
   );
@@ -267,14 +277,14 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       },
     },
     async (request, reply) => {
-      const found = await service.get(target(request.params.idOrCode), { version: request.params.version });
+      const found = await visible(request, await service.get(target(request.params.idOrCode), { version: request.params.version }));
       return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
     },
   );
 }
 
 /** A record's versions, paged and written one at a time. */
-function historyRoute({ r, def, service, base, tags, read, offers, target }: RouteKit): void {
+function historyRoute({ r, def, deps, service, base, tags, read, offers, target, visible }: RouteKit): void {
   if (offers('history'))
   r.get(
     `${base}/:idOrCode/history`,
@@ -296,6 +306,8 @@ function historyRoute({ r, def, service, base, tags, read, offers, target }: Rou
     },
     async (request, reply) => {
       const { page, size } = request.query;
+      // A caller narrowed by access rules sees the history of records it may read now.
+      if ((await readScope(deps, request, def)) !== undefined) await visible(request, await service.get(target(request.params.idOrCode)));
       const history = await service.history(target(request.params.idOrCode), { page, size });
       void reply.header('x-total-count', String(history.total));
       if ((page + 1) * size < history.total) {
@@ -328,10 +340,13 @@ function listRoute({ r, def, deps, base, tags, record, catchUp, query, read, col
     async (request, reply) => {
       await catchUp(request.query.minPosition);
       const from = collection();
+      const narrowedRead = (await readScope(deps, request, def)) !== undefined;
       const pageAfter = async (after: Document | undefined): Promise<Document[]> => {
-        if (keyed === undefined) return deps.readStore.scan(from, { ...(after === undefined ? {} : { after: after.id }), limit: LIST_PAGE });
-        const filter = after === undefined ? [] : [{ column: keyed, operator: 'GT', value: String(after[keyed]) }];
-        const ids = await deps.readStore.findIds(from, query({ filter, sort: [] }), { offset: 0, limit: LIST_PAGE });
+        if (keyed === undefined && !narrowedRead) return deps.readStore.scan(from, { ...(after === undefined ? {} : { after: after.id }), limit: LIST_PAGE });
+        // A caller narrowed by access rules pages by a query (scan cannot filter): the keyset on id then.
+        const key = keyed ?? 'id';
+        const filter = after === undefined ? [] : [{ column: key, operator: 'GT', value: String(after[key]) }];
+        const ids = await deps.readStore.findIds(from, await query({ filter, sort: [{ column: key, order: 'ASC' }] }, request), { offset: 0, limit: LIST_PAGE });
         const docs: Document[] = [];
         for await (const doc of documentsOf(deps.readStore, from, ids)) docs.push(doc);
         return docs;
@@ -367,7 +382,7 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, o
       },
     },
     async (request, reply) => {
-      const q = query(request.body);
+      const q = await query(request.body, request);
       await catchUp(request.query.minPosition);
       const ids = await deps.readStore.findIds(collection(), q, { offset: 0, limit: request.query.size });
       return sendDocuments(reply, deps.readStore, collection(), ids);
@@ -382,7 +397,7 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, o
       schema: { tags, summary: `Search ${def.name} records, one page`, querystring: readModelQuery, body: FilteringSchema, response: { 200: pageSchema(record), ...errors(400) } },
     },
     async (request, reply) => {
-      const q = query(request.body);
+      const q = await query(request.body, request);
       await catchUp(request.query.minPosition);
       const size = request.body.size ?? DEFAULT_PAGE_SIZE;
       const [ids, total] = await Promise.all([
@@ -401,7 +416,7 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, o
       schema: { tags, summary: `Count ${def.name} records matching a filtering`, querystring: readModelQuery, body: FilteringSchema, response: { 200: z.int(), ...errors(400) } },
     },
     async (request) => {
-      const q = query(request.body);
+      const q = await query(request.body, request);
       await catchUp(request.query.minPosition);
       return deps.readStore.count(collection(), q);
     },
@@ -409,7 +424,7 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, o
 }
 
 /** Codes and names for type-ahead fields. */
-function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, collection }: RouteKit): void {
+function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, collection, query }: RouteKit): void {
   if (offers('autocomplete'))
   r.get(
     `${base}/autocomplete`,
@@ -428,7 +443,19 @@ function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, co
     },
     async (request) => {
       await catchUp(request.query.minPosition);
-      return deps.readStore.autocomplete(collection(), def.autocomplete, request.query.search, request.query.size);
+      const { search, size } = request.query;
+      if ((await readScope(deps, request, def)) === undefined) return deps.readStore.autocomplete(collection(), def.autocomplete, search, size);
+      // Narrowed by access rules: the codes and names of covered records containing the text.
+      const like = search.replace(/[\\%_]/g, (c) => `\\${c}`);
+      const found = new Set<string>();
+      for (const path of def.autocomplete) {
+        const q = await query({ filter: [{ column: path, operator: 'LIKE', value: like }], sort: [] }, request);
+        for (const doc of await deps.readStore.find(collection(), q, { offset: 0, limit: size })) {
+          const value = doc[path];
+          if (typeof value === 'string' && found.size < size) found.add(value);
+        }
+      }
+      return [...found];
     },
   );
 }

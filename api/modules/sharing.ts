@@ -1,25 +1,25 @@
 // Sharing: the shared operation set, and its three queries of API.md's Sharing table, served by
 // its read model (they honour minPosition like every search).
 
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sharing } from '../../domain/sharing/sharing.ts';
-import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../domain/shared/filtering.ts';
+import { MAX_UNPAGED_SIZE, type FilterItem } from '../../domain/shared/filtering.ts';
 import { sendDocuments } from '../documentStream.ts';
 import type { AppDeps, Module } from '../module.ts';
 import { errors } from '../resourceRoutes.ts';
-import { catchUpTo, position } from '../readModelWait.ts';
+import { position } from '../readModelWait.ts';
+import { idsWhere } from '../readModelQuery.ts';
+import { readScope } from '../access.ts';
 
 const value = () => z.string().min(1).max(255);
 const tags = [sharing.path];
 const base = `/api/v1/${sharing.path}`;
 const described = `At most ${String(MAX_UNPAGED_SIZE)} records, oldest first; served by the read model (\`minPosition\` waits for a write).`;
 
-async function answer(deps: AppDeps, reply: FastifyReply, filter: FilterItem[], minPosition: string | undefined): Promise<void> {
-  await catchUpTo(deps, sharing.collection, minPosition);
-  const collection = deps.readModels.collectionOf(sharing.collection);
-  const ids = await deps.readStore.findIds(collection, toQuery({ filter, sort: [] }, sharing.columns, sharing.defaultSort), { offset: 0, limit: MAX_UNPAGED_SIZE });
+async function answer(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, filter: FilterItem[], minPosition: string | undefined): Promise<void> {
+  const { collection, ids } = await idsWhere(deps, sharing, filter, { minPosition, limit: MAX_UNPAGED_SIZE, within: await readScope(deps, request, sharing) });
   sendDocuments(reply, deps.readStore, collection, ids);
 }
 
@@ -35,11 +35,11 @@ export const sharingModule: Module = {
     r.get(
       `${base}/by-ref`,
       {
-        config: { permission: 'read' },
+        config: { permission: 'read', resource: sharing },
         schema: { tags, summary: 'Sharings of an owner type with one referenced entity', description: described, querystring: z.strictObject({ ownerType: value(), refType: value(), refId: value(), minPosition: position.optional() }), response: list },
       },
       async (request, reply) => {
-        await answer(deps, reply, [eq('ownerType', request.query.ownerType), eq('refType', request.query.refType), eq('refId', request.query.refId)], request.query.minPosition);
+        await answer(deps, request, reply, [eq('ownerType', request.query.ownerType), eq('refType', request.query.refType), eq('refId', request.query.refId)], request.query.minPosition);
         return reply;
       },
     );
@@ -47,11 +47,11 @@ export const sharingModule: Module = {
     r.get(
       `${base}/by-owner`,
       {
-        config: { permission: 'read' },
+        config: { permission: 'read', resource: sharing },
         schema: { tags, summary: 'Sharings of one owner', description: described, querystring: z.strictObject({ ownerType: value(), ownerId: value(), minPosition: position.optional() }), response: list },
       },
       async (request, reply) => {
-        await answer(deps, reply, [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)], request.query.minPosition);
+        await answer(deps, request, reply, [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)], request.query.minPosition);
         return reply;
       },
     );
@@ -59,7 +59,7 @@ export const sharingModule: Module = {
     r.post(
       `${base}/by-refs`,
       {
-        config: { permission: 'read' },
+        config: { permission: 'read', resource: sharing },
         schema: {
           tags,
           summary: 'Sharings of an owner type with any of some referenced entities, of one sub type when given',
@@ -73,7 +73,7 @@ export const sharingModule: Module = {
         const { ownerType, subType, refIds } = request.body;
         const filter: FilterItem[] = [eq('ownerType', ownerType), { column: 'refId', operator: 'IN', values: refIds }];
         if (subType !== undefined) filter.push(eq('sharingTypeCode', subType));
-        await answer(deps, reply, filter, request.query.minPosition);
+        await answer(deps, request, reply, filter, request.query.minPosition);
         return reply;
       },
     );

@@ -12,22 +12,23 @@ import { uuid } from '../../domain/shared/fields.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
 import { sendItems } from '../documentStream.ts';
 import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.ts';
-import { eq, recordsWhere } from '../readModelQuery.ts';
+import { eq, recordsWhere, type QueryOptions } from '../readModelQuery.ts';
+import { assertReadable, readable, readScope } from '../access.ts';
 import { catchUpTo, position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
 
-const read = { permission: 'read' } as const;
+const read = { permission: 'read', resource: userGroupRegion } as const;
 const PAGE = 100;
 const groupTags = [userGroup.path, userGroupRegion.path];
 const readModelNote = 'The group is read from the log; its assignments from the read model (`minPosition` waits for a write).';
 const list = () => ({ 200: z.array(userGroupRegion.record), ...errors(400, 404, 503) });
 
 /** The assignments of one group (read from the log), each with the group. */
-async function ofGroup(deps: AppDeps, idOrCode: string, byCode: boolean, minPosition: string | undefined): Promise<JsonObject[]> {
+async function ofGroup(deps: AppDeps, idOrCode: string, byCode: boolean, options: QueryOptions): Promise<JsonObject[]> {
   const groups = serviceOf(deps, userGroup);
   const group = byCode ? await groups.getByCode(idOrCode) : await groups.get(idOrCode);
-  const assignments = await recordsWhere(deps, userGroupRegion, [eq('userGroupId', group.id)], { minPosition });
+  const assignments = await recordsWhere(deps, userGroupRegion, [eq('userGroupId', group.id)], options);
   return assignments.map((a) => ({ ...a, userGroup: group }));
 }
 
@@ -47,7 +48,7 @@ function assignmentRoutes(r: ZodRoutes, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const found = await assignments.get(request.params.id);
+      const found = await assertReadable(deps, request, userGroupRegion, await assignments.get(request.params.id));
       const group = await groups.get(String(found.userGroupId)).catch(() => undefined);
       return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(group === undefined ? {} : { userGroup: group }) });
     },
@@ -74,6 +75,7 @@ function assignmentRoutes(r: ZodRoutes, deps: AppDeps): void {
           const groupIds = [...new Set(page.map((a) => String(a.userGroupId)))];
           const found = await deps.readStore.getMany(deps.readModels.collectionOf(userGroup.collection), groupIds);
           for (const a of page) {
+            if (!(await readable(deps, request, userGroupRegion, a))) continue;
             const group = found.get(String(a.userGroupId))?.doc;
             yield group === undefined || group === null ? a : { ...a, userGroup: group };
           }
@@ -96,7 +98,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
       config: read,
       schema: { tags: groupTags, summary: 'The region assignments of a group (by id or code)', description: readModelNote, params: z.strictObject({ groupId: z.string().min(1).max(255) }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
     },
-    async (request, reply) => sendItems(reply, await ofGroup(deps, request.params.groupId, false, request.query.minPosition)),
+    async (request, reply) => sendItems(reply, await ofGroup(deps, request.params.groupId, false, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
   );
 
   r.get(
@@ -105,7 +107,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
       config: read,
       schema: { tags: groupTags, summary: 'The region assignments of a group by its code', description: readModelNote, params: z.strictObject({ groupCode: z.string().min(1).max(255) }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
     },
-    async (request, reply) => sendItems(reply, await ofGroup(deps, request.params.groupCode, true, request.query.minPosition)),
+    async (request, reply) => sendItems(reply, await ofGroup(deps, request.params.groupCode, true, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
   );
 
   r.get(
@@ -127,6 +129,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
       const found = await assignments.getByKey(key, { userGroupId: group.id, regionId: request.params.regionId }).catch(() => {
         throw notFound('USER_GROUP_REGION', `${group.id}/${request.params.regionId}`);
       });
+      await assertReadable(deps, request, userGroupRegion, found);
       return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, userGroup: group });
     },
   );

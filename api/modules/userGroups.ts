@@ -13,10 +13,10 @@ import { notFound, validationFailed } from '../../domain/shared/errors.ts';
 import { uuid, withinPeriod } from '../../domain/shared/fields.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
-import { allows } from '../auth.ts';
+import { assertReadable, readable, readScope, writable } from '../access.ts';
 import { sendDocuments, sendItems } from '../documentStream.ts';
 import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.ts';
-import { eq, idsWhere, isIn, recordsWhere } from '../readModelQuery.ts';
+import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../readModelQuery.ts';
 import { position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
@@ -24,7 +24,7 @@ import { groupsOfUsers } from './users.ts';
 
 const tags = [userGroup.path];
 const base = `/api/v1/${userGroup.path}`;
-const read = { permission: 'read' } as const;
+const read = { permission: 'read', resource: userGroup } as const;
 const MAX_KEYS = 1000;
 /** Most groups a script walks (a subtree). */
 const MAX_TREE = 10_000;
@@ -96,7 +96,7 @@ function expandedType(t: JsonObject, readonlyAccess: boolean, now: Date): JsonOb
 /** A group in its expanded form (SPEC.md "User group expanded form"), computed now. */
 async function expandedGroup(deps: AppDeps, group: JsonObject, request: FastifyRequest): Promise<z.infer<typeof expandedGroupSchema>> {
   const now = deps.clock.now();
-  const readonlyAccess = request.caller === undefined || !allows(request.caller, 'write');
+  const readonlyAccess = !(await writable(deps, request, userGroup, group));
   const { auditInfo, validFrom, validTo, chars, type, ...fields } = group as JsonObject & { auditInfo: Audit; chars: JsonObject };
   const groupType = await serviceOf(deps, userGroupType).getByCode(String(type)).catch(() => undefined);
   return expandedGroupSchema.parse(defined({
@@ -105,7 +105,7 @@ async function expandedGroup(deps: AppDeps, group: JsonObject, request: FastifyR
     ...auditInfo,
     period: defined({ validFrom, validTo, isValid: withinPeriod(validFrom, validTo, now) }),
     chars: { ...chars, empty: Object.keys(chars).length === 0 },
-    userGroupType: groupType === undefined ? undefined : expandedType(groupType, readonlyAccess, now),
+    userGroupType: groupType === undefined ? undefined : expandedType(groupType, !(await writable(deps, request, userGroupType, groupType)), now),
   }));
 }
 
@@ -119,7 +119,7 @@ export const Convertors = ['CODE_TO_NAME', 'CODE_TO_ID', 'ID_TO_CODE', 'LDAP_TO_
 export const Scripts = ['HIERARCHY', 'EFFECTIVE_MEMBERS'] as const;
 
 /** One key through a convertor, from the log; undefined when no live group has it. */
-async function convert(deps: AppDeps, convertor: (typeof Convertors)[number], key: string): Promise<string | undefined> {
+async function convert(deps: AppDeps, convertor: (typeof Convertors)[number], key: string, visible: (group: JsonObject) => Promise<boolean>): Promise<string | undefined> {
   const groups = serviceOf(deps, userGroup);
   const ldapKey = userGroup.unique.find((k) => k.name === 'ldapMemberOf');
   const found = await (async () => {
@@ -133,15 +133,15 @@ async function convert(deps: AppDeps, convertor: (typeof Convertors)[number], ke
         return ldapKey === undefined ? undefined : groups.getByKey(ldapKey, { ldapMemberOf: key });
     }
   })().catch(() => undefined);
-  if (found === undefined) return undefined;
+  if (found === undefined || !(await visible(found))) return undefined;
   return String(convertor === 'CODE_TO_NAME' ? found.name : convertor === 'CODE_TO_ID' ? found.id : found.code);
 }
 
 /** The groups of a subtree, breadth first, from the read model. */
-async function subtree(deps: AppDeps, root: JsonObject & { id: string }, minPosition: string | undefined): Promise<Document[]> {
+async function subtree(deps: AppDeps, root: JsonObject & { id: string }, options: QueryOptions): Promise<Document[]> {
   const all: Document[] = [root];
   for (let level = [root.id]; level.length > 0 && all.length < MAX_TREE; ) {
-    const children = await recordsWhere(deps, userGroup, [isIn('parentUserGroupId', level)], { minPosition, limit: MAX_TREE });
+    const children = await recordsWhere(deps, userGroup, [isIn('parentUserGroupId', level)], { ...options, limit: MAX_TREE });
     all.push(...children);
     level = children.map((c) => c.id);
   }
@@ -185,7 +185,7 @@ function expandedRoutes(r: ZodRoutes, deps: AppDeps): void {
       async function* expanded(): AsyncGenerator<JsonObject> {
         for (const c of codes) {
           const found = await groups.getByCode(c).catch(() => undefined);
-          if (found !== undefined) yield await expandedGroup(deps, found, request);
+          if (found !== undefined && (await readable(deps, request, userGroup, found))) yield await expandedGroup(deps, found, request);
         }
       }
       return sendItems(reply, expanded());
@@ -207,7 +207,7 @@ function expandedRoutes(r: ZodRoutes, deps: AppDeps): void {
     async (request, reply) => {
       const key = userGroup.unique.find((k) => k.name === 'ldapMemberOf');
       if (key === undefined) throw new Error('UserGroup has no ldapMemberOf key');
-      const found = await groups.getByKey(key, { ldapMemberOf: request.query.ldapMemberOf });
+      const found = await assertReadable(deps, request, userGroup, await groups.getByKey(key, { ldapMemberOf: request.query.ldapMemberOf }));
       return reply.send(await expandedGroup(deps, found, request));
     },
   );
@@ -228,7 +228,7 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
         response: { 200: z.record(z.string(), z.array(userGroup.record)), ...errors(400, 503) },
       },
     },
-    async (request) => groupsOfUsers(deps, request.body.userIds, request.query.minPosition),
+    async (request) => groupsOfUsers(deps, request.body.userIds, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroup) }),
   );
 
   r.get(
@@ -246,7 +246,8 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const { collection, ids } = await idsWhere(deps, userGroup, [eq(`chars.${request.query.path}`, request.query.value)], { minPosition: request.query.minPosition });
+      const within = await readScope(deps, request, userGroup);
+      const { collection, ids } = await idsWhere(deps, userGroup, [eq(`chars.${request.query.path}`, request.query.value)], { minPosition: request.query.minPosition, within });
       return sendDocuments(reply, deps.readStore, collection, ids);
     },
   );
@@ -275,7 +276,7 @@ function convertRoutes(r: ZodRoutes, deps: AppDeps): void {
       if (convertor === undefined) throw notFound('USER_GROUP.CONVERTOR', request.params.convertorCode);
       const answer = new Map<string, string>();
       for (const { key } of request.body.keys) {
-        const value = answer.has(key) ? undefined : await convert(deps, convertor, key);
+        const value = answer.has(key) ? undefined : await convert(deps, convertor, key, (g) => readable(deps, request, userGroup, g));
         if (value !== undefined) answer.set(key, value);
       }
       return Object.fromEntries(answer);
@@ -301,10 +302,10 @@ function convertRoutes(r: ZodRoutes, deps: AppDeps): void {
     async (request) => {
       const script = Scripts.find((s) => s === request.params.scriptCode);
       if (script === undefined) throw notFound('USER_GROUP.SCRIPT', request.params.scriptCode);
-      const root = await groups.get(request.body.group);
-      const tree = await subtree(deps, root, request.body.minPosition);
+      const root = await assertReadable(deps, request, userGroup, await groups.get(request.body.group));
+      const tree = await subtree(deps, root, { minPosition: request.body.minPosition, within: await readScope(deps, request, userGroup) });
       if (script === 'HIERARCHY') return { root: treeOf(tree, root.id) };
-      const users = await recordsWhere(deps, user, [isIn('groups', tree.map((g) => String(g.code)))], { limit: 10_000 });
+      const users = await recordsWhere(deps, user, [isIn('groups', tree.map((g) => String(g.code)))], { limit: 10_000, within: await readScope(deps, request, user) });
       return { users };
     },
   );
@@ -317,7 +318,7 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
     r.get(
       `${base}/:idOrCode/users${valid ? '/valid' : ''}`,
       {
-        config: read,
+        config: { permission: 'read', resource: user },
         schema: {
           tags,
           summary: valid ? 'The valid users of a group: ENABLE, and now inside their validity window' : 'The users of a group',
@@ -330,7 +331,7 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
       async (request, reply) => {
         const group = await groups.get(request.params.idOrCode);
         const filter = [eq('groups', String(group.code)), ...(valid ? [eq('status', 'ENABLE')] : [])];
-        const members = await recordsWhere(deps, user, filter, { minPosition: request.query.minPosition });
+        const members = await recordsWhere(deps, user, filter, { minPosition: request.query.minPosition, within: await readScope(deps, request, user) });
         const now = deps.clock.now();
         return sendItems(reply, valid ? members.filter((m) => isActiveUser(m, now)) : members);
       },

@@ -17,16 +17,17 @@ import { isUuid } from '../../domain/shared/ids.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
 import { sendDocuments, sendItems } from '../documentStream.ts';
 import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.ts';
-import { eq, idsWhere, isIn, recordsWhere } from '../readModelQuery.ts';
+import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../readModelQuery.ts';
 import { position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
-import { commandContext, ifMatchVersion } from '../requestContext.ts';
+import { ifMatchVersion } from '../requestContext.ts';
+import { assertReadable, readScope, writeContext } from '../access.ts';
 import { serviceOf } from '../services.ts';
 
 const tags = [user.path];
 const base = `/api/v1/${user.path}`;
-const read = { permission: 'read' } as const;
-const write = { permission: 'write' } as const;
+const read = { permission: 'read', resource: user } as const;
+const write = { permission: 'write', resource: user } as const;
 /** The largest thumbnail, decoded. */
 export const MAX_THUMBNAIL_BYTES = 1024 * 1024;
 
@@ -79,7 +80,7 @@ async function regionsOf(deps: AppDeps, fields: JsonObject, minPosition: string 
 }
 
 /** The groups of several users, from the groups' read model: { userId: [group] }. */
-export async function groupsOfUsers(deps: AppDeps, userIds: readonly string[], minPosition: string | undefined): Promise<Record<string, Document[]>> {
+export async function groupsOfUsers(deps: AppDeps, userIds: readonly string[], options: QueryOptions): Promise<Record<string, Document[]>> {
   const users = serviceOf(deps, user);
   const codesByUser = new Map<string, string[]>();
   for (const id of new Set(userIds.map((u) => u.toLowerCase()))) {
@@ -87,7 +88,7 @@ export async function groupsOfUsers(deps: AppDeps, userIds: readonly string[], m
     codesByUser.set(id, Array.isArray(found?.groups) ? (found.groups as string[]) : []);
   }
   const codes = [...new Set([...codesByUser.values()].flat())];
-  const groups = codes.length === 0 ? [] : await recordsWhere(deps, userGroup, [isIn('code', codes)], { minPosition });
+  const groups = codes.length === 0 ? [] : await recordsWhere(deps, userGroup, [isIn('code', codes)], options);
   const byCode = new Map(groups.map((g) => [String(g.code), g]));
   return Object.fromEntries([...codesByUser].map(([id, cs]) => [id, cs.flatMap((c) => byCode.get(c) ?? [])]));
 }
@@ -128,7 +129,8 @@ function listRoutes(r: ZodRoutes, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const { collection, ids } = await idsWhere(deps, user, [eq('type', request.params.type)], { minPosition: request.query.minPosition });
+      const within = await readScope(deps, request, user);
+      const { collection, ids } = await idsWhere(deps, user, [eq('type', request.params.type)], { minPosition: request.query.minPosition, within });
       return sendDocuments(reply, deps.readStore, collection, ids);
     },
   );
@@ -154,7 +156,8 @@ function listRoutes(r: ZodRoutes, deps: AppDeps): void {
         if (g !== undefined) codes.push(String(g.code));
       }
       if (codes.length === 0) return [];
-      const { collection, ids } = await idsWhere(deps, user, [isIn('groups', codes)], { minPosition: request.query.minPosition });
+      const within = await readScope(deps, request, user);
+      const { collection, ids } = await idsWhere(deps, user, [isIn('groups', codes)], { minPosition: request.query.minPosition, within });
       return sendDocuments(reply, deps.readStore, collection, ids);
     },
   );
@@ -185,7 +188,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const expand = parseExpand(request.query.expand);
-      const found: JsonObject = await users.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf });
+      const found: JsonObject = await assertReadable(deps, request, user, await users.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf }));
       const answer: JsonObject = { ...found };
       if (expand.includes('ROLES')) answer.roles = await rolesOf(deps, found);
       if (expand.includes('REGIONS')) answer.regions = await regionsOf(deps, found, request.query.minPosition);
@@ -205,13 +208,13 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
         response: { 200: z.array(z.string()), ...errors(400, 404) },
       },
     },
-    async (request) => rolesOf(deps, await users.get(request.params.userId)),
+    async (request) => rolesOf(deps, await assertReadable(deps, request, user, await users.get(request.params.userId))),
   );
 
   r.get(
     `${base}/:userId/groups`,
     {
-      config: read,
+      config: { permission: 'read', resource: userGroup },
       schema: {
         tags,
         summary: 'The groups of a user',
@@ -223,7 +226,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const found = await users.get(request.params.userId);
-      const answer = await groupsOfUsers(deps, [found.id], request.query.minPosition);
+      const answer = await groupsOfUsers(deps, [found.id], { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroup) });
       return sendItems(reply, answer[found.id] ?? []);
     },
   );
@@ -252,7 +255,7 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
       const problems = passwordProblems(request.body.password, { code: target.code, email: target.email });
       if (problems.length > 0) throw validationFailed('The password does not meet the policy', problems);
       const command: UserCommand = { type: 'SetPassword', passwordHash: await hashPassword(request.body.password) };
-      const result = await users.execute(target.id, command, commandContext(request, deps.clock, deps.newId), ifMatchVersion(request));
+      const result = await users.execute(target.id, command, await writeContext(deps, request, user), ifMatchVersion(request));
       void reply.header('etag', `"${String(result.version)}"`);
       if (result.position !== undefined) void reply.header('x-event-position', result.position.toString());
       return reply.code(204).send();
@@ -286,7 +289,7 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       await users.get(id);
       const ref = await deps.blobStore.put(bytes, contentType);
       const thumbnail: ThumbnailRef = { sha256: ref.sha256, contentType, size: bytes.length };
-      const result = await users.execute(id, { type: 'SetThumbnail', thumbnail }, commandContext(request, deps.clock, deps.newId), ifMatchVersion(request));
+      const result = await users.execute(id, { type: 'SetThumbnail', thumbnail }, await writeContext(deps, request, user), ifMatchVersion(request));
       if (result.position !== undefined) void reply.header('x-event-position', result.position.toString());
       return reply.code(204).send();
     },
@@ -309,6 +312,7 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       if (!isUuid(id)) throw malformedUuid('id', id);
       const live = await users.live(id);
       if (live === undefined) throw notFound('USER', id);
+      await assertReadable(deps, request, user, { id: live.id, ...live.fields });
       const ref = live.hidden.thumbnail as ThumbnailRef | undefined;
       if (ref === undefined) throw notFound('USER.THUMBNAIL', id);
       const etag = `"${ref.sha256}"`;

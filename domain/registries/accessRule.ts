@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { code, dateTime, longText, periodRule, text } from '../shared/fields.ts';
 import { defineRegistry } from '../resource/defineResource.ts';
+import { expressionRule } from '../access/coverage.ts';
 
 export const AccessLevels = ['READ', 'READ_WRITE'] as const;
 
@@ -9,7 +10,12 @@ const validForRule = periodRule('validFrom', 'validTo');
 export const accessRule = defineRegistry({
   name: 'AccessRule',
   path: 'access-rules',
-  description: 'Entity-level read or read-write rule narrowing what a role may do.',
+  description:
+    'Entity-level rule: a caller whose role equals `code` may read (`accessRule` READ, the default) or read and write (READ_WRITE) the records of the ' +
+    'resource whose path is `entityName` (e.g. users, user-groups): all of them when `fullAccess`, else those `expression` matches. `expression` is JSON: ' +
+    'a Filtering (`{ "filter": [ … ] }`) or its filter items (`[ … ]`), the same items as search; it is checked when the rule is saved (400 naming the ' +
+    'problem; over the resource\'s columns when this service serves it). The rule applies while now is inside `validFor` (and `validFor.isValid` is not false). ' +
+    'Built-in roles admin, editor and viewer are not narrowed by rules.',
   fields: z.strictObject({
     code: code(),
     name: text(),
@@ -26,6 +32,6 @@ export const accessRule = defineRegistry({
     fullAccess: z.boolean(),
     description: longText(4000).optional(),
   }),
-  rules: [(f) => (typeof f.validFor === 'object' && f.validFor !== null ? validForRule(f.validFor as Record<string, unknown>, ['validFor']) : [])],
+  rules: [(f) => (typeof f.validFor === 'object' && f.validFor !== null ? validForRule(f.validFor as Record<string, unknown>, ['validFor']) : []), expressionRule],
   indexed: ['entityName'],
 });

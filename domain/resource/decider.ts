@@ -232,15 +232,29 @@ function assertImmutable(def: ResourceDefinition, before: JsonObject, after: Jso
 const carriedOf = (def: ResourceDefinition, fields: JsonObject): JsonObject =>
   Object.fromEntries(def.carried.flatMap((f) => (memberOf(fields, f) === undefined ? [] : [[f, memberOf(fields, f)]])));
 
+/** The record a change starts from passes the access check first. */
+const admitBefore = (state: RecordState & { status: 'active' | 'deleted' }, ctx: DecideContext): void => ctx.admit?.(toRecord(state));
+
+/** The record a change would leave, as access checks see it. */
+function recordAfter(state: RecordState, newId: string, fields: JsonObject, ctx: DecideContext): ResourceRecord {
+  const stamp = { actor: ctx.actor, at: ctx.now.toISOString() };
+  if (state.status === 'absent') return toRecord({ status: 'active', id: newId, fields, hidden: {}, version: 0, inserted: stamp, edited: stamp });
+  return toRecord({ ...state, status: 'active', fields, version: state.version + 1, edited: stamp });
+}
+
 export function decide(def: ResourceDefinition, state: RecordState, command: ResourceCommand, ctx: DecideContext = NO_CONTEXT): Decision {
   const event = (kind: string, data: Record<string, unknown>): DecidedEvent => ({
     type: `${def.name}${kind}`,
     data,
     schemaVersion: schemaVersionOf(def, kind),
   });
+  const admitted = (fields: JsonObject): JsonObject => {
+    ctx.admit?.(recordAfter(state, command.type === 'Create' ? command.id : '', fields, ctx));
+    return fields;
+  };
   const onChange = (before: JsonObject | undefined, after: JsonObject): JsonObject => {
     if (before !== undefined) assertImmutable(def, before, after);
-    return def.behaviour.onChange === undefined ? after : def.behaviour.onChange(before, after, ctx);
+    return admitted(def.behaviour.onChange === undefined ? after : def.behaviour.onChange(before, after, ctx));
   };
   if (command.type === 'Create') {
     if (state.status !== 'absent') throw alreadyExists(def.errorPrefix, command.id);
@@ -248,6 +262,7 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
     return { events: [event('Created', { id: command.id, ...fields })], ...keyMoves(def, {}, fields) };
   }
   if (state.status !== 'active') throw notFound(def.errorPrefix, state.status === 'absent' ? '' : state.id);
+  admitBefore(state, ctx);
   switch (command.type) {
     case 'Replace': {
       const fields = onChange(state.fields, validate(def, stripReadOnly(def, command.input, state.id)));
@@ -284,6 +299,7 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
         return event(e.type, { ...e.data, ...carriedOf(def, state.fields) });
       });
       assertImmutable(def, state.fields, after.fields);
+      if (events.length > 0) admitted(after.fields);
       return { events, ...keyMoves(def, state.fields, after.fields) };
     }
     default: {

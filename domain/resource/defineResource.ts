@@ -62,6 +62,9 @@ export type DecideContext = {
   actor: string;
   /** The referenced records by field, one per value (arrays in order). */
   refs: ReadonlyMap<string, readonly ResourceRecordLike[]>;
+  /** Applied to the record a change starts from and to the one it leaves (id, fields and
+   * auditInfo): throws to refuse it (the caller's access rules). */
+  admit?: (record: JsonObject) => void;
 };
 export type ResourceRecordLike = JsonObject & { id: string };
 
@@ -298,7 +301,19 @@ const lists = (spec: ResourceSpec) => ({
   hidden: spec.hidden ?? [],
 });
 
+/** Every resource declared so far, by path: what an access rule's `entityName` names. */
+const declared = new Map<string, ResourceDefinition>();
+
+/** The resource served at a path (`users`, `user-groups`), if one is declared. */
+export const resourceAt = (path: string): ResourceDefinition | undefined => declared.get(path);
+
 export function defineResource(spec: ResourceSpec): ResourceDefinition {
+  const definition = buildDefinition(spec);
+  declared.set(definition.path, definition);
+  return definition;
+}
+
+function buildDefinition(spec: ResourceSpec): ResourceDefinition {
   checkSpec(spec);
   const category = lowerFirst(spec.name);
   const shape = spec.fields.shape;

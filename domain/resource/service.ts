@@ -297,7 +297,7 @@ async function runCommand(
   store: EventStore,
   { id, command, ctx, expectedVersion, refs }: { id: string; command: ResourceCommand; ctx: CommandContext; expectedVersion: number | undefined; refs: DecideContext['refs'] },
 ): Promise<WriteResult> {
-  const decideContext: DecideContext = { now: ctx.now, actor: ctx.actor, refs };
+  const decideContext: DecideContext = { now: ctx.now, actor: ctx.actor, refs, ...(ctx.admit === undefined ? {} : { admit: ctx.admit }) };
   const result = await handleCommand<RecordState>(
     {
       resource: def.errorPrefix,

@@ -13,7 +13,7 @@ import {
 } from '../ports.ts';
 import { codeTaken, concurrentModification, idempotencyKeyReused, staleVersion, tooLarge } from './errors.ts';
 import { sha256, uuidV5 } from './ids.ts';
-import { canonicalJson, jsonBytes } from './json.ts';
+import { canonicalJson, jsonBytes, type JsonObject } from './json.ts';
 import { foldOnto, foldStream, keyOf, rememberFold, type Folded } from './streamFold.ts';
 
 /** Who asks, when, and under which request: arrives with every command, never from the body. */
@@ -26,6 +26,9 @@ export type CommandContext = {
   causationId?: string;
   idempotencyKey?: string;
   requestHash?: string;
+  /** A check of the record a change starts from and of the one it would leave (the caller's
+   * access rules): throws to refuse the change. */
+  admit?: (record: JsonObject) => void;
 };
 
 export type Decided = {

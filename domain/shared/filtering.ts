@@ -103,7 +103,20 @@ export type Condition =
 
 export type SortKey = { column: Column; order: 'ASC' | 'DESC' };
 
-export type Query = { conditions: readonly Condition[]; sort: readonly SortKey[] };
+/** Conditions of which one set must hold: each set is ANDed, the sets ORed (an access rule's
+ * coverage: the expressions of every rule that grants the caller access). No set: nothing holds. */
+export type Alternatives = readonly (readonly Condition[])[];
+
+export type Query = {
+  conditions: readonly Condition[];
+  sort: readonly SortKey[];
+  /** Groups of alternatives, each of which must hold besides `conditions`. */
+  anyOf?: readonly Alternatives[];
+};
+
+/** A query narrowed to what some alternatives cover (none: unchanged). */
+export const narrowed = (query: Query, alternatives: Alternatives | undefined): Query =>
+  alternatives === undefined ? query : { ...query, anyOf: [...(query.anyOf ?? []), alternatives] };
 
 export const MAX_PAGE_SIZE = 1000;
 export const DEFAULT_PAGE_SIZE = 20;

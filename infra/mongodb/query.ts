@@ -391,8 +391,12 @@ function condition(c: Condition): MongoFilter {
 
 /** The filter of a find or count: live documents meeting every condition. */
 export function compileFilter(query: Query): MongoFilter {
-  if (query.conditions.length === 0) return LIVE;
-  return { $and: [LIVE, ...query.conditions.map(condition)] };
+  // An empty $or is refused by MongoDB: no alternative is a filter nothing meets.
+  const groups = (query.anyOf ?? []).map((group): MongoFilter =>
+    group.length === 0 ? { _id: { $in: [] } } : { $or: group.map((all) => (all.length === 0 ? {} : { $and: all.map(condition) })) },
+  );
+  if (query.conditions.length === 0 && groups.length === 0) return LIVE;
+  return { $and: [LIVE, ...query.conditions.map(condition), ...groups] };
 }
 
 /** A keyset page of a scan: live documents after `after` in `_id` order (the `_id` index). */

@@ -208,7 +208,12 @@ function pinnedPaths(conditions: readonly Condition[]): Set<string> {
 
 export function compile(query: Query, indexes: SearchIndexes = NO_SEARCH_INDEXES): Compiled {
   const compiler = new Compiler(indexes);
-  const where = ['deleted = 0', ...query.conditions.map((c) => compiler.condition(c))].join(' AND ');
+  // Compiled in the order of the text: each binds its parameters as it goes.
+  const conditions = query.conditions.map((c) => compiler.condition(c));
+  const alternatives = (query.anyOf ?? []).map((group) =>
+    group.length === 0 ? '0' : `(${group.map((all) => (all.length === 0 ? '1' : `(${all.map((c) => compiler.condition(c)).join(' AND ')})`)).join(' OR ')})`,
+  );
+  const where = ['deleted = 0', ...conditions, ...alternatives].join(' AND ');
   const pinned = pinnedPaths(query.conditions);
   const keys = query.sort.some((k) => k.column.path === 'id')
     ? query.sort

@@ -9,7 +9,7 @@ import { DatabaseSync, type SQLOutputValue, type StatementSync } from 'node:sqli
 import type { CollectionOptions, Document, DocumentWrite, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
 import { likePattern, type Query } from '../../domain/shared/filtering.ts';
 import { containerValues, containingValues, ranked, scanned, startingValues, type Statement } from './autocomplete.ts';
-import { likeMatcher, type LikeMatcher } from './likeMatcher.ts';
+import { likeMatcher, type LikeMatcher } from '../../domain/shared/likeMatcher.ts';
 import { compile, LIKE_WINDOW } from './readQuery.ts';
 import { settle } from './settle.ts';
 import {

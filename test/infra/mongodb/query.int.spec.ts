@@ -40,6 +40,7 @@ import {
   type StoredDocument,
 } from '../../../infra/mongodb/query.ts';
 import { StoreUnavailableError } from '../../../domain/shared/errors.ts';
+import { matchesAll, matchesAny } from '../../../domain/shared/matchQuery.ts';
 import { isDuplicateKey, translateError } from '../../../infra/mongodb/readStore.ts';
 import { openSqliteReadStore, type SqliteReadStore } from '../../../infra/sqlite/readStore.ts';
 import {
@@ -152,6 +153,29 @@ describe('MongoDB query language through mingo', () => {
         expect(mingoCount(stored, query)).toBe(await sqlite.count(c, query));
       });
     }
+  });
+
+  it('evaluates every fixture in memory (domain/shared/matchQuery) as the stores do', () => {
+    for (const fixture of filteringFixtures) {
+      const query = fixtureQuery(fixture.body);
+      const selected = fixtureDocuments.filter((d) => matchesAll(d, query.conditions)).map((d) => d.id);
+      expect(selected.sort(), fixture.name).toEqual([...fixture.ids].sort());
+    }
+  });
+
+  it('narrows by alternatives (anyOf, access rules): SQLite, MongoDB through mingo and memory select the same union', async () => {
+    const conditionsOf = (i: number) => fixtureQuery(filteringFixtures[i % filteringFixtures.length]?.body ?? {}).conditions;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(fc.nat(), { maxLength: 3 }), { maxLength: 3 }), fc.nat(), async (picks, base) => {
+        const alternatives = picks.map((p) => p.flatMap(conditionsOf));
+        const query: Query = { ...fixtureQuery(filteringFixtures[base % filteringFixtures.length]?.body ?? {}), anyOf: [alternatives] };
+        const expected = fixtureDocuments.filter((d) => matchesAll(d, query.conditions) && matchesAny(d, alternatives)).map((d) => d.id).sort();
+        expect(idsOf(await sqlite.find(c, query, everything)).sort()).toEqual(expected);
+        expect(idsOf(mingoFindDocs(stored, query, everything)).sort()).toEqual(expected);
+        expect(await sqlite.count(c, query)).toBe(expected.length);
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('keeps live documents only in every filter, first, as the partial indexes require', () => {

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { Document } from '../../../domain/ports.ts';
 import { likePattern } from '../../../domain/shared/filtering.ts';
 import { REGEX_OPTIONS, compileFilter, encodeDocument, likeRegex } from '../../../infra/mongodb/query.ts';
-import { likeMatcher } from '../../../infra/sqlite/likeMatcher.ts';
+import { likeMatcher } from '../../../domain/shared/likeMatcher.ts';
 import { fixtureQuery } from '../../support/readStoreFixtures.ts';
 
 /** Generous for a slow shared machine; the old expression needed minutes to hours. */

@@ -3,7 +3,7 @@
 // `%a%a%a%…`; this simulates the pattern's automaton on every state at once instead, so one value
 // costs time linear in its length (times the pattern's length over 32) whatever the pattern.
 
-import type { LikePattern } from '../../domain/shared/filtering.ts';
+import type { LikePattern } from './filtering.ts';
 
 /** Whether a whole value matches, case-insensitively (both sides lowercased, as rm_fold does). */
 export type LikeMatcher = (value: string) => boolean;
