@@ -77,6 +77,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId,
     requestIdHeader: false,
     bodyLimit: deps.bodyLimit ?? 6 * 1024 * 1024,
+    trustProxy: deps.trustProxy ?? false,
     // Long enough that an over-long idOrCode reaches its schema and gets the contract's 400.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Errors fastify raises before routing (a malformed URL) and those of Node's HTTP parser
@@ -122,7 +123,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request) => {
     const permission = request.routeOptions.config.permission;
     if (permission === undefined) return;
-    const caller = await authenticate(request.headers.authorization, deps.verifyToken);
+    let caller = await authenticate(request.headers.authorization, deps.verifyToken);
+    for (const module of deps.modules) if (module.authenticated !== undefined) caller = await module.authenticated(caller, deps);
     request.caller = caller;
     const resource = request.routeOptions.config.resource;
     if (resource === undefined || allows(caller, permission)) authorize(caller, permission);

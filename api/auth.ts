@@ -5,7 +5,14 @@ import { createSecretKey } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import { forbidden, unauthorized, type DomainError } from '../domain/shared/errors.ts';
 
-export type Caller = { sub: string; roles: readonly string[] };
+/** A token this service issued at login (POST /auth/token) names the password it was issued
+ * under (a fingerprint of its hash), so that each request can check the user as it is now. */
+export type Session = { readonly pwd: string };
+
+export type Caller = { sub: string; roles: readonly string[]; session?: Session };
+
+/** The claim that carries a login session. */
+const SESSION_CLAIM = 'adm_session';
 
 export type TokenVerifier = (token: string) => Promise<Caller>;
 
@@ -36,6 +43,10 @@ export const MAX_TOKEN_LIFETIME_SECONDS = 24 * 60 * 60;
 function callerOf(payload: JWTPayload): Caller {
   if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthorized('Token has no subject');
   const roles = Array.isArray(payload.roles) ? payload.roles.filter((r): r is string => typeof r === 'string') : [];
+  const session = payload[SESSION_CLAIM];
+  if (typeof session === 'object' && session !== null && typeof (session as { pwd?: unknown }).pwd === 'string') {
+    return { sub: payload.sub, roles, session: { pwd: (session as { pwd: string }).pwd } };
+  }
   return { sub: payload.sub, roles };
 }
 
@@ -131,7 +142,7 @@ export function oidcVerifier(options: { issuer: string; audience: string; jwksUr
  * clock once per claim, and a second boundary between the two would push it past the limit). */
 export function signHs256(secret: Uint8Array, caller: Caller, ttlSeconds = 12 * 60 * 60): Promise<string> {
   const iat = Math.floor(Date.now() / 1000);
-  return new SignJWT({ roles: [...caller.roles] })
+  return new SignJWT({ roles: [...caller.roles], ...(caller.session === undefined ? {} : { [SESSION_CLAIM]: { pwd: caller.session.pwd } }) })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(caller.sub)
     .setIssuedAt(iat)

@@ -38,6 +38,8 @@ export type ComposeOptions = {
   clock?: Clock;
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
+  /** fastify's trustProxy: which X-Forwarded-For hops give the client's address. */
+  trustProxy?: boolean | string;
   batchSize?: number;
   /** How often the scheduler looks for due work (ms); tests drive it with `scheduler.tick()`. */
   schedulerIntervalMs?: number;
@@ -62,6 +64,12 @@ export function projectionsOf(modules: readonly Module[]) {
     ...(m.projections ?? []),
   ]);
 }
+
+/** What the HTTP app takes of the options when they are given. */
+const httpOptions = (o: ComposeOptions) =>
+  Object.fromEntries(
+    (['issueToken', 'logger', 'bodyLimit', 'trustProxy'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
+  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy'>;
 
 export async function composeService(options: ComposeOptions): Promise<Service> {
   const { eventStore, readStore, blobStore } = options;
@@ -97,11 +105,9 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     clock,
     newId: randomUUID,
     verifyToken: options.verifyToken,
-    ...(options.issueToken === undefined ? {} : { issueToken: options.issueToken }),
     modules,
     serveApi: role === 'all' || role === 'api',
-    ...(options.logger === undefined ? {} : { logger: options.logger }),
-    ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+    ...httpOptions(options),
   });
   log.to = app.log;
   return {

@@ -40,6 +40,7 @@ async function main(): Promise<void> {
     ...(issueToken === undefined ? {} : { issueToken }),
     logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
     bodyLimit: config.BODY_LIMIT_BYTES,
+    trustProxy: config.TRUST_PROXY,
     batchSize: config.PROJECTION_BATCH_SIZE,
     role: config.ROLE,
   });

@@ -51,6 +51,9 @@ export type Module = {
   readonly reactors?: (ctx: ModuleContext) => readonly Reactor[];
   readonly schedules?: (ctx: ModuleContext) => readonly Schedule[];
   readonly workers?: (ctx: ModuleContext) => readonly Worker[];
+  /** Who the caller of a request is, after its token is verified: a module may refuse it (401)
+   * or restate its roles (a login session: the user as it is now). */
+  readonly authenticated?: (caller: Caller, deps: AppDeps) => Promise<Caller>;
 };
 
 export type ResourceRouteOptions = {
@@ -80,6 +83,7 @@ export type AppDeps = {
   serveApi?: boolean;
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
+  trustProxy?: boolean | string;
 };
 
 /** The app as modules declare routes on it: schemas are zod's. */

@@ -1,6 +1,8 @@
-// A fixed-window counter of failures per key (a user, an address), in this process's memory: a
-// key that failed `limit` times in a window is refused until the window ends. Bounded: expired
-// windows are dropped as new keys come, and past `maxKeys` the oldest go first.
+// A fixed-window counter of attempts per key (a user, an address), in this process's memory: an
+// attempt counts when it starts (so a burst of concurrent attempts cannot all get through before
+// the first failure is counted) and is forgiven when it succeeds; a key with `limit` attempts
+// counted in a window is refused until the window ends. Bounded: expired windows are dropped as
+// new keys come, and past `maxKeys` the oldest go first.
 
 export type RateLimit = { limit: number; windowMs: number };
 
@@ -21,6 +23,21 @@ export class FailureLimiter {
     return w.count >= this.#rule.limit ? w.endsAt - now : 0;
   }
 
+  /** Counts an attempt that is starting: the milliseconds until the key may try again when it
+   * is over its limit (the attempt is then not counted and must not go on), else 0. */
+  attempt(key: string, now: number): number {
+    const blocked = this.blockedFor(key, now);
+    if (blocked > 0) return blocked;
+    this.fail(key, now);
+    return 0;
+  }
+
+  /** An attempt that succeeded is not held against the key. */
+  forgive(key: string): void {
+    const w = this.#windows.get(key);
+    if (w !== undefined && w.count > 0) w.count -= 1;
+  }
+
   fail(key: string, now: number): void {
     const w = this.#windows.get(key);
     if (w !== undefined && w.endsAt > now) {
@@ -30,11 +47,6 @@ export class FailureLimiter {
     this.#windows.delete(key);
     if (this.#windows.size >= this.#maxKeys) this.#prune(now);
     this.#windows.set(key, { count: 1, endsAt: now + this.#rule.windowMs });
-  }
-
-  /** A success forgets the key's failures. */
-  succeed(key: string): void {
-    this.#windows.delete(key);
   }
 
   #prune(now: number): void {

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { validationFailed } from '../domain/shared/errors.ts';
 import type { Clock, IdGenerator } from '../domain/ports.ts';
-import type { Caller } from './auth.ts';
+import { allows, type Caller } from './auth.ts';
 
 declare module 'fastify' {
   // eslint-disable-next-line @typescript-eslint/consistent-type-definitions -- module augmentation merges only into an interface
@@ -56,6 +56,7 @@ export function commandContext(request: FastifyRequest, clock: Clock, newId: IdG
     newId,
     requestId: request.id,
     correlationId: request.correlationId,
+    privileged: request.caller !== undefined && allows(request.caller, 'admin'),
   };
   const key = request.headers['idempotency-key'];
   if (key !== undefined) {

@@ -24,6 +24,9 @@ export const ConfigSchema = z
     ROLE: z.enum(['all', 'api', 'projector', 'worker']).default('all'),
     PROJECTION_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1000),
     BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(6 * 1024 * 1024),
+    // Behind a reverse proxy: which X-Forwarded-For hops to believe for the client's address (the
+    // login limit per address): `true` (every hop) or the proxies' addresses and CIDRs, comma-separated.
+    TRUST_PROXY: optionalString.transform((v) => (v === undefined || v === 'false' ? false : v === 'true' ? true : v)),
   })
   .superRefine((c, ctx) => {
     const oidc = [c.AUTH_ISSUER, c.AUTH_AUDIENCE, c.AUTH_JWKS_URL].filter((v) => v !== undefined).length;

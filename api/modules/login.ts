@@ -4,12 +4,14 @@
 // decided, so answers take the same time; failures are limited per user and per address (429).
 // With an OIDC issuer tokens come from it, and the route does not exist (404).
 
+import { createHash } from 'node:crypto';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { verifyPassword } from '../../domain/identity/password.ts';
 import { isActiveUser, user } from '../../domain/identity/user.ts';
 import { DomainError, unauthorized } from '../../domain/shared/errors.ts';
-import type { Module } from '../module.ts';
+import type { AppDeps, Module } from '../module.ts';
+import type { Caller } from '../auth.ts';
 import { FailureLimiter } from '../rateLimit.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
@@ -24,8 +26,24 @@ const tooMany = (ms: number): DomainError =>
     retryAfterSeconds: Math.ceil(ms / 1000),
   });
 
+/** What a session token names of the password it was issued under: not the hash, a digest of it. */
+const fingerprint = (passwordHash: unknown): string => createHash('sha256').update(String(passwordHash)).digest('base64url').slice(0, 22);
+
+/** A login token works while its user does: enabled, inside its validity, with authentication
+ * PASSWORD and the password it logged in with; its roles are the user's effective roles now. */
+async function sessionCaller(caller: Caller, deps: AppDeps): Promise<Caller> {
+  if (caller.session === undefined) return caller;
+  const found = await serviceOf(deps, user).live(caller.sub, true);
+  const now = deps.clock.now();
+  if (found === undefined || !isActiveUser(found.fields, now) || found.fields.authentication !== 'PASSWORD' || fingerprint(found.hidden.passwordHash) !== caller.session.pwd) {
+    throw unauthorized('The session has ended (the user was disabled or changed its password): log in again');
+  }
+  return { ...caller, roles: await rolesOf(deps, found.fields) };
+}
+
 export const loginModule: Module = {
   name: 'login',
+  authenticated: sessionCaller,
   routes(app, deps) {
     const issue = deps.issueToken;
     if (issue === undefined) return;
@@ -42,7 +60,8 @@ export const loginModule: Module = {
           summary: 'Log in: a bearer token for a user\'s code and password',
           description:
             'For an ENABLE user with authentication PASSWORD, inside its validity window, whose password matches: an HS256 token (valid 12 h) ' +
-            'whose `sub` is the user\'s code and `roles` its effective roles. Every failure (unknown user, wrong password, disabled, outside its ' +
+            'whose `sub` is the user\'s code and `roles` its effective roles. The token works while the user does: each request checks that it is still ' +
+            'enabled, valid and on the same password, and takes its effective roles as they are then (401 once it is not). Every failure (unknown user, wrong password, disabled, outside its ' +
             `validity, another authentication) is the same 401. After ${String(LOGIN_LIMITS.perUser.limit)} failures for one user, or ` +
             `${String(LOGIN_LIMITS.perAddress.limit)} from one address, within 5 minutes: 429 with Retry-After until the window ends. ` +
             'Only on the embedded HS256 secret: with an OIDC issuer configured this route does not exist (404).',
@@ -56,7 +75,9 @@ export const loginModule: Module = {
       async (request, reply) => {
         const now = deps.clock.now();
         const userKey = request.body.username.toLowerCase();
-        const blocked = Math.max(perUser.blockedFor(userKey, now.getTime()), perAddress.blockedFor(request.ip, now.getTime()));
+        // Counted before the password is checked: concurrent guesses count as they start.
+        const userBlocked = perUser.attempt(userKey, now.getTime());
+        const blocked = userBlocked > 0 ? userBlocked : perAddress.attempt(request.ip, now.getTime());
         if (blocked > 0) {
           void reply.header('retry-after', String(Math.ceil(blocked / 1000)));
           throw tooMany(blocked);
@@ -64,13 +85,12 @@ export const loginModule: Module = {
         const found = await users.live(request.body.username, true);
         const matches = await verifyPassword(request.body.password, found?.hidden.passwordHash as string | undefined);
         if (!matches || found === undefined || !isActiveUser(found.fields, now) || found.fields.authentication !== 'PASSWORD') {
-          perUser.fail(userKey, now.getTime());
-          perAddress.fail(request.ip, now.getTime());
           throw unauthorized('Invalid username or password');
         }
-        perUser.succeed(userKey);
+        perUser.forgive(userKey);
+        perAddress.forgive(request.ip);
         const roles = await rolesOf(deps, found.fields);
-        const token = await issue({ sub: String(found.fields.code), roles });
+        const token = await issue({ sub: String(found.fields.code), roles, session: { pwd: fingerprint(found.hidden.passwordHash) } });
         return reply.header('cache-control', 'no-store').send({ access_token: token, token_type: 'Bearer' as const, expires_in: TOKEN_TTL_SECONDS, roles });
       },
     );

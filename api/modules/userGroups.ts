@@ -140,8 +140,11 @@ async function convert(deps: AppDeps, convertor: (typeof Convertors)[number], ke
 /** The groups of a subtree, breadth first, from the read model. */
 async function subtree(deps: AppDeps, root: JsonObject & { id: string }, options: QueryOptions): Promise<Document[]> {
   const all: Document[] = [root];
-  for (let level = [root.id]; level.length > 0 && all.length < MAX_TREE; ) {
-    const children = await recordsWhere(deps, userGroup, [isIn('parentUserGroupId', level)], { ...options, limit: MAX_TREE });
+  // Visited groups are not walked again: a cycle (which writes prevent) cannot loop the walk.
+  const seen = new Set([root.id]);
+  for (let level = [root.id]; level.length > 0 && all.length <= MAX_TREE; ) {
+    const children = (await recordsWhere(deps, userGroup, [isIn('parentUserGroupId', level)], { ...options, limit: MAX_TREE + 1 })).filter((c) => !seen.has(c.id));
+    for (const c of children) seen.add(c.id);
     all.push(...children);
     level = children.map((c) => c.id);
   }
@@ -157,7 +160,11 @@ function treeOf(groups: readonly Document[], rootId: string): TreeNode {
     const parent = typeof g.parentUserGroupId === 'string' ? g.parentUserGroupId : '';
     children.set(parent, [...(children.get(parent) ?? []), g]);
   }
-  const node = (g: Document): TreeNode => ({ id: g.id, code: g.code, name: g.name, children: (children.get(g.id) ?? []).map(node) });
+  const placed = new Set<string>();
+  const node = (g: Document): TreeNode => {
+    placed.add(g.id);
+    return { id: g.id, code: g.code, name: g.name, children: (children.get(g.id) ?? []).filter((c) => !placed.has(c.id)).map(node) };
+  };
   const root = groups.find((g) => g.id === rootId);
   if (root === undefined) throw new Error('subtree without its root');
   return node(root);

@@ -11,7 +11,8 @@ import { UserKinds } from '../../domain/registries/userType.ts';
 import { userGroup } from '../../domain/identity/userGroup.ts';
 import { userGroupRegion } from '../../domain/identity/userGroupRegion.ts';
 import type { Document } from '../../domain/ports.ts';
-import { DomainError, malformedUuid, notFound, validationFailed } from '../../domain/shared/errors.ts';
+import { DomainError, forbidden, malformedUuid, notFound, validationFailed } from '../../domain/shared/errors.ts';
+import { allows } from '../auth.ts';
 import { dateTime, uuid } from '../../domain/shared/fields.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
@@ -252,6 +253,10 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const target = await users.get(request.params.idOrCode);
+      // Setting another user's password is taking over the account: an admin's act.
+      if (request.caller?.sub !== target.code && !(request.caller !== undefined && allows(request.caller, 'admin'))) {
+        throw forbidden('Only an admin may set another user\'s password');
+      }
       const problems = passwordProblems(request.body.password, { code: target.code, email: target.email });
       if (problems.length > 0) throw validationFailed('The password does not meet the policy', problems);
       const command: UserCommand = { type: 'SetPassword', passwordHash: await hashPassword(request.body.password) };
@@ -320,6 +325,8 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       if (request.headers['if-none-match'] === etag) return reply.code(304).send();
       const blob = await deps.blobStore.get(ref.sha256);
       if (blob === undefined) throw notFound('USER.THUMBNAIL', id);
+      // Served as the image it was checked to be, never sniffed into something else.
+      void reply.header('x-content-type-options', 'nosniff').header('content-disposition', 'inline').header('content-security-policy', "default-src 'none'; sandbox");
       return reply.type(ref.contentType).send(Buffer.from(blob.content));
     },
   );

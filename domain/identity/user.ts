@@ -4,9 +4,10 @@
 // hidden parts set by their own events: never in a record, a read model or the data of history.
 
 import { z } from 'zod';
-import { code, dayOrDateTime, dateTime, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid, webUrl, withinPeriod } from '../shared/fields.ts';
+import { code, dayOrDateTime, dateTime, distinct, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid, webUrl, withinPeriod } from '../shared/fields.ts';
 import type { JsonObject } from '../shared/json.ts';
 import { defineResource, type FieldRule, type ResourceDefinition } from '../resource/defineResource.ts';
+import { forbidden } from '../shared/errors.ts';
 import { UserKinds, userType } from '../registries/userType.ts';
 import { userGroup } from './userGroup.ts';
 
@@ -68,8 +69,8 @@ export const user: ResourceDefinition = defineResource({
     validTo: dayOrDateTime('end').optional(),
     authentication: z.enum(Authentications).default('PASSWORD').meta({ description: 'default PASSWORD (see the resource description)' }),
     description: longText(4000).optional(),
-    groups: z.array(code()).max(1000).optional().meta({ description: 'codes of existing user groups' }),
-    roles: z.array(text()).max(1000).optional().meta({ description: 'role codes: built-in (admin, editor, viewer) or access rule codes' }),
+    groups: distinct(z.array(code()).max(1000)).optional().meta({ description: 'codes of existing user groups, each once; adding one whose associatedUserRoleId is set takes an admin' }),
+    roles: distinct(z.array(text()).max(1000)).optional().meta({ description: 'role codes, each once: built-in (admin, editor, viewer) or access rule codes; only an admin may change them' }),
     dataTags: stringList(100).optional(),
     chars: jsonMap().meta({ description: 'characteristics by code; their shape depends on the user type' }),
     supervisorId: uuid().optional(),
@@ -90,8 +91,16 @@ export const user: ResourceDefinition = defineResource({
   ],
   indexed: ['type', 'status', 'groups', 'supervisorId', 'email', 'familyName'],
   hidden: ['passwordHash', 'thumbnail'],
+  adminOnly: ['roles'],
   behaviour: {
-    onChange: (before, after) => withName(before, after),
+    onChange: (before, after, ctx) => {
+      // Joining a group that carries a role grants the role: an admin's decision, as `roles` is.
+      const granting = (ctx.refs.get('groups') ?? []).filter((g) => typeof g.associatedUserRoleId === 'string');
+      if (ctx.privileged === false && granting.length > 0) {
+        throw forbidden(`Only an admin may add a user to ${granting.map((g) => String(g.code)).join(', ')}: the group grants a role`);
+      }
+      return withName(before, after);
+    },
     events: {
       PasswordChanged: { evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, passwordHash: d.passwordHash } }) },
       ThumbnailChanged: { evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, thumbnail: { sha256: d.sha256, contentType: d.contentType, size: d.size } } }) },

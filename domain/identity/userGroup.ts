@@ -32,7 +32,7 @@ export const userGroup: ResourceDefinition = defineResource({
     email: email().optional(),
     phoneNumber: phoneNumber().optional(),
     chars: jsonMap().meta({ description: 'characteristics by characteristic code; their shape depends on the group type' }),
-    associatedUserRoleId: uuid().optional().meta({ description: 'a role every member receives (in its effective roles, hence at login) while the group is valid' }),
+    associatedUserRoleId: uuid().optional().meta({ description: 'a role every member receives (in its effective roles, hence at login) while the group is valid; only an admin may set it' }),
   }),
   rules: [periodRule('validFrom', 'validTo')],
   unique: [
@@ -40,8 +40,9 @@ export const userGroup: ResourceDefinition = defineResource({
     { name: 'ldapMemberOf', fields: ['ldapMemberOf'], normalize: normalizeDn },
   ],
   references: [
-    { field: 'type', resource: () => userGroupType, by: 'code' },
+    { field: 'type', resource: () => userGroupType, by: 'code', restrict: true },
     { field: 'parentUserGroupId', resource: () => userGroup, acyclic: true, restrict: true },
   ],
   indexed: ['type', 'parentUserGroupId', 'associatedUserRoleId'],
+  adminOnly: ['associatedUserRoleId'],
 });

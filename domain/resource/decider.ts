@@ -5,7 +5,7 @@
 
 import type { CodeReservation } from '../ports.ts';
 import { MAX_RECORD_BYTES } from '../shared/commandHandler.ts';
-import { alreadyExists, notFound, tooLarge, validationFailed } from '../shared/errors.ts';
+import { alreadyExists, forbidden, notFound, tooLarge, validationFailed } from '../shared/errors.ts';
 import type { AuditInfo } from '../shared/fields.ts';
 import { applyMergePatch, deepEqual, isPlainObject, jsonBytes, memberOf, type JsonObject } from '../shared/json.ts';
 import { streamName } from '../shared/streams.ts';
@@ -232,6 +232,22 @@ function assertImmutable(def: ResourceDefinition, before: JsonObject, after: Jso
 const carriedOf = (def: ResourceDefinition, fields: JsonObject): JsonObject =>
   Object.fromEntries(def.carried.flatMap((f) => (memberOf(fields, f) === undefined ? [] : [[f, memberOf(fields, f)]])));
 
+/** A field with a default cannot be removed by a patch (null): the default would come back in
+ * silence (a DISABLE user ENABLE again). Set another value instead. */
+function assertNoDefaultRemoved(def: ResourceDefinition, patch: JsonObject): void {
+  const defaulted = Object.entries(patch).filter(([k, v]) => v === null && (def.fields.shape[k] as { _zod?: { def: { type: string } } } | undefined)?._zod?.def.type === 'default');
+  if (defaulted.length > 0) {
+    throw validationFailed('A patch cannot remove a field that has a default', defaulted.map(([k]) => `${k}: cannot be null (it has a default); set a value`));
+  }
+}
+
+/** `adminOnly` fields set or changed by a caller that is not the built-in admin: 403. */
+function assertPrivileged(def: ResourceDefinition, before: JsonObject | undefined, after: JsonObject, ctx: DecideContext): void {
+  if (ctx.privileged !== false) return;
+  const changed = def.adminOnly.filter((f) => !deepEqual(memberOf(before ?? {}, f), memberOf(after, f)));
+  if (changed.length > 0) throw forbidden(`Only an admin may set ${changed.join(', ')} of a ${def.name}: they grant roles`);
+}
+
 /** The record a change starts from passes the access check first. */
 const admitBefore = (state: RecordState & { status: 'active' | 'deleted' }, ctx: DecideContext): void => ctx.admit?.(toRecord(state));
 
@@ -254,6 +270,7 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
   };
   const onChange = (before: JsonObject | undefined, after: JsonObject): JsonObject => {
     if (before !== undefined) assertImmutable(def, before, after);
+    assertPrivileged(def, before, after, ctx);
     return admitted(def.behaviour.onChange === undefined ? after : def.behaviour.onChange(before, after, ctx));
   };
   if (command.type === 'Create') {
@@ -277,6 +294,7 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
       if (readOnly.length > 0) {
         throw validationFailed('A patch cannot change read-only fields', readOnly.map((k) => `${k}: read-only`));
       }
+      assertNoDefaultRemoved(def, command.patch);
       const fields = onChange(state.fields, validate(def, applyMergePatch(state.fields, command.patch), true));
       if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
       const patch = mergePatchBetween(state.fields, fields);

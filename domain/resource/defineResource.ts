@@ -36,7 +36,8 @@ export type Reference = {
    * back to the record itself (a parent group, a supervisor): 422 on a cycle. */
   readonly acyclic?: boolean;
   /** The named record cannot be deleted (nor its code changed, for a reference by code) while a
-   * live record names it: 409 listing which (found through this resource's read model). */
+   * live record names it: 409 listing which (found through this resource's read model). For a
+   * reference by id or code only. */
   readonly restrict?: boolean;
 };
 
@@ -60,11 +61,15 @@ export type EventSpec = {
 export type DecideContext = {
   now: Date;
   actor: string;
-  /** The referenced records by field, one per value (arrays in order). */
+  /** The referenced records by field, one per value this change sets anew (values the record
+   * already held are not checked again: a reference that was valid stays so for its holder). */
   refs: ReadonlyMap<string, readonly ResourceRecordLike[]>;
   /** Applied to the record a change starts from and to the one it leaves (id, fields and
    * auditInfo): throws to refuse it (the caller's access rules). */
   admit?: (record: JsonObject) => void;
+  /** False when the caller is not the built-in admin (it may not change `adminOnly` fields);
+   * absent for the service's own commands. */
+  privileged?: boolean;
 };
 export type ResourceRecordLike = JsonObject & { id: string };
 
@@ -134,6 +139,9 @@ export type ResourceSpec = {
   /** Parts of the state never read back (a password hash): kept out of reads, read models and the
    * data shown in history. Set only by own events. */
   hidden?: readonly string[];
+  /** Fields only a privileged caller (the built-in admin) may set or change: those that grant
+   * roles. 403 for anyone else. */
+  adminOnly?: readonly string[];
   behaviour?: Behaviour;
   /** Members the API shows but never stores on the record (a job's steps, from its read model):
    * in the record schema with their value when nothing fills them; ignored in create and replace
@@ -164,6 +172,7 @@ export type ResourceDefinition = {
   readonly immutable: readonly string[];
   readonly carried: readonly string[];
   readonly hidden: readonly string[];
+  readonly adminOnly: readonly string[];
   readonly behaviour: Behaviour;
   /** Read-only members beside id and auditInfo, with their value when nothing fills them. */
   readonly readOnly: Readonly<Record<string, unknown>>;
@@ -299,6 +308,7 @@ const lists = (spec: ResourceSpec) => ({
   immutable: spec.immutable ?? [],
   carried: spec.carried ?? [],
   hidden: spec.hidden ?? [],
+  adminOnly: spec.adminOnly ?? [],
 });
 
 /** Every resource declared so far, by path: what an access rule's `entityName` names. */

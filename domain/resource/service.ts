@@ -6,6 +6,7 @@ import type { EventStore, Position, RecordedEvent } from '../ports.ts';
 import { handleCommand, keyReservation, requestHashOf, type CommandContext } from '../shared/commandHandler.ts';
 import { codeTaken, keyTaken, malformedUuid, notFound, referenceCycle, referenceMissing, referenceUnusable, stillReferenced, validationFailed } from '../shared/errors.ts';
 import type { FilterItem } from '../shared/filtering.ts';
+import { KeyedLocks, type LockRequest } from '../shared/keyedLocks.ts';
 import { isUuid, isUuidV4, uuidV5 } from '../shared/ids.ts';
 import { foldStream, type FoldSpec } from '../shared/streamFold.ts';
 import { idIn } from '../shared/streams.ts';
@@ -161,7 +162,9 @@ export type ServiceOptions = {
 
 /** The references among some resources that name `def` and restrict its delete. */
 export const referrersOf = (def: ResourceDefinition, all: readonly ResourceDefinition[]): Referrer[] =>
-  all.flatMap((resource) => resource.references.filter((r) => r.restrict === true && r.resource() === def).map((reference) => ({ resource, reference })));
+  all.flatMap((resource) =>
+    resource.references.filter((r) => r.restrict === true && typeof r.by !== 'object' && r.resource() === def).map((reference) => ({ resource, reference })),
+  );
 
 /** Longest chain of references an acyclic reference follows (deeper trees are refused as cycles would be). */
 export const MAX_REFERENCE_CHAIN = 1000;
@@ -170,6 +173,35 @@ const valuesOf = (candidate: JsonObject, field: string): unknown[] => {
   const value = memberOf(candidate, field);
   return Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
 };
+
+const sameValue = (v: unknown): unknown => (typeof v === 'string' ? v.toLowerCase() : v);
+
+/** The values of a reference a change sets anew: those the record did not hold already. */
+function newValues(candidate: JsonObject, before: JsonObject | undefined, field: string): unknown[] {
+  const held = new Set(valuesOf(before ?? {}, field).map(sameValue));
+  return valuesOf(candidate, field).filter((v) => !held.has(sameValue(v)));
+}
+
+/** Locks of this process that keep reference checks and their writes from interleaving: a write
+ * adding a restricting reference shares the target resource's lock, which a delete (or a code
+ * change) of one of its records takes alone; a write setting an acyclic field takes its tree's
+ * lock alone. (Across processes the window that remains is the read model's lag: see README.) */
+const locks = new KeyedLocks();
+
+function lockPlan(def: ResourceDefinition, options: ServiceOptions, change: { candidate: unknown; before: JsonObject | undefined; deleting: boolean }): LockRequest[] {
+  const plan: LockRequest[] = [];
+  const referrers = options.referrers ?? [];
+  const { candidate, before } = change;
+  if (change.deleting && referrers.length > 0) plan.push({ name: `ref:${def.category}`, exclusive: true });
+  if (!isPlainObject(candidate)) return plan;
+  if (before !== undefined && before.code !== candidate.code && referrers.some((r) => r.reference.by === 'code')) plan.push({ name: `ref:${def.category}`, exclusive: true });
+  for (const ref of def.references) {
+    if (newValues(candidate, before, ref.field).length === 0) continue;
+    if (ref.restrict === true && typeof ref.by !== 'object') plan.push({ name: `ref:${ref.resource().category}`, exclusive: false });
+    if (ref.acyclic === true) plan.push({ name: `tree:${def.category}.${ref.field}`, exclusive: true });
+  }
+  return plan;
+}
 
 function needLookup(options: ServiceOptions): ReferenceLookup {
   if (options.lookup === undefined) throw new Error('this resource needs a read-model lookup (ServiceOptions.lookup)');
@@ -206,14 +238,16 @@ async function leadsBack(target: ResourceDefinition, store: EventStore, field: s
 type ReferenceProblems = { missing: string[]; cycle: string[]; invalid: string[] };
 
 async function loadReference(
-  { def, store, options, now, ownId }: { def: ResourceDefinition; store: EventStore; options: ServiceOptions; now: Date; ownId: string },
+  { def, store, options, now, ownId, before }: LoadContext & { def: ResourceDefinition; store: EventStore },
   ref: Reference,
   candidate: JsonObject,
   problems: ReferenceProblems,
 ): Promise<ResourceRecordLike[]> {
   const target = ref.resource();
   const found: ResourceRecordLike[] = [];
-  for (const v of valuesOf(candidate, ref.field)) {
+  // Values the record already held were checked when it took them: a record stays changeable
+  // when what it names has since expired (a user whose type is no longer valid can be disabled).
+  for (const v of newValues(candidate, before, ref.field)) {
     const shown = JSON.stringify(v);
     if (ref.acyclic === true && typeof v === 'string' && v.toLowerCase() === ownId) {
       problems.cycle.push(`${ref.field}: a ${def.name} cannot name itself`);
@@ -235,12 +269,9 @@ async function loadReference(
 /** The records a candidate's references name, loaded from the log (or, for a non-unique field,
  * the read model); 422 naming each field whose record is missing, not valid now, or would close a
  * cycle. Values of the wrong shape are left to the schema's 400. */
-async function loadReferences(
-  def: ResourceDefinition,
-  store: EventStore,
-  candidate: unknown,
-  context: { ownId: string; now: Date; options: ServiceOptions },
-): Promise<Map<string, ResourceRecordLike[]>> {
+type LoadContext = { ownId: string; now: Date; options: ServiceOptions; before: JsonObject | undefined };
+
+async function loadReferences(def: ResourceDefinition, store: EventStore, candidate: unknown, context: LoadContext): Promise<Map<string, ResourceRecordLike[]>> {
   const refs = new Map<string, ResourceRecordLike[]>();
   if (def.references.length === 0 || !isPlainObject(candidate)) return refs;
   const problems: ReferenceProblems = { missing: [], cycle: [], invalid: [] };
@@ -297,7 +328,13 @@ async function runCommand(
   store: EventStore,
   { id, command, ctx, expectedVersion, refs }: { id: string; command: ResourceCommand; ctx: CommandContext; expectedVersion: number | undefined; refs: DecideContext['refs'] },
 ): Promise<WriteResult> {
-  const decideContext: DecideContext = { now: ctx.now, actor: ctx.actor, refs, ...(ctx.admit === undefined ? {} : { admit: ctx.admit }) };
+  const decideContext: DecideContext = {
+    now: ctx.now,
+    actor: ctx.actor,
+    refs,
+    ...(ctx.admit === undefined ? {} : { admit: ctx.admit }),
+    ...(ctx.privileged === undefined ? {} : { privileged: ctx.privileged }),
+  };
   const result = await handleCommand<RecordState>(
     {
       resource: def.errorPrefix,
@@ -383,12 +420,40 @@ function referenceChecks(def: ResourceDefinition, store: EventStore, options: Se
   };
 }
 
+/** Runs a command with its references loaded (values new in the change), under the locks the
+ * change needs. */
+function commandRunner(def: ResourceDefinition, store: EventStore, options: ServiceOptions) {
+  const current = (id: string) => currentState(def, store, id, false);
+  const liveFields = async (id: string | undefined): Promise<JsonObject | undefined> => {
+    if (id === undefined) return undefined;
+    const state = await current(id);
+    return state.status === 'active' ? state.fields : undefined;
+  };
+
+  const run = async (id: string, command: ResourceCommand, ctx: CommandContext, expectedVersion?: number, candidate?: unknown) => {
+    const before = def.references.length === 0 || command.type === 'Create' ? undefined : await liveFields(id);
+    return runCommand(def, store, { id, command, ctx, expectedVersion, refs: await loadReferences(def, store, candidate, { ownId: id, now: ctx.now, options, before }) });
+  };
+
+  /** Work under the locks a change needs (most need none). */
+  const guarded = async <T>(change: { id?: string; candidate?: unknown; deleting?: boolean }, work: () => Promise<T>): Promise<T> => {
+    const plan = lockPlan(def, options, { candidate: change.candidate, before: await liveFields(change.id), deleting: change.deleting === true });
+    if (plan.length === 0) return work();
+    const release = await locks.acquire(plan);
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  };
+  return { run, guarded };
+}
+
 export function resourceService(def: ResourceDefinition, store: EventStore, options: ServiceOptions = {}) {
   const current = (idOrCode: string, codeOnly = false) => currentState(def, store, idOrCode, codeOnly);
   const checks = referenceChecks(def, store, options);
 
-  const run = async (id: string, command: ResourceCommand, ctx: CommandContext, expectedVersion?: number, candidate?: unknown) =>
-    runCommand(def, store, { id, command, ctx, expectedVersion, refs: await loadReferences(def, store, candidate, { ownId: id, now: ctx.now, options }) });
+  const { run, guarded } = commandRunner(def, store, options);
 
   const existingId = (idOrCode: string, ctx: CommandContext) => existingRecordId(def, store, idOrCode, ctx);
 
@@ -409,26 +474,32 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
           : ctx.idempotencyKey === undefined
             ? ctx.newId()
             : uuidV5(`${def.category}|${ctx.actor}|${ctx.idempotencyKey}`);
-      return run(id, { type: 'Create', id, input }, keyed(ctx, 'create', '', input), undefined, input);
+      return guarded({ candidate: input }, () => run(id, { type: 'Create', id, input }, keyed(ctx, 'create', '', input), undefined, input));
     },
 
     async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
-      await checks.assertCodeKept(id, input);
-      return run(id, { type: 'Replace', input }, keyed(ctx, 'replace', id, input), expectedVersion, input);
+      return guarded({ id, candidate: input }, async () => {
+        await checks.assertCodeKept(id, input);
+        return run(id, { type: 'Replace', input }, keyed(ctx, 'replace', id, input), expectedVersion, input);
+      });
     },
 
     async patch(idOrCode: string, patch: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
-      const after = await checks.patched(id, patch);
-      await checks.assertCodeKept(id, after);
-      return run(id, { type: 'Patch', patch }, keyed(ctx, 'patch', id, patch), expectedVersion, after);
+      return guarded({ id, candidate: await checks.patched(id, patch) }, async () => {
+        const after = await checks.patched(id, patch);
+        await checks.assertCodeKept(id, after);
+        return run(id, { type: 'Patch', patch }, keyed(ctx, 'patch', id, patch), expectedVersion, after);
+      });
     },
 
     async remove(idOrCode: string, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
-      await checks.assertDeletable(id);
-      return run(id, { type: 'Delete' }, keyed(ctx, 'delete', id, null), expectedVersion);
+      return guarded({ id, deleting: true }, async () => {
+        await checks.assertDeletable(id);
+        return run(id, { type: 'Delete' }, keyed(ctx, 'delete', id, null), expectedVersion);
+      });
     },
 
     /** One of the resource's own commands (its `behaviour.decide`), on a live record. */

@@ -29,6 +29,8 @@ export type CommandContext = {
   /** A check of the record a change starts from and of the one it would leave (the caller's
    * access rules): throws to refuse the change. */
   admit?: (record: JsonObject) => void;
+  /** False when the caller is not the built-in admin (see DecideContext.privileged). */
+  privileged?: boolean;
 };
 
 export type Decided = {

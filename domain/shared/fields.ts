@@ -105,3 +105,16 @@ export const dayOrDateTime = (edge: 'start' | 'end') =>
 /** Whether now lies in a period whose ends are optional date-times. */
 export const withinPeriod = (from: unknown, to: unknown, now: Date): boolean =>
   (typeof from !== 'string' || Date.parse(from) <= now.getTime()) && (typeof to !== 'string' || now.getTime() <= Date.parse(to));
+
+/** A list whose items must differ (400 naming the first repeated one). */
+export const distinct = <T extends z.ZodArray<z.ZodString>>(list: T) =>
+  list.superRefine((items, ctx) => {
+    const seen = new Set<string>();
+    for (const [i, item] of items.entries()) {
+      if (seen.has(item)) {
+        ctx.addIssue({ code: 'custom', path: [i], message: `${JSON.stringify(item.slice(0, 100))} is listed twice` });
+        return;
+      }
+      seen.add(item);
+    }
+  });

@@ -102,7 +102,9 @@ describe('access rules', () => {
     const created = await call('POST', '/api/v1/users', { code: 'n-new', type: 'INDIVIDUAL', givenName: 'N', chars: { region: 'north' } });
     expect(created.statusCode, created.body).toBe(201);
     expect((await call('POST', '/api/v1/users', { code: 's-new', type: 'INDIVIDUAL', givenName: 'S', chars: { region: 'south' } })).statusCode).toBe(403);
-    expect((await call('PUT', '/api/v1/users/n-new/password', { password: 'a-long-enough-password' })).statusCode).toBe(204);
+    // Another user's password is an admin's to set; roles too.
+    expect((await call('PUT', '/api/v1/users/n-new/password', { password: 'a-long-enough-password' })).statusCode).toBe(403);
+    expect((await call('PATCH', '/api/v1/users/n-new', { roles: ['admin'] })).statusCode).toBe(403);
     expect((await call('DELETE', '/api/v1/users/n-new')).statusCode).toBe(204);
     // Unchanged by the refusals.
     expect((await t.call({ method: 'GET', url: '/api/v1/users/n-ann' })).json()).toMatchObject({ chars: { region: 'north' }, description: 'seen' });

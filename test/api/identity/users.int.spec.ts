@@ -133,6 +133,7 @@ describe('users', () => {
     const got = await t.app.inject({ method: 'GET', url: `/api/v1/users/${u.id}/thumbnail`, headers: { authorization: `Bearer ${t.tokens.viewer}` } });
     expect(got.statusCode).toBe(200);
     expect(got.headers['content-type']).toBe('image/png');
+    expect(got.headers['x-content-type-options']).toBe('nosniff');
     expect(got.rawPayload.equals(png)).toBe(true);
     const etag = String(got.headers.etag);
     const again = await t.app.inject({ method: 'GET', url: `/api/v1/users/${u.id}/thumbnail`, headers: { authorization: `Bearer ${t.tokens.viewer}`, 'if-none-match': etag } });
