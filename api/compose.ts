@@ -47,6 +47,8 @@ export type ComposeOptions = {
 
 export type Service = {
   app: FastifyInstance;
+  /** The read store the read models live in (for tools and tests that read them whole). */
+  readStore: ReadStore;
   readModels: ReadModelSet;
   readModelJobs: ReadModelJobs;
   scheduler: Scheduler;
@@ -112,6 +114,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
   log.to = app.log;
   return {
     app,
+    readStore,
     readModels,
     readModelJobs,
     scheduler,

@@ -1,17 +1,19 @@
-// Fuzzed bad input: whatever a client sends, the answer is a documented status with the error
-// body, never a 5xx. Bodies are random JSON around each resource's real fields, so the generator
-// reaches past the first schema check.
+// Fuzzed bad input, for every resource served with the shared operation set: whatever a client
+// sends, the answer is a documented status with the error body, never a 5xx. Bodies are random
+// JSON around each resource's real fields, so the generator reaches past the first schema check.
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registries } from '../../domain/registries/index.ts';
+import { modules } from '../../api/modules/index.ts';
 import { Operators } from '../../domain/shared/filtering.ts';
-import { sampleBody, uniqueCode } from '../support/samples.ts';
+import { makeSampleReferences, sampleBody, uniqueCode, type SampleReferences } from '../support/samples.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 
 let t: TestApp;
+let refs: SampleReferences;
 beforeAll(async () => {
   t = await startTestApp();
+  refs = await makeSampleReferences((o) => t.call(o));
 });
 afterAll(async () => {
   await t.close();
@@ -33,17 +35,21 @@ function expectDocumented(res: { statusCode: number; body: string; json: () => u
   if (res.statusCode >= 400) expect(res.json()).toMatchObject({ status: expect.any(String), message: expect.any(String), errors: expect.any(Array) });
 }
 
-describe.each(registries.map((def) => [def.path, def] as const))('%s', (path, def) => {
+/** Every resource a module serves with the shared operation set: registries, identity, sharing, jobs. */
+const served = modules.flatMap((m) => m.resources ?? []).map((r) => r.definition);
+
+describe.each(served.map((def) => [def.path, def] as const))('%s', (path, def) => {
   const base = `/api/v1/${path}`;
   const fieldNames = [...Object.keys(def.fields.shape), 'id', 'auditInfo', 'unknownField'];
   const body = fc.oneof(
     value,
     fc.record(Object.fromEntries(fieldNames.map((k) => [k, value])), { requiredKeys: [] }),
-    fc.tuple(fc.constantFrom(...fieldNames), value).map(([k, v]) => ({ ...sampleBody(def, uniqueCode()), [k]: v })),
+    fc.tuple(fc.constantFrom(...fieldNames), value).map(([k, v]) => ({ ...sampleBody(def, uniqueCode(), refs), [k]: v })),
   );
 
   it('answers random create, replace and patch bodies with a documented status', async () => {
-    const existing = await t.call({ method: 'POST', url: base, payload: sampleBody(def, uniqueCode()) });
+    const existing = await t.call({ method: 'POST', url: base, payload: sampleBody(def, uniqueCode(), refs) });
+    expect(existing.statusCode, existing.body).toBe(201);
     const id = existing.json<{ id: string }>().id;
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('POST', 'PUT', 'PATCH'), body, async (method, payload) => {

@@ -35,9 +35,49 @@ function sample(schema: z.core.$ZodType, key: string): unknown {
   }
 }
 
-export function sampleBody(def: ResourceDefinition, code: string): Record<string, unknown> {
+/** Records a sample of another resource must name (made by `makeSampleReferences`). */
+export type SampleReferences = { userGroupType: string; userGroupId: string; jobId: string };
+
+/** What a sample of each resource with references names, so that the sample is a valid record. */
+const referenced = (def: ResourceDefinition, refs: SampleReferences | undefined): Record<string, unknown> => {
+  if (refs === undefined) return {};
+  switch (def.path) {
+    case 'user-groups':
+      return { type: refs.userGroupType };
+    case 'user-group-regions':
+      return { userGroupId: refs.userGroupId };
+    case 'job-steps':
+      return { jobId: refs.jobId };
+    default:
+      return {};
+  }
+};
+
+export function sampleBody(def: ResourceDefinition, code: string, refs?: SampleReferences): Record<string, unknown> {
   const body = sample(def.fields, def.name) as Record<string, unknown>;
-  return { ...body, code, name: `Name of ${code}` };
+  const shape = def.fields.shape;
+  return {
+    ...body,
+    ...('code' in shape ? { code } : {}),
+    ...('name' in shape ? { name: `Name of ${code}` } : {}),
+    ...referenced(def, refs),
+  };
+}
+
+/** The records samples of every resource name: a user type for each kind of user, a group type,
+ * a group and a job. */
+export async function makeSampleReferences(call: (o: { method: 'POST'; url: string; payload: unknown }) => Promise<{ statusCode: number; body: string; json: () => unknown }>): Promise<SampleReferences> {
+  const made = async (url: string, payload: unknown): Promise<{ id: string }> => {
+    const res = await call({ method: 'POST', url, payload });
+    if (res.statusCode !== 201) throw new Error(`${url}: ${String(res.statusCode)} ${res.body}`);
+    return res.json() as { id: string };
+  };
+  const suffix = uniqueCode('S');
+  for (const type of ['INDIVIDUAL', 'WORK_GROUP', 'ORGANIZATION', 'EXTERNAL']) await made('/api/v1/user-types', { code: `${suffix}_${type}`, name: type, type });
+  await made('/api/v1/user-group-types', { code: `${suffix}_TEAM`, name: 'Team', registry: {} });
+  const group = await made('/api/v1/user-groups', { code: `${suffix}_GROUP`, name: 'Group', type: `${suffix}_TEAM`, chars: {} });
+  const job = await made('/api/v1/jobs', { startDate: '2026-03-01T10:00:00.000Z', status: 'NEW', jobType: 'SAMPLE' });
+  return { userGroupType: `${suffix}_TEAM`, userGroupId: group.id, jobId: job.id };
 }
 
 /** An enumerated field of the resource with one valid and one invalid value, if it has one. */
