@@ -31,6 +31,9 @@ const MAX_TREE = 10_000;
 
 const freeMap = z.record(z.string(), z.unknown());
 
+/** The audit fields as the expanded forms carry them: beside the record's own, not in auditInfo. */
+const flatAudit = { version: z.int(), whoInserted: z.string(), whenInserted: z.string(), whenEdited: z.string(), whoEdited: z.string() };
+
 /** The expanded form of a user group type (SPEC.md): audit fields flattened, `valid` as text. */
 const expandedTypeSchema = z
   .object({
@@ -38,11 +41,7 @@ const expandedTypeSchema = z
     name: z.string(),
     id: z.string(),
     readonlyAccess: z.boolean(),
-    version: z.int(),
-    whoInserted: z.string(),
-    whenInserted: z.string(),
-    whenEdited: z.string(),
-    whoEdited: z.string(),
+    ...flatAudit,
     description: z.string().optional(),
     validityFrom: z.string().optional(),
     validityTo: z.string().optional(),
@@ -59,11 +58,7 @@ const expandedGroupSchema = z
     code: z.string(),
     id: z.string(),
     readonlyAccess: z.boolean().meta({ description: 'true when the caller may not change this group' }),
-    version: z.int(),
-    whoInserted: z.string(),
-    whenInserted: z.string(),
-    whenEdited: z.string(),
-    whoEdited: z.string(),
+    ...flatAudit,
     description: z.string().optional(),
     ldapMemberOf: z.string().optional(),
     period: z.object({ validFrom: z.string().optional(), validTo: z.string().optional(), isValid: z.boolean().meta({ description: 'computed when read' }) }),

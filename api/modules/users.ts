@@ -244,11 +244,12 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
         tags,
         summary: 'Set a user\'s password',
         description:
+          'An admin sets any user\'s password; anyone else only their own (the user whose code is the token\'s `sub`), else 403. ' +
           `Policy: ${String(PASSWORD_MIN_LENGTH)} to ${String(PASSWORD_MAX_LENGTH)} characters, not the user's code or e-mail (400 naming the rule). ` +
           'Stored only as an argon2id hash (m = 19 MiB, t = 2, p = 1) in a UserPasswordChanged event; the plain text is never stored, echoed or logged.',
         params: z.strictObject({ idOrCode: z.string().min(1).max(255) }),
         body: z.strictObject({ password: z.string().max(4 * PASSWORD_MAX_LENGTH) }),
-        response: { 204: z.undefined(), ...errors(400, 404, 412) },
+        response: { 204: z.undefined(), ...errors(400, 403, 404, 412) },
       },
     },
     async (request, reply) => {
