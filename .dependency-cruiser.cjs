@@ -21,11 +21,12 @@ module.exports = {
       name: 'domain-imports-only-domain',
       severity: 'error',
       comment:
-        'domain/ is pure TypeScript: it may import domain/ and zod (plus side-effect-free built-ins), ' +
-        'never fastify, mongodb, kafkajs, @kurrent/*, other packages, or projections/api/workers/infra.',
+        'domain/ is pure TypeScript: it may import domain/, zod and the two template languages (handlebars, jsonata: ' +
+        'pure functions of text and data, no I/O), plus side-effect-free built-ins; never fastify, mongodb, kafkajs, ' +
+        '@kurrent/*, other packages, or projections/api/workers/infra.',
       from: { path: '^domain/' },
       to: {
-        pathNot: ['^domain/', '(^|/)node_modules/zod/'],
+        pathNot: ['^domain/', '(^|/)node_modules/(zod|handlebars|jsonata)/'],
         dependencyTypesNot: ['core'],
       },
     },

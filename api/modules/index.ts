@@ -2,6 +2,7 @@
 // a line here: compose.ts builds the routes, read models, reactors, schedules and workers from it.
 
 import type { Module } from '../module.ts';
+import { formatterModule } from './formatter.ts';
 import { jobsModule } from './jobs.ts';
 import { readModelAdminModule } from './readModelAdmin.ts';
 import { registriesModule } from './registries.ts';
@@ -18,6 +19,7 @@ export const modules: readonly Module[] = [
   userGroupRegionsModule,
   sharingModule,
   loginModule,
+  formatterModule,
   jobsModule,
   readModelAdminModule,
 ];

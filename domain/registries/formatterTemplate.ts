@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { code, jsonMap, stringList, text, uuid } from '../shared/fields.ts';
 import { defineRegistry } from '../resource/defineResource.ts';
+import { handlebarsProblems, jsonataProblems } from '../documents/templates.ts';
 
 export const InputTypes = ['FILE', 'HTML', 'SCRIPT'] as const;
 export const DocumentTypes = ['PDF', 'EMAIL', 'SOURCE'] as const;
@@ -9,7 +10,11 @@ export const DocumentSizes = ['AUTO', 'PORTRAIT', 'LANDSCAPE', 'A4', 'B5', 'LETT
 export const formatterTemplate = defineRegistry({
   name: 'FormatterTemplate',
   path: 'formatter-templates',
-  description: 'Document template rendered to HTML, PDF or office formats from a template plus data.',
+  description:
+    'Document template rendered to HTML, PDF or office formats from a template plus data. HTML templates are handlebars (escaping HTML; helpers ' +
+    'formatDate, formatNumber, eq, default, join, upper, lower; no partials, decorators or lookups); SCRIPT templates are a JSONata expression ' +
+    'evaluated over the data (never run as code) whose text result is the document source. `content` is checked when saved: a template that ' +
+    'does not compile is a 400 naming its line and column.',
   fields: z.strictObject({
     code: code(),
     name: text().optional(),
@@ -21,4 +26,11 @@ export const formatterTemplate = defineRegistry({
     formId: uuid().optional(),
     dataTags: stringList().optional(),
   }),
+  rules: [
+    (f) => {
+      if (typeof f.content !== 'string') return [];
+      if (f.inputType === 'HTML') return handlebarsProblems(f.content);
+      return f.inputType === 'SCRIPT' ? jsonataProblems(f.content) : [];
+    },
+  ],
 });
