@@ -11,7 +11,8 @@ import { accessFrom, covers, FULL_ACCESS, NO_ACCESS, type Access, type Coverage 
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { accessRule } from '../domain/registries/accessRule.ts';
 import { forbidden, notFound } from '../domain/shared/errors.ts';
-import type { Alternatives } from '../domain/shared/filtering.ts';
+import { narrowed, toQuery, type Alternatives } from '../domain/shared/filtering.ts';
+import { waitForReadModelAt } from './readModelWait.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import { allows, BUILT_IN_ROLES, type Caller, type Permission } from './auth.ts';
 import type { AppDeps } from './module.ts';
@@ -76,24 +77,45 @@ export async function readScope(deps: AppDeps, request: FastifyRequest, def: Res
   return read === 'all' ? undefined : read;
 }
 
-/** A record the caller may read, or 404 as if it did not exist. */
+/** Whether a coverage holds a record, as the read store evaluates the rules' filters (the one
+ * evaluation searches use too, so a single read and a search never disagree): the record as the
+ * read model holds it once caught up with the log's head, which is the record as it is now. */
+async function covered(deps: AppDeps, def: ResourceDefinition, record: JsonObject, coverage: Coverage): Promise<boolean> {
+  if (coverage === 'all') return true;
+  if (coverage.length === 0 || typeof record.id !== 'string') return false;
+  await waitForReadModelAt(deps, def.collection, await deps.eventStore.headPosition());
+  const query = narrowed(toQuery({ filter: [{ column: 'id', operator: 'EQ', value: record.id }], sort: [] }, def.columns, def.defaultSort), coverage);
+  return (await deps.readStore.count(deps.readModels.collectionOf(def.collection), query)) > 0;
+}
+
+/** A record the caller may read, or 404 as if it did not exist. Reads of a record's past
+ * (versions, asOf, history) are judged by the record as it is now. */
 export async function assertReadable<T extends JsonObject>(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: T): Promise<T> {
-  if (!covers((await accessTo(deps, request, def)).read, record)) throw notFound(def.errorPrefix, typeof record.id === 'string' ? record.id : '');
+  if (!(await readable(deps, request, def, record))) throw notFound(def.errorPrefix, typeof record.id === 'string' ? record.id : '');
   return record;
 }
 
 /** Whether the caller may read a record (for lists assembled from the log). */
 export async function readable(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: JsonObject): Promise<boolean> {
-  return covers((await accessTo(deps, request, def)).read, record);
+  return covered(deps, def, record, (await accessTo(deps, request, def)).read);
 }
 
 /** Whether the caller may change a record (`readonlyAccess` is its negation). */
 export async function writable(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: JsonObject): Promise<boolean> {
-  return covers((await accessTo(deps, request, def)).write, record);
+  return covered(deps, def, record, (await accessTo(deps, request, def)).write);
 }
 
-/** The check a write's decision applies to the record before and after it (CommandContext.admit);
- * undefined when the caller may write every record. */
+/** Before a change of a record: 404 when the caller may not read it (as if it did not exist),
+ * 403 when it may read but not write it, before anything else about the change is judged. */
+export async function assertWritable(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: JsonObject): Promise<void> {
+  const access = await accessTo(deps, request, def);
+  if (access.write === 'all') return;
+  if (!(await covered(deps, def, record, access.read))) throw notFound(def.errorPrefix, typeof record.id === 'string' ? record.id : '');
+  if (!(await covered(deps, def, record, access.write))) throw forbidden(`Your access rules do not allow writing this ${def.name}`);
+}
+
+/** The check a write's decision applies to the record it would leave (CommandContext.admit), in
+ * memory (that record is in no store yet); undefined when the caller may write every record. */
 export async function writeAdmission(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition): Promise<((record: JsonObject) => void) | undefined> {
   const write = (await accessTo(deps, request, def)).write;
   if (write === 'all') return undefined;

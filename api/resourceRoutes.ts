@@ -25,7 +25,7 @@ import type { AppDeps, ResourceRouteOptions } from './module.ts';
 import { documentsOf, sendDocuments, sendItems, sendPage } from './documentStream.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import { ifMatchVersion } from './requestContext.ts';
-import { assertReadable, readScope, writeContext } from './access.ts';
+import { assertReadable, assertWritable, readScope, writeContext } from './access.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import { pageSchema, historyEntrySchema } from './schemas.ts';
@@ -119,13 +119,20 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   /** A record the caller may read, else 404. */
   const visible = <T extends JsonObject>(request: FastifyRequest, record: T): Promise<T> => assertReadable(deps, request, def, record);
 
+  /** Before a change of a record by a caller whose access rules narrow its writes: 404 when it
+   * may not read the record, 403 when it may not write it. */
+  const writableNow = async (request: FastifyRequest, idOrCode: string): Promise<void> => {
+    if ((await readScope(deps, request, def)) === undefined && (await writeContext(deps, request, def)).admit === undefined) return;
+    await assertWritable(deps, request, def, await service.get(idOrCode));
+  };
+
   const catchUp = (minPosition: string | undefined) => catchUpTo(deps, def.collection, minPosition);
 
-  return { r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, read, write, offers, collection, target };
+  return { r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
-function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target }: RouteKit): void {
+function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow }: RouteKit): void {
   if (offers('create'))
   r.post(
     base,
@@ -163,6 +170,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       },
     },
     async (request, reply) => {
+      await writableNow(request, target(request.params.idOrCode));
       const result = await service.replace(target(request.params.idOrCode), request.body, await ctx(request), ifMatchVersion(request));
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return result.record;
@@ -185,6 +193,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       },
     },
     async (request, reply) => {
+      await writableNow(request, target(request.params.idOrCode));
       const result = await service.patch(target(request.params.idOrCode), request.body, await ctx(request), ifMatchVersion(request));
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return result.record;
@@ -199,6 +208,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       schema: { tags, summary: `Delete a ${def.name}`, params: idOrCodeParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
     },
     async (request, reply) => {
+      await writableNow(request, target(request.params.idOrCode));
       const result = await service.remove(target(request.params.idOrCode), await ctx(request), ifMatchVersion(request));
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return reply.code(204).send();

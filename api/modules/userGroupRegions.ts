@@ -3,6 +3,7 @@
 // is now (`userGroup`), joined when read: from the log for one group, from the groups' read model
 // for the list of all.
 
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { userGroup } from '../../domain/identity/userGroup.ts';
 import { userGroupRegion } from '../../domain/identity/userGroupRegion.ts';
@@ -25,11 +26,17 @@ const readModelNote = 'The group is read from the log; its assignments from the 
 const list = () => ({ 200: z.array(userGroupRegion.record), ...errors(400, 404, 503) });
 
 /** The assignments of one group (read from the log), each with the group. */
-async function ofGroup(deps: AppDeps, idOrCode: string, byCode: boolean, options: QueryOptions): Promise<JsonObject[]> {
+async function ofGroup(deps: AppDeps, request: FastifyRequest, idOrCode: string, byCode: boolean, options: QueryOptions): Promise<JsonObject[]> {
   const groups = serviceOf(deps, userGroup);
   const group = byCode ? await groups.getByCode(idOrCode) : await groups.get(idOrCode);
   const assignments = await recordsWhere(deps, userGroupRegion, [eq('userGroupId', group.id)], options);
-  return assignments.map((a) => ({ ...a, userGroup: group }));
+  const embedded = await embedding(deps, request, group);
+  return assignments.map((a) => ({ ...a, ...embedded }));
+}
+
+/** The group to embed in an assignment: only for a caller who may read it. */
+async function embedding(deps: AppDeps, request: FastifyRequest, group: JsonObject | null | undefined): Promise<{ userGroup?: JsonObject }> {
+  return group !== undefined && group !== null && (await readable(deps, request, userGroup, group)) ? { userGroup: group } : {};
 }
 
 /** One assignment, and all of them. */
@@ -50,7 +57,7 @@ function assignmentRoutes(r: ZodRoutes, deps: AppDeps): void {
     async (request, reply) => {
       const found = await assertReadable(deps, request, userGroupRegion, await assignments.get(request.params.id));
       const group = await groups.get(String(found.userGroupId)).catch(() => undefined);
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(group === undefined ? {} : { userGroup: group }) });
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(await embedding(deps, request, group)) });
     },
   );
 
@@ -76,8 +83,7 @@ function assignmentRoutes(r: ZodRoutes, deps: AppDeps): void {
           const found = await deps.readStore.getMany(deps.readModels.collectionOf(userGroup.collection), groupIds);
           for (const a of page) {
             if (!(await readable(deps, request, userGroupRegion, a))) continue;
-            const group = found.get(String(a.userGroupId))?.doc;
-            yield group === undefined || group === null ? a : { ...a, userGroup: group };
+            yield { ...a, ...(await embedding(deps, request, found.get(String(a.userGroupId))?.doc)) };
           }
           if (page.length < PAGE) return;
           after = page.at(-1)?.id;
@@ -98,7 +104,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
       config: read,
       schema: { tags: groupTags, summary: 'The region assignments of a group (by id or code)', description: readModelNote, params: z.strictObject({ groupId: z.string().min(1).max(255) }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
     },
-    async (request, reply) => sendItems(reply, await ofGroup(deps, request.params.groupId, false, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
+    async (request, reply) => sendItems(reply, await ofGroup(deps, request, request.params.groupId, false, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
   );
 
   r.get(
@@ -107,7 +113,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
       config: read,
       schema: { tags: groupTags, summary: 'The region assignments of a group by its code', description: readModelNote, params: z.strictObject({ groupCode: z.string().min(1).max(255) }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
     },
-    async (request, reply) => sendItems(reply, await ofGroup(deps, request.params.groupCode, true, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
+    async (request, reply) => sendItems(reply, await ofGroup(deps, request, request.params.groupCode, true, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
   );
 
   r.get(
@@ -130,7 +136,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
         throw notFound('USER_GROUP_REGION', `${group.id}/${request.params.regionId}`);
       });
       await assertReadable(deps, request, userGroupRegion, found);
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, userGroup: group });
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(await embedding(deps, request, group)) });
     },
   );
 }

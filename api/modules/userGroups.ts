@@ -93,7 +93,9 @@ async function expandedGroup(deps: AppDeps, group: JsonObject, request: FastifyR
   const now = deps.clock.now();
   const readonlyAccess = !(await writable(deps, request, userGroup, group));
   const { auditInfo, validFrom, validTo, chars, type, ...fields } = group as JsonObject & { auditInfo: Audit; chars: JsonObject };
-  const groupType = await serviceOf(deps, userGroupType).getByCode(String(type)).catch(() => undefined);
+  const typeRecord = await serviceOf(deps, userGroupType).getByCode(String(type)).catch(() => undefined);
+  // The type is embedded only for a caller who may read user group types.
+  const groupType = typeRecord !== undefined && (await readable(deps, request, userGroupType, typeRecord)) ? typeRecord : undefined;
   return expandedGroupSchema.parse(defined({
     ...fields,
     readonlyAccess,
@@ -230,7 +232,7 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
         response: { 200: z.record(z.string(), z.array(userGroup.record)), ...errors(400, 503) },
       },
     },
-    async (request) => groupsOfUsers(deps, request.body.userIds, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroup) }),
+    async (request) => groupsOfUsers(deps, request, request.body.userIds, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroup) }),
   );
 
   r.get(

@@ -2,6 +2,7 @@
 // Users table: password, thumbnail, effective roles, users by type and by groups, the groups of a
 // user. A user and its groups named by id or code are read from the log; lists from read models.
 
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decodeBase64, IMAGE_TYPES, imageTypeOf } from '../../domain/identity/images.ts';
 import { hashPassword, passwordProblems, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../domain/identity/password.ts';
@@ -22,7 +23,7 @@ import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../readMode
 import { position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
 import { ifMatchVersion } from '../requestContext.ts';
-import { assertReadable, readScope, writeContext } from '../access.ts';
+import { assertReadable, assertWritable, readable, readScope, writeContext } from '../access.ts';
 import { serviceOf } from '../services.ts';
 
 const tags = [user.path];
@@ -67,26 +68,33 @@ export async function rolesOf(deps: AppDeps, fields: JsonObject): Promise<string
 }
 
 /** The user's regions: its own, then those assigned to its valid groups (from the read model). */
-async function regionsOf(deps: AppDeps, fields: JsonObject, minPosition: string | undefined): Promise<JsonObject[]> {
+async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObject, minPosition: string | undefined): Promise<JsonObject[]> {
   const own = (Array.isArray(fields.regions) ? (fields.regions as JsonObject[]) : []).map((r) => ({ ...r, source: 'USER' }));
   const now = deps.clock.now();
   const groups = (await groupsOf(deps, fields)).filter((g) => isValidGroup(g, now));
   if (groups.length === 0) return own;
   const byId = new Map(groups.map((g) => [String(g.id), g]));
-  const assignments = await recordsWhere(deps, userGroupRegion, [isIn('userGroupId', [...byId.keys()])], { minPosition });
-  return [
-    ...own,
-    ...assignments.map((a) => ({ regionId: a.regionId, source: 'USER_GROUP', userGroupId: a.userGroupId, userGroupCode: byId.get(String(a.userGroupId))?.code, assignmentId: a.id })),
-  ];
+  // Only the assignments (and group codes) the caller may read of their own resources.
+  const within = await readScope(deps, request, userGroupRegion);
+  const assignments = await recordsWhere(deps, userGroupRegion, [isIn('userGroupId', [...byId.keys()])], { minPosition, within });
+  const shown: JsonObject[] = [];
+  for (const a of assignments) {
+    const group = byId.get(String(a.userGroupId));
+    const code = group !== undefined && (await readable(deps, request, userGroup, group)) ? group.code : undefined;
+    shown.push({ regionId: a.regionId, source: 'USER_GROUP', userGroupId: a.userGroupId, ...(code === undefined ? {} : { userGroupCode: code }), assignmentId: a.id });
+  }
+  return [...own, ...shown];
 }
 
 /** The groups of several users, from the groups' read model: { userId: [group] }. */
-export async function groupsOfUsers(deps: AppDeps, userIds: readonly string[], options: QueryOptions): Promise<Record<string, Document[]>> {
+export async function groupsOfUsers(deps: AppDeps, request: FastifyRequest, userIds: readonly string[], options: QueryOptions): Promise<Record<string, Document[]>> {
   const users = serviceOf(deps, user);
   const codesByUser = new Map<string, string[]>();
   for (const id of new Set(userIds.map((u) => u.toLowerCase()))) {
     const found = await users.get(id).catch(() => undefined);
-    codesByUser.set(id, Array.isArray(found?.groups) ? (found.groups as string[]) : []);
+    // A user the caller may not read is as unknown as one that does not exist.
+    const visible = found !== undefined && (await readable(deps, request, user, found));
+    codesByUser.set(id, visible && Array.isArray(found.groups) ? (found.groups as string[]) : []);
   }
   const codes = [...new Set([...codesByUser.values()].flat())];
   const groups = codes.length === 0 ? [] : await recordsWhere(deps, userGroup, [isIn('code', codes)], options);
@@ -192,7 +200,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
       const found: JsonObject = await assertReadable(deps, request, user, await users.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf }));
       const answer: JsonObject = { ...found };
       if (expand.includes('ROLES')) answer.roles = await rolesOf(deps, found);
-      if (expand.includes('REGIONS')) answer.regions = await regionsOf(deps, found, request.query.minPosition);
+      if (expand.includes('REGIONS')) answer.regions = await regionsOf(deps, request, found, request.query.minPosition);
       return reply.header('etag', `"${String((found.auditInfo as { version: number }).version)}"`).send(answer);
     },
   );
@@ -226,8 +234,8 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const found = await users.get(request.params.userId);
-      const answer = await groupsOfUsers(deps, [found.id], { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroup) });
+      const found = await assertReadable(deps, request, user, await users.get(request.params.userId));
+      const answer = await groupsOfUsers(deps, request, [found.id], { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroup) });
       return sendItems(reply, answer[found.id] ?? []);
     },
   );
@@ -244,7 +252,7 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
         tags,
         summary: 'Set a user\'s password',
         description:
-          'An admin sets any user\'s password; anyone else only their own (the user whose code is the token\'s `sub`), else 403. ' +
+          'An admin sets any user\'s password; a user logged in through POST /auth/token sets its own; anyone else gets 403. ' +
           `Policy: ${String(PASSWORD_MIN_LENGTH)} to ${String(PASSWORD_MAX_LENGTH)} characters, not the user's code or e-mail (400 naming the rule). ` +
           'Stored only as an argon2id hash (m = 19 MiB, t = 2, p = 1) in a UserPasswordChanged event; the plain text is never stored, echoed or logged.',
         params: z.strictObject({ idOrCode: z.string().min(1).max(255) }),
@@ -254,10 +262,14 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const target = await users.get(request.params.idOrCode);
-      // Setting another user's password is taking over the account: an admin's act.
-      if (request.caller?.sub !== target.code && !(request.caller !== undefined && allows(request.caller, 'admin'))) {
-        throw forbidden('Only an admin may set another user\'s password');
+      // Setting another user's password is taking over the account: an admin's act. A user's own
+      // is the one its login session names (checked against the user at the start of the request);
+      // a token minted without a session names no user, whatever its `sub`.
+      const own = request.caller?.session !== undefined && request.caller.sub === target.code;
+      if (!own && !(request.caller !== undefined && allows(request.caller, 'admin'))) {
+        throw forbidden('Only an admin may set another user\'s password (a user sets its own through a login session)');
       }
+      await assertWritable(deps, request, user, target);
       const problems = passwordProblems(request.body.password, { code: target.code, email: target.email });
       if (problems.length > 0) throw validationFailed('The password does not meet the policy', problems);
       const command: UserCommand = { type: 'SetPassword', passwordHash: await hashPassword(request.body.password) };
@@ -292,7 +304,7 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       if (!isUuid(id)) throw malformedUuid('id', id);
       if (request.body.userId !== id.toLowerCase()) throw validationFailed('The body names another user', [`userId: must be ${id.toLowerCase()}`]);
       const { bytes, contentType } = thumbnailOf(request.body.photoData);
-      await users.get(id);
+      await assertWritable(deps, request, user, await users.get(id));
       const ref = await deps.blobStore.put(bytes, contentType);
       const thumbnail: ThumbnailRef = { sha256: ref.sha256, contentType, size: bytes.length };
       const result = await users.execute(id, { type: 'SetThumbnail', thumbnail }, await writeContext(deps, request, user), ifMatchVersion(request));
@@ -318,7 +330,7 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       if (!isUuid(id)) throw malformedUuid('id', id);
       const live = await users.live(id);
       if (live === undefined) throw notFound('USER', id);
-      await assertReadable(deps, request, user, { id: live.id, ...live.fields });
+      await assertReadable(deps, request, user, { id: live.id });
       const ref = live.hidden.thumbnail as ThumbnailRef | undefined;
       if (ref === undefined) throw notFound('USER.THUMBNAIL', id);
       const etag = `"${ref.sha256}"`;

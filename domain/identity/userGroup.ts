@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { code, dateTime, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid } from '../shared/fields.ts';
 import { defineResource, type ResourceDefinition } from '../resource/defineResource.ts';
+import { forbidden } from '../shared/errors.ts';
 import { userGroupType } from '../registries/userGroupType.ts';
 
 /** An LDAP distinguished name compared case-insensitively, spaces around `,` and `=` ignored. */
@@ -45,4 +46,13 @@ export const userGroup: ResourceDefinition = defineResource({
   ],
   indexed: ['type', 'parentUserGroupId', 'associatedUserRoleId'],
   adminOnly: ['associatedUserRoleId'],
+  behaviour: {
+    onChange: (before, after, ctx) => {
+      // A group's validity decides whether its role is granted: for a group that carries one, an admin's to change.
+      const carries = typeof before?.associatedUserRoleId === 'string' || typeof after.associatedUserRoleId === 'string';
+      const moved = before !== undefined && (before.validFrom !== after.validFrom || before.validTo !== after.validTo);
+      if (ctx.privileged === false && carries && moved) throw forbidden('Only an admin may change the validity of a group that grants a role');
+      return after;
+    },
+  },
 });

@@ -248,9 +248,6 @@ function assertPrivileged(def: ResourceDefinition, before: JsonObject | undefine
   if (changed.length > 0) throw forbidden(`Only an admin may set ${changed.join(', ')} of a ${def.name}: they grant roles`);
 }
 
-/** The record a change starts from passes the access check first. */
-const admitBefore = (state: RecordState & { status: 'active' | 'deleted' }, ctx: DecideContext): void => ctx.admit?.(toRecord(state));
-
 /** The record a change would leave, as access checks see it. */
 function recordAfter(state: RecordState, newId: string, fields: JsonObject, ctx: DecideContext): ResourceRecord {
   const stamp = { actor: ctx.actor, at: ctx.now.toISOString() };
@@ -279,7 +276,6 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
     return { events: [event('Created', { id: command.id, ...fields })], ...keyMoves(def, {}, fields) };
   }
   if (state.status !== 'active') throw notFound(def.errorPrefix, state.status === 'absent' ? '' : state.id);
-  admitBefore(state, ctx);
   switch (command.type) {
     case 'Replace': {
       const fields = onChange(state.fields, validate(def, stripReadOnly(def, command.input, state.id)));

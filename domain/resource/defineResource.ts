@@ -64,8 +64,8 @@ export type DecideContext = {
   /** The referenced records by field, one per value this change sets anew (values the record
    * already held are not checked again: a reference that was valid stays so for its holder). */
   refs: ReadonlyMap<string, readonly ResourceRecordLike[]>;
-  /** Applied to the record a change starts from and to the one it leaves (id, fields and
-   * auditInfo): throws to refuse it (the caller's access rules). */
+  /** Applied to the record a change would leave (id, fields and auditInfo): throws to refuse it
+   * (the caller's access rules; the record it starts from is checked before the command). */
   admit?: (record: JsonObject) => void;
   /** False when the caller is not the built-in admin (it may not change `adminOnly` fields);
    * absent for the service's own commands. */

@@ -174,7 +174,8 @@ const valuesOf = (candidate: JsonObject, field: string): unknown[] => {
   return Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
 };
 
-const sameValue = (v: unknown): unknown => (typeof v === 'string' ? v.toLowerCase() : v);
+/** Values compared as the schema stores them: UUIDs in lower case, codes exactly (they are case-sensitive). */
+const sameValue = (v: unknown): unknown => (typeof v === 'string' && isUuid(v) ? v.toLowerCase() : v);
 
 /** The values of a reference a change sets anew: those the record did not hold already. */
 function newValues(candidate: JsonObject, before: JsonObject | undefined, field: string): unknown[] {
@@ -188,20 +189,40 @@ function newValues(candidate: JsonObject, before: JsonObject | undefined, field:
  * lock alone. (Across processes the window that remains is the read model's lag: see README.) */
 const locks = new KeyedLocks();
 
-function lockPlan(def: ResourceDefinition, options: ServiceOptions, change: { candidate: unknown; before: JsonObject | undefined; deleting: boolean }): LockRequest[] {
-  const plan: LockRequest[] = [];
+/** The lock of one record as a reference names it: by id or by code. */
+const recordLock = (category: string, by: 'id' | 'code', value: unknown): string => `ref:${category}:${by}:${String(sameValue(value))}`;
+
+/** The locks of the record a change names alone: deleted, or changing the code references hold. */
+function ownLocks(def: ResourceDefinition, options: ServiceOptions, change: LockedChange): LockRequest[] {
   const referrers = options.referrers ?? [];
   const { candidate, before } = change;
-  if (change.deleting && referrers.length > 0) plan.push({ name: `ref:${def.category}`, exclusive: true });
+  if (referrers.length === 0 || before === undefined) return [];
+  const code = before.code;
+  if (change.deleting && change.id !== undefined) {
+    return [{ name: recordLock(def.category, 'id', change.id), exclusive: true }, ...(code === undefined ? [] : [{ name: recordLock(def.category, 'code', code), exclusive: true }])];
+  }
+  const recoded = isPlainObject(candidate) && code !== undefined && code !== candidate.code && referrers.some((r) => r.reference.by === 'code');
+  return recoded ? [{ name: recordLock(def.category, 'code', code), exclusive: true }] : [];
+}
+
+type LockedChange = { id: string | undefined; candidate: unknown; before: JsonObject | undefined; deleting: boolean };
+
+function lockPlan(def: ResourceDefinition, options: ServiceOptions, change: LockedChange): LockRequest[] {
+  const plan = ownLocks(def, options, change);
+  const { candidate, before } = change;
   if (!isPlainObject(candidate)) return plan;
-  if (before !== undefined && before.code !== candidate.code && referrers.some((r) => r.reference.by === 'code')) plan.push({ name: `ref:${def.category}`, exclusive: true });
   for (const ref of def.references) {
-    if (newValues(candidate, before, ref.field).length === 0) continue;
-    if (ref.restrict === true && typeof ref.by !== 'object') plan.push({ name: `ref:${ref.resource().category}`, exclusive: false });
+    const fresh = newValues(candidate, before, ref.field);
+    if (fresh.length === 0) continue;
+    if (ref.restrict === true && typeof ref.by !== 'object') for (const v of fresh) plan.push({ name: recordLock(ref.resource().category, ref.by ?? 'id', v), exclusive: false });
     if (ref.acyclic === true) plan.push({ name: `tree:${def.category}.${ref.field}`, exclusive: true });
   }
   return plan;
 }
+
+/** Whether locks held cover a plan (each name held, alone where the plan wants it alone). */
+const holds = (held: readonly LockRequest[], plan: readonly LockRequest[]): boolean =>
+  plan.every((p) => held.some((h) => h.name === p.name && (h.exclusive || !p.exclusive)));
 
 function needLookup(options: ServiceOptions): ReferenceLookup {
   if (options.lookup === undefined) throw new Error('this resource needs a read-model lookup (ServiceOptions.lookup)');
@@ -379,6 +400,18 @@ async function recordByKey(def: ResourceDefinition, store: EventStore, key: Uniq
   return shown(def, state);
 }
 
+/** The id of a record being created: the client's (a UUIDv4), else one derived from the
+ * Idempotency-Key (so a retry finds the same record), else a fresh one. */
+function newRecordId(def: ResourceDefinition, input: unknown, ctx: CommandContext): string {
+  const sent = typeof input === 'object' && input !== null ? (input as { id?: unknown }).id : undefined;
+  if (typeof sent === 'string' && !isUuid(sent)) throw malformedUuid('id', sent);
+  if (typeof sent === 'string' && !isUuidV4(sent)) {
+    throw validationFailed('A client-chosen id must be a random UUID (version 4)', [`id: ${JSON.stringify(sent)} is not a UUIDv4`]);
+  }
+  if (typeof sent === 'string') return sent.toLowerCase();
+  return ctx.idempotencyKey === undefined ? ctx.newId() : uuidV5(`${def.category}|${ctx.actor}|${ctx.idempotencyKey}`);
+}
+
 /** The record a change names: the one that took the request's Idempotency-Key, else the live one. */
 async function existingRecordId(def: ResourceDefinition, store: EventStore, idOrCode: string, ctx: CommandContext): Promise<string> {
   const underKey = await recordUnderKey(def, store, idOrCode, ctx);
@@ -436,14 +469,27 @@ function commandRunner(def: ResourceDefinition, store: EventStore, options: Serv
   };
 
   /** Work under the locks a change needs (most need none). */
+  const planOf = async (change: { id?: string; candidate?: unknown; deleting?: boolean }) =>
+    lockPlan(def, options, { id: change.id, candidate: change.candidate, before: await liveFields(change.id), deleting: change.deleting === true });
+
+  /** Work under the locks the change needs, planned from the record as it is once they are held
+   * (a plan made before may have changed meanwhile: then planned again). */
   const guarded = async <T>(change: { id?: string; candidate?: unknown; deleting?: boolean }, work: () => Promise<T>): Promise<T> => {
-    const plan = lockPlan(def, options, { candidate: change.candidate, before: await liveFields(change.id), deleting: change.deleting === true });
-    if (plan.length === 0) return work();
-    const release = await locks.acquire(plan);
-    try {
-      return await work();
-    } finally {
-      release();
+    let plan = await planOf(change);
+    for (let attempt = 0; ; attempt++) {
+      if (plan.length === 0) return work();
+      const release = await locks.acquire(plan);
+      const now = await planOf(change);
+      if (!holds(plan, now) && attempt < 3) {
+        release();
+        plan = [...plan, ...now];
+        continue;
+      }
+      try {
+        return await work();
+      } finally {
+        release();
+      }
     }
   };
   return { run, guarded };
@@ -463,22 +509,13 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
     definition: def,
 
     create(input: unknown, ctx: CommandContext): Promise<WriteResult> {
-      const sent = typeof input === 'object' && input !== null ? (input as { id?: unknown }).id : undefined;
-      if (typeof sent === 'string' && !isUuid(sent)) throw malformedUuid('id', sent);
-      if (typeof sent === 'string' && !isUuidV4(sent)) {
-        throw validationFailed('A client-chosen id must be a random UUID (version 4)', [`id: ${JSON.stringify(sent)} is not a UUIDv4`]);
-      }
-      const id =
-        typeof sent === 'string'
-          ? sent.toLowerCase()
-          : ctx.idempotencyKey === undefined
-            ? ctx.newId()
-            : uuidV5(`${def.category}|${ctx.actor}|${ctx.idempotencyKey}`);
+      const id = newRecordId(def, input, ctx);
       return guarded({ candidate: input }, () => run(id, { type: 'Create', id, input }, keyed(ctx, 'create', '', input), undefined, input));
     },
 
     async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
+      await checks.assertCodeKept(id, input);
       return guarded({ id, candidate: input }, async () => {
         await checks.assertCodeKept(id, input);
         return run(id, { type: 'Replace', input }, keyed(ctx, 'replace', id, input), expectedVersion, input);
@@ -496,6 +533,8 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
 
     async remove(idOrCode: string, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
+      // Once before the locks (it waits for the read models, which must not hold others up), then under them.
+      await checks.assertDeletable(id);
       return guarded({ id, deleting: true }, async () => {
         await checks.assertDeletable(id);
         return run(id, { type: 'Delete' }, keyed(ctx, 'delete', id, null), expectedVersion);

@@ -26,8 +26,7 @@ export type CommandContext = {
   causationId?: string;
   idempotencyKey?: string;
   requestHash?: string;
-  /** A check of the record a change starts from and of the one it would leave (the caller's
-   * access rules): throws to refuse the change. */
+  /** A check of the record a change would leave (the caller's access rules): throws to refuse it. */
   admit?: (record: JsonObject) => void;
   /** False when the caller is not the built-in admin (see DecideContext.privileged). */
   privileged?: boolean;

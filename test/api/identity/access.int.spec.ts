@@ -42,8 +42,8 @@ afterAll(async () => {
 
 const as = async (roles: string[]) => {
   const token = await signHs256(TEST_SECRET, { sub: `caller-${roles.join('+')}`, roles });
-  return (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
-    t.call({ method, url, ...(payload === undefined ? {} : { payload }), headers: { authorization: `Bearer ${token}` }, as: null });
+  return (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = {}) =>
+    t.call({ method, url, ...(payload === undefined ? {} : { payload }), headers: { ...headers, authorization: `Bearer ${token}` }, as: null });
 };
 const codes = (body: unknown) => (body as { code: string }[]).map((u) => u.code).sort();
 const filtering = { filter: [], sort: [] };
@@ -97,8 +97,10 @@ describe('access rules', () => {
     const call = await as(['RW_NORTH']);
     expect((await call('PATCH', '/api/v1/users/n-ann', { description: 'seen' })).statusCode).toBe(200);
     expect((await call('PATCH', '/api/v1/users/n-ann', { chars: { region: 'south' } })).statusCode).toBe(403);
-    expect((await call('PATCH', '/api/v1/users/s-cid', { description: 'x' })).statusCode).toBe(403);
-    expect((await call('DELETE', '/api/v1/users/s-dan')).statusCode).toBe(403);
+    // An uncovered record is as absent for a write as for a read: 404 before anything else is judged.
+    expect((await call('PATCH', '/api/v1/users/s-cid', { description: 'x' })).statusCode).toBe(404);
+    expect((await call('PATCH', '/api/v1/users/s-cid', { description: 'x' }, { 'if-match': '"99"' })).statusCode).toBe(404);
+    expect((await call('DELETE', '/api/v1/users/s-dan')).statusCode).toBe(404);
     const created = await call('POST', '/api/v1/users', { code: 'n-new', type: 'INDIVIDUAL', givenName: 'N', chars: { region: 'north' } });
     expect(created.statusCode, created.body).toBe(201);
     expect((await call('POST', '/api/v1/users', { code: 's-new', type: 'INDIVIDUAL', givenName: 'S', chars: { region: 'south' } })).statusCode).toBe(403);
@@ -126,6 +128,36 @@ describe('access rules', () => {
     // A rule changed takes effect at once: the rules are read from the log.
     await t.call({ method: 'PATCH', url: '/api/v1/access-rules/R_NORTH', payload: { validFor: { validTo: '2001-01-01T00:00:00Z' } } });
     expect((await (await as(['R_NORTH']))('GET', '/api/v1/users')).statusCode).toBe(403);
+  });
+
+  it('judges single records as search does (in the store), whatever their text', async () => {
+    // Characters the in-memory and SQL evaluations of LIKE and ordering would read differently.
+    for (const [code, name] of [['k-kelvin', '\u212Aate'], ['k-nul', 'a\u0000secret'], ['k-private', '\uE000private']]) {
+      await t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', name, chars: {} } });
+    }
+    for (const [ruleCode, expression] of [
+      ['LIKE_KAT', [{ column: 'name', operator: 'LIKE', value: 'kat%' }]],
+      ['NOT_SECRET', [{ column: 'name', operator: 'NOT_LIKE', value: '%secret%' }, { column: 'code', operator: 'LIKE', value: 'k-%' }]],
+      ['BELOW_EMOJI', [{ column: 'name', operator: 'LT', value: '\u{1F600}' }, { column: 'code', operator: 'LIKE', value: 'k-%' }]],
+    ] as const) {
+      const saved = await rule(ruleCode, { entityName: 'users', accessRule: 'READ_WRITE', expression: JSON.stringify(expression) });
+      const call = await as([ruleCode]);
+      const found = codes((await call('POST', `/api/v1/users/search?minPosition=${String(saved.headers['x-event-position'])}`, filtering)).json());
+      for (const code of ['k-kelvin', 'k-nul', 'k-private']) {
+        const got = (await call('GET', `/api/v1/users/${code}`)).statusCode;
+        expect([ruleCode, code, got], 'a GET agrees with the search').toEqual([ruleCode, code, found.includes(code) ? 200 : 404]);
+      }
+    }
+  });
+
+  it('shows a groups-only caller no users, nor what they belong to; embeds only what the caller may read', async () => {
+    const groups = await as(['ALL_GROUPS']);
+    expect((await groups('GET', `/api/v1/users/${ids['s-cid'] ?? ''}/groups`)).statusCode).toBe(404);
+    const byUsers = (await groups('POST', '/api/v1/user-groups/by-users', { userIds: [ids['s-cid']] })).json<Record<string, unknown[]>>();
+    expect(byUsers[ids['s-cid'] ?? '']).toEqual([]);
+    const expanded = (await groups('POST', '/api/v1/user-groups/by-codes', ['G1'])).json<Record<string, unknown>[]>();
+    expect(expanded[0]).not.toHaveProperty('userGroupType');
+    expect((await t.call({ method: 'POST', url: '/api/v1/user-groups/by-codes', payload: ['G1'] })).json<Record<string, unknown>[]>()[0]).toHaveProperty('userGroupType');
   });
 
   it('a user who logs in gets exactly what its roles grant', async () => {

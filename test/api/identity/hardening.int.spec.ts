@@ -44,9 +44,29 @@ describe('granting roles and setting passwords', () => {
     await user('boss', { roles: ['admin'] });
     const byEditor = await t.call({ method: 'PUT', url: '/api/v1/users/boss/password', payload: { password: PASSWORD }, as: 'editor' });
     expect(byEditor.statusCode).toBe(403);
+    // A token minted for `sub: "self"` names no user: only a login session does.
     await user('self', { roles: ['editor'] });
-    const own = await t.call({ method: 'PUT', url: '/api/v1/users/self/password', payload: { password: PASSWORD }, headers: await bearer('self', ['editor']), as: null });
-    expect(own.statusCode).toBe(204);
+    expect((await t.call({ method: 'PUT', url: '/api/v1/users/self/password', payload: { password: PASSWORD }, headers: await bearer('self', ['editor']), as: null })).statusCode).toBe(403);
+    await t.call({ method: 'PUT', url: '/api/v1/users/self/password', payload: { password: PASSWORD } });
+    const login = await t.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: 'self', password: PASSWORD }, as: null });
+    const session = { authorization: `Bearer ${login.json<{ access_token: string }>().access_token}` };
+    expect((await t.call({ method: 'PUT', url: '/api/v1/users/self/password', payload: { password: `${PASSWORD}-2` }, headers: session, as: null })).statusCode).toBe(204);
+    // Renaming another user to one's own token's sub gives nothing.
+    expect((await t.call({ method: 'PATCH', url: '/api/v1/users/boss', payload: { code: 'integration' }, as: 'editor' })).statusCode).toBe(200);
+    expect((await t.call({ method: 'PUT', url: '/api/v1/users/integration/password', payload: { password: PASSWORD }, headers: await bearer('integration', ['editor']), as: null })).statusCode).toBe(403);
+  });
+
+  it('tells codes apart by case: a group differing only in case is another group, checked as such', async () => {
+    await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'priv', name: 'lower', type: 'TEAM', chars: {} } });
+    expect((await user('case-1', { groups: ['priv'] }, 'editor')).statusCode).toBe(201);
+    expect((await t.call({ method: 'PATCH', url: '/api/v1/users/case-1', payload: { groups: ['PRIV'] }, as: 'editor' })).statusCode).toBe(403);
+    expect((await t.call({ method: 'PATCH', url: '/api/v1/users/case-1', payload: { groups: ['Priv'] }, as: 'editor' })).statusCode).toBe(422);
+  });
+
+  it('takes an admin to change the validity of a group that grants a role', async () => {
+    await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'OLDPRIV', name: 'o', type: 'TEAM', chars: {}, associatedUserRoleId: ROLE_ID, validTo: '2020-01-01T00:00:00Z' } });
+    expect((await t.call({ method: 'PATCH', url: '/api/v1/user-groups/OLDPRIV', payload: { validTo: null }, as: 'editor' })).statusCode).toBe(403);
+    expect((await t.call({ method: 'PATCH', url: '/api/v1/user-groups/PLAIN', payload: { validTo: '2030-01-01T00:00:00Z' }, as: 'editor' })).statusCode).toBe(200);
   });
 
   it('refuses repeated groups or roles (400)', async () => {
