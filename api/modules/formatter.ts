@@ -73,16 +73,30 @@ function renderRoute(r: ZodRoutes, deps: AppDeps): void {
         description:
           'HTML templates through handlebars (HTML-escaped unless the documentType is SOURCE), SCRIPT templates as a JSONata expression evaluated ' +
           'over the data (never run as code; at most 1 s and 500 nested calls) whose result must be text. SOURCE documents answer text/plain, the ' +
-          'others text/html. Unknown code: 404; a FILE template: 422 (it makes documents, not text). The template is read from the log.',
+          'others text/html. Unknown code: 404; a FILE template: 422 (it makes documents, not text). The template is read from the log. ' +
+          '`X-Template-Version` names the version rendered and `ETag` is the SHA-256 of the text: the same version and data give the same text, ' +
+          'and `?templateVersion=` renders an older version as it stood.',
         params: z.strictObject({ templateCode: z.string().min(1).max(255) }),
+        querystring: z.strictObject({
+          templateVersion: z
+            .string()
+            .regex(/^\d{1,9}$/, { error: 'expected a version: decimal digits' })
+            .transform(Number)
+            .optional()
+            .meta({ description: 'render the template as it stood at this version of its stream (its auditInfo.version then): the same data gives the same text' }),
+        }),
         body: data,
         response: { 200: z.string().meta({ description: 'text/html or text/plain' }), ...errors(400, 404, 413, 422) },
       },
     },
     async (request, reply) => {
-      const template = await assertReadable(deps, request, formatterTemplate, await templates.getByCode(request.params.templateCode));
+      const { templateCode } = request.params;
+      const { templateVersion } = request.query;
+      const stored = templateVersion === undefined ? await templates.getByCode(templateCode) : await templates.get(templateCode, { version: templateVersion });
+      const template = await assertReadable(deps, request, formatterTemplate, stored);
       const { text, type } = await renderTemplate(template, request.body);
-      await reply.type(type).header('x-template-version', String(template.auditInfo.version)).send(text);
+      const etag = `"${createHash('sha256').update(text).digest('hex')}"`;
+      await reply.type(type).header('x-template-version', String(template.auditInfo.version)).header('etag', etag).send(text);
     },
   );
 }

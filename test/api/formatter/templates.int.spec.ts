@@ -74,6 +74,11 @@ describe('render a stored template', () => {
     await t.call({ method: 'PATCH', url: '/api/v1/formatter-templates/GREET', payload: { content: '<h2>Hi {{name}}</h2>' } });
     const changed = await t.call({ method: 'POST', url: '/api/v1/formatter/templates/GREET/render', payload: { name: 'C' } });
     expect([changed.body, changed.headers['x-template-version']]).toEqual(['<h2>Hi C</h2>', '1']);
+    // An older version renders as it stood, byte for byte the same each time.
+    const old = await t.call({ method: 'POST', url: '/api/v1/formatter/templates/GREET/render?templateVersion=0', payload: { name: 'A&B' } });
+    expect([old.body, old.headers['x-template-version'], old.headers.etag]).toEqual([html.body, '0', html.headers.etag]);
+    expect(String(html.headers.etag)).toMatch(/^"[0-9a-f]{64}"$/);
+    expect((await t.call({ method: 'POST', url: '/api/v1/formatter/templates/GREET/render?templateVersion=7', payload: {} })).statusCode).toBe(404);
     await template({ code: 'SRC', inputType: 'HTML', documentType: 'SOURCE', content: 'id={{id}};name={{name}}' });
     const src = await t.call({ method: 'POST', url: '/api/v1/formatter/templates/SRC/render', payload: { id: 7, name: 'A&B' } });
     expect([src.headers['content-type'], src.body]).toEqual(['text/plain; charset=utf-8', 'id=7;name=A&B']);
