@@ -20,6 +20,7 @@ import {
   narrowed,
   toQuery,
   type Filtering,
+  type LikePattern,
 } from '../domain/shared/filtering.ts';
 import type { AppDeps, ResourceRouteOptions } from './module.ts';
 import { documentsOf, sendDocuments, sendItems, sendPage } from './documentStream.ts';
@@ -434,7 +435,7 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, o
 }
 
 /** Codes and names for type-ahead fields. */
-function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, collection, query }: RouteKit): void {
+function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, collection }: RouteKit): void {
   if (offers('autocomplete'))
   r.get(
     `${base}/autocomplete`,
@@ -455,11 +456,16 @@ function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, co
       await catchUp(request.query.minPosition);
       const { search, size } = request.query;
       if ((await readScope(deps, request, def)) === undefined) return deps.readStore.autocomplete(collection(), def.autocomplete, search, size);
-      // Narrowed by access rules: the codes and names of covered records containing the text.
-      const like = search.replace(/[\\%_]/g, (c) => `\\${c}`);
+      // Narrowed by access rules: the codes and names of covered records containing the text (as a
+      // literal: the pattern is built here, so its wildcards need no escapes and the plain route's
+      // length holds).
       const found = new Set<string>();
+      const within = await readScope(deps, request, def);
       for (const path of def.autocomplete) {
-        const q = await query({ filter: [{ column: path, operator: 'LIKE', value: like }], sort: [] }, request);
+        const column = def.columns.columns.get(path);
+        if (column === undefined) continue;
+        const like: LikePattern = search === '' ? [{ kind: 'any' }] : [{ kind: 'any' }, { kind: 'text', text: search }, { kind: 'any' }];
+        const q = narrowed({ conditions: [{ kind: 'field', column, op: 'LIKE', like }], sort: toQuery({ filter: [], sort: [] }, def.columns, def.defaultSort).sort }, within);
         for (const doc of await deps.readStore.find(collection(), q, { offset: 0, limit: size })) {
           const value = doc[path];
           if (typeof value === 'string' && found.size < size) found.add(value);

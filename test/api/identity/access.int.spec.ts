@@ -74,6 +74,8 @@ describe('access rules', () => {
     expect((await call('GET', '/api/v1/users/x-eve')).statusCode).toBe(404);
     expect(codes((await call('POST', '/api/v1/users/by-ids', Object.values(ids))).json())).toEqual(['n-ann', 'n-bob']);
     expect((await call('GET', '/api/v1/users/autocomplete?search=')).json<string[]>().sort()).toEqual(['n-ann', 'n-bob']);
+    expect((await call('GET', '/api/v1/users/autocomplete?search=-b')).json<string[]>()).toEqual(['n-bob']);
+    expect((await call('GET', `/api/v1/users/autocomplete?search=${'_'.repeat(200)}`)).json<string[]>()).toEqual([]);
     expect((await call('GET', `/api/v1/users/${ids['s-cid'] ?? ''}/history`)).statusCode).toBe(404);
     expect((await call('GET', `/api/v1/users/${ids['n-ann'] ?? ''}/history`)).statusCode).toBe(200);
     expect(codes((await call('GET', '/api/v1/users/by-type/INDIVIDUAL')).json())).toEqual(['n-ann', 'n-bob']);
