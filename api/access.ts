@@ -8,7 +8,7 @@
 
 import type { FastifyRequest } from 'fastify';
 import { accessFrom, covers, FULL_ACCESS, NO_ACCESS, type Access, type Coverage } from '../domain/access/coverage.ts';
-import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
+import { resourceAt, type ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { accessRule } from '../domain/registries/accessRule.ts';
 import { forbidden, notFound } from '../domain/shared/errors.ts';
 import { narrowed, toQuery, type Alternatives } from '../domain/shared/filtering.ts';
@@ -128,5 +128,11 @@ export async function writeAdmission(deps: AppDeps, request: FastifyRequest, def
 export async function writeContext(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition): Promise<CommandContext> {
   const admit = await writeAdmission(deps, request, def);
   const base = commandContext(request, deps.clock, deps.newId);
-  return admit === undefined ? base : { ...base, admit };
+  // A caller reading through access rules names only records it may read.
+  const narrowedReads = request.caller !== undefined && !allows(request.caller, 'read');
+  const visible = (path: string, record: JsonObject): Promise<boolean> => {
+    const target = resourceAt(path);
+    return target === undefined ? Promise.resolve(true) : readable(deps, request, target, record);
+  };
+  return { ...base, ...(admit === undefined ? {} : { admit }), ...(narrowedReads ? { visible } : {}) };
 }

@@ -240,6 +240,14 @@ async function candidatesOf(target: ResourceDefinition, store: EventStore, ref: 
   return state.status === 'active' ? [toRecord(state)] : [];
 }
 
+/** The candidates the caller may read (all when its reads are not narrowed). */
+async function visibleOnly(target: ResourceDefinition, candidates: ResourceRecordLike[] | undefined, visible: CommandContext['visible']): Promise<ResourceRecordLike[] | undefined> {
+  if (candidates === undefined || visible === undefined) return candidates;
+  const shown: ResourceRecordLike[] = [];
+  for (const c of candidates) if (await visible(target.path, c)) shown.push(c);
+  return shown;
+}
+
 /** Whether following an acyclic reference from a record leads back to `ownId`. */
 async function leadsBack(target: ResourceDefinition, store: EventStore, field: string, from: ResourceRecordLike, ownId: string): Promise<boolean> {
   const seen = new Set<string>();
@@ -259,7 +267,7 @@ async function leadsBack(target: ResourceDefinition, store: EventStore, field: s
 type ReferenceProblems = { missing: string[]; cycle: string[]; invalid: string[] };
 
 async function loadReference(
-  { def, store, options, now, ownId, before }: LoadContext & { def: ResourceDefinition; store: EventStore },
+  { def, store, options, now, ownId, before, visible }: LoadContext & { def: ResourceDefinition; store: EventStore },
   ref: Reference,
   candidate: JsonObject,
   problems: ReferenceProblems,
@@ -274,7 +282,8 @@ async function loadReference(
       problems.cycle.push(`${ref.field}: a ${def.name} cannot name itself`);
       continue;
     }
-    const candidates = await candidatesOf(target, store, ref, v, options);
+    // A record named by id or code must be one the caller may read; a kind looked up by a field is no record it names.
+    const candidates = await visibleOnly(target, await candidatesOf(target, store, ref, v, options), typeof ref.by === 'object' ? undefined : visible);
     if (candidates === undefined) continue;
     const usable = ref.valid === undefined ? candidates : candidates.filter((c) => ref.valid?.(c, now) === true);
     const record = usable[0];
@@ -290,7 +299,7 @@ async function loadReference(
 /** The records a candidate's references name, loaded from the log (or, for a non-unique field,
  * the read model); 422 naming each field whose record is missing, not valid now, or would close a
  * cycle. Values of the wrong shape are left to the schema's 400. */
-type LoadContext = { ownId: string; now: Date; options: ServiceOptions; before: JsonObject | undefined };
+type LoadContext = { ownId: string; now: Date; options: ServiceOptions; before: JsonObject | undefined; visible?: CommandContext['visible'] };
 
 async function loadReferences(def: ResourceDefinition, store: EventStore, candidate: unknown, context: LoadContext): Promise<Map<string, ResourceRecordLike[]>> {
   const refs = new Map<string, ResourceRecordLike[]>();
@@ -465,7 +474,8 @@ function commandRunner(def: ResourceDefinition, store: EventStore, options: Serv
 
   const run = async (id: string, command: ResourceCommand, ctx: CommandContext, expectedVersion?: number, candidate?: unknown) => {
     const before = def.references.length === 0 || command.type === 'Create' ? undefined : await liveFields(id);
-    return runCommand(def, store, { id, command, ctx, expectedVersion, refs: await loadReferences(def, store, candidate, { ownId: id, now: ctx.now, options, before }) });
+    const refs = await loadReferences(def, store, candidate, { ownId: id, now: ctx.now, options, before, ...(ctx.visible === undefined ? {} : { visible: ctx.visible }) });
+    return runCommand(def, store, { id, command, ctx, expectedVersion, refs });
   };
 
   /** Work under the locks a change needs (most need none). */

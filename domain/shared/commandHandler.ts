@@ -30,6 +30,9 @@ export type CommandContext = {
   admit?: (record: JsonObject) => void;
   /** False when the caller is not the built-in admin (see DecideContext.privileged). */
   privileged?: boolean;
+  /** Whether the caller may read a record of a resource (by path), when access rules narrow what it
+   * reads: a reference to a record it may not read is as missing as one that does not exist. */
+  visible?: (resourcePath: string, record: JsonObject) => Promise<boolean>;
 };
 
 export type Decided = {

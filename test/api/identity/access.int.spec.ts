@@ -109,6 +109,11 @@ describe('access rules', () => {
     // Another user's password is an admin's to set; roles too.
     expect((await call('PUT', '/api/v1/users/n-new/password', { password: 'a-long-enough-password' })).statusCode).toBe(403);
     expect((await call('PATCH', '/api/v1/users/n-new', { roles: ['admin'] })).statusCode).toBe(403);
+    // A reference to a record the caller may not read is as missing as one that does not exist.
+    const hidden = await call('POST', '/api/v1/users', { code: 'n-sub', type: 'INDIVIDUAL', givenName: 'N', chars: { region: 'north' }, supervisorId: ids['s-cid'] });
+    expect(hidden.statusCode).toBe(422);
+    expect((await call('POST', '/api/v1/users', { code: 'n-sub', type: 'INDIVIDUAL', givenName: 'N', chars: { region: 'north' }, supervisorId: ids['n-bob'] })).statusCode).toBe(201);
+    expect((await call('DELETE', '/api/v1/users/n-sub')).statusCode).toBe(204);
     expect((await call('DELETE', '/api/v1/users/n-new')).statusCode).toBe(204);
     // Unchanged by the refusals.
     expect((await t.call({ method: 'GET', url: '/api/v1/users/n-ann' })).json()).toMatchObject({ chars: { region: 'north' }, description: 'seen' });
