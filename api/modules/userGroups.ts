@@ -333,7 +333,8 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
         },
       },
       async (request, reply) => {
-        const group = await groups.get(request.params.idOrCode);
+        // The group is another resource: a caller who may not read it learns nothing of it (404).
+        const group = await assertReadable(deps, request, userGroup, await groups.get(request.params.idOrCode));
         const filter = [eq('groups', String(group.code)), ...(valid ? [eq('status', 'ENABLE')] : [])];
         const members = await recordsWhere(deps, user, filter, { minPosition: request.query.minPosition, within: await readScope(deps, request, user) });
         const now = deps.clock.now();
