@@ -88,10 +88,18 @@ async function covered(deps: AppDeps, def: ResourceDefinition, record: JsonObjec
   return (await deps.readStore.count(deps.readModels.collectionOf(def.collection), query)) > 0;
 }
 
+/** The 404 of a record the caller may not see: naming what the request named, as for a record
+ * that does not exist (never the record's own id). */
+const hidden = (def: ResourceDefinition, request: FastifyRequest) => {
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  const asked = Object.values(params).find((v): v is string => typeof v === 'string') ?? '';
+  return notFound(def.errorPrefix, asked);
+};
+
 /** A record the caller may read, or 404 as if it did not exist. Reads of a record's past
  * (versions, asOf, history) are judged by the record as it is now. */
 export async function assertReadable<T extends JsonObject>(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: T): Promise<T> {
-  if (!(await readable(deps, request, def, record))) throw notFound(def.errorPrefix, typeof record.id === 'string' ? record.id : '');
+  if (!(await readable(deps, request, def, record))) throw hidden(def, request);
   return record;
 }
 
@@ -110,7 +118,7 @@ export async function writable(deps: AppDeps, request: FastifyRequest, def: Reso
 export async function assertWritable(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: JsonObject): Promise<void> {
   const access = await accessTo(deps, request, def);
   if (access.write === 'all') return;
-  if (!(await covered(deps, def, record, access.read))) throw notFound(def.errorPrefix, typeof record.id === 'string' ? record.id : '');
+  if (!(await covered(deps, def, record, access.read))) throw hidden(def, request);
   if (!(await covered(deps, def, record, access.write))) throw forbidden(`Your access rules do not allow writing this ${def.name}`);
 }
 

@@ -28,7 +28,8 @@ const list = () => ({ 200: z.array(userGroupRegion.record), ...errors(400, 404, 
 /** The assignments of one group (read from the log), each with the group. */
 async function ofGroup(deps: AppDeps, request: FastifyRequest, idOrCode: string, byCode: boolean, options: QueryOptions): Promise<JsonObject[]> {
   const groups = serviceOf(deps, userGroup);
-  const group = byCode ? await groups.getByCode(idOrCode) : await groups.get(idOrCode);
+  // The group is another resource: a caller who may not read it learns nothing of it (404).
+  const group = await assertReadable(deps, request, userGroup, byCode ? await groups.getByCode(idOrCode) : await groups.get(idOrCode));
   const assignments = await recordsWhere(deps, userGroupRegion, [eq('userGroupId', group.id)], options);
   const embedded = await embedding(deps, request, group);
   return assignments.map((a) => ({ ...a, ...embedded }));
@@ -129,7 +130,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const group = await groups.get(request.params.groupId);
+      const group = await assertReadable(deps, request, userGroup, await groups.get(request.params.groupId));
       const key = userGroupRegion.unique[0];
       if (key === undefined) throw new Error('UserGroupRegion has no (group, region) key');
       const found = await assignments.getByKey(key, { userGroupId: group.id, regionId: request.params.regionId }).catch(() => {

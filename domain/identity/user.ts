@@ -86,8 +86,8 @@ export const user: ResourceDefinition = defineResource({
   rules: [nameRule, periodRule('validFrom', 'validTo'), regionPeriods],
   references: [
     { field: 'type', resource: () => userType, by: { field: 'type' }, valid: validUserType },
-    { field: 'groups', resource: () => userGroup, by: 'code', restrict: true },
-    { field: 'supervisorId', resource: () => user, acyclic: true, restrict: true },
+    { field: 'groups', resource: () => userGroup, by: 'code', restrict: true, private: true },
+    { field: 'supervisorId', resource: () => user, acyclic: true, restrict: true, private: true },
   ],
   indexed: ['type', 'status', 'groups', 'supervisorId', 'email', 'familyName'],
   hidden: ['passwordHash', 'thumbnail'],

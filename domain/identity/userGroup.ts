@@ -42,7 +42,7 @@ export const userGroup: ResourceDefinition = defineResource({
   ],
   references: [
     { field: 'type', resource: () => userGroupType, by: 'code', restrict: true },
-    { field: 'parentUserGroupId', resource: () => userGroup, acyclic: true, restrict: true },
+    { field: 'parentUserGroupId', resource: () => userGroup, acyclic: true, restrict: true, private: true },
   ],
   indexed: ['type', 'parentUserGroupId', 'associatedUserRoleId'],
   adminOnly: ['associatedUserRoleId'],

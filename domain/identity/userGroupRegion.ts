@@ -18,7 +18,7 @@ export const userGroupRegion: ResourceDefinition = defineResource({
     userGroupId: uuid(),
   }),
   unique: [{ name: 'userGroupRegion', fields: ['userGroupId', 'regionId'] }],
-  references: [{ field: 'userGroupId', resource: () => userGroup, restrict: true }],
+  references: [{ field: 'userGroupId', resource: () => userGroup, restrict: true, private: true }],
   immutable: ['userGroupId', 'regionId'],
   carried: ['userGroupId'],
   indexed: ['userGroupId', 'regionId'],

@@ -39,6 +39,9 @@ export type Reference = {
    * live record names it: 409 listing which (found through this resource's read model). For a
    * reference by id or code only. */
   readonly restrict?: boolean;
+  /** The field names another record (not a kind from a registry): a caller whose reads go through
+   * access rules may name only records it may read (else 422, as if missing). */
+  readonly private?: boolean;
 };
 
 /** What an event changes: the record's visible fields and its hidden ones. */

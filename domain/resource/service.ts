@@ -4,7 +4,7 @@
 
 import type { EventStore, Position, RecordedEvent } from '../ports.ts';
 import { handleCommand, keyReservation, requestHashOf, type CommandContext } from '../shared/commandHandler.ts';
-import { codeTaken, keyTaken, malformedUuid, notFound, referenceCycle, referenceMissing, referenceUnusable, stillReferenced, validationFailed } from '../shared/errors.ts';
+import { codeTaken, keyTaken, malformedUuid, notFound, referenceCycle, referenceMissing, referenceUnusable, stillReferenced, unavailable, validationFailed } from '../shared/errors.ts';
 import type { FilterItem } from '../shared/filtering.ts';
 import { KeyedLocks, type LockRequest } from '../shared/keyedLocks.ts';
 import { isUuid, isUuidV4, uuidV5 } from '../shared/ids.ts';
@@ -282,8 +282,8 @@ async function loadReference(
       problems.cycle.push(`${ref.field}: a ${def.name} cannot name itself`);
       continue;
     }
-    // A record named by id or code must be one the caller may read; a kind looked up by a field is no record it names.
-    const candidates = await visibleOnly(target, await candidatesOf(target, store, ref, v, options), typeof ref.by === 'object' ? undefined : visible);
+    // Another record the caller names must be one it may read (a kind from a registry need not).
+    const candidates = await visibleOnly(target, await candidatesOf(target, store, ref, v, options), ref.private === true ? visible : undefined);
     if (candidates === undefined) continue;
     const usable = ref.valid === undefined ? candidates : candidates.filter((c) => ref.valid?.(c, now) === true);
     const record = usable[0];
@@ -490,8 +490,9 @@ function commandRunner(def: ResourceDefinition, store: EventStore, options: Serv
       if (plan.length === 0) return work();
       const release = await locks.acquire(plan);
       const now = await planOf(change);
-      if (!holds(plan, now) && attempt < 3) {
+      if (!holds(plan, now)) {
         release();
+        if (attempt >= 10) throw unavailable(`${def.errorPrefix}.BUSY`, 'The records this change names kept changing: try again');
         plan = [...plan, ...now];
         continue;
       }

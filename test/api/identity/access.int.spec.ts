@@ -160,6 +160,22 @@ describe('access rules', () => {
     }
   });
 
+  it('lets a narrowed writer name registry kinds it cannot read, but not hidden records; 404s name what was asked', async () => {
+    await rule('RW_GROUPS', { entityName: 'user-groups', accessRule: 'READ_WRITE', fullAccess: true });
+    const writer = await as(['RW_GROUPS']);
+    expect((await writer('POST', '/api/v1/user-groups', { code: 'G-NEW', name: 'n', type: 'TEAM', chars: {} })).statusCode).toBe(201);
+    const reader = await as(['RW_NORTH']);
+    const hiddenUser = await reader('GET', `/api/v1/users/${ids['s-cid'] ?? ''}`);
+    expect(hiddenUser.statusCode).toBe(404);
+    expect(hiddenUser.body).not.toContain('s-cid');
+    const byCode = await reader('GET', '/api/v1/users/s-cid');
+    expect(byCode.json<{ message: string }>().message).toBe('USER "s-cid" not found');
+    await rule('R_REGIONS', { entityName: 'user-group-regions', fullAccess: true });
+    const regions = await as(['R_REGIONS']);
+    expect((await regions('GET', '/api/v1/user-groups/G1/regions')).statusCode).toBe(404);
+    expect((await regions('GET', '/api/v1/user-groups/by-code/NOPE/regions')).statusCode).toBe(404);
+  });
+
   it('shows a groups-only caller no users, nor what they belong to; embeds only what the caller may read', async () => {
     const groups = await as(['ALL_GROUPS']);
     expect((await groups('GET', `/api/v1/users/${ids['s-cid'] ?? ''}/groups`)).statusCode).toBe(404);
