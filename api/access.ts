@@ -77,13 +77,28 @@ export async function readScope(deps: AppDeps, request: FastifyRequest, def: Res
   return read === 'all' ? undefined : read;
 }
 
+const caughtUpIn = new WeakMap<FastifyRequest, Set<string>>();
+
+/** The read model caught up with the log's head, once per request (a list of N records checks
+ * them against one wait, not N). */
+async function caughtUp(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition): Promise<void> {
+  let done = caughtUpIn.get(request);
+  if (done === undefined) {
+    done = new Set();
+    caughtUpIn.set(request, done);
+  }
+  if (done.has(def.collection)) return;
+  await waitForReadModelAt(deps, def.collection, await deps.eventStore.headPosition());
+  done.add(def.collection);
+}
+
 /** Whether a coverage holds a record, as the read store evaluates the rules' filters (the one
  * evaluation searches use too, so a single read and a search never disagree): the record as the
  * read model holds it once caught up with the log's head, which is the record as it is now. */
-async function covered(deps: AppDeps, def: ResourceDefinition, record: JsonObject, coverage: Coverage): Promise<boolean> {
+async function covered(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: JsonObject, coverage: Coverage): Promise<boolean> {
   if (coverage === 'all') return true;
   if (coverage.length === 0 || typeof record.id !== 'string') return false;
-  await waitForReadModelAt(deps, def.collection, await deps.eventStore.headPosition());
+  await caughtUp(deps, request, def);
   const query = narrowed(toQuery({ filter: [{ column: 'id', operator: 'EQ', value: record.id }], sort: [] }, def.columns, def.defaultSort), coverage);
   return (await deps.readStore.count(deps.readModels.collectionOf(def.collection), query)) > 0;
 }
@@ -105,12 +120,12 @@ export async function assertReadable<T extends JsonObject>(deps: AppDeps, reques
 
 /** Whether the caller may read a record (for lists assembled from the log). */
 export async function readable(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: JsonObject): Promise<boolean> {
-  return covered(deps, def, record, (await accessTo(deps, request, def)).read);
+  return covered(deps, request, def, record, (await accessTo(deps, request, def)).read);
 }
 
 /** Whether the caller may change a record (`readonlyAccess` is its negation). */
 export async function writable(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: JsonObject): Promise<boolean> {
-  return covered(deps, def, record, (await accessTo(deps, request, def)).write);
+  return covered(deps, request, def, record, (await accessTo(deps, request, def)).write);
 }
 
 /** Before a change of a record: 404 when the caller may not read it (as if it did not exist),
@@ -118,8 +133,8 @@ export async function writable(deps: AppDeps, request: FastifyRequest, def: Reso
 export async function assertWritable(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: JsonObject): Promise<void> {
   const access = await accessTo(deps, request, def);
   if (access.write === 'all') return;
-  if (!(await covered(deps, def, record, access.read))) throw hidden(def, request);
-  if (!(await covered(deps, def, record, access.write))) throw forbidden(`Your access rules do not allow writing this ${def.name}`);
+  if (!(await covered(deps, request, def, record, access.read))) throw hidden(def, request);
+  if (!(await covered(deps, request, def, record, access.write))) throw forbidden(`Your access rules do not allow writing this ${def.name}`);
 }
 
 /** The check a write's decision applies to the record it would leave (CommandContext.admit), in
