@@ -122,9 +122,13 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
 
   /** Before a change of a record by a caller whose access rules narrow its writes: 404 when it
    * may not read the record, 403 when it may not write it. */
-  const writableNow = async (request: FastifyRequest, idOrCode: string): Promise<void> => {
-    if ((await readScope(deps, request, def)) === undefined && (await writeContext(deps, request, def)).admit === undefined) return;
-    await assertWritable(deps, request, def, await service.get(idOrCode));
+  const writableNow = async (request: FastifyRequest, idOrCode: string): Promise<number | undefined> => {
+    const asked = ifMatchVersion(request);
+    if ((await readScope(deps, request, def)) === undefined && (await writeContext(deps, request, def)).admit === undefined) return asked;
+    const judged = await service.get(idOrCode);
+    await assertWritable(deps, request, def, judged);
+    // The write applies to the version judged (412 if another write came between), as with If-Match.
+    return asked ?? judged.auditInfo.version;
   };
 
   const catchUp = (minPosition: string | undefined) => catchUpTo(deps, def.collection, minPosition);
@@ -171,8 +175,8 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       },
     },
     async (request, reply) => {
-      await writableNow(request, target(request.params.idOrCode));
-      const result = await service.replace(target(request.params.idOrCode), request.body, await ctx(request), ifMatchVersion(request));
+      const version = await writableNow(request, target(request.params.idOrCode));
+      const result = await service.replace(target(request.params.idOrCode), request.body, await ctx(request), version);
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return result.record;
     },
@@ -194,8 +198,8 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       },
     },
     async (request, reply) => {
-      await writableNow(request, target(request.params.idOrCode));
-      const result = await service.patch(target(request.params.idOrCode), request.body, await ctx(request), ifMatchVersion(request));
+      const version = await writableNow(request, target(request.params.idOrCode));
+      const result = await service.patch(target(request.params.idOrCode), request.body, await ctx(request), version);
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return result.record;
     },
@@ -209,8 +213,8 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       schema: { tags, summary: `Delete a ${def.name}`, params: idOrCodeParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
     },
     async (request, reply) => {
-      await writableNow(request, target(request.params.idOrCode));
-      const result = await service.remove(target(request.params.idOrCode), await ctx(request), ifMatchVersion(request));
+      const version = await writableNow(request, target(request.params.idOrCode));
+      const result = await service.remove(target(request.params.idOrCode), await ctx(request), version);
       await answerWrite(reply, result, request.query.immediatelyRefresh);
       return reply.code(204).send();
     },
