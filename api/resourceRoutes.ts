@@ -26,7 +26,7 @@ import type { AppDeps, ResourceRouteOptions } from './module.ts';
 import { documentsOf, sendDocuments, sendItems, sendPage } from './documentStream.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import { ifMatchVersion } from './requestContext.ts';
-import { assertReadable, assertWritable, readScope, writeContext } from './access.ts';
+import { accessTo, assertReadable, assertWritable, readScope, writeContext } from './access.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import { pageSchema, historyEntrySchema } from './schemas.ts';
@@ -124,7 +124,7 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
    * may not read the record, 403 when it may not write it. */
   const writableNow = async (request: FastifyRequest, idOrCode: string): Promise<number | undefined> => {
     const asked = ifMatchVersion(request);
-    if ((await readScope(deps, request, def)) === undefined && (await writeContext(deps, request, def)).admit === undefined) return asked;
+    if ((await accessTo(deps, request, def)).write === 'all') return asked;
     const judged = await service.get(idOrCode);
     await assertWritable(deps, request, def, judged);
     // The write applies to the version judged (412 if another write came between), as with If-Match.
@@ -459,17 +459,18 @@ function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, co
     async (request) => {
       await catchUp(request.query.minPosition);
       const { search, size } = request.query;
-      if ((await readScope(deps, request, def)) === undefined) return deps.readStore.autocomplete(collection(), def.autocomplete, search, size);
+      const within = await readScope(deps, request, def);
+      if (within === undefined) return deps.readStore.autocomplete(collection(), def.autocomplete, search, size);
       // Narrowed by access rules: the codes and names of covered records containing the text (as a
       // literal: the pattern is built here, so its wildcards need no escapes and the plain route's
       // length holds).
       const found = new Set<string>();
-      const within = await readScope(deps, request, def);
+      const like: LikePattern = search === '' ? [{ kind: 'any' }] : [{ kind: 'any' }, { kind: 'text', text: search }, { kind: 'any' }];
+      const { sort } = toQuery({ filter: [], sort: [] }, def.columns, def.defaultSort);
       for (const path of def.autocomplete) {
         const column = def.columns.columns.get(path);
         if (column === undefined) continue;
-        const like: LikePattern = search === '' ? [{ kind: 'any' }] : [{ kind: 'any' }, { kind: 'text', text: search }, { kind: 'any' }];
-        const q = narrowed({ conditions: [{ kind: 'field', column, op: 'LIKE', like }], sort: toQuery({ filter: [], sort: [] }, def.columns, def.defaultSort).sort }, within);
+        const q = narrowed({ conditions: [{ kind: 'field', column, op: 'LIKE', like }], sort }, within);
         for (const doc of await deps.readStore.find(collection(), q, { offset: 0, limit: size })) {
           const value = doc[path];
           if (typeof value === 'string' && found.size < size) found.add(value);

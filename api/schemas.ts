@@ -1,6 +1,7 @@
 // Response shapes shared by every resource's routes.
 
 import { z } from 'zod';
+import { validationFailed } from '../domain/shared/errors.ts';
 
 const sortInfo = z.object({ sorted: z.boolean(), unsorted: z.boolean(), empty: z.boolean() });
 
@@ -40,3 +41,14 @@ export const historyEntrySchema = z
     ),
   })
   .meta({ id: 'HistoryEntry', description: 'One event of a record\'s stream; changes are JSON Patch ops from the previous version.' });
+
+/** `?expand=`: repeated or comma-separated values of a route's own list. */
+export const expandQuery = () => z.union([z.string().max(255), z.array(z.string().max(255)).max(10)]).optional();
+
+/** The values an `?expand=` names, each one of `allowed` (400 naming those that are not). */
+export function parseExpand<T extends string>(raw: string | string[] | undefined, allowed: readonly T[]): T[] {
+  const expand = [raw ?? []].flat().flatMap((e) => e.split(',')).filter((e) => e !== '');
+  const bad = expand.filter((e) => !(allowed as readonly string[]).includes(e));
+  if (bad.length > 0) throw validationFailed('Unknown expand', bad.map((e) => `query.expand: ${JSON.stringify(e)} is not one of ${allowed.join(', ')}`));
+  return expand as T[];
+}

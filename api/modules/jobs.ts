@@ -4,17 +4,17 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { job, jobStep } from '../../domain/jobs/jobs.ts';
-import { malformedUuid, validationFailed } from '../../domain/shared/errors.ts';
+import { malformedUuid } from '../../domain/shared/errors.ts';
 import { uuid } from '../../domain/shared/fields.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
 import { jobsWithSteps } from '../../projections/jobsWithSteps.ts';
 import type { Module } from '../module.ts';
 import { errors } from '../resourceRoutes.ts';
 import { catchUpTo, position } from '../readModelWait.ts';
+import { expandQuery, parseExpand } from '../schemas.ts';
 import { serviceOf } from '../services.ts';
 
 const admin = { permissions: { read: 'admin', write: 'admin' } } as const;
-const Expand = z.enum(['JOB_STEPS']);
 
 export const jobsModule: Module = {
   name: 'jobs',
@@ -41,7 +41,7 @@ export const jobsModule: Module = {
             '`expand` may be repeated or comma-separated; without JOB_STEPS `jobSteps` is empty.',
           params: z.strictObject({ id: z.string().max(255) }),
           querystring: z.strictObject({
-            expand: z.union([z.string().max(255), z.array(z.string().max(255)).max(10)]).optional(),
+            expand: expandQuery(),
             minPosition: position.optional(),
           }),
           response: { 200: job.record, ...errors(400, 403, 404, 503) },
@@ -50,11 +50,9 @@ export const jobsModule: Module = {
       async (request, reply) => {
         const { id } = request.params;
         if (!isUuid(id)) throw malformedUuid('id', id);
-        const expand = [request.query.expand ?? []].flat().flatMap((e) => e.split(',')).filter((e) => e !== '');
-        const parsed = z.array(Expand).safeParse(expand);
-        if (!parsed.success) throw malformedExpand(expand);
+        const expand = parseExpand(request.query.expand, ['JOB_STEPS'] as const);
         const found = await jobs.get(id);
-        if (parsed.data.includes('JOB_STEPS')) {
+        if (expand.includes('JOB_STEPS')) {
           await catchUpTo(deps, job.collection, request.query.minPosition);
           const collection = deps.readModels.collectionOf(job.collection);
           const doc = (await deps.readStore.getMany(collection, [found.id])).get(found.id)?.doc;
@@ -85,8 +83,3 @@ export const jobsModule: Module = {
     );
   },
 };
-
-function malformedExpand(expand: readonly string[]) {
-  const bad = expand.filter((e) => !(Expand.options as readonly string[]).includes(e));
-  return validationFailed('Unknown expand', bad.map((e) => `query.expand: ${JSON.stringify(e)} is not one of ${Expand.options.join(', ')}`));
-}

@@ -22,6 +22,7 @@ import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.
 import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../readModelQuery.ts';
 import { position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
+import { expandQuery, parseExpand } from '../schemas.ts';
 import { ifMatchVersion } from '../requestContext.ts';
 import { assertReadable, assertWritable, readable, readScope, writeContext } from '../access.ts';
 import { serviceOf } from '../services.ts';
@@ -33,7 +34,6 @@ const write = { permission: 'write', resource: user } as const;
 /** The largest thumbnail, decoded. */
 export const MAX_THUMBNAIL_BYTES = 1024 * 1024;
 
-const Expand = z.enum(['REGIONS', 'ROLES']);
 
 const expandedRegion = z
   .object({
@@ -63,15 +63,15 @@ async function groupsOf(deps: AppDeps, fields: JsonObject): Promise<JsonObject[]
 }
 
 /** A user's effective roles now: its roles and those of its valid groups. */
-export async function rolesOf(deps: AppDeps, fields: JsonObject): Promise<string[]> {
-  return effectiveRoles(fields, await groupsOf(deps, fields), deps.clock.now());
+export async function rolesOf(deps: AppDeps, fields: JsonObject, groups?: readonly JsonObject[]): Promise<string[]> {
+  return effectiveRoles(fields, groups ?? (await groupsOf(deps, fields)), deps.clock.now());
 }
 
 /** The user's regions: its own, then those assigned to its valid groups (from the read model). */
-async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObject, minPosition: string | undefined): Promise<JsonObject[]> {
+async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObject, ofUser: readonly JsonObject[], minPosition: string | undefined): Promise<JsonObject[]> {
   const own = (Array.isArray(fields.regions) ? (fields.regions as JsonObject[]) : []).map((r) => ({ ...r, source: 'USER' }));
   const now = deps.clock.now();
-  const groups = (await groupsOf(deps, fields)).filter((g) => isValidGroup(g, now));
+  const groups = ofUser.filter((g) => isValidGroup(g, now));
   if (groups.length === 0) return own;
   const byId = new Map(groups.map((g) => [String(g.id), g]));
   // Only the assignments (and group codes) the caller may read of their own resources.
@@ -115,12 +115,6 @@ function thumbnailOf(photoData: string): { bytes: Buffer; contentType: string } 
   return { bytes, contentType };
 }
 
-const parseExpand = (raw: string | string[] | undefined): z.infer<typeof Expand>[] => {
-  const expand = [raw ?? []].flat().flatMap((e) => e.split(',')).filter((e) => e !== '');
-  const bad = expand.filter((e) => !(Expand.options as readonly string[]).includes(e));
-  if (bad.length > 0) throw validationFailed('Unknown expand', bad.map((e) => `query.expand: ${JSON.stringify(e)} is not one of ${Expand.options.join(', ')}`));
-  return expand as z.infer<typeof Expand>[];
-};
 
 /** Users by type and by groups. */
 function listRoutes(r: ZodRoutes, deps: AppDeps): void {
@@ -189,18 +183,20 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
         params: z.strictObject({ idOrCode: z.string().min(1).max(255) }),
         querystring: z.strictObject({
           asOf: dateTime().optional(),
-          expand: z.union([z.string().max(255), z.array(z.string().max(255)).max(10)]).optional(),
+          expand: expandQuery(),
           minPosition: position.optional(),
         }),
         response: { 200: expandedUser, ...errors(400, 404, 503) },
       },
     },
     async (request, reply) => {
-      const expand = parseExpand(request.query.expand);
+      const expand = parseExpand(request.query.expand, ['REGIONS', 'ROLES'] as const);
       const found: JsonObject = await assertReadable(deps, request, user, await users.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf }));
       const answer: JsonObject = { ...found };
-      if (expand.includes('ROLES')) answer.roles = await rolesOf(deps, found);
-      if (expand.includes('REGIONS')) answer.regions = await regionsOf(deps, request, found, request.query.minPosition);
+      // Both expansions start from the user's groups: read once.
+      const groups = expand.length > 0 ? await groupsOf(deps, found) : [];
+      if (expand.includes('ROLES')) answer.roles = await rolesOf(deps, found, groups);
+      if (expand.includes('REGIONS')) answer.regions = await regionsOf(deps, request, found, groups, request.query.minPosition);
       return reply.header('etag', `"${String((found.auditInfo as { version: number }).version)}"`).send(answer);
     },
   );

@@ -97,5 +97,3 @@ export function accessFrom(rules: readonly JsonObject[], def: ResourceDefinition
 }
 
 export const covers = (coverage: Coverage, record: JsonObject): boolean => coverage === 'all' || matchesAny(record, coverage);
-
-export const coversNothing = (coverage: Coverage): boolean => coverage !== 'all' && coverage.length === 0;

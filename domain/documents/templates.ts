@@ -158,9 +158,6 @@ function compiled(template: { key: string; version: number }, source: string, mo
   return run;
 }
 
-/** How many compiled forms are kept (for tests of the cache). */
-export const compiledTemplates = (): number => compiledCache.size;
-
 const renderFailed = (error: unknown): DomainError =>
   new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', 'The template could not be rendered with this data', [
     error instanceof Error ? error.message.split('\n')[0] ?? 'render failed' : String(error),
