@@ -21,12 +21,13 @@ module.exports = {
       name: 'domain-imports-only-domain',
       severity: 'error',
       comment:
-        'domain/ is pure TypeScript: it may import domain/, zod and the two template languages (handlebars, jsonata: ' +
-        'pure functions of text and data, no I/O), plus side-effect-free built-ins; never fastify, mongodb, kafkajs, ' +
+        'domain/ is pure TypeScript: it may import domain/, zod, the two template languages (handlebars, jsonata) and ' +
+        'the DOCX filler (docxtemplater over pizzip): pure functions of text, bytes and data, no I/O; plus side-effect-free ' +
+        'built-ins; never fastify, mongodb, kafkajs, ' +
         '@kurrent/*, other packages, or projections/api/workers/infra.',
       from: { path: '^domain/' },
       to: {
-        pathNot: ['^domain/', '(^|/)node_modules/(zod|handlebars|jsonata)/'],
+        pathNot: ['^domain/', '(^|/)node_modules/(zod|handlebars|jsonata|docxtemplater|pizzip)/'],
         dependencyTypesNot: ['core'],
       },
     },

@@ -11,7 +11,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { BlobStore, Clock, EventStore, ReadStore } from '../domain/ports.ts';
+import type { BlobStore, Clock, DocumentRenderers, EventStore, ReadStore } from '../domain/ports.ts';
 import { resourceProjection } from '../projections/resourceProjection.ts';
 import { LogProcessor } from '../workers/processor.ts';
 import { reactorHandler } from '../workers/reactor.ts';
@@ -40,6 +40,8 @@ export type ComposeOptions = {
   bodyLimit?: number;
   /** fastify's trustProxy: which X-Forwarded-For hops give the client's address. */
   trustProxy?: boolean | string;
+  /** The document renderers (closed with the service). */
+  documents?: DocumentRenderers;
   batchSize?: number;
   /** How often the scheduler looks for due work (ms); tests drive it with `scheduler.tick()`. */
   schedulerIntervalMs?: number;
@@ -70,8 +72,8 @@ export function projectionsOf(modules: readonly Module[]) {
 /** What the HTTP app takes of the options when they are given. */
 const httpOptions = (o: ComposeOptions) =>
   Object.fromEntries(
-    (['issueToken', 'logger', 'bodyLimit', 'trustProxy'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
-  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy'>;
+    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'documents'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
+  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'documents'>;
 
 export async function composeService(options: ComposeOptions): Promise<Service> {
   const { eventStore, readStore, blobStore } = options;
@@ -131,6 +133,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
       for (const w of workers) await w.stop();
       await Promise.all(reactors.map((r) => r.stop()));
       await readModels.stop();
+      await Promise.all([options.documents?.pdf?.close(), options.documents?.office?.close()]);
       await eventStore.close();
       await readStore.close();
       await blobStore.close();

@@ -67,7 +67,7 @@ export function jsonProblem(message: string): string {
   return at === undefined ? what : `${what} ${at}`;
 }
 
-function toDomainError(error: unknown): DomainError {
+export function toDomainError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
   if (error instanceof RequestValidationError) return fromValidation(error);
   const fe = error as Partial<FastifyError>;
@@ -87,7 +87,11 @@ export function errorBody(error: DomainError, traceId: string, now: Date): Error
 export function installErrorHandling(app: FastifyInstance, now: () => Date): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const domain = toDomainError(error);
-    if (domain.httpStatus >= 500) request.log.error({ err: error }, 'request failed');
+    if (domain.retryAfterSeconds !== undefined) {
+      // Overload is expected and says when to come back; it is not a failure of the service.
+      void reply.header('retry-after', String(domain.retryAfterSeconds));
+      if (domain.httpStatus >= 500) request.log.warn({ code: domain.code }, domain.message);
+    } else if (domain.httpStatus >= 500) request.log.error({ err: error }, 'request failed');
     void reply.code(domain.httpStatus).type('application/json').send(errorBody(domain, request.traceId, now()));
   });
   app.setNotFoundHandler((request, reply) => {

@@ -5,6 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { loadConfig } from '../infra/config.ts';
 import { hs256Secret } from '../infra/authSecret.ts';
 import { openStores } from '../infra/stores.ts';
+import { openDocumentRenderers } from '../infra/documentRenderers.ts';
 import { composeService } from './compose.ts';
 import { hs256Verifier, oidcVerifier, signHs256, type Caller, type TokenVerifier } from './auth.ts';
 
@@ -32,6 +33,9 @@ async function main(): Promise<void> {
   }
 
   const stores = await openStores(config);
+  // The renderers log through the app's logger, which exists once the service is composed.
+  const log: { to?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void } } = {};
+  const documents = openDocumentRenderers(config, { info: (o, m) => log.to?.info(o, m), warn: (o, m) => log.to?.warn(o, m) });
   const service = await composeService({
     eventStore: stores.eventStore,
     readStore: stores.readStore,
@@ -43,7 +47,9 @@ async function main(): Promise<void> {
     trustProxy: config.TRUST_PROXY,
     batchSize: config.PROJECTION_BATCH_SIZE,
     role: config.ROLE,
+    documents,
   });
+  log.to = service.app.log;
 
   const shutdown = async (signal: string): Promise<void> => {
     service.app.log.info({ signal }, 'shutting down');

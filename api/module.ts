@@ -5,7 +5,7 @@
 
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { BlobStore, Clock, EventStore, IdGenerator, ReadStore } from '../domain/ports.ts';
+import type { BlobStore, Clock, DocumentRenderers, EventStore, IdGenerator, ReadStore } from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import type { Projection } from '../projections/projection.ts';
 import type { Logger } from '../workers/processor.ts';
@@ -79,6 +79,8 @@ export type AppDeps = {
    * an OIDC issuer, and then there is no login route. */
   issueToken?: (caller: Caller) => Promise<string>;
   modules: readonly Module[];
+  /** Chromium for PDF, LibreOffice for office formats; a format whose renderer is absent is a 503. */
+  documents?: DocumentRenderers;
   /** False for processes whose ROLE serves no API (projector, worker): only /health and the docs. */
   serveApi?: boolean;
   logger?: FastifyServerOptions['logger'];

@@ -220,3 +220,30 @@ export type Clock = {
 }
 
 export type IdGenerator = () => string;
+
+/** Paper a PDF is printed on, in millimetres, portrait or landscape (domain/documents/documents.ts
+ * maps a template's documentSize to it). */
+export type Paper = { name: string; widthMm: number; heightMm: number; landscape: boolean };
+
+/** Prints HTML to PDF (Chromium). The HTML fetches nothing: no script runs and no request leaves
+ * the renderer except for `data:` URLs. Busy: DomainError FORMATTER.RENDERER_BUSY (503 with a
+ * retry delay); over the time limit: FORMATTER.RENDER_TIMEOUT; no browser: FORMATTER.RENDERER_UNAVAILABLE. */
+export type PdfRenderer = {
+  pdf(html: string, paper: Paper): Promise<Uint8Array>;
+  close(): Promise<void>;
+};
+
+/** The office formats a converter writes, and what it reads: HTML (a Writer document, or a Calc
+ * one from its tables) and the office files themselves. */
+export type OfficeFormat = 'docx' | 'doc' | 'odt' | 'xlsx' | 'xls' | 'ods' | 'pdf';
+export type OfficeInput = 'html-text' | 'html-table' | 'docx' | 'odt' | 'xlsx' | 'ods';
+
+/** Converts documents between office formats (LibreOffice), with the same busy, timeout and
+ * unavailable errors as PdfRenderer; the input fetches nothing. */
+export type OfficeConverter = {
+  convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat): Promise<Uint8Array>;
+  close(): Promise<void>;
+};
+
+/** The renderers documents are made with; either may be absent (that format answers 503). */
+export type DocumentRenderers = { pdf?: PdfRenderer; office?: OfficeConverter };

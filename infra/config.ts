@@ -21,6 +21,14 @@ export const ConfigSchema = z
     KAFKA_BROKERS: optionalString,
     SMTP_URL: optionalString,
     CHROME_PATH: optionalString,
+    // The document renderers: Chromium pages (and LibreOffice documents) at once, renders that may
+    // wait for one (beyond: 503 with Retry-After), the time limit of one render, renders before a
+    // renderer process is replaced by a fresh one.
+    SOFFICE_PATH: optionalString,
+    RENDER_SLOTS: z.coerce.number().int().min(1).max(32).default(2),
+    RENDER_QUEUE_LIMIT: z.coerce.number().int().min(0).max(10_000).default(32),
+    RENDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+    RENDER_RECYCLE_AFTER: z.coerce.number().int().min(1).default(500),
     ROLE: z.enum(['all', 'api', 'projector', 'worker']).default('all'),
     PROJECTION_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1000),
     BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(6 * 1024 * 1024),

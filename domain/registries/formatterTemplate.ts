@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { code, jsonMap, stringList, text, uuid } from '../shared/fields.ts';
 import { defineRegistry } from '../resource/defineResource.ts';
 import { handlebarsProblems, jsonataProblems } from '../documents/templates.ts';
+import { fileTemplateProblems } from '../documents/fileTemplates.ts';
 
 export const InputTypes = ['FILE', 'HTML', 'SCRIPT'] as const;
 export const DocumentTypes = ['PDF', 'EMAIL', 'SOURCE'] as const;
@@ -13,8 +14,9 @@ export const formatterTemplate = defineRegistry({
   description:
     'Document template rendered to HTML, PDF or office formats from a template plus data. HTML templates are handlebars (escaping HTML; helpers ' +
     'formatDate, formatNumber, eq, default, join, upper, lower; no partials, decorators or lookups); SCRIPT templates are a JSONata expression ' +
-    'evaluated over the data (never run as code) whose text result is the document source. `content` is checked when saved: a template that ' +
-    'does not compile is a 400 naming its line and column.',
+    'evaluated over the data (never run as code) whose text result is the document source; FILE templates are a DOCX or ODT file in base64 ' +
+    'whose `{{placeholders}}` are filled from the data (docxtemplater: `{{name}}`, `{{#list}}…{{/list}}` loops, `{{^x}}…{{/x}}` when empty). ' +
+    '`content` is checked when saved: a template that does not compile is a 400 naming its line and column (or, for a FILE, the placeholder).',
   fields: z.strictObject({
     code: code(),
     name: text().optional(),
@@ -30,7 +32,7 @@ export const formatterTemplate = defineRegistry({
     (f) => {
       if (typeof f.content !== 'string') return [];
       if (f.inputType === 'HTML') return handlebarsProblems(f.content);
-      return f.inputType === 'SCRIPT' ? jsonataProblems(f.content) : [];
+      return f.inputType === 'SCRIPT' ? jsonataProblems(f.content) : fileTemplateProblems(f.content);
     },
   ],
 });

@@ -25,13 +25,16 @@ export class DomainError extends Error {
   readonly code: string;
   readonly status: StatusName;
   readonly errors: readonly string[];
+  /** When to try again (the Retry-After header): for a 503 of a busy renderer, a 429. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: string, status: StatusName, message: string, errors: readonly string[] = []) {
+  constructor(code: string, status: StatusName, message: string, errors: readonly string[] = [], options: { retryAfterSeconds?: number } = {}) {
     super(message);
     this.name = 'DomainError';
     this.code = code;
     this.status = status;
     this.errors = errors;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   get httpStatus(): number {

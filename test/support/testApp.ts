@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { hs256Verifier, signHs256, type Caller } from '../../api/auth.ts';
-import type { BlobStore, Clock, EventStore, ReadStore } from '../../domain/ports.ts';
+import type { BlobStore, Clock, DocumentRenderers, EventStore, ReadStore } from '../../domain/ports.ts';
+import { openDocumentRenderers } from '../../infra/documentRenderers.ts';
 import { composeService, type Role, type Service } from '../../api/compose.ts';
 import { BLOBS_FILE, openEmbeddedStores } from '../../infra/embedded.ts';
 import { openSqliteBlobStore } from '../../infra/sqlite/blobStore.ts';
@@ -18,6 +19,8 @@ export type TestResponse = {
   statusCode: number;
   headers: Record<string, string | string[] | number | undefined>;
   body: string;
+  /** The body's bytes (documents). */
+  rawPayload: Buffer;
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- same signature as inject's json<T>()
   json: <T = unknown>() => T;
 };
@@ -63,6 +66,8 @@ export async function startTestApp(
     logger?: FastifyServerOptions['logger'];
     /** False: tokens come from an OIDC issuer, so there is no login route. */
     login?: boolean;
+    /** The document renderers (default: the ones `npm start` would use, started on first use). */
+    documents?: DocumentRenderers;
   } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
@@ -77,6 +82,7 @@ export async function startTestApp(
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.role === undefined ? {} : { role: options.role }),
+    documents: options.documents ?? openDocumentRenderers(),
   });
   await service.startProjectors();
   const { app } = service;
@@ -95,11 +101,13 @@ export async function startTestApp(
     if (body !== undefined && !Object.keys(allHeaders).some((h) => h.toLowerCase() === 'content-type')) allHeaders['content-type'] = 'application/json';
     if (baseUrl === undefined) return app.inject({ method, url, headers: allHeaders, ...(body === undefined ? {} : { payload: body }) });
     const res = await fetch(baseUrl + url, { method, headers: allHeaders, ...(body === undefined ? {} : { body }) });
-    const text = await res.text();
+    const rawPayload = Buffer.from(await res.arrayBuffer());
+    const text = rawPayload.toString('utf8');
     return {
       statusCode: res.status,
       headers: Object.fromEntries(res.headers.entries()),
       body: text,
+      rawPayload,
       // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- same signature as inject's json<T>()
       json: <T,>() => JSON.parse(text) as T,
     };

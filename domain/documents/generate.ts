@@ -1,0 +1,96 @@
+// A document from a formatter template version and data, in a format: the template's text (HTML
+// through handlebars, SCRIPT through JSONata) printed to PDF by Chromium or converted by the office
+// converter, or a FILE template's office file filled and converted. The same template version and
+// data give the same bytes.
+
+import type { DocumentRenderers, OfficeInput } from '../ports.ts';
+import { DomainError } from '../shared/errors.ts';
+import type { JsonObject } from '../shared/json.ts';
+import { CONTENT_TYPES, type DocumentFormat, fileNameOf, paperOf, rendererUnavailable, reproduciblePdf, SPREADSHEETS } from './documents.ts';
+import { fillDocx, fromBase64, officeKindOf } from './fileTemplates.ts';
+import { renderHandlebars, renderJsonata } from './templates.ts';
+
+export type TemplateVersion = JsonObject & {
+  id: string;
+  code: string;
+  inputType: string;
+  auditInfo: { version: number; whenInserted?: string; whenUpdated?: string };
+};
+
+export type GeneratedDocument = { bytes: Uint8Array; contentType: string; fileName: string };
+
+const OFFICE_HINT =
+  "install LibreOffice (Debian: apt-get install libreoffice-writer-nogui libreoffice-calc-nogui python3-uno) or set SOFFICE_PATH; the service finds it at start";
+const PDF_HINT = 'no Chromium was configured for this process';
+
+/** When the template version was written: the date a PDF or office file is stamped with. */
+const versionDate = (t: TemplateVersion): Date => new Date(t.auditInfo.whenUpdated ?? t.auditInfo.whenInserted ?? 0);
+
+/** The text a stored HTML or SCRIPT template gives for some data (HTML-escaped unless SOURCE). */
+export async function templateText(template: TemplateVersion, data: unknown): Promise<string> {
+  const content = typeof template.content === 'string' ? template.content : '';
+  switch (template.inputType) {
+    case 'HTML':
+      return renderHandlebars({ key: template.id, version: template.auditInfo.version }, content, data, template.documentType === 'SOURCE' ? 'text' : 'html');
+    case 'SCRIPT':
+      return renderJsonata(content, data);
+    default:
+      throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', `A ${template.inputType} template is not text: generate a document from it instead`, [
+        'inputType: FILE templates are office files filled with the data (POST /api/v1/formatter/documents/{code})',
+      ]);
+  }
+}
+
+export async function generateDocument(template: TemplateVersion, data: unknown, format: DocumentFormat, renderers: DocumentRenderers): Promise<GeneratedDocument> {
+  const bytes = template.inputType === 'FILE' ? await fromFile(template, data, format, renderers) : await fromText(template, data, format, renderers);
+  return { bytes, contentType: CONTENT_TYPES[format], fileName: fileNameOf(template.code, format) };
+}
+
+/** The largest document source a template may make from its data (characters). */
+export const MAX_DOCUMENT_CHARS = 16 * 1024 * 1024;
+
+async function fromText(template: TemplateVersion, data: unknown, format: DocumentFormat, renderers: DocumentRenderers): Promise<Uint8Array> {
+  const text = await templateText(template, data);
+  if (text.length > MAX_DOCUMENT_CHARS) {
+    throw new DomainError('FORMATTER.DOCUMENT_TOO_LARGE', 'PAYLOAD_TOO_LARGE', `The template made a document of ${String(text.length)} characters from this data; at most ${String(MAX_DOCUMENT_CHARS)}`);
+  }
+  if (format === 'html') return new TextEncoder().encode(text);
+  if (format === 'pdf') {
+    if (renderers.pdf === undefined) throw rendererUnavailable('PDF', PDF_HINT);
+    return reproduciblePdf(await renderers.pdf.pdf(text, paperOf(template.documentSize)), versionDate(template));
+  }
+  const from: OfficeInput = SPREADSHEETS.has(format) ? 'html-table' : 'html-text';
+  return office(renderers).convert(new TextEncoder().encode(text), from, format);
+}
+
+const office = (renderers: DocumentRenderers) => {
+  if (renderers.office === undefined) throw rendererUnavailable('office', OFFICE_HINT);
+  return renderers.office;
+};
+
+async function fromFile(template: TemplateVersion, data: unknown, format: DocumentFormat, renderers: DocumentRenderers): Promise<Uint8Array> {
+  const bytes = typeof template.content === 'string' ? fromBase64(template.content) : undefined;
+  const kind = bytes === undefined ? undefined : officeKindOf(bytes);
+  if (bytes === undefined || kind === undefined) {
+    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'This FILE template holds no office file', ['content: a DOCX, XLSX, ODT or ODS file in base64']);
+  }
+  if (format === 'html') {
+    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', 'A FILE template makes office documents and PDF, not HTML', [
+      'format: one of pdf, docx, doc, odt (and xlsx, xls, ods for spreadsheets)',
+    ]);
+  }
+  if (kind === 'xlsx' || kind === 'ods') {
+    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', 'Spreadsheet FILE templates are not filled yet: use an HTML template with a table', [
+      'content: a DOCX or ODT file',
+    ]);
+  }
+  if (SPREADSHEETS.has(format)) {
+    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes text documents`, ['format: one of pdf, docx, doc, odt']);
+  }
+  // docxtemplater fills DOCX; an ODT goes through DOCX and back.
+  const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx');
+  const filled = fillDocx(docx, data, versionDate(template));
+  if (format === 'docx') return filled;
+  const converted = await office(renderers).convert(filled, 'docx', format);
+  return format === 'pdf' ? reproduciblePdf(converted, versionDate(template)) : converted;
+}

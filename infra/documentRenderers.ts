@@ -1,0 +1,21 @@
+// The document renderers a process uses, from its configuration: Chromium for PDF (always: it is
+// found or unpacked on the first PDF), LibreOffice for office formats when it is installed.
+
+import type { DocumentRenderers } from '../domain/ports.ts';
+import { ChromiumPdfRenderer } from './chromium/pdfRenderer.ts';
+import type { Config } from './config.ts';
+
+type RendererLogger = { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
+
+export type RendererSettings = Partial<Pick<Config, 'CHROME_PATH' | 'SOFFICE_PATH' | 'RENDER_SLOTS' | 'RENDER_QUEUE_LIMIT' | 'RENDER_TIMEOUT_MS' | 'RENDER_RECYCLE_AFTER'>>;
+
+export function openDocumentRenderers(settings: RendererSettings = {}, logger?: RendererLogger): DocumentRenderers {
+  const discipline = {
+    ...(settings.RENDER_SLOTS === undefined ? {} : { pages: settings.RENDER_SLOTS }),
+    ...(settings.RENDER_QUEUE_LIMIT === undefined ? {} : { queueLimit: settings.RENDER_QUEUE_LIMIT }),
+    ...(settings.RENDER_TIMEOUT_MS === undefined ? {} : { timeoutMs: settings.RENDER_TIMEOUT_MS }),
+    ...(settings.RENDER_RECYCLE_AFTER === undefined ? {} : { recycleAfter: settings.RENDER_RECYCLE_AFTER }),
+    ...(logger === undefined ? {} : { logger }),
+  };
+  return { pdf: new ChromiumPdfRenderer({ executablePath: settings.CHROME_PATH, ...discipline }) };
+}
