@@ -239,9 +239,10 @@ export type OfficeFormat = 'docx' | 'doc' | 'odt' | 'xlsx' | 'xls' | 'ods' | 'pd
 export type OfficeInput = 'html-text' | 'html-table' | 'docx' | 'odt' | 'xlsx' | 'ods';
 
 /** Converts documents between office formats (LibreOffice), with the same busy, timeout and
- * unavailable errors as PdfRenderer; the input fetches nothing. */
+ * unavailable errors as PdfRenderer; the input fetches nothing. `date` becomes the document's
+ * creation and modification date (the template version's), so that it does not vary by run. */
 export type OfficeConverter = {
-  convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat): Promise<Uint8Array>;
+  convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, date?: Date): Promise<Uint8Array>;
   close(): Promise<void>;
 };
 

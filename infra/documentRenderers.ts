@@ -4,6 +4,7 @@
 import type { DocumentRenderers } from '../domain/ports.ts';
 import { ChromiumPdfRenderer } from './chromium/pdfRenderer.ts';
 import type { Config } from './config.ts';
+import { findLibreOffice, LibreOfficeConverter } from './libreoffice/officeConverter.ts';
 
 type RendererLogger = { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
 
@@ -17,5 +18,10 @@ export function openDocumentRenderers(settings: RendererSettings = {}, logger?: 
     ...(settings.RENDER_RECYCLE_AFTER === undefined ? {} : { recycleAfter: settings.RENDER_RECYCLE_AFTER }),
     ...(logger === undefined ? {} : { logger }),
   };
-  return { pdf: new ChromiumPdfRenderer({ executablePath: settings.CHROME_PATH, ...discipline }) };
+  const { pages: _slots, ...officeDiscipline } = discipline;
+  return {
+    pdf: new ChromiumPdfRenderer({ executablePath: settings.CHROME_PATH, ...discipline }),
+    // LibreOffice when it is installed; without it the office formats answer 503 saying how to install it.
+    ...(findLibreOffice(settings.SOFFICE_PATH) === undefined ? {} : { office: new LibreOfficeConverter({ sofficePath: settings.SOFFICE_PATH, ...officeDiscipline }) }),
+  };
 }

@@ -78,7 +78,19 @@ export function fillDocx(bytes: Uint8Array, data: unknown, date: Date): Uint8Arr
   } catch (error) {
     throw new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', 'The template could not be filled with this data', explanationsOf(error));
   }
-  const zip = doc.getZip();
-  for (const file of Object.values(zip.files)) file.date = date;
+  return datedZip(doc.getZip(), date);
+}
+
+/** An office file (a zip) with every part dated `date`: the same content then gives the same
+ * bytes. An ODF's `mimetype` stays first and uncompressed, as the format requires. */
+export function redateZip(bytes: Uint8Array, date: Date): Uint8Array {
+  return datedZip(new PizZip(bytes), date);
+}
+
+function datedZip(zip: PizZip, date: Date): Uint8Array {
+  for (const file of Object.values(zip.files)) {
+    file.date = date;
+    if (file.name === 'mimetype') file.options.compression = 'STORE';
+  }
   return zip.generate({ type: 'uint8array', compression: 'DEFLATE' });
 }

@@ -60,7 +60,7 @@ async function fromText(template: TemplateVersion, data: unknown, format: Docume
     return reproduciblePdf(await renderers.pdf.pdf(text, paperOf(template.documentSize)), versionDate(template));
   }
   const from: OfficeInput = SPREADSHEETS.has(format) ? 'html-table' : 'html-text';
-  return office(renderers).convert(new TextEncoder().encode(text), from, format);
+  return office(renderers).convert(new TextEncoder().encode(text), from, format, versionDate(template));
 }
 
 const office = (renderers: DocumentRenderers) => {
@@ -88,9 +88,10 @@ async function fromFile(template: TemplateVersion, data: unknown, format: Docume
     throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes text documents`, ['format: one of pdf, docx, doc, odt']);
   }
   // docxtemplater fills DOCX; an ODT goes through DOCX and back.
-  const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx');
-  const filled = fillDocx(docx, data, versionDate(template));
+  const date = versionDate(template);
+  const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx', date);
+  const filled = fillDocx(docx, data, date);
   if (format === 'docx') return filled;
-  const converted = await office(renderers).convert(filled, 'docx', format);
-  return format === 'pdf' ? reproduciblePdf(converted, versionDate(template)) : converted;
+  const converted = await office(renderers).convert(filled, 'docx', format, date);
+  return format === 'pdf' ? reproduciblePdf(converted, date) : converted;
 }

@@ -1,0 +1,89 @@
+"""The UNO side of infra/libreoffice/officeConverter.ts: connects to the soffice process the
+converter started and converts one document per request line on stdin, answering one line on
+stdout. Runs in Debian's own python3, where the `uno` module of python3-uno loads.
+
+request:  {"id": 1, "input": "/tmp/x/in-1.html", "filter_in": "HTML (StarWriter)",
+           "output": "/tmp/x/out-1.docx", "filter_out": "MS Word 2007 XML", "date": "2026-11-23T10:00:00Z"}
+answer:   {"id": 1, "ok": true}  or  {"id": 1, "error": "why"}
+"""
+
+import json
+import sys
+import time
+
+import uno
+from com.sun.star.beans import PropertyValue
+from com.sun.star.util import DateTime
+
+
+def prop(name, value):
+    p = PropertyValue()
+    p.Name = name
+    p.Value = value
+    return p
+
+
+def connect(pipe, deadline):
+    local = uno.getComponentContext()
+    resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
+    while True:
+        try:
+            return resolver.resolve("uno:pipe,name=%s;urp;StarOffice.ComponentContext" % pipe)
+        except Exception:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def uno_date(text):
+    d = DateTime()
+    d.Year, d.Month, d.Day = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    d.Hours, d.Minutes, d.Seconds = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    d.IsUTC = True
+    return d
+
+
+def convert(desktop, request):
+    load = [prop("Hidden", True), prop("ReadOnly", True), prop("UpdateDocMode", 0), prop("MacroExecutionMode", 0)]
+    if request.get("filter_in"):
+        load.append(prop("FilterName", request["filter_in"]))
+    doc = desktop.loadComponentFromURL(uno.systemPathToFileUrl(request["input"]), "_blank", 0, tuple(load))
+    if doc is None:
+        raise RuntimeError("LibreOffice could not open the document")
+    try:
+        if request.get("date"):
+            # The document's own dates are the template version's, so the same version and data
+            # make the same document.
+            props = doc.DocumentProperties
+            stamp = uno_date(request["date"])
+            props.CreationDate = stamp
+            props.ModificationDate = stamp
+            props.PrintDate = stamp
+            props.Generator = "LibreOffice"
+            props.EditingCycles = 1
+            props.EditingDuration = 0
+        store = [prop("FilterName", request["filter_out"]), prop("Overwrite", True)]
+        doc.storeToURL(uno.systemPathToFileUrl(request["output"]), tuple(store))
+    finally:
+        doc.close(True)
+
+
+def main():
+    pipe = sys.argv[1]
+    context = connect(pipe, time.time() + 60)
+    desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            convert(desktop, request)
+            answer = {"id": request["id"], "ok": True}
+        except Exception as e:  # every failure is an answer; the converter decides what it means
+            answer = {"id": request["id"], "error": str(e).splitlines()[0] if str(e) else type(e).__name__}
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()

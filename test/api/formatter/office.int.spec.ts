@@ -1,0 +1,190 @@
+// Office documents over HTTP with a real LibreOffice (driven over UNO): HTML templates to docx, doc
+// and odt, an HTML table to xlsx, xls and ods, FILE templates (a DOCX, an ODT) filled and converted;
+// their text read back from the files; the same bytes twice; nothing fetched (a canary server on a
+// local port). Skipped, saying so, where LibreOffice is not installed (CI installs it).
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findLibreOffice } from '../../../infra/libreoffice/officeConverter.ts';
+import { docxOf, isOle, isZip, para, partText } from '../../support/office.ts';
+import { readPdf } from '../../support/pdf.ts';
+import { startTestApp, type TestApp } from '../../support/testApp.ts';
+
+const office = findLibreOffice(process.env.SOFFICE_PATH);
+if (office === undefined) process.stderr.write('[office] skipping the office-format tests: LibreOffice (soffice with python3-uno) not found. Debian: apt-get install libreoffice-writer-nogui libreoffice-calc-nogui python3-uno\n');
+
+let t: TestApp;
+let canary: Server;
+let canaryUrl: string;
+const seen: string[] = [];
+let connections = 0;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  canary = createServer((req, res) => {
+    seen.push(req.url ?? '');
+    res.end('x');
+  });
+  canary.on('connection', () => (connections += 1));
+  await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', resolve));
+  canaryUrl = `http://127.0.0.1:${String((canary.address() as AddressInfo).port)}`;
+});
+afterAll(async () => {
+  await t.close();
+  await new Promise((resolve) => canary.close(resolve));
+});
+
+type ErrorBody = { code: string; message: string; errors: string[] };
+const save = async (payload: Record<string, unknown>) => {
+  const res = await t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload });
+  expect(res.statusCode, res.body).toBe(201);
+};
+const generate = async (code: string, data: unknown, format: string) => {
+  const res = await t.call({ method: 'POST', url: `/api/v1/formatter/documents/${code}?format=${format}`, payload: data, as: 'viewer' });
+  expect(res.statusCode, res.body).toBe(200);
+  return res;
+};
+const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+
+const LETTER = '<html><body><h1>Dear {{name}}</h1><p>Your line {{line}} is active since {{since}}.</p></body></html>';
+const TABLE = '<table><tr><th>Service</th><th>Price</th></tr>{{#each rows}}<tr><td>{{service}}</td><td>{{price}}</td></tr>{{/each}}</table>';
+const letterData = { name: 'Grace Hopper', line: '+420 123 456 789', since: '2026-11-01' };
+const tableData = { rows: [{ service: 'Fibre', price: 49.9 }, { service: 'Static IP', price: 5 }] };
+
+describe.skipIf(office === undefined)('office documents from HTML templates', () => {
+  it('docx, doc and odt hold the rendered text, with their content types', async () => {
+    await save({ code: 'LETTER', inputType: 'HTML', content: LETTER });
+    const docx = await generate('LETTER', letterData, 'docx');
+    expect(docx.headers['content-type']).toBe('application/vnd.openxmlformats-officedocument.wordprocessingml.document');
+    expect(docx.headers['content-disposition']).toBe('attachment; filename="LETTER.docx"');
+    expect(partText(docx.rawPayload, 'word/document.xml')).toContain('Dear Grace Hopper');
+    expect(partText(docx.rawPayload, 'word/document.xml')).toContain('Your line +420 123 456 789 is active since 2026-11-01.');
+    const odt = await generate('LETTER', letterData, 'odt');
+    expect(odt.headers['content-type']).toBe('application/vnd.oasis.opendocument.text');
+    expect(partText(odt.rawPayload, 'content.xml')).toContain('Dear Grace Hopper');
+    const doc = await generate('LETTER', letterData, 'doc');
+    expect(doc.headers['content-type']).toBe('application/msword');
+    expect(isOle(doc.rawPayload)).toBe(true);
+    expect(doc.rawPayload.toString('utf16le')).toContain('Grace Hopper');
+  });
+
+  it('xlsx, xls and ods hold the cells of the HTML\'s table', async () => {
+    await save({ code: 'PRICES', inputType: 'HTML', content: TABLE });
+    const xlsx = await generate('PRICES', tableData, 'xlsx');
+    expect(xlsx.headers['content-type']).toBe('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
+    const strings = partText(xlsx.rawPayload, 'xl/sharedStrings.xml');
+    for (const cell of ['Service', 'Price', 'Fibre', 'Static IP']) expect(strings).toContain(cell);
+    expect(partText(xlsx.rawPayload, 'xl/worksheets/sheet1.xml')).toMatch(/49\.9/);
+    const ods = await generate('PRICES', tableData, 'ods');
+    expect(partText(ods.rawPayload, 'content.xml')).toContain('Static IP');
+    const xls = await generate('PRICES', tableData, 'xls');
+    expect(isOle(xls.rawPayload)).toBe(true);
+  });
+
+  it('gives the same bytes for the same template version and data', async () => {
+    for (const [code, data, format] of [['LETTER', letterData, 'docx'], ['PRICES', tableData, 'xlsx'], ['LETTER', letterData, 'doc']] as const) {
+      const first = await generate(code, data, format);
+      await new Promise((resolve) => setTimeout(resolve, 1100)); // a new second on every clock it could read
+      const again = await generate(code, data, format);
+      expect(again.rawPayload.equals(first.rawPayload), `${code} ${format}`).toBe(true);
+    }
+  });
+});
+
+describe.skipIf(office === undefined)('FILE templates', () => {
+  const template = docxOf(para('Contract for {{name}}') + para('{{#lines}}Line {{number}}: {{plan}}; {{/lines}}') + para('{{^discount}}No discount.{{/discount}}'));
+
+  it('fill a DOCX\'s placeholders from the data, and convert it to pdf and odt', async () => {
+    await save({ code: 'CONTRACT', inputType: 'FILE', content: base64(template) });
+    const data = { name: 'Ada <Lovelace>', lines: [{ number: 1, plan: 'Fibre' }, { number: 2, plan: 'Mobile' }] };
+    const docx = await generate('CONTRACT', data, 'docx');
+    expect(isZip(docx.rawPayload)).toBe(true);
+    const text = partText(docx.rawPayload, 'word/document.xml');
+    expect(text).toContain('Contract for Ada <Lovelace>');
+    expect(text).toContain('Line 1: Fibre; Line 2: Mobile;');
+    expect(text).toContain('No discount.');
+    const pdf = await generate('CONTRACT', data, 'pdf');
+    expect((await readPdf(pdf.rawPayload)).text).toContain('Contract for Ada <Lovelace>');
+    const odt = await generate('CONTRACT', data, 'odt');
+    expect(partText(odt.rawPayload, 'content.xml')).toContain('Line 2: Mobile');
+    const again = await generate('CONTRACT', data, 'docx');
+    expect(again.rawPayload.equals(docx.rawPayload)).toBe(true);
+  });
+
+  it('fill an ODT template through DOCX', async () => {
+    // An ODT made by LibreOffice itself from an HTML template.
+    await save({ code: 'ODT_SOURCE', inputType: 'HTML', documentType: 'SOURCE', content: '<p>Welcome {{{raw}}}</p>' });
+    const odt = await generate('ODT_SOURCE', { raw: '{{customer}}' }, 'odt');
+    await save({ code: 'WELCOME_ODT', inputType: 'FILE', content: base64(odt.rawPayload) });
+    const docx = await generate('WELCOME_ODT', { customer: 'Katherine Johnson' }, 'docx');
+    expect(partText(docx.rawPayload, 'word/document.xml')).toContain('Welcome Katherine Johnson');
+    const back = await generate('WELCOME_ODT', { customer: 'Katherine Johnson' }, 'odt');
+    expect(partText(back.rawPayload, 'content.xml')).toContain('Welcome Katherine Johnson');
+  });
+
+  it('are refused when saved unless they are a DOCX or ODT with placeholders that parse', async () => {
+    const refuse = async (content: string, pattern: RegExp) => {
+      const res = await t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload: { code: 'BAD_FILE', inputType: 'FILE', content } });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json<ErrorBody>().errors.join('\n')).toMatch(pattern);
+    };
+    await refuse('not base64!', /^content: a FILE template's content is an office file in base64/);
+    await refuse(base64(new TextEncoder().encode('plain text')), /^content: not a DOCX or ODT file/);
+    await refuse(base64(docxOf(para('Hello {{name'))), /^content: The tag beginning with "\{\{name" is unclosed/);
+    await refuse(base64(docxOf(para('{{#open}} never closed'))), /^content: .*open/i);
+  });
+
+  it('make no HTML, and no spreadsheet from a text document', async () => {
+    const html = await t.call({ method: 'POST', url: '/api/v1/formatter/documents/CONTRACT?format=html', payload: {} });
+    expect(html.statusCode).toBe(422);
+    expect(html.json<ErrorBody>().code).toBe('FORMATTER.FORMAT_NOT_AVAILABLE');
+    const xlsx = await t.call({ method: 'POST', url: '/api/v1/formatter/documents/CONTRACT?format=xlsx', payload: {} });
+    expect(xlsx.statusCode).toBe(422);
+  });
+});
+
+describe.skipIf(office === undefined)('LibreOffice fetches nothing', () => {
+  it('from HTML templates (docx, odt, xlsx) or from a DOCX with linked images and fields (pdf, odt)', async () => {
+    const u = canaryUrl;
+    const payloads = [
+      `<img src="${u}/img.png"><img src="file:///etc/hostname">`,
+      `<link rel="stylesheet" href="${u}/link.css">`,
+      `<iframe src="${u}/iframe"></iframe><iframe src="file:///etc/passwd"></iframe>`,
+      `<style>@import url("${u}/import.css"); body { background: url(${u}/bg.png) }</style>`,
+      `<p style="background-image: url('${u}/inline.png')">styled</p>`,
+      `<meta http-equiv="refresh" content="0; url=${u}/refresh">`,
+      `<svg xmlns="http://www.w3.org/2000/svg"><image href="${u}/svg.png" width="10" height="10"/></svg>`,
+      `<object data="${u}/object"></object><embed src="${u}/embed"><base href="${u}/base/"><img src="relative.png">`,
+      `<table background="${u}/table.png"><tr><td background="${u}/cell.png">cell {{x}}</td></tr></table>`,
+    ].join('\n');
+    await save({ code: 'SSRF_OFFICE', inputType: 'HTML', content: `<html><head>${payloads}</head><body><p>canary {{x}}</p>${payloads}</body></html>` });
+    for (const format of ['docx', 'odt', 'xlsx']) await generate('SSRF_OFFICE', { x: 1 }, format);
+
+    const image = (id: string) =>
+      '<w:p><w:r><w:drawing><wp:inline><wp:extent cx="952500" cy="952500"/><wp:docPr id="1" name="p"/>' +
+      '<a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture">' +
+      '<pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:nvPicPr><pic:cNvPr id="1" name="p"/><pic:cNvPicPr/></pic:nvPicPr>' +
+      `<pic:blipFill><a:blip r:link="${id}"/></pic:blipFill><pic:spPr><a:xfrm><a:off x="0" y="0"/><a:ext cx="952500" cy="952500"/></a:xfrm><a:prstGeom prst="rect"/></pic:spPr></pic:pic>` +
+      '</a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>';
+    const field = (instruction: string) =>
+      `<w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> ${instruction} </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>field</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>`;
+    const linked = docxOf(
+      para('canary {{x}}') + image('rIdWeb') + image('rIdFile') + field(`INCLUDEPICTURE "${u}/field.png" \\d`) + field(`INCLUDETEXT "${u}/text.docx"`) + field('INCLUDETEXT "file:///etc/passwd"'),
+      `<Relationship Id="rIdWeb" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="${u}/linked.png" TargetMode="External"/>` +
+        '<Relationship Id="rIdFile" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="file:///usr/share/pixmaps/debian-logo.png" TargetMode="External"/>',
+    );
+    await save({ code: 'SSRF_FILE', inputType: 'FILE', content: base64(linked) });
+    for (const format of ['pdf', 'odt', 'doc']) {
+      const res = await generate('SSRF_FILE', { x: 1 }, format);
+      if (format === 'pdf') {
+        const text = (await readPdf(res.rawPayload)).text;
+        expect(text).toContain('canary 1');
+        expect(text).not.toContain('root:');
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(seen).toEqual([]);
+    expect(connections).toBe(0);
+  });
+});
