@@ -44,6 +44,8 @@
 //      create the service is slow to take waits in the client's queue, and the achieved rate,
 //      printed with the figure, shows it (reached when at least 97% of the target). Goal: p99 under
 //      20 ms at 2,000/s (under 50 ms up to 5,000/s), met only where the rate was reached.
+//   7. PDF (bench/pdf.ts): p50 and p99 of a 2-page template rendered over HTTP on a warm pool
+//      against raw puppeteer on one reused page (G), and the pool's throughput with 2 pages against 1.
 //
 // Every server runs in its own child process (bench/server.ts, bench/emmett/server.ts) so autocannon,
 // in this process, does not compete with it for a core. Each figure's time is split into rounds, each round running the
@@ -55,7 +57,8 @@
 // --connections N (default 50), --append-duration S (per append side, default 5),
 // --no-peer (skip 4 and 5, and Emmett's install), --lag-duration S (default 60),
 // --lag-rate N (creates per second, default 2000), --lag-sample N (probe one create in N, default 10),
-// --profile DIR (run the service of 1 and 2 under --cpu-prof, profiles written to DIR on exit).
+// --pdf-renders N (per side per round, default 50), --pdf-seconds S (throughput per side per round,
+// default 3), --profile DIR (run the service of 1 and 2 under --cpu-prof, profiles written to DIR on exit).
 
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -71,6 +74,7 @@ import type { NewEvent } from '../domain/ports.ts';
 import { SqliteEventStore } from '../infra/sqlite/eventStore.ts';
 import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
 import { ensurePeerInstalled, type PeerInstall } from './emmett/install.ts';
+import { pdfFigure, pdfRows, type PdfFigure } from './pdf.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -83,6 +87,8 @@ const { values: flags } = parseArgs({
     'lag-duration': { type: 'string', default: '60' },
     'lag-rate': { type: 'string', default: '2000' },
     'lag-sample': { type: 'string', default: '10' },
+    'pdf-renders': { type: 'string', default: '50' },
+    'pdf-seconds': { type: 'string', default: '3' },
     profile: { type: 'string' },
   },
   allowNegative: true,
@@ -104,6 +110,8 @@ const LAG_SAMPLE = Math.max(1, Math.round(positive('lag-sample', flags['lag-samp
 const RATE_REACHED = 0.97;
 /** DESIGN.md's bound on the lag's p99: 20 ms up to 2,000 creates/s, 50 ms up to 5,000/s. */
 const LAG_GOAL_MS = LAG_RATE <= 2000 ? 20 : LAG_RATE <= 5000 ? 50 : undefined;
+const PDF_RENDERS = Math.round(positive('pdf-renders', flags['pdf-renders']));
+const PDF_SECONDS = positive('pdf-seconds', flags['pdf-seconds']);
 const BATCH = 100;
 const CONCURRENT_APPENDERS = 4;
 const RESOURCE = '/api/v1/user-group-types';
@@ -623,7 +631,7 @@ function lagRow(l: LagFigure): Row {
   ];
 }
 
-function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure): string {
+function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure): string {
   const { create, get } = h;
   const rows: Row[] = [
     [`HTTP create, ${String(CONNECTIONS)} conn`, `${fmt(create.base.rate)}/s (A)`, `${fmt(create.measured.rate)}/s`, x(create.ratio), '≥ 1.3x', create.ratio >= 1.3],
@@ -634,6 +642,7 @@ function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure): 
     [`append ${String(BATCH)} events, ${String(CONCURRENT_APPENDERS)} callers`, `${fmt(s.c)} ev/s (C)`, `${fmt(s.concurrent)} ev/s`, pct(s.concurrentRatio), '≥ 60%', s.concurrentRatio >= 0.6],
     ...peerRows(p),
     lagRow(l),
+    ...pdfRows(pdf),
   ];
   const lines = rows.map(([f, b, m, r, g, ok]) => `| ${f} | ${b} | ${m} | ${r} | ${g} | ${ok ? 'yes' : 'NO'} |`);
   return ['| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...lines].join('\n');
@@ -665,7 +674,10 @@ async function main(): Promise<void> {
   const s = await appendFigures();
   console.log('');
   const l = await lagFigure();
-  console.log(`\n${table(h, s, p, l)}\n`);
+  console.log('');
+  console.log(`PDF: a 2-page template, ${String(ROUNDS)} rounds of ${String(PDF_RENDERS)} renders per side, throughput ${String(PDF_SECONDS)} s per side`);
+  const pdf = await pdfFigure({ rounds: ROUNDS, renders: PDF_RENDERS, seconds: PDF_SECONDS });
+  console.log(`\n${table(h, s, p, l, pdf)}\n`);
   if ('skipped' in p) console.log(`(peer figures not measured: ${p.skipped})`);
   else if (install?.ok === true && install.installSeconds !== undefined) console.log(`(Emmett was installed first, in ${install.installSeconds.toFixed(0)} s, not counted below)`);
   const failed = failures(h.create, h.get, ...('skipped' in p ? [] : [p.create, p.get])) + l.failed;
