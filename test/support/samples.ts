@@ -61,8 +61,13 @@ export function sampleBody(def: ResourceDefinition, code: string, refs?: SampleR
     ...('code' in shape ? { code } : {}),
     ...('name' in shape ? { name: `Name of ${code}` } : {}),
     ...referenced(def, refs),
+    ...(SETTLED[def.path] ?? {}),
   };
 }
+
+/** Fields whose first value would make other sample values invalid: a FILE template's content must
+ * be an office file, so samples are HTML templates (whose text any string is). */
+const SETTLED: Readonly<Record<string, Record<string, unknown>>> = { 'formatter-templates': { inputType: 'HTML' } };
 
 /** The records samples of every resource name: a user type for each kind of user, a group type,
  * a group and a job. */

@@ -3,7 +3,10 @@
 // template cannot reach (prototypes, partials, lookups, code).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { docxOf, para } from '../../support/office.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
+
+const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 
 let t: TestApp;
 beforeAll(async () => {
@@ -96,7 +99,7 @@ describe('render a stored template', () => {
     expect(loop.statusCode).toBe(422);
     await template({ code: 'CODE', inputType: 'SCRIPT', content: '$eval("process.exit(1)")' });
     expect((await t.call({ method: 'POST', url: '/api/v1/formatter/templates/CODE/render', payload: {} })).statusCode).toBe(422);
-    await template({ code: 'FILETPL', inputType: 'FILE', content: 'UEsDBA==' });
+    await template({ code: 'FILETPL', inputType: 'FILE', content: base64(docxOf(para('Hello {{name}}'))) });
     expect((await t.call({ method: 'POST', url: '/api/v1/formatter/templates/FILETPL/render', payload: {} })).statusCode).toBe(422);
   });
 });
