@@ -22,12 +22,12 @@ module.exports = {
       severity: 'error',
       comment:
         'domain/ is pure TypeScript: it may import domain/, zod, the two template languages (handlebars, jsonata) and ' +
-        'the DOCX filler (docxtemplater over pizzip): pure functions of text, bytes and data, no I/O; plus side-effect-free ' +
+        'the office-file fillers (docxtemplater over pizzip, ExcelJS on bytes): pure functions of text, bytes and data, no I/O; plus side-effect-free ' +
         'built-ins; never fastify, mongodb, kafkajs, ' +
         '@kurrent/*, other packages, or projections/api/workers/infra.',
       from: { path: '^domain/' },
       to: {
-        pathNot: ['^domain/', '(^|/)node_modules/(zod|handlebars|jsonata|docxtemplater|pizzip)/'],
+        pathNot: ['^domain/', '(^|/)node_modules/(zod|handlebars|jsonata|docxtemplater|pizzip|exceljs)/'],
         dependencyTypesNot: ['core'],
       },
     },

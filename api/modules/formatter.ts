@@ -125,8 +125,9 @@ function documentRoute(r: ZodRoutes, deps: AppDeps): void {
         description:
           'HTML and SCRIPT templates render their text (see the render route), which is the document for `html`, printed by Chromium for `pdf` ' +
           '(paper from documentSize: A4, LETTER, B5 = ISO B5 176 × 250 mm, PORTRAIT/LANDSCAPE = A4 in that orientation, AUTO = A4), and converted by ' +
-          'LibreOffice for `docx`, `doc`, `odt` and, from the HTML\'s tables, `xlsx`, `xls`, `ods`. FILE templates hold a DOCX or ODT in base64 whose ' +
-          '`{{placeholders}}` (with `{{#list}}…{{/list}}` loops) are filled from the data by docxtemplater, then converted when the format differs. ' +
+          'LibreOffice for `docx`, `doc`, `odt` and, from the HTML\'s tables, `xlsx`, `xls`, `ods`. FILE templates hold a DOCX, XLSX, ODT or ODS in base64 ' +
+          'whose `{{placeholders}}` are filled from the data (a DOCX by docxtemplater, with `{{#list}}…{{/list}}` loops; an XLSX cell by cell as ' +
+          'handlebars; ODT and ODS through DOCX and XLSX), then converted when the format differs. ' +
           'Nothing in a template can fetch anything: no script runs and no URL but `data:` loads. The answer is the file with its content type and ' +
           'a `Content-Disposition` file name, or with `Accept: application/json` a JSON string of its base64. `X-Template-Version` is the version ' +
           'rendered and `ETag` the SHA-256 of the bytes: the same version and data give the same bytes, and `?templateVersion=` regenerates a ' +

@@ -1,11 +1,14 @@
 // FILE templates: `content` is an office file in base64 whose text holds placeholders. A DOCX is
 // filled by docxtemplater ({{name}}, {{#items}}…{{/items}} loops, {{^x}}…{{/x}} inverted sections;
-// values are inserted as text, never as markup); other office files are converted to DOCX first
-// (domain/documents/generate.ts). Placeholders are checked when the template is saved.
+// values are inserted as text, never as markup); an XLSX by ExcelJS, each text cell a handlebars
+// template of its own; an ODT or ODS is converted to DOCX or XLSX first (domain/documents/generate.ts).
+// A DOCX's placeholders are checked when the template is saved, a spreadsheet's cells when filled.
 
 import Docxtemplater from 'docxtemplater';
+import ExcelJS from 'exceljs';
 import PizZip from 'pizzip';
 import { DomainError } from '../shared/errors.ts';
+import { renderHandlebars } from './templates.ts';
 
 export type OfficeKind = 'docx' | 'xlsx' | 'odt' | 'ods';
 
@@ -57,8 +60,7 @@ export function fileTemplateProblems(content: string, field = 'content'): string
   const bytes = fromBase64(content);
   if (bytes === undefined) return [`${field}: a FILE template's content is an office file in base64`];
   const kind = officeKindOf(bytes);
-  if (kind === undefined) return [`${field}: not a DOCX or ODT file`];
-  if (kind === 'xlsx' || kind === 'ods') return [`${field}: spreadsheets are not FILE templates yet: a DOCX or ODT file (or an HTML template with a table for xlsx, xls, ods)`];
+  if (kind === undefined) return [`${field}: not a DOCX, XLSX, ODT or ODS file`];
   if (kind !== 'docx') return [];
   try {
     new Docxtemplater<PizZip>(new PizZip(bytes), OPTIONS);
@@ -93,4 +95,45 @@ function datedZip(zip: PizZip, date: Date): Uint8Array {
     if (file.name === 'mimetype') file.options.compression = 'STORE';
   }
   return zip.generate({ type: 'uint8array', compression: 'DEFLATE' });
+}
+
+/** A cell that is one placeholder and nothing else: its value keeps its type (a number stays a number). */
+const SOLE_PLACEHOLDER = /^\{\{\s*([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*\}\}$/;
+const own = (data: unknown, path: string): unknown =>
+  path.split('.').reduce<unknown>((v, k) => (typeof v === 'object' && v !== null && Object.hasOwn(v, k) ? (v as Record<string, unknown>)[k] : undefined), data);
+
+/** An XLSX with every text cell that holds `{{` rendered as a handlebars template (as text) over the
+ * data; a cell that is a single `{{path}}` to a number, boolean or date-less value keeps its type.
+ * The workbook's dates and every part are dated `date`. */
+export async function fillXlsx(bytes: Uint8Array, data: unknown, date: Date, template: { key: string; version: number }): Promise<Uint8Array> {
+  const workbook = new ExcelJS.Workbook();
+  try {
+    await workbook.xlsx.load(Buffer.from(bytes) as unknown as ArrayBuffer);
+  } catch (error) {
+    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'The XLSX template could not be read', [`content: ${error instanceof Error ? error.message : String(error)}`]);
+  }
+  workbook.eachSheet((sheet) => {
+    sheet.eachRow((row) => {
+      row.eachCell((cell) => {
+        const text = typeof cell.value === 'string' ? cell.value : undefined;
+        if (!text?.includes('{{')) return;
+        const sole = SOLE_PLACEHOLDER.exec(text.trim())?.[1];
+        const value = sole === undefined ? undefined : own(data, sole);
+        if (typeof value === 'number' || typeof value === 'boolean') {
+          cell.value = value;
+          return;
+        }
+        try {
+          cell.value = renderHandlebars({ key: `${template.key}:${sheet.name}!${cell.address}`, version: template.version }, text, data, 'text');
+        } catch (error) {
+          const e = error as DomainError;
+          throw new DomainError(e.code, e.status, `Cell ${sheet.name}!${cell.address}: ${e.message}`, e.errors.map((l) => `${sheet.name}!${cell.address}: ${l}`));
+        }
+      });
+    });
+  });
+  workbook.created = date;
+  workbook.modified = date;
+  workbook.lastPrinted = date;
+  return redateZip(new Uint8Array(await workbook.xlsx.writeBuffer()), date);
 }

@@ -7,7 +7,7 @@ import type { DocumentRenderers, OfficeInput } from '../ports.ts';
 import { DomainError } from '../shared/errors.ts';
 import type { JsonObject } from '../shared/json.ts';
 import { CONTENT_TYPES, type DocumentFormat, fileNameOf, paperOf, rendererUnavailable, reproduciblePdf, SPREADSHEETS } from './documents.ts';
-import { fillDocx, fromBase64, officeKindOf } from './fileTemplates.ts';
+import { fillDocx, fillXlsx, fromBase64, officeKindOf } from './fileTemplates.ts';
 import { renderHandlebars, renderJsonata } from './templates.ts';
 
 export type TemplateVersion = JsonObject & {
@@ -79,19 +79,28 @@ async function fromFile(template: TemplateVersion, data: unknown, format: Docume
       'format: one of pdf, docx, doc, odt (and xlsx, xls, ods for spreadsheets)',
     ]);
   }
-  if (kind === 'xlsx' || kind === 'ods') {
-    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', 'Spreadsheet FILE templates are not filled yet: use an HTML template with a table', [
-      'content: a DOCX or ODT file',
-    ]);
-  }
+  const date = versionDate(template);
+  if (kind === 'xlsx' || kind === 'ods') return fromSpreadsheet(template, bytes, kind, data, format, renderers);
   if (SPREADSHEETS.has(format)) {
     throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes text documents`, ['format: one of pdf, docx, doc, odt']);
   }
   // docxtemplater fills DOCX; an ODT goes through DOCX and back.
-  const date = versionDate(template);
   const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx', date);
   const filled = fillDocx(docx, data, date);
   if (format === 'docx') return filled;
   const converted = await office(renderers).convert(filled, 'docx', format, date);
+  return format === 'pdf' ? reproduciblePdf(converted, date) : converted;
+}
+
+/** An XLSX (or an ODS, through XLSX) filled cell by cell, then converted when the format differs. */
+async function fromSpreadsheet(template: TemplateVersion, bytes: Uint8Array, kind: 'xlsx' | 'ods', data: unknown, format: Exclude<DocumentFormat, 'html'>, renderers: DocumentRenderers): Promise<Uint8Array> {
+  if (!SPREADSHEETS.has(format) && format !== 'pdf') {
+    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes spreadsheets`, ['format: one of xlsx, xls, ods, pdf']);
+  }
+  const date = versionDate(template);
+  const xlsx = kind === 'xlsx' ? bytes : await office(renderers).convert(bytes, kind, 'xlsx', date);
+  const filled = await fillXlsx(xlsx, data, date, { key: template.id, version: template.auditInfo.version });
+  if (format === 'xlsx') return filled;
+  const converted = await office(renderers).convert(filled, 'xlsx', format, date);
   return format === 'pdf' ? reproduciblePdf(converted, date) : converted;
 }

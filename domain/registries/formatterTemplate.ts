@@ -14,8 +14,9 @@ export const formatterTemplate = defineRegistry({
   description:
     'Document template rendered to HTML, PDF or office formats from a template plus data. HTML templates are handlebars (escaping HTML; helpers ' +
     'formatDate, formatNumber, eq, default, join, upper, lower; no partials, decorators or lookups); SCRIPT templates are a JSONata expression ' +
-    'evaluated over the data (never run as code) whose text result is the document source; FILE templates are a DOCX or ODT file in base64 ' +
-    'whose `{{placeholders}}` are filled from the data (docxtemplater: `{{name}}`, `{{#list}}…{{/list}}` loops, `{{^x}}…{{/x}}` when empty). ' +
+    'evaluated over the data (never run as code) whose text result is the document source; FILE templates are a DOCX, XLSX, ODT or ODS file in base64 ' +
+    'whose `{{placeholders}}` are filled from the data (a DOCX by docxtemplater: `{{name}}`, `{{#list}}…{{/list}}` loops, `{{^x}}…{{/x}}` when ' +
+    'empty; an XLSX cell by cell, each text cell a handlebars template; ODT and ODS through DOCX and XLSX). ' +
     '`content` is checked when saved: a template that does not compile is a 400 naming its line and column (or, for a FILE, the placeholder).',
   fields: z.strictObject({
     code: code(),

@@ -5,6 +5,7 @@
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findLibreOffice } from '../../../infra/libreoffice/officeConverter.ts';
 import { docxOf, isOle, isZip, para, partText } from '../../support/office.ts';
@@ -123,14 +124,41 @@ describe.skipIf(office === undefined)('FILE templates', () => {
     expect(partText(back.rawPayload, 'content.xml')).toContain('Welcome Katherine Johnson');
   });
 
-  it('are refused when saved unless they are a DOCX or ODT with placeholders that parse', async () => {
+  it('fill an XLSX cell by cell (a lone placeholder keeps its number), and an ODS through XLSX', async () => {
+    const workbook = new ExcelJS.Workbook();
+    const sheet = workbook.addWorksheet('Invoice');
+    sheet.getCell('A1').value = 'Invoice {{number}} for {{upper customer}}';
+    sheet.getCell('A2').value = 'Total';
+    sheet.getCell('B2').value = '{{total}}';
+    sheet.getCell('A3').value = '{{#each items}}{{this}}; {{/each}}';
+    sheet.getCell('A4').value = 42;
+    await save({ code: 'SHEET', inputType: 'FILE', content: base64(new Uint8Array(await workbook.xlsx.writeBuffer())) });
+    const data = { number: 'INV-9', customer: 'ada', total: 54.9, items: ['Fibre', 'IP'] };
+    const xlsx = await generate('SHEET', data, 'xlsx');
+    const filled = new ExcelJS.Workbook();
+    await filled.xlsx.load(xlsx.rawPayload as unknown as ArrayBuffer);
+    const out = filled.getWorksheet('Invoice');
+    expect([out?.getCell('A1').value, out?.getCell('B2').value, out?.getCell('A3').value, out?.getCell('A4').value]).toEqual(['Invoice INV-9 for ADA', 54.9, 'Fibre; IP; ', 42]);
+    expect((await generate('SHEET', data, 'xlsx')).rawPayload.equals(xlsx.rawPayload)).toBe(true);
+    expect((await readPdf((await generate('SHEET', data, 'pdf')).rawPayload)).text).toContain('Invoice INV-9 for ADA');
+    expect(partText((await generate('SHEET', data, 'ods')).rawPayload, 'content.xml')).toContain('Fibre; IP;');
+    const docx = await t.call({ method: 'POST', url: '/api/v1/formatter/documents/SHEET?format=docx', payload: data });
+    expect(docx.statusCode).toBe(422);
+
+    const ods = await generate('SHEET', { number: '{{number}}', customer: 'x', total: 1, items: [] }, 'ods');
+    await save({ code: 'SHEET_ODS', inputType: 'FILE', content: base64(ods.rawPayload) });
+    const fromOds = await generate('SHEET_ODS', { number: 'INV-10' }, 'xlsx');
+    expect(partText(fromOds.rawPayload, 'xl/sharedStrings.xml')).toContain('Invoice INV-10 for X');
+  });
+
+  it('are refused when saved unless they are an office file with placeholders that parse', async () => {
     const refuse = async (content: string, pattern: RegExp) => {
       const res = await t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload: { code: 'BAD_FILE', inputType: 'FILE', content } });
       expect(res.statusCode, res.body).toBe(400);
       expect(res.json<ErrorBody>().errors.join('\n')).toMatch(pattern);
     };
     await refuse('not base64!', /^content: a FILE template's content is an office file in base64/);
-    await refuse(base64(new TextEncoder().encode('plain text')), /^content: not a DOCX or ODT file/);
+    await refuse(base64(new TextEncoder().encode('plain text')), /^content: not a DOCX, XLSX, ODT or ODS file/);
     await refuse(base64(docxOf(para('Hello {{name'))), /^content: The tag beginning with "\{\{name" is unclosed/);
     await refuse(base64(docxOf(para('{{#open}} never closed'))), /^content: .*open/i);
   });
