@@ -3,37 +3,29 @@
 // their text read back from the files; the same bytes twice; nothing fetched (a canary server on a
 // local port). Skipped, saying so, where LibreOffice is not installed (CI installs it).
 
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findLibreOffice } from '../../../infra/libreoffice/officeConverter.ts';
 import { docxOf, isOle, isZip, para, partText } from '../../support/office.ts';
 import { readPdf } from '../../support/pdf.ts';
+import { startCanary, type Canary } from '../../support/canary.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 const office = findLibreOffice(process.env.SOFFICE_PATH);
 if (office === undefined) process.stderr.write('[office] skipping the office-format tests: LibreOffice (soffice with python3-uno) not found. Debian: apt-get install libreoffice-writer-nogui libreoffice-calc-nogui python3-uno\n');
 
 let t: TestApp;
-let canary: Server;
+let canary: Canary;
 let canaryUrl: string;
-const seen: string[] = [];
-let connections = 0;
 
 beforeAll(async () => {
   t = await startTestApp();
-  canary = createServer((req, res) => {
-    seen.push(req.url ?? '');
-    res.end('x');
-  });
-  canary.on('connection', () => (connections += 1));
-  await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', resolve));
-  canaryUrl = `http://127.0.0.1:${String((canary.address() as AddressInfo).port)}`;
+  canary = await startCanary();
+  canaryUrl = canary.url;
 });
 afterAll(async () => {
   await t.close();
-  await new Promise((resolve) => canary.close(resolve));
+  await canary.close();
 });
 
 type ErrorBody = { code: string; message: string; errors: string[] };
@@ -212,7 +204,7 @@ describe.skipIf(office === undefined)('LibreOffice fetches nothing', () => {
       }
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(seen).toEqual([]);
-    expect(connections).toBe(0);
+    expect(canary.requests).toEqual([]);
+    expect(canary.connections()).toBe(0);
   });
 });

@@ -4,31 +4,23 @@
 // template (a canary server on a local port counts requests and connections).
 
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mmToPt, readPdf } from '../../support/pdf.ts';
+import { startCanary, type Canary } from '../../support/canary.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 let t: TestApp;
-let canary: Server;
+let canary: Canary;
 let canaryUrl: string;
-const seen: string[] = [];
-let connections = 0;
 
 beforeAll(async () => {
   t = await startTestApp();
-  canary = createServer((req, res) => {
-    seen.push(req.url ?? '');
-    res.end('x');
-  });
-  canary.on('connection', () => (connections += 1));
-  await new Promise<void>((resolve) => canary.listen(0, '127.0.0.1', resolve));
-  canaryUrl = `http://127.0.0.1:${String((canary.address() as AddressInfo).port)}`;
+  canary = await startCanary();
+  canaryUrl = canary.url;
 });
 afterAll(async () => {
   await t.close();
-  await new Promise((resolve) => canary.close(resolve));
+  await canary.close();
 });
 
 type ErrorBody = { code: string; message: string; errors: string[] };
@@ -176,8 +168,8 @@ describe('a template fetches nothing', () => {
     const escaped = await generate('INVOICE', { customer: all });
     expect(escaped.statusCode).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(seen).toEqual([]);
-    expect(connections).toBe(0);
+    expect(canary.requests).toEqual([]);
+    expect(canary.connections()).toBe(0);
   });
 
   it('reads no local file', async () => {
