@@ -133,7 +133,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
       for (const w of workers) await w.stop();
       await Promise.all(reactors.map((r) => r.stop()));
       await readModels.stop();
-      await Promise.all([options.documents?.pdf?.close(), options.documents?.office?.close()]);
+      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close()]);
       await eventStore.close();
       await readStore.close();
       await blobStore.close();

@@ -246,5 +246,24 @@ export type OfficeConverter = {
   close(): Promise<void>;
 };
 
-/** The renderers documents are made with; either may be absent (that format answers 503). */
-export type DocumentRenderers = { pdf?: PdfRenderer; office?: OfficeConverter };
+/** One evaluation of a template over data (domain/documents/templateJobs.ts): a text from
+ * handlebars or JSONata, or a DOCX or XLSX filled. Dates are ISO strings and bytes plain arrays so
+ * that a job crosses a thread boundary as it is. */
+export type TemplateJob =
+  | { kind: 'handlebars'; key: string; version: number; source: string; data: unknown; mode: 'html' | 'text' }
+  | { kind: 'jsonata'; source: string; data: unknown }
+  | { kind: 'docx'; bytes: Uint8Array; data: unknown; date: string }
+  | { kind: 'xlsx'; bytes: Uint8Array; data: unknown; date: string; key: string; version: number };
+
+/** Runs template jobs within a time and memory limit, away from the requests' event loop: past
+ * the time limit FORMATTER.RENDER_TIMEOUT (422: the data makes the template too slow), past the
+ * memory limit FORMATTER.DOCUMENT_TOO_LARGE (413); busy: FORMATTER.RENDERER_BUSY (503). */
+export type TemplateRunner = {
+  text(job: Extract<TemplateJob, { kind: 'handlebars' | 'jsonata' }>): Promise<string>;
+  file(job: Extract<TemplateJob, { kind: 'docx' | 'xlsx' }>): Promise<Uint8Array>;
+  close(): Promise<void>;
+};
+
+/** What documents are made with; a renderer may be absent (that format answers 503), and without
+ * a template runner templates are evaluated on the caller's thread. */
+export type DocumentRenderers = { templates?: TemplateRunner; pdf?: PdfRenderer; office?: OfficeConverter };

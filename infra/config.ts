@@ -25,6 +25,9 @@ export const ConfigSchema = z
     // wait for one (beyond: 503 with Retry-After), the time limit of one render, renders before a
     // renderer process is replaced by a fresh one.
     SOFFICE_PATH: optionalString,
+    // Time limit of one template evaluation over data (handlebars, JSONata, a DOCX or XLSX filled),
+    // in a worker thread that is stopped past it.
+    TEMPLATE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
     RENDER_SLOTS: z.coerce.number().int().min(1).max(32).default(2),
     RENDER_QUEUE_LIMIT: z.coerce.number().int().min(0).max(10_000).default(32),
     RENDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { DocumentFormats } from '../../domain/documents/documents.ts';
-import { renderHandlebars } from '../../domain/documents/templates.ts';
+import { inProcessTemplates } from '../../domain/documents/templateJobs.ts';
 import { generateDocument, templateText, type TemplateVersion } from '../../domain/documents/generate.ts';
 import { formatterTemplate } from '../../domain/registries/formatterTemplate.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
@@ -30,12 +30,12 @@ const templateVersion = z
 const data = z.record(z.string(), z.unknown()).meta({ description: 'the data the template is rendered over (a JSON object)' });
 
 /** The text a stored template gives for some data, and the content type it is sent with. */
-async function renderTemplate(template: TemplateVersion, input: unknown): Promise<{ text: string; type: string }> {
+async function renderTemplate(template: TemplateVersion, input: unknown, deps: AppDeps): Promise<{ text: string; type: string }> {
   const type = template.documentType === 'SOURCE' ? 'text/plain; charset=utf-8' : 'text/html; charset=utf-8';
-  return { text: await templateText(template, input), type };
+  return { text: await templateText(template, input, deps.documents ?? {}), type };
 }
 
-function previewRoute(r: ZodRoutes): void {
+function previewRoute(r: ZodRoutes, deps: AppDeps): void {
   r.post(
     '/api/v1/formatter/preview',
     {
@@ -55,7 +55,7 @@ function previewRoute(r: ZodRoutes): void {
     async (request, reply) => {
       const { content } = request.body;
       const key = `preview:${createHash('sha256').update(content).digest('hex')}`;
-      const html = renderHandlebars({ key, version: 0 }, content, request.body.data ?? {}, 'html');
+      const html = await (deps.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key, version: 0, source: content, data: request.body.data ?? {}, mode: 'html' });
       await reply.type('text/html; charset=utf-8').send(html);
     },
   );
@@ -93,7 +93,7 @@ function renderRoute(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const template = await templateAt(request, request.params.templateCode, request.query.templateVersion);
-      const { text, type } = await renderTemplate(template, request.body);
+      const { text, type } = await renderTemplate(template, request.body, deps);
       const etag = `"${createHash('sha256').update(text).digest('hex')}"`;
       await reply.type(type).header('x-template-version', String(template.auditInfo.version)).header('etag', etag).send(text);
     },
@@ -236,7 +236,7 @@ export const formatterModule: Module = {
   name: 'formatter',
   routes(app, deps) {
     const r = zodRoutes(app);
-    previewRoute(r);
+    previewRoute(r, deps);
     renderRoute(r, deps);
     documentRoute(r, deps);
     batchRoute(r, deps);

@@ -7,8 +7,8 @@ import type { DocumentRenderers, OfficeInput } from '../ports.ts';
 import { DomainError } from '../shared/errors.ts';
 import type { JsonObject } from '../shared/json.ts';
 import { CONTENT_TYPES, type DocumentFormat, fileNameOf, paperOf, rendererUnavailable, reproduciblePdf, SPREADSHEETS } from './documents.ts';
-import { fillDocx, fillXlsx, fromBase64, officeKindOf } from './fileTemplates.ts';
-import { renderHandlebars, renderJsonata } from './templates.ts';
+import { fromBase64, officeKindOf } from './fileTemplates.ts';
+import { inProcessTemplates } from './templateJobs.ts';
 
 export type TemplateVersion = JsonObject & {
   id: string;
@@ -26,14 +26,18 @@ const PDF_HINT = 'no Chromium was configured for this process';
 /** When the template version was written: the date a PDF or office file is stamped with. */
 const versionDate = (t: TemplateVersion): Date => new Date(t.auditInfo.whenUpdated ?? t.auditInfo.whenInserted ?? 0);
 
+const runner = (renderers: DocumentRenderers) => renderers.templates ?? inProcessTemplates;
+
 /** The text a stored HTML or SCRIPT template gives for some data (HTML-escaped unless SOURCE). */
-export async function templateText(template: TemplateVersion, data: unknown): Promise<string> {
-  const content = typeof template.content === 'string' ? template.content : '';
+export async function templateText(template: TemplateVersion, data: unknown, renderers: DocumentRenderers): Promise<string> {
+  const source = typeof template.content === 'string' ? template.content : '';
   switch (template.inputType) {
-    case 'HTML':
-      return renderHandlebars({ key: template.id, version: template.auditInfo.version }, content, data, template.documentType === 'SOURCE' ? 'text' : 'html');
+    case 'HTML': {
+      const mode = template.documentType === 'SOURCE' ? 'text' : 'html';
+      return runner(renderers).text({ kind: 'handlebars', key: template.id, version: template.auditInfo.version, source, data, mode });
+    }
     case 'SCRIPT':
-      return renderJsonata(content, data);
+      return runner(renderers).text({ kind: 'jsonata', source, data });
     default:
       throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', `A ${template.inputType} template is not text: generate a document from it instead`, [
         'inputType: FILE templates are office files filled with the data (POST /api/v1/formatter/documents/{code})',
@@ -46,14 +50,8 @@ export async function generateDocument(template: TemplateVersion, data: unknown,
   return { bytes, contentType: CONTENT_TYPES[format], fileName: fileNameOf(template.code, format) };
 }
 
-/** The largest document source a template may make from its data (characters). */
-export const MAX_DOCUMENT_CHARS = 16 * 1024 * 1024;
-
 async function fromText(template: TemplateVersion, data: unknown, format: DocumentFormat, renderers: DocumentRenderers): Promise<Uint8Array> {
-  const text = await templateText(template, data);
-  if (text.length > MAX_DOCUMENT_CHARS) {
-    throw new DomainError('FORMATTER.DOCUMENT_TOO_LARGE', 'PAYLOAD_TOO_LARGE', `The template made a document of ${String(text.length)} characters from this data; at most ${String(MAX_DOCUMENT_CHARS)}`);
-  }
+  const text = await templateText(template, data, renderers);
   if (format === 'html') return new TextEncoder().encode(text);
   if (format === 'pdf') {
     if (renderers.pdf === undefined) throw rendererUnavailable('PDF', PDF_HINT);
@@ -86,7 +84,7 @@ async function fromFile(template: TemplateVersion, data: unknown, format: Docume
   }
   // docxtemplater fills DOCX; an ODT goes through DOCX and back.
   const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx', date);
-  const filled = fillDocx(docx, data, date);
+  const filled = await runner(renderers).file({ kind: 'docx', bytes: docx, data, date: date.toISOString() });
   if (format === 'docx') return filled;
   const converted = await office(renderers).convert(filled, 'docx', format, date);
   return format === 'pdf' ? reproduciblePdf(converted, date) : converted;
@@ -99,7 +97,7 @@ async function fromSpreadsheet(template: TemplateVersion, bytes: Uint8Array, kin
   }
   const date = versionDate(template);
   const xlsx = kind === 'xlsx' ? bytes : await office(renderers).convert(bytes, kind, 'xlsx', date);
-  const filled = await fillXlsx(xlsx, data, date, { key: template.id, version: template.auditInfo.version });
+  const filled = await runner(renderers).file({ kind: 'xlsx', bytes: xlsx, data, date: date.toISOString(), key: template.id, version: template.auditInfo.version });
   if (format === 'xlsx') return filled;
   const converted = await office(renderers).convert(filled, 'xlsx', format, date);
   return format === 'pdf' ? reproduciblePdf(converted, date) : converted;

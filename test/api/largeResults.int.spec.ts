@@ -86,13 +86,13 @@ describe('answers with many large records', () => {
     expect(entries.map((e) => e.version)).toEqual(Array.from({ length: 10 }, (_, i) => 30 + i));
     expect(entries[0]?.changes).toEqual([{ op: 'replace', path: '/content', value: large('v30') }]);
     // The whole history (20 MB of events) is read a chunk at a time: the service answers meanwhile.
-    const slowest = { ms: 0 };
-    const reading = { on: true };
+    // Counted, not timed (this machine is shared): had the reads held the event loop, the probe
+    // would get at most the one answer it asked for before they started.
+    const reading = { on: true, answered: 0 };
     const probe = (async () => {
       while (reading.on) {
-        const start = performance.now();
         await t.call({ method: 'GET', url: '/health/live', as: null });
-        slowest.ms = Math.max(slowest.ms, performance.now() - start);
+        if (reading.on) reading.answered += 1;
       }
     })();
     // Four at once (80 MB of answers): each is made a turn of the event loop at a time.
@@ -102,6 +102,6 @@ describe('answers with many large records', () => {
     await probe;
     expect(all?.json<unknown[]>()).toHaveLength(40);
     expect(asOf.json<{ content: string }>().content).toBe(large('v39'));
-    expect(slowest.ms).toBeLessThan(250);
+    expect(reading.answered).toBeGreaterThanOrEqual(3);
   });
 });
