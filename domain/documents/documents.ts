@@ -55,6 +55,9 @@ export const renderTimedOut = (what: string, ms: number): DomainError =>
     retryAfterSeconds: 1,
   });
 
+export const documentTooLarge = (detail: string): DomainError =>
+  new DomainError('FORMATTER.DOCUMENT_TOO_LARGE', 'PAYLOAD_TOO_LARGE', `The template made too large a document from this data (${detail})`);
+
 export const rendererUnavailable = (what: string, hint: string): DomainError =>
   new DomainError('FORMATTER.RENDERER_UNAVAILABLE', 'SERVICE_UNAVAILABLE', `No ${what} renderer: ${hint}`);
 

@@ -4,15 +4,13 @@
 // port; infra/templates/ runs them in worker threads); runTemplateJob is the evaluation itself.
 
 import type { TemplateJob, TemplateRunner } from '../ports.ts';
-import { DomainError } from '../shared/errors.ts';
+import { documentTooLarge } from './documents.ts';
 import { fillDocx, fillXlsx } from './fileTemplates.ts';
 import { renderHandlebars, renderJsonata } from './templates.ts';
 
 /** The largest text a template may make from its data (characters). */
 export const MAX_DOCUMENT_CHARS = 16 * 1024 * 1024;
 
-export const documentTooLarge = (detail: string): DomainError =>
-  new DomainError('FORMATTER.DOCUMENT_TOO_LARGE', 'PAYLOAD_TOO_LARGE', `The template made too large a document from this data (${detail})`);
 
 export async function runTemplateJob(job: TemplateJob): Promise<string | Uint8Array> {
   let result: string | Uint8Array;
@@ -40,5 +38,5 @@ export async function runTemplateJob(job: TemplateJob): Promise<string | Uint8Ar
 export const inProcessTemplates: TemplateRunner = {
   text: async (job) => (await runTemplateJob(job)) as string,
   file: async (job) => (await runTemplateJob(job)) as Uint8Array,
-  close: async () => {},
+  close: () => Promise.resolve(),
 };

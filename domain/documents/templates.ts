@@ -7,6 +7,7 @@
 import Handlebars from 'handlebars';
 import jsonata from 'jsonata';
 import { DomainError } from '../shared/errors.ts';
+import { documentTooLarge } from './documents.ts';
 
 const engine = Handlebars.create();
 
@@ -159,7 +160,10 @@ function compiled(template: { key: string; version: number }, source: string, mo
 }
 
 const renderFailed = (error: unknown): DomainError =>
-  new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', 'The template could not be rendered with this data', [
+  // A text past the longest string the engine can hold (about 512 MiB) is a document too large.
+  error instanceof RangeError && error.message.startsWith('Invalid string length')
+    ? documentTooLarge('longer than a string can be')
+    : new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', 'The template could not be rendered with this data', [
     error instanceof Error ? error.message.split('\n')[0] ?? 'render failed' : String(error),
   ]);
 

@@ -4,7 +4,7 @@
 // kept and reused (each with its own compile cache); a stopped one is replaced on the next job.
 
 import { Worker } from 'node:worker_threads';
-import { documentTooLarge } from '../../domain/documents/templateJobs.ts';
+import { documentTooLarge } from '../../domain/documents/documents.ts';
 import type { TemplateJob, TemplateRunner } from '../../domain/ports.ts';
 import { DomainError, type StatusName } from '../../domain/shared/errors.ts';
 import { RenderQueue, withTimeout } from '../renderQueue.ts';
