@@ -3,7 +3,10 @@
 // bytes for the same template version and data.
 
 import type { Paper } from '../ports.ts';
+import { createHash } from 'node:crypto';
 import { DomainError } from '../shared/errors.ts';
+
+const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
 export const DocumentFormats = ['html', 'pdf', 'docx', 'doc', 'odt', 'xlsx', 'xls', 'ods'] as const;
 export type DocumentFormat = (typeof DocumentFormats)[number];
@@ -61,26 +64,44 @@ export const documentTooLarge = (detail: string): DomainError =>
 export const rendererUnavailable = (what: string, hint: string): DomainError =>
   new DomainError('FORMATTER.RENDERER_UNAVAILABLE', 'SERVICE_UNAVAILABLE', `No ${what} renderer: ${hint}`);
 
-/** A PDF date in UTC, `D:YYYYMMDDHHmmSS+00'00'`. */
-const pdfDate = (date: Date): string => `D:${date.toISOString().replace(/[-:T]/g, '').slice(0, 14)}+00'00'`;
 const latin1 = new TextDecoder('latin1');
 
+/** A PDF date string rewritten to `date` (UTC) at the same length: the 14 digits replaced, a zone
+ * offset made +00'00', a `Z` form kept as it is written. */
+function restamped(value: string, date: Date): string {
+  const digits = date.toISOString().replace(/[-:T]/g, '').slice(0, 14);
+  const zone = value.slice(16).replace(/^[+-]\d\d'?\d\d'?/, (offset) => `+00'00'`.slice(0, offset.length));
+  return `D:${digits}${zone}`.slice(0, value.length).padEnd(value.length, ' ');
+}
+
 /**
- * Chromium stamps a PDF with the time it printed it (CreationDate, ModDate, in the renderer's time
- * zone: UTC here) and nothing else that varies. This sets both to `date` (the template version's
- * time), in place and at the same length so that the cross-reference offsets stay right: the same
- * template version and data then give the same bytes.
+ * A PDF carries the time it was printed (CreationDate, ModDate) and, from LibreOffice, a random file
+ * identifier (/ID) and a checksum of the file with those (/DocChecksum). This sets both dates to
+ * `date` (the template version's time) and the identifier and checksum to a hash of the rest, in place and at the same lengths so that the cross-reference
+ * offsets stay right: the same template version and data then give the same bytes.
  */
 export function reproduciblePdf(pdf: Uint8Array, date: Date): Uint8Array {
   const text = latin1.decode(pdf);
-  const stamp = pdfDate(date);
   const out = new Uint8Array(pdf);
-  for (const m of text.matchAll(/\/(?:CreationDate|ModDate)\s*\((D:[^)]*)\)/g)) {
+  const write = (at: number, value: string) => {
+    for (let i = 0; i < value.length; i++) out[at + i] = value.charCodeAt(i);
+  };
+  for (const m of text.matchAll(/\/(?:CreationDate|ModDate)\s*\((D:\d{14}[^)]*)\)/g)) {
     const value = m[1] ?? '';
-    // Another zone's offset (+05'30') keeps the length; a bare `Z` would not: leave it as printed.
-    if (value.length !== stamp.length) continue;
-    const at = m.index + m[0].indexOf(value);
-    for (let i = 0; i < stamp.length; i++) out[at + i] = stamp.charCodeAt(i);
+    write(m.index + m[0].indexOf(value), restamped(value, date));
+  }
+  const ids = [...text.matchAll(/\/ID\s*\[\s*<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*\]/g)].flatMap((m) => {
+    const first = m[1] ?? '';
+    const second = m[2] ?? '';
+    const at = m.index + m[0].indexOf(`<${first}>`) + 1;
+    return [{ at, length: first.length }, { at: m.index + m[0].lastIndexOf(`<${second}>`) + 1, length: second.length }];
+  });
+  // LibreOffice's checksum of the file as it first wrote it (with its own dates).
+  for (const m of text.matchAll(/\/DocChecksum\s*\/([0-9A-Fa-f]+)/g)) ids.push({ at: m.index + m[0].length - (m[1] ?? '').length, length: (m[1] ?? '').length });
+  if (ids.length > 0) {
+    for (const id of ids) write(id.at, '0'.repeat(id.length));
+    const digest = sha256Hex(out);
+    for (const id of ids) write(id.at, digest.repeat(Math.ceil(id.length / digest.length)).slice(0, id.length).toUpperCase());
   }
   return out;
 }

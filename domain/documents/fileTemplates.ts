@@ -27,16 +27,26 @@ const ODF_TYPES: Readonly<Record<string, OfficeKind>> = {
 
 /** What office file the bytes are: a DOCX, an XLSX, an ODT or an ODS (by the parts of the zip). */
 export function officeKindOf(bytes: Uint8Array): OfficeKind | undefined {
-  let zip: PizZip;
   try {
-    zip = new PizZip(bytes);
+    const zip = new PizZip(bytes);
+    if (zip.file('word/document.xml') !== null) return 'docx';
+    if (zip.file('xl/workbook.xml') !== null) return 'xlsx';
+    const mimetype = zip.file('mimetype')?.asText().trim();
+    return mimetype === undefined ? undefined : ODF_TYPES[mimetype];
   } catch {
+    // Not a zip, or a part that does not inflate.
     return undefined;
   }
-  if (zip.file('word/document.xml') !== null) return 'docx';
-  if (zip.file('xl/workbook.xml') !== null) return 'xlsx';
-  const mimetype = zip.file('mimetype')?.asText().trim();
-  return mimetype === undefined ? undefined : ODF_TYPES[mimetype];
+}
+
+/** The SVG images inside an office file: LibreOffice's SVG renderer follows an image's reference to
+ * a local file into the document, so a template may hold none. */
+export function svgPartsOf(bytes: Uint8Array): string[] {
+  try {
+    return Object.keys(new PizZip(bytes).files).filter((name) => /\.svgz?$/i.test(name));
+  } catch {
+    return [];
+  }
 }
 
 type TemplateErrorDetail = { properties?: { explanation?: string; file?: string; offset?: number } };
@@ -61,6 +71,8 @@ export function fileTemplateProblems(content: string, field = 'content'): string
   if (bytes === undefined) return [`${field}: a FILE template's content is an office file in base64`];
   const kind = officeKindOf(bytes);
   if (kind === undefined) return [`${field}: not a DOCX, XLSX, ODT or ODS file`];
+  const svg = svgPartsOf(bytes);
+  if (svg.length > 0) return [`${field}: SVG images are not allowed in a FILE template (${svg.slice(0, 3).join(', ')}): use PNG or JPEG`];
   if (kind !== 'docx') return [];
   try {
     new Docxtemplater<PizZip>(new PizZip(bytes), OPTIONS);

@@ -7,7 +7,7 @@ import type { DocumentRenderers, OfficeInput } from '../ports.ts';
 import { DomainError } from '../shared/errors.ts';
 import type { JsonObject } from '../shared/json.ts';
 import { CONTENT_TYPES, type DocumentFormat, fileNameOf, paperOf, rendererUnavailable, reproduciblePdf, SPREADSHEETS } from './documents.ts';
-import { fromBase64, officeKindOf } from './fileTemplates.ts';
+import { fromBase64, officeKindOf, svgPartsOf } from './fileTemplates.ts';
 import { inProcessTemplates } from './templateJobs.ts';
 
 export type TemplateVersion = JsonObject & {
@@ -71,6 +71,10 @@ async function fromFile(template: TemplateVersion, data: unknown, format: Docume
   const kind = bytes === undefined ? undefined : officeKindOf(bytes);
   if (bytes === undefined || kind === undefined) {
     throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'This FILE template holds no office file', ['content: a DOCX, XLSX, ODT or ODS file in base64']);
+  }
+  // Saved before SVG images were refused: still never handed to LibreOffice.
+  if (svgPartsOf(bytes).length > 0) {
+    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'This FILE template holds SVG images', ['content: SVG images are not allowed: use PNG or JPEG']);
   }
   if (format === 'html') {
     throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', 'A FILE template makes office documents and PDF, not HTML', [

@@ -43,6 +43,26 @@ def uno_date(text):
     return d
 
 
+def fix_fields(doc, stamp, name):
+    """Date, time and file-name fields show the template version's time and the document's name
+    instead of the moment and the temporary file of the conversion."""
+    if not hasattr(doc, "getTextFields"):
+        return
+    fields = doc.getTextFields().createEnumeration()
+    while fields.hasMoreElements():
+        field = fields.nextElement()
+        try:
+            if field.supportsService("com.sun.star.text.TextField.DateTime"):
+                field.IsFixed = True
+                field.DateTimeValue = stamp
+            elif field.supportsService("com.sun.star.text.TextField.FileName"):
+                field.IsFixed = True
+                field.CurrentPresentation = name
+        except Exception:
+            pass  # a field without these properties is left as it is
+    doc.getTextFields().refresh()
+
+
 def convert(desktop, request):
     load = [prop("Hidden", True), prop("ReadOnly", True), prop("UpdateDocMode", 0), prop("MacroExecutionMode", 0)]
     if request.get("filter_in"):
@@ -62,6 +82,7 @@ def convert(desktop, request):
             props.Generator = "LibreOffice"
             props.EditingCycles = 1
             props.EditingDuration = 0
+            fix_fields(doc, stamp, request.get("name") or "document")
         store = [prop("FilterName", request["filter_out"]), prop("Overwrite", True)]
         doc.storeToURL(uno.systemPathToFileUrl(request["output"]), tuple(store))
     finally:
@@ -81,7 +102,12 @@ def main():
             convert(desktop, request)
             answer = {"id": request["id"], "ok": True}
         except Exception as e:  # every failure is an answer; the converter decides what it means
-            answer = {"id": request["id"], "error": str(e).splitlines()[0] if str(e) else type(e).__name__}
+            detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if "DisposedException" in type(e).__name__ or "disposed" in detail.lower():
+                # soffice went away under this document: say so and stop, so a fresh pair starts.
+                print(json.dumps({"id": request["id"], "crashed": detail}), flush=True)
+                sys.exit(1)
+            answer = {"id": request["id"], "error": detail}
         print(json.dumps(answer), flush=True)
 
 

@@ -130,15 +130,19 @@ export class LibreOfficeConverter implements OfficeConverter {
     try {
       const running = await this.#process();
       running.documents += 1;
-      const answer = await withTimeout(this.#ask(running, { id, input, output, filter_in: source.filter, filter_out: filter, date: date?.toISOString() }), this.#options.timeoutMs, () => {
+      const request = { id, input, output, filter_in: source.filter, filter_out: filter, date: date?.toISOString(), name: `document.${to}` };
+      const answer = await withTimeout(this.#ask(running, request), this.#options.timeoutMs, () => {
         this.#stop('timed out');
         return renderTimedOut('office', this.#options.timeoutMs);
       });
       if (answer.crashed !== undefined) {
+        this.#stop(`crashed: ${answer.crashed}`);
         throw new DomainError('FORMATTER.RENDERER_CRASHED', 'SERVICE_UNAVAILABLE', `The office renderer stopped during this document (${answer.crashed}); it starts again with the next one`, [], { retryAfterSeconds: 1 });
       }
       if (answer.error !== undefined) {
-        throw new DomainError('FORMATTER.CONVERSION_FAILED', 'UNPROCESSABLE_ENTITY', 'LibreOffice could not convert this document', [answer.error.slice(0, 300)]);
+        // LibreOffice's own words name its internals: logged, not answered.
+        this.#options.logger?.warn({ detail: answer.error.slice(0, 500) }, 'office conversion failed');
+        throw new DomainError('FORMATTER.CONVERSION_FAILED', 'UNPROCESSABLE_ENTITY', 'LibreOffice could not convert this document');
       }
       if (running.documents >= this.#options.recycleAfter) this.#stop('recycled');
       const converted = new Uint8Array(await readFile(output));
@@ -167,16 +171,24 @@ export class LibreOfficeConverter implements OfficeConverter {
   async #start(): Promise<Running> {
     const found = findLibreOffice(this.#options.sofficePath);
     if (found === undefined) throw rendererUnavailable('office', OFFICE_INSTALL_HINT);
-    const profile = path.join(this.#work, `profile-${String(this.starts)}`);
+    // A fresh profile and temporary folder for each start, the last one's removed: a killed soffice
+    // leaves its lock files and temporary files behind.
+    const profile = path.join(this.#work, 'profile');
+    const temporary = path.join(this.#work, 'tmp');
+    rmSync(profile, { recursive: true, force: true });
+    rmSync(temporary, { recursive: true, force: true });
     mkdirSync(path.join(profile, 'user'), { recursive: true });
+    mkdirSync(temporary, { recursive: true });
     writeFileSync(path.join(profile, 'user', 'registrymodifications.xcu'), PROFILE);
     const pipe = `admin-office-${randomUUID()}`;
     const soffice = spawn(
       found.soffice,
       ['--headless', '--invisible', '--nologo', '--norestore', '--nodefault', '--nolockcheck', '--nofirststartwizard', `-env:UserInstallation=file://${profile}`, `--accept=pipe,name=${pipe};urp;StarOffice.ComponentContext`],
-      { stdio: 'ignore', env: { ...process.env, TZ: 'UTC', SAL_USE_VCLPLUGIN: 'svp' }, detached: true },
+      // LIBO_ONEWAY_STABLE_ODF_EXPORT: ODF written without its random session ids, so the same input
+      // gives the same bytes.
+      { stdio: 'ignore', env: { ...process.env, TZ: 'UTC', SAL_USE_VCLPLUGIN: 'svp', TMPDIR: temporary, LIBO_ONEWAY_STABLE_ODF_EXPORT: '1' }, detached: true },
     );
-    const bridge = spawn(found.python, [BRIDGE, pipe]);
+    const bridge = spawn(found.python, [BRIDGE, pipe], { env: { ...process.env, TMPDIR: temporary } });
     const running: Running = { soffice, bridge, pending: new Map(), documents: 0 };
     const lines = createInterface({ input: bridge.stdout });
     let stderr = '';

@@ -1,61 +1,84 @@
-// HTML made safe for LibreOffice's import, which (unlike our Chromium) has no request filter: every
-// reference that would make it load something (images, frames, objects, style sheets, CSS url()
-// and @import, refreshes, bases) is removed unless it is a `data:` URL or a fragment. Links a reader
-// may follow (a href) stay: importing them fetches nothing. Parsed with parse5, the WHATWG parser,
-// so that what is removed is what a browser would have seen.
+// HTML made safe for LibreOffice's import, which (unlike our Chromium) has no request filter. An
+// allow-list: the elements and attributes of formatted text and tables stay; what embeds, frames,
+// scripts or holds raw text LibreOffice would read as markup (noembed, noframes, plaintext, xmp,
+// textarea, svg, math, LibreOffice's own sdfield) goes with its content; any other element is
+// replaced by its content; comments go. The only images are raster `data:` URLs (an SVG one could
+// name a file its renderer would read); links a reader may follow (a href) stay, since importing
+// them fetches nothing. Parsed and written back by parse5, the WHATWG parser.
 
 import { type DefaultTreeAdapterMap, defaultTreeAdapter, html as spec, parse, serialize } from 'parse5';
 
-type Node = DefaultTreeAdapterMap['node'];
+type ChildNode = DefaultTreeAdapterMap['childNode'];
 type Element = DefaultTreeAdapterMap['element'];
 
-/** Elements whose whole purpose is to embed or fetch something, or to run code. */
-const DROPPED = new Set(['script', 'iframe', 'frame', 'frameset', 'object', 'embed', 'applet', 'link', 'base', 'meta', 'portal', 'noscript', 'template']);
-/** Attributes that name something to load. */
-const URL_ATTRIBUTES = new Set([
-  'src', 'href', 'srcset', 'data', 'poster', 'background', 'action', 'formaction', 'cite', 'longdesc', 'lowsrc', 'dynsrc',
-  'manifest', 'codebase', 'classid', 'usemap', 'ping', 'profile', 'archive', 'imagesrcset', 'content',
-]);
+const KEPT = new Set(
+  ('html head body title style p div span br hr h1 h2 h3 h4 h5 h6 b i u s strike strong em small big sub sup code pre tt kbd samp var ' +
+    'blockquote q cite abbr dfn address ul ol li dl dt dd table thead tbody tfoot tr td th caption colgroup col a img font center section ' +
+    'article header footer main nav aside figure figcaption mark del ins label')
+    .split(' '),
+);
+/** Elements that go with everything inside them. */
+const DROPPED = new Set(
+  ('script noscript iframe frame frameset noframes object embed applet param link base meta portal template noembed plaintext xmp ' +
+    'textarea select option svg math video audio picture source track canvas map area form input button sdfield')
+    .split(' '),
+);
+const ATTRIBUTES = new Set(
+  ('class id style title align valign width height colspan rowspan border cellpadding cellspacing bgcolor color face size lang dir alt ' +
+    'span start type name')
+    .split(' '),
+);
 
-const inert = (value: string): boolean => {
-  const v = value.trim().toLowerCase();
-  return v.startsWith('data:') || v.startsWith('#') || v === '';
-};
+/** A raster image inline: the only source LibreOffice may load. */
+const rasterData = (value: string): boolean => /^\s*data:image\/(png|jpe?g|gif|webp|bmp)[;,]/i.test(value);
 /** A hyperlink a reader may follow: kept, since importing it loads nothing. */
-const followable = (element: Element, name: string, value: string): boolean =>
-  element.tagName === 'a' && name === 'href' && /^\s*(https?:|mailto:|tel:)/i.test(value);
+const followable = (value: string): boolean => /^\s*(https?:|mailto:|tel:|#)/i.test(value);
 
-/** CSS without anything that loads: url() other than data:, image-set(), @import; CSS escapes
- * (which could spell those) make the whole text go. */
+/** CSS without anything that loads: url() other than a raster data: image, image-set(), @import;
+ * CSS escapes (which could spell those) make the whole text go. */
 export function offlineCss(css: string): string {
   if (css.includes('\\')) return '';
   return css
     .replace(/@import[^;]*;?/gi, '')
-    .replace(/url\(\s*(['"]?)([^)]*?)\1\s*\)/gi, (whole, _q: string, target: string) => (inert(target) ? whole : 'none'))
+    .replace(/url\(\s*(['"]?)([^)]*?)\1\s*\)/gi, (whole, _q: string, target: string) => (rasterData(target) ? whole : 'none'))
     .replace(/(?:-webkit-)?image-set\([^)]*\)/gi, 'none');
 }
 
-function clean(node: Node): void {
-  if (!('childNodes' in node)) return;
-  node.childNodes = node.childNodes.filter((child) => !('tagName' in child && DROPPED.has(child.tagName)));
-  for (const child of node.childNodes) {
-    if ('tagName' in child) {
-      child.attrs = child.attrs
-        .filter((a) => !(URL_ATTRIBUTES.has(a.name) && !inert(a.value) && !followable(child, a.name, a.value)))
-        .map((a) => (a.name === 'style' ? { ...a, value: offlineCss(a.value) } : a));
-      if (child.tagName === 'style') {
-        for (const text of child.childNodes) if (text.nodeName === '#text' && 'value' in text) text.value = offlineCss(text.value);
-      }
+function keptAttributes(element: Element): Element['attrs'] {
+  return element.attrs.flatMap((a) => {
+    if (a.namespace !== undefined && a.namespace !== '') return [];
+    if (a.name === 'href') return element.tagName === 'a' && followable(a.value) ? [a] : [];
+    if (a.name === 'src') return element.tagName === 'img' && rasterData(a.value) ? [a] : [];
+    if (a.name === 'style') return [{ ...a, value: offlineCss(a.value) }];
+    return ATTRIBUTES.has(a.name) ? [a] : [];
+  });
+}
+
+/** The children a node keeps: allowed elements cleaned, others dropped or replaced by their content. */
+function cleaned(children: ChildNode[], parent: Element | DefaultTreeAdapterMap['document'] | DefaultTreeAdapterMap['documentFragment']): ChildNode[] {
+  return children.flatMap((child): ChildNode[] => {
+    if (child.nodeName === '#comment') return [];
+    if (!('tagName' in child)) return [child];
+    if (DROPPED.has(child.tagName) || child.namespaceURI !== spec.NS.HTML) return [];
+    if (child.tagName === 'style') {
+      for (const text of child.childNodes) if ('value' in text) text.value = offlineCss(text.value);
+      return [child];
     }
-    clean(child);
-  }
-  // A <template>'s content is a separate fragment; it was dropped above with its element.
+    const inner = cleaned(child.childNodes, child);
+    if (!KEPT.has(child.tagName)) {
+      for (const n of inner) n.parentNode = parent;
+      return inner;
+    }
+    child.attrs = keptAttributes(child);
+    child.childNodes = inner;
+    return [child];
+  });
 }
 
 /** The document as LibreOffice may import it, declared UTF-8 (its import otherwise guesses). */
 export function offlineHtml(html: string): string {
   const document = parse(html);
-  clean(document);
+  document.childNodes = cleaned(document.childNodes, document);
   const root = document.childNodes.find((n): n is Element => n.nodeName === 'html');
   const head = root?.childNodes.find((n): n is Element => n.nodeName === 'head');
   if (head !== undefined) {

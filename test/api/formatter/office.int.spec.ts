@@ -3,7 +3,11 @@
 // their text read back from the files; the same bytes twice; nothing fetched (a canary server on a
 // local port). Skipped, saying so, where LibreOffice is not installed (CI installs it).
 
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import ExcelJS from 'exceljs';
+import PizZip from 'pizzip';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findLibreOffice } from '../../../infra/libreoffice/officeConverter.ts';
 import { docxOf, isOle, isZip, para, partText } from '../../support/office.ts';
@@ -76,7 +80,7 @@ describe.skipIf(office === undefined)('office documents from HTML templates', ()
   });
 
   it('gives the same bytes for the same template version and data', async () => {
-    for (const [code, data, format] of [['LETTER', letterData, 'docx'], ['PRICES', tableData, 'xlsx'], ['LETTER', letterData, 'doc']] as const) {
+    for (const [code, data, format] of [['LETTER', letterData, 'docx'], ['PRICES', tableData, 'xlsx'], ['LETTER', letterData, 'doc'], ['LETTER', letterData, 'odt'], ['PRICES', tableData, 'ods']] as const) {
       const first = await generate(code, data, format);
       await new Promise((resolve) => setTimeout(resolve, 1100)); // a new second on every clock it could read
       const again = await generate(code, data, format);
@@ -103,6 +107,19 @@ describe.skipIf(office === undefined)('FILE templates', () => {
     expect(partText(odt.rawPayload, 'content.xml')).toContain('Line 2: Mobile');
     const again = await generate('CONTRACT', data, 'docx');
     expect(again.rawPayload.equals(docx.rawPayload)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await generate('CONTRACT', data, 'pdf')).rawPayload.equals(pdf.rawPayload)).toBe(true);
+    expect((await generate('CONTRACT', data, 'odt')).rawPayload.equals(odt.rawPayload)).toBe(true);
+  });
+
+  it('show the template version\'s date and the document\'s name in date and file-name fields, not the conversion\'s', async () => {
+    const field = (instruction: string) =>
+      `<w:p><w:r><w:t xml:space="preserve">${instruction.split(' ')[0] ?? ''}: </w:t></w:r><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> ${instruction} </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>old</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>`;
+    await save({ code: 'DATED', inputType: 'FILE', content: base64(docxOf(para('Dated {{x}}') + field('DATE \\@ "yyyy-MM-dd"') + field('FILENAME'))) });
+    const version = (await t.call({ method: 'GET', url: '/api/v1/formatter-templates/DATED' })).json<{ auditInfo: { whenInserted: string } }>().auditInfo.whenInserted;
+    const text = (await readPdf((await generate('DATED', { x: 1 }, 'pdf')).rawPayload)).text;
+    expect(text).toContain(`DATE: ${version.slice(0, 10)}`);
+    expect(text).not.toContain('/tmp');
   });
 
   it('fill an ODT template through DOCX', async () => {
@@ -152,6 +169,9 @@ describe.skipIf(office === undefined)('FILE templates', () => {
     await refuse('not base64!', /^content: a FILE template's content is an office file in base64/);
     await refuse(base64(new TextEncoder().encode('plain text')), /^content: not a DOCX, XLSX, ODT or ODS file/);
     await refuse(base64(docxOf(para('Hello {{name'))), /^content: The tag beginning with "\{\{name" is unclosed/);
+    const withSvg = new PizZip(docxOf(para('logo')));
+    withSvg.file('word/media/logo.svg', '<svg xmlns="http://www.w3.org/2000/svg"/>');
+    await refuse(base64(withSvg.generate({ type: 'uint8array' })), /^content: SVG images are not allowed in a FILE template \(word\/media\/logo.svg\)/);
     await refuse(base64(docxOf(para('{{#open}} never closed'))), /^content: .*open/i);
   });
 
@@ -180,6 +200,20 @@ describe.skipIf(office === undefined)('LibreOffice fetches nothing', () => {
     ].join('\n');
     await save({ code: 'SSRF_OFFICE', inputType: 'HTML', content: `<html><head>${payloads}</head><body><p>canary {{x}}</p>${payloads}</body></html>` });
     for (const format of ['docx', 'odt', 'xlsx']) await generate('SSRF_OFFICE', { x: 1 }, format);
+
+    // An SVG image may name a local file that LibreOffice's SVG renderer would draw into the document;
+    // and raw-text elements (noembed, noframes) that LibreOffice reads as markup.
+    const secret = join(mkdtempSync(join(tmpdir(), 'canary-')), 'secret.png');
+    writeFileSync(secret, Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64'));
+    const svg = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="50" height="50"><image xlink:href="file://${secret}" width="50" height="50"/><image xlink:href="${u}/svg-in-data.png" width="5" height="5"/></svg>`).toString('base64');
+    await save({ code: 'SSRF_RAW', inputType: 'HTML', documentType: 'SOURCE', content: '<p>raw</p>{{{markup}}}' });
+    const markup = `<img src="data:image/svg+xml;base64,${svg}"><noembed><img src="file://${secret}"></noembed><noframes><img src="${u}/noframes.png"><img src="file://${secret}"></noframes><p style="background: url(data:image/svg+xml;base64,${svg})">x</p>`;
+    for (const format of ['docx', 'odt']) {
+      const res = await generate('SSRF_RAW', { markup }, format);
+      const parts = Object.keys(new PizZip(res.rawPayload).files);
+      expect(parts.filter((p) => /media|Pictures\/./.test(p)), format).toEqual([]);
+      expect(res.rawPayload.includes('secret.png'), format).toBe(false);
+    }
 
     const image = (id: string) =>
       '<w:p><w:r><w:drawing><wp:inline><wp:extent cx="952500" cy="952500"/><wp:docPr id="1" name="p"/>' +
