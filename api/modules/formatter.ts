@@ -9,7 +9,8 @@ import { DocumentFormats } from '../../domain/documents/documents.ts';
 import { inProcessTemplates } from '../../domain/documents/templateJobs.ts';
 import { generateDocument, templateText, type TemplateVersion } from '../../domain/documents/generate.ts';
 import { formatterTemplate } from '../../domain/registries/formatterTemplate.ts';
-import { DomainError } from '../../domain/shared/errors.ts';
+import { DomainError, notFound } from '../../domain/shared/errors.ts';
+import { isUuid } from '../../domain/shared/ids.ts';
 import { assertReadable } from '../access.ts';
 import { toDomainError } from '../errorHandler.ts';
 import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.ts';
@@ -61,12 +62,19 @@ function previewRoute(r: ZodRoutes, deps: AppDeps): void {
   );
 }
 
-/** A template by code, now or at a version of its stream, as the caller may read it. */
+/** A template by code (never by id), now or at a version of its stream, as the caller may read
+ * it; every way of not finding it is the same 404, naming the code asked. */
 function templateSource(deps: AppDeps) {
   const templates = serviceOf(deps, formatterTemplate);
   return async (request: FastifyRequest, code: string, version: number | undefined): Promise<TemplateVersion> => {
-    const stored = version === undefined ? await templates.getByCode(code) : await templates.get(code, { version });
-    return (await assertReadable(deps, request, formatterTemplate, stored)) as unknown as TemplateVersion;
+    try {
+      if (version !== undefined && isUuid(code)) throw notFound(formatterTemplate.errorPrefix, code);
+      const stored = version === undefined ? await templates.getByCode(code) : await templates.get(code, { version });
+      return (await assertReadable(deps, request, formatterTemplate, stored)) as unknown as TemplateVersion;
+    } catch (error) {
+      if (error instanceof DomainError && error.status === 'NOT_FOUND') throw notFound(formatterTemplate.errorPrefix, code);
+      throw error;
+    }
   };
 }
 

@@ -136,10 +136,18 @@ export class ChromiumPdfRenderer implements PdfRenderer {
     if (instance.renders >= this.#options.recycleAfter) this.#retire(instance, 'recycled');
     let page: Page | undefined;
     try {
-      page = instance.idle.pop() ?? (await this.#newPage(instance.browser));
-      const bytes = await withTimeout(this.#print(page, html, paper), this.#options.timeoutMs, () => renderTimedOut('PDF', this.#options.timeoutMs));
+      // The time limit covers making a page too: a browser that cannot is replaced below.
+      const work = async () => {
+        const made = instance.idle.pop() ?? (await this.#newPage(instance.browser));
+        page = made;
+        return { made, bytes: await this.#print(made, html, paper) };
+      };
+      const { made, bytes } = await withTimeout(work(), this.#options.timeoutMs, () => {
+        if (page === undefined) this.#retire(instance, 'no page within the time limit');
+        return renderTimedOut('PDF', this.#options.timeoutMs);
+      });
       if (!instance.retiring) {
-        instance.idle.push(page);
+        instance.idle.push(made);
         page = undefined;
       }
       return bytes;

@@ -79,7 +79,12 @@ describe('a PDF from an HTML template', () => {
     const old = await generate('INVOICE', invoiceData, 'format=pdf&templateVersion=0');
     expect(old.headers['x-template-version']).toBe('0');
     expect(old.rawPayload.equals(first.rawPayload)).toBe(true);
-    expect((await generate('INVOICE', invoiceData, 'format=pdf&templateVersion=7')).statusCode).toBe(404);
+    const future = await generate('INVOICE', invoiceData, 'format=pdf&templateVersion=7');
+    expect([future.statusCode, future.json<ErrorBody>().message]).toEqual([404, 'FORMATTER_TEMPLATE "INVOICE" not found']);
+    // Templates are named by code: an id is not a code, at a version or not.
+    const { id } = (await t.call({ method: 'GET', url: '/api/v1/formatter-templates/INVOICE' })).json<{ id: string }>();
+    expect((await generate(id, invoiceData, 'format=pdf&templateVersion=0')).statusCode).toBe(404);
+    expect((await generate(id, invoiceData)).statusCode).toBe(404);
   });
 
   it('answers a JSON string of base64 for Accept: application/json', async () => {
