@@ -240,9 +240,10 @@ export type OfficeInput = 'html-text' | 'html-table' | 'docx' | 'odt' | 'xlsx' |
 
 /** Converts documents between office formats (LibreOffice), with the same busy, timeout and
  * unavailable errors as PdfRenderer; the input fetches nothing. `date` becomes the document's
- * creation and modification date (the template version's), so that it does not vary by run. */
+ * creation and modification date and that of its date fields (the template version's), so that
+ * it does not vary by run; `paper`, when given, becomes the size of every page style. */
 export type OfficeConverter = {
-  convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, date?: Date): Promise<Uint8Array>;
+  convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options?: { date?: Date; paper?: Paper }): Promise<Uint8Array>;
   close(): Promise<void>;
 };
 

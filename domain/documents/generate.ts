@@ -3,7 +3,7 @@
 // converter, or a FILE template's office file filled and converted. The same template version and
 // data give the same bytes.
 
-import type { DocumentRenderers, OfficeInput } from '../ports.ts';
+import type { DocumentRenderers, OfficeInput, Paper } from '../ports.ts';
 import { DomainError } from '../shared/errors.ts';
 import type { JsonObject } from '../shared/json.ts';
 import { CONTENT_TYPES, type DocumentFormat, fileNameOf, paperOf, rendererUnavailable, reproduciblePdf, SPREADSHEETS } from './documents.ts';
@@ -25,6 +25,11 @@ const PDF_HINT = 'no Chromium was configured for this process';
 
 /** When the template version was written: the date a PDF or office file is stamped with. */
 const versionDate = (t: TemplateVersion): Date => new Date(t.auditInfo.whenUpdated ?? t.auditInfo.whenInserted ?? 0);
+
+/** The paper an office document is set to: the template's documentSize, unless AUTO or absent
+ * (then the document keeps its own: a FILE template's, or LibreOffice's default, A4). */
+const officePaper = (template: TemplateVersion): { paper?: Paper } =>
+  template.documentSize === undefined || template.documentSize === 'AUTO' ? {} : { paper: paperOf(template.documentSize) };
 
 const runner = (renderers: DocumentRenderers) => renderers.templates ?? inProcessTemplates;
 
@@ -58,7 +63,7 @@ async function fromText(template: TemplateVersion, data: unknown, format: Docume
     return reproduciblePdf(await renderers.pdf.pdf(text, paperOf(template.documentSize)), versionDate(template));
   }
   const from: OfficeInput = SPREADSHEETS.has(format) ? 'html-table' : 'html-text';
-  return office(renderers).convert(new TextEncoder().encode(text), from, format, versionDate(template));
+  return office(renderers).convert(new TextEncoder().encode(text), from, format, { date: versionDate(template), ...officePaper(template) });
 }
 
 const office = (renderers: DocumentRenderers) => {
@@ -87,10 +92,10 @@ async function fromFile(template: TemplateVersion, data: unknown, format: Docume
     throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes text documents`, ['format: one of pdf, docx, doc, odt']);
   }
   // docxtemplater fills DOCX; an ODT goes through DOCX and back.
-  const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx', date);
+  const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx', { date });
   const filled = await runner(renderers).file({ kind: 'docx', bytes: docx, data, date: date.toISOString() });
   if (format === 'docx') return filled;
-  const converted = await office(renderers).convert(filled, 'docx', format, date);
+  const converted = await office(renderers).convert(filled, 'docx', format, { date, ...officePaper(template) });
   return format === 'pdf' ? reproduciblePdf(converted, date) : converted;
 }
 
@@ -100,9 +105,9 @@ async function fromSpreadsheet(template: TemplateVersion, bytes: Uint8Array, kin
     throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes spreadsheets`, ['format: one of xlsx, xls, ods, pdf']);
   }
   const date = versionDate(template);
-  const xlsx = kind === 'xlsx' ? bytes : await office(renderers).convert(bytes, kind, 'xlsx', date);
+  const xlsx = kind === 'xlsx' ? bytes : await office(renderers).convert(bytes, kind, 'xlsx', { date });
   const filled = await runner(renderers).file({ kind: 'xlsx', bytes: xlsx, data, date: date.toISOString(), key: template.id, version: template.auditInfo.version });
   if (format === 'xlsx') return filled;
-  const converted = await office(renderers).convert(filled, 'xlsx', format, date);
+  const converted = await office(renderers).convert(filled, 'xlsx', format, { date, ...officePaper(template) });
   return format === 'pdf' ? reproduciblePdf(converted, date) : converted;
 }

@@ -63,6 +63,25 @@ def fix_fields(doc, stamp, name):
     doc.getTextFields().refresh()
 
 
+def set_paper(doc, paper):
+    """Every page style of the document on this paper (sizes in 1/100 mm, given portrait)."""
+    if not hasattr(doc, "getStyleFamilies"):
+        return
+    families = doc.getStyleFamilies()
+    if not families.hasByName("PageStyles"):
+        return
+    styles = families.getByName("PageStyles")
+    short, long = sorted((paper["width"], paper["height"]))
+    for name in styles.getElementNames():
+        style = styles.getByName(name)
+        try:
+            style.IsLandscape = bool(paper["landscape"])
+            style.Width = long if paper["landscape"] else short
+            style.Height = short if paper["landscape"] else long
+        except Exception:
+            pass  # a style without a size is left as it is
+
+
 def convert(desktop, request):
     load = [prop("Hidden", True), prop("ReadOnly", True), prop("UpdateDocMode", 0), prop("MacroExecutionMode", 0)]
     if request.get("filter_in"):
@@ -83,6 +102,8 @@ def convert(desktop, request):
             props.EditingCycles = 1
             props.EditingDuration = 0
             fix_fields(doc, stamp, request.get("name") or "document")
+        if request.get("paper"):
+            set_paper(doc, request["paper"])
         store = [prop("FilterName", request["filter_out"]), prop("Overwrite", True)]
         doc.storeToURL(uno.systemPathToFileUrl(request["output"]), tuple(store))
     finally:

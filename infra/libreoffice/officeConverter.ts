@@ -16,7 +16,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { rendererUnavailable, renderTimedOut } from '../../domain/documents/documents.ts';
 import { redateZip } from '../../domain/documents/fileTemplates.ts';
-import type { OfficeConverter, OfficeFormat, OfficeInput } from '../../domain/ports.ts';
+import type { OfficeConverter, OfficeFormat, OfficeInput, Paper } from '../../domain/ports.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { RenderQueue, withTimeout } from '../renderQueue.ts';
 import { offlineHtml } from './offlineHtml.ts';
@@ -112,17 +112,18 @@ export class LibreOfficeConverter implements OfficeConverter {
     this.#queue = new RenderQueue({ slots: 1, queueLimit: this.#options.queueLimit, what: 'office' });
   }
 
-  async convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, date?: Date): Promise<Uint8Array> {
+  async convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options: { date?: Date; paper?: Paper } = {}): Promise<Uint8Array> {
     const source = IMPORT_FILTERS[from];
     const filter = (source.calc ? CALC_FILTERS : WRITER_FILTERS)[to];
     if (filter === undefined) {
       throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${source.calc ? 'spreadsheet' : 'text document'} cannot be made into ${to}`);
     }
     const bytes = from.startsWith('html') ? new TextEncoder().encode(offlineHtml(new TextDecoder().decode(input))) : input;
-    return this.#queue.run(() => this.#convert(bytes, source, filter, to, date));
+    return this.#queue.run(() => this.#convert(bytes, source, filter, to, options));
   }
 
-  async #convert(bytes: Uint8Array, source: { extension: string; filter?: string }, filter: string, to: OfficeFormat, date: Date | undefined): Promise<Uint8Array> {
+  async #convert(bytes: Uint8Array, source: { extension: string; filter?: string }, filter: string, to: OfficeFormat, options: { date?: Date; paper?: Paper }): Promise<Uint8Array> {
+    const { date, paper } = options;
     const id = ++this.#next;
     const input = path.join(this.#work, `in-${String(id)}.${source.extension}`);
     const output = path.join(this.#work, `out-${String(id)}.${to}`);
@@ -130,7 +131,17 @@ export class LibreOfficeConverter implements OfficeConverter {
     try {
       const running = await this.#process();
       running.documents += 1;
-      const request = { id, input, output, filter_in: source.filter, filter_out: filter, date: date?.toISOString(), name: `document.${to}` };
+      const request = {
+        id,
+        input,
+        output,
+        filter_in: source.filter,
+        filter_out: filter,
+        date: date?.toISOString(),
+        name: `document.${to}`,
+        // Page sizes in 1/100 mm, portrait (LibreOffice swaps them for landscape).
+        paper: paper === undefined ? undefined : { width: Math.round(paper.widthMm * 100), height: Math.round(paper.heightMm * 100), landscape: paper.landscape },
+      };
       const answer = await withTimeout(this.#ask(running, request), this.#options.timeoutMs, () => {
         this.#stop('timed out');
         return renderTimedOut('office', this.#options.timeoutMs);

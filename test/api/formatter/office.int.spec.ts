@@ -11,7 +11,7 @@ import PizZip from 'pizzip';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findLibreOffice } from '../../../infra/libreoffice/officeConverter.ts';
 import { docxOf, isOle, isZip, para, partText } from '../../support/office.ts';
-import { readPdf } from '../../support/pdf.ts';
+import { mmToPt, readPdf } from '../../support/pdf.ts';
 import { startCanary, type Canary } from '../../support/canary.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
@@ -64,6 +64,18 @@ describe.skipIf(office === undefined)('office documents from HTML templates', ()
     expect(doc.headers['content-type']).toBe('application/msword');
     expect(isOle(doc.rawPayload)).toBe(true);
     expect(doc.rawPayload.toString('utf16le')).toContain('Grace Hopper');
+  });
+
+  it('are set to the paper of the template\'s documentSize (AUTO: the document\'s own)', async () => {
+    const pgSz = (bytes: Buffer) => /<w:pgSz[^>]*>/.exec(new PizZip(bytes).file('word/document.xml')?.asText() ?? '')?.[0] ?? '';
+    await save({ code: 'LETTER_US', inputType: 'HTML', documentSize: 'LETTER', content: LETTER });
+    expect(pgSz((await generate('LETTER_US', letterData, 'docx')).rawPayload)).toMatch(/w:w="12240" w:h="15840"/);
+    await save({ code: 'LETTER_WIDE', inputType: 'HTML', documentSize: 'LANDSCAPE', content: LETTER });
+    expect(pgSz((await generate('LETTER_WIDE', letterData, 'docx')).rawPayload)).toMatch(/w:orient="landscape" w:w="16838" w:h="11906"/);
+    await save({ code: 'CONTRACT_B5', inputType: 'FILE', documentSize: 'B5', content: base64(docxOf(para('B5 {{x}}'))) });
+    const [page] = (await readPdf((await generate('CONTRACT_B5', { x: 1 }, 'pdf')).rawPayload)).pages;
+    expect(Math.abs((page?.width ?? 0) - mmToPt(176))).toBeLessThanOrEqual(1);
+    expect(Math.abs((page?.height ?? 0) - mmToPt(250))).toBeLessThanOrEqual(1);
   });
 
   it('xlsx, xls and ods hold the cells of the HTML\'s table', async () => {
