@@ -21,13 +21,14 @@ export function openDocumentRenderers(settings: RendererSettings = {}, logger?: 
     ...(logger === undefined ? {} : { logger }),
   };
   const { pages: _slots, ...officeDiscipline } = discipline;
+  const templates = new WorkerTemplateRunner({
+    ...(settings.TEMPLATE_TIMEOUT_MS === undefined ? {} : { timeoutMs: settings.TEMPLATE_TIMEOUT_MS }),
+    ...(settings.RENDER_QUEUE_LIMIT === undefined ? {} : { queueLimit: 2 * settings.RENDER_QUEUE_LIMIT }),
+  });
   return {
-    templates: new WorkerTemplateRunner({
-      ...(settings.TEMPLATE_TIMEOUT_MS === undefined ? {} : { timeoutMs: settings.TEMPLATE_TIMEOUT_MS }),
-      ...(settings.RENDER_QUEUE_LIMIT === undefined ? {} : { queueLimit: 2 * settings.RENDER_QUEUE_LIMIT }),
-    }),
+    templates,
     pdf: new ChromiumPdfRenderer({ executablePath: settings.CHROME_PATH, ...discipline }),
     // LibreOffice when it is installed; without it the office formats answer 503 saying how to install it.
-    ...(findLibreOffice(settings.SOFFICE_PATH) === undefined ? {} : { office: new LibreOfficeConverter({ sofficePath: settings.SOFFICE_PATH, ...officeDiscipline }) }),
+    ...(findLibreOffice(settings.SOFFICE_PATH) === undefined ? {} : { office: new LibreOfficeConverter({ sofficePath: settings.SOFFICE_PATH, ...officeDiscipline, offlineHtml: (html) => templates.offlineHtml(html) }) }),
   };
 }

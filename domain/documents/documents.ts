@@ -90,14 +90,18 @@ export function reproduciblePdf(pdf: Uint8Array, date: Date): Uint8Array {
     const value = m[1] ?? '';
     write(m.index + m[0].indexOf(value), restamped(value, date));
   }
-  const ids = [...text.matchAll(/\/ID\s*\[\s*<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*\]/g)].flatMap((m) => {
+  // The identifier and checksum live in the trailer, the file's last dictionary (never in a
+  // document's title or text, which a template controls).
+  const trailerAt = Math.max(0, text.lastIndexOf('trailer'));
+  const trailer = text.slice(trailerAt);
+  const ids = [...trailer.matchAll(/\/ID\s*\[\s*<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*\]/g)].flatMap((m) => {
     const first = m[1] ?? '';
     const second = m[2] ?? '';
-    const at = m.index + m[0].indexOf(`<${first}>`) + 1;
-    return [{ at, length: first.length }, { at: m.index + m[0].lastIndexOf(`<${second}>`) + 1, length: second.length }];
+    const at = trailerAt + m.index + m[0].indexOf(`<${first}>`) + 1;
+    return [{ at, length: first.length }, { at: trailerAt + m.index + m[0].lastIndexOf(`<${second}>`) + 1, length: second.length }];
   });
   // LibreOffice's checksum of the file as it first wrote it (with its own dates).
-  for (const m of text.matchAll(/\/DocChecksum\s*\/([0-9A-Fa-f]+)/g)) ids.push({ at: m.index + m[0].length - (m[1] ?? '').length, length: (m[1] ?? '').length });
+  for (const m of trailer.matchAll(/\/DocChecksum\s*\/([0-9A-Fa-f]+)/g)) ids.push({ at: trailerAt + m.index + m[0].length - (m[1] ?? '').length, length: (m[1] ?? '').length });
   if (ids.length > 0) {
     for (const id of ids) write(id.at, '0'.repeat(id.length));
     const digest = sha256Hex(out);

@@ -39,11 +39,25 @@ export function officeKindOf(bytes: Uint8Array): OfficeKind | undefined {
   }
 }
 
-/** The SVG images inside an office file: LibreOffice's SVG renderer follows an image's reference to
- * a local file into the document, so a template may hold none. */
+/** Whether bytes begin as a raster image LibreOffice draws without following any reference: PNG,
+ * JPEG, GIF, WebP, BMP, TIFF, and the Windows metafiles EMF and WMF. */
+export function isRaster(bytes: Uint8Array): boolean {
+  const hex = Array.from(bytes.subarray(0, 12), (b) => b.toString(16).padStart(2, '0')).join('');
+  return (
+    hex.startsWith('89504e470d0a1a0a') || hex.startsWith('ffd8ff') || hex.startsWith('474946383') || (hex.startsWith('52494646') && hex.slice(16, 24) === '57454250') ||
+    hex.startsWith('424d') || hex.startsWith('49492a00') || hex.startsWith('4d4d002a') || hex.startsWith('01000000') || hex.startsWith('d7cdc69a') || hex.startsWith('01000900')
+  );
+}
+
+/** The images of an office file that are not raster (by their bytes, whatever their names):
+ * LibreOffice's SVG renderer follows an image's reference to a local file into the document, so a
+ * template may hold no SVG, whether named .svg or not. */
 export function svgPartsOf(bytes: Uint8Array): string[] {
   try {
-    return Object.keys(new PizZip(bytes).files).filter((name) => /\.svgz?$/i.test(name));
+    const zip = new PizZip(bytes);
+    return Object.values(zip.files)
+      .filter((f) => !f.dir && (/\.svgz?$/i.test(f.name) || (/^(word|xl|ppt)\/media\/|^Pictures\//.test(f.name) && !isRaster(f.asUint8Array()))))
+      .map((f) => f.name);
   } catch {
     return [];
   }
@@ -72,7 +86,7 @@ export function fileTemplateProblems(content: string, field = 'content'): string
   const kind = officeKindOf(bytes);
   if (kind === undefined) return [`${field}: not a DOCX, XLSX, ODT or ODS file`];
   const svg = svgPartsOf(bytes);
-  if (svg.length > 0) return [`${field}: SVG images are not allowed in a FILE template (${svg.slice(0, 3).join(', ')}): use PNG or JPEG`];
+  if (svg.length > 0) return [`${field}: only raster images (PNG, JPEG, GIF, WebP, BMP, TIFF, EMF, WMF) are allowed in a FILE template, not ${svg.slice(0, 3).join(', ')}`];
   if (kind !== 'docx') return [];
   try {
     new Docxtemplater<PizZip>(new PizZip(bytes), OPTIONS);

@@ -95,6 +95,9 @@ export type LibreOfficeOptions = {
   timeoutMs?: number;
   recycleAfter?: number;
   logger?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
+  /** Cleans HTML before LibreOffice imports it; default offlineHtml on this thread (the service
+   * runs it in a template worker: parse5 over a large text takes seconds). */
+  offlineHtml?: (html: string) => Promise<string>;
 };
 
 export class LibreOfficeConverter implements OfficeConverter {
@@ -118,7 +121,8 @@ export class LibreOfficeConverter implements OfficeConverter {
     if (filter === undefined) {
       throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${source.calc ? 'spreadsheet' : 'text document'} cannot be made into ${to}`);
     }
-    const bytes = from.startsWith('html') ? new TextEncoder().encode(offlineHtml(new TextDecoder().decode(input))) : input;
+    const clean = this.#options.offlineHtml ?? ((html: string) => Promise.resolve(offlineHtml(html)));
+    const bytes = from.startsWith('html') ? new TextEncoder().encode(await clean(new TextDecoder().decode(input))) : input;
     return this.#queue.run(() => this.#convert(bytes, source, filter, to, options));
   }
 

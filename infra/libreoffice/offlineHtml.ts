@@ -2,11 +2,12 @@
 // allow-list: the elements and attributes of formatted text and tables stay; what embeds, frames,
 // scripts or holds raw text LibreOffice would read as markup (noembed, noframes, plaintext, xmp,
 // textarea, svg, math, LibreOffice's own sdfield) goes with its content; any other element is
-// replaced by its content; comments go. The only images are raster `data:` URLs (an SVG one could
-// name a file its renderer would read); links a reader may follow (a href) stay, since importing
+// replaced by its content; comments go. The only images are `data:` URLs whose bytes are raster (an
+// SVG one could name a file its renderer would read); links a reader may follow (a href) stay, since importing
 // them fetches nothing. Parsed and written back by parse5, the WHATWG parser.
 
 import { type DefaultTreeAdapterMap, defaultTreeAdapter, html as spec, parse, serialize } from 'parse5';
+import { isRaster } from '../../domain/documents/fileTemplates.ts';
 
 type ChildNode = DefaultTreeAdapterMap['childNode'];
 type Element = DefaultTreeAdapterMap['element'];
@@ -29,19 +30,28 @@ const ATTRIBUTES = new Set(
     .split(' '),
 );
 
-/** A raster image inline: the only source LibreOffice may load. */
-const rasterData = (value: string): boolean => /^\s*data:image\/(png|jpe?g|gif|webp|bmp)[;,]/i.test(value);
+/** A raster image inline: the only source LibreOffice may load. LibreOffice goes by the bytes, not
+ * the declared type (an SVG under image/png is drawn as SVG, and SVG may name local files), so the
+ * bytes must be PNG, JPEG, GIF, WebP or BMP, in base64. */
+const rasterData = (value: string): boolean => {
+  const m = /^\s*data:image\/(?:png|jpe?g|gif|webp|bmp);base64,([A-Za-z0-9+/=\s]+)$/i.exec(value);
+  return m !== null && isRaster(Buffer.from((m[1] ?? '').slice(0, 64), 'base64'));
+};
 /** A hyperlink a reader may follow: kept, since importing it loads nothing. */
 const followable = (value: string): boolean => /^\s*(https?:|mailto:|tel:|#)/i.test(value);
 
 /** CSS without anything that loads: url() other than a raster data: image, image-set(), @import;
- * CSS escapes (which could spell those) make the whole text go. */
+ * CSS escapes (which could spell those) or a url( left open (LibreOffice reads it to the end of
+ * the text) make the whole text go. */
 export function offlineCss(css: string): string {
   if (css.includes('\\')) return '';
-  return css
+  const rewritten = css
     .replace(/@import[^;]*;?/gi, '')
     .replace(/url\(\s*(['"]?)([^)]*?)\1\s*\)/gi, (whole, _q: string, target: string) => (rasterData(target) ? whole : 'none'))
     .replace(/(?:-webkit-)?image-set\([^)]*\)/gi, 'none');
+  const opened = rewritten.match(/url\s*\(/gi)?.length ?? 0;
+  const kept = rewritten.match(/url\(\s*(['"]?)[^)]*?\1\s*\)/gi)?.length ?? 0;
+  return opened === kept ? rewritten : '';
 }
 
 function keptAttributes(element: Element): Element['attrs'] {

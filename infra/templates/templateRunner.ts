@@ -4,8 +4,9 @@
 // kept and reused (each with its own compile cache); a stopped one is replaced on the next job.
 
 import { Worker } from 'node:worker_threads';
-import { documentTooLarge } from '../../domain/documents/documents.ts';
+import { documentTooLarge, rendererUnavailable } from '../../domain/documents/documents.ts';
 import type { TemplateJob, TemplateRunner } from '../../domain/ports.ts';
+import type { WorkerJob } from './worker.ts';
 import { DomainError, type StatusName } from '../../domain/shared/errors.ts';
 import { RenderQueue, withTimeout } from '../renderQueue.ts';
 
@@ -26,6 +27,7 @@ type Answer = { id: number; result?: string | Uint8Array; failure?: Failure };
 const WORKER = new URL('./worker.ts', import.meta.url);
 
 class WorkerStopped extends Error {}
+class NotSent extends Error {}
 
 export class WorkerTemplateRunner implements TemplateRunner {
   readonly #options: Required<TemplateRunnerOptions>;
@@ -33,6 +35,7 @@ export class WorkerTemplateRunner implements TemplateRunner {
   readonly #idle: Worker[] = [];
   readonly #all = new Set<Worker>();
   #next = 0;
+  #closed = false;
 
   constructor(options: TemplateRunnerOptions = {}) {
     this.#options = { threads: 2, queueLimit: 64, timeoutMs: 5000, memoryMb: 512, ...options };
@@ -47,7 +50,13 @@ export class WorkerTemplateRunner implements TemplateRunner {
     return (await this.#run(job)) as Uint8Array;
   }
 
-  async #run(job: TemplateJob): Promise<string | Uint8Array> {
+  /** HTML cleaned for LibreOffice (infra/libreoffice/offlineHtml.ts), under the same limits. */
+  async offlineHtml(html: string): Promise<string> {
+    return (await this.#run({ kind: 'offline-html', html })) as string;
+  }
+
+  async #run(job: WorkerJob): Promise<string | Uint8Array> {
+    if (this.#closed) throw rendererUnavailable('template', 'the service is shutting down');
     return this.#queue.run(async () => {
       const worker = this.#idle.pop() ?? this.#spawn();
       const id = ++this.#next;
@@ -58,6 +67,10 @@ export class WorkerTemplateRunner implements TemplateRunner {
         if (answer.failure !== undefined) throw toDomainError(answer.failure);
         return answer.result ?? '';
       } catch (error) {
+        if (error instanceof NotSent) {
+          this.#idle.push(worker);
+          throw new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', 'The data could not be handed to the template', [error.message]);
+        }
         if (!(error instanceof WorkerStopped)) throw error;
         this.#stop(worker);
         if (error.message === 'ERR_WORKER_OUT_OF_MEMORY') throw documentTooLarge(`it needed more than ${String(this.#options.memoryMb)} MiB`);
@@ -66,7 +79,7 @@ export class WorkerTemplateRunner implements TemplateRunner {
     });
   }
 
-  #ask(worker: Worker, id: number, job: TemplateJob): Promise<Answer> {
+  #ask(worker: Worker, id: number, job: WorkerJob): Promise<Answer> {
     return new Promise((resolve, reject) => {
       const onMessage = (answer: Answer) => {
         if (answer.id !== id) return;
@@ -85,7 +98,13 @@ export class WorkerTemplateRunner implements TemplateRunner {
         worker.off('message', onMessage).off('error', onError).off('exit', onExit);
       };
       worker.on('message', onMessage).on('error', onError).on('exit', onExit);
-      worker.postMessage({ id, job });
+      try {
+        worker.postMessage({ id, job });
+      } catch (error) {
+        // Data the structured clone cannot copy (nested deeper than its stack): the worker is fine.
+        done();
+        reject(new NotSent(error instanceof Error ? error.message : String(error)));
+      }
     });
   }
 
@@ -109,6 +128,7 @@ export class WorkerTemplateRunner implements TemplateRunner {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     const workers = [...this.#all];
     this.#all.clear();
     this.#idle.length = 0;

@@ -1,13 +1,20 @@
-// A template worker thread: evaluates the jobs its pool sends (domain/documents/templateJobs.ts),
-// one at a time, and answers each with its result or its error as plain data.
+// A template worker thread: evaluates the jobs its pool sends (domain/documents/templateJobs.ts, and
+// the HTML cleaning before LibreOffice), one at a time, and answers each with its result or its
+// error as plain data.
 
 import { parentPort } from 'node:worker_threads';
 import { runTemplateJob } from '../../domain/documents/templateJobs.ts';
+import { offlineHtml } from '../libreoffice/offlineHtml.ts';
 import type { TemplateJob } from '../../domain/ports.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 
-parentPort?.on('message', (message: { id: number; job: TemplateJob }) => {
-  runTemplateJob(message.job).then(
+/** A template job, or HTML to clean for LibreOffice (parse5 over a large text takes seconds). */
+export type WorkerJob = TemplateJob | { kind: 'offline-html'; html: string };
+
+const run = async (job: WorkerJob): Promise<string | Uint8Array> => (job.kind === 'offline-html' ? offlineHtml(job.html) : runTemplateJob(job));
+
+parentPort?.on('message', (message: { id: number; job: WorkerJob }) => {
+  run(message.job).then(
     (result) => {
       parentPort?.postMessage({ id: message.id, result });
     },

@@ -183,7 +183,11 @@ describe.skipIf(office === undefined)('FILE templates', () => {
     await refuse(base64(docxOf(para('Hello {{name'))), /^content: The tag beginning with "\{\{name" is unclosed/);
     const withSvg = new PizZip(docxOf(para('logo')));
     withSvg.file('word/media/logo.svg', '<svg xmlns="http://www.w3.org/2000/svg"/>');
-    await refuse(base64(withSvg.generate({ type: 'uint8array' })), /^content: SVG images are not allowed in a FILE template \(word\/media\/logo.svg\)/);
+    await refuse(base64(withSvg.generate({ type: 'uint8array' })), /^content: only raster images .* are allowed in a FILE template, not word\/media\/logo.svg/);
+    // An SVG by its bytes under a raster name is refused the same way.
+    const disguised = new PizZip(docxOf(para('logo')));
+    disguised.file('word/media/image1.png', '<svg xmlns="http://www.w3.org/2000/svg"/>');
+    await refuse(base64(disguised.generate({ type: 'uint8array' })), /not word\/media\/image1.png/);
     await refuse(base64(docxOf(para('{{#open}} never closed'))), /^content: .*open/i);
   });
 
@@ -219,7 +223,7 @@ describe.skipIf(office === undefined)('LibreOffice fetches nothing', () => {
     writeFileSync(secret, Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64'));
     const svg = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="50" height="50"><image xlink:href="file://${secret}" width="50" height="50"/><image xlink:href="${u}/svg-in-data.png" width="5" height="5"/></svg>`).toString('base64');
     await save({ code: 'SSRF_RAW', inputType: 'HTML', documentType: 'SOURCE', content: '<p>raw</p>{{{markup}}}' });
-    const markup = `<img src="data:image/svg+xml;base64,${svg}"><noembed><img src="file://${secret}"></noembed><noframes><img src="${u}/noframes.png"><img src="file://${secret}"></noframes><p style="background: url(data:image/svg+xml;base64,${svg})">x</p>`;
+    const markup = `<img src="data:image/svg+xml;base64,${svg}"><img src="data:image/png;base64,${svg}"><table style="background: url(file://${secret}"><tr><td>open url</td></tr></table><noembed><img src="file://${secret}"></noembed><noframes><img src="${u}/noframes.png"><img src="file://${secret}"></noframes><p style="background: url(data:image/svg+xml;base64,${svg})">x</p><table style="background: url(data:image/gif;base64,${svg})"><tr><td>y</td></tr></table>`;
     for (const format of ['docx', 'odt']) {
       const res = await generate('SSRF_RAW', { markup }, format);
       const parts = Object.keys(new PizZip(res.rawPayload).files);
