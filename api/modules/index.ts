@@ -7,6 +7,7 @@ import { jobsModule } from './jobs.ts';
 import { readModelAdminModule } from './readModelAdmin.ts';
 import { registriesModule } from './registries.ts';
 import { loginModule } from './login.ts';
+import { notificationsModule } from './notifications.ts';
 import { sharingModule } from './sharing.ts';
 import { userGroupRegionsModule } from './userGroupRegions.ts';
 import { userGroupsModule } from './userGroups.ts';
@@ -20,6 +21,7 @@ export const modules: readonly Module[] = [
   sharingModule,
   loginModule,
   formatterModule,
+  notificationsModule,
   jobsModule,
   readModelAdminModule,
 ];

@@ -36,7 +36,7 @@ function sample(schema: z.core.$ZodType, key: string): unknown {
 }
 
 /** Records a sample of another resource must name (made by `makeSampleReferences`). */
-export type SampleReferences = { userGroupType: string; userGroupId: string; jobId: string };
+export type SampleReferences = { userGroupType: string; userGroupId: string; jobId: string; notificationTemplate: string };
 
 /** What a sample of each resource with references names, so that the sample is a valid record. */
 const referenced = (def: ResourceDefinition, refs: SampleReferences | undefined): Record<string, unknown> => {
@@ -54,6 +54,10 @@ const referenced = (def: ResourceDefinition, refs: SampleReferences | undefined)
 };
 
 export function sampleBody(def: ResourceDefinition, code: string, refs?: SampleReferences): Record<string, unknown> {
+  // Notifications are made from a template: their create payload is not their stored form.
+  if (def.path === 'notifications' && refs !== undefined) {
+    return { ownerType: 'SAMPLE', ownerId: code, templateCode: refs.notificationTemplate, notificationTo: [{ email: 'sample@example.com' }], data: { code } };
+  }
   const body = sample(def.fields, def.name) as Record<string, unknown>;
   const shape = def.fields.shape;
   return {
@@ -82,7 +86,9 @@ export async function makeSampleReferences(call: (o: { method: 'POST'; url: stri
   await made('/api/v1/user-group-types', { code: `${suffix}_TEAM`, name: 'Team', registry: {} });
   const group = await made('/api/v1/user-groups', { code: `${suffix}_GROUP`, name: 'Group', type: `${suffix}_TEAM`, chars: {} });
   const job = await made('/api/v1/jobs', { startDate: '2026-03-01T10:00:00.000Z', status: 'NEW', jobType: 'SAMPLE' });
-  return { userGroupType: `${suffix}_TEAM`, userGroupId: group.id, jobId: job.id };
+  const notificationTemplate = `${suffix}_NOTE`;
+  await made('/api/v1/notification-templates', { code: notificationTemplate, name: 'Note', configTypeId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5', status: 'ACTIVE', subject: 'About {{code}}', content: 'Hello' });
+  return { userGroupType: `${suffix}_TEAM`, userGroupId: group.id, jobId: job.id, notificationTemplate };
 }
 
 /** An enumerated field of the resource with one valid and one invalid value, if it has one. */

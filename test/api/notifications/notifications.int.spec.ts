@@ -1,0 +1,156 @@
+// Notifications over HTTP: made from an ACTIVE template with subject and contents rendered (through
+// a formatter template too), dated and expiring by the template, one or an array (all or none);
+// moved through their state machine (409 naming the allowed moves; every move in the history with
+// actor and reason); read by owner, owners, related entities and search.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock, startTestApp, type TestApp } from '../../support/testApp.ts';
+
+let t: TestApp;
+const clock = manualClock(new Date('2026-11-23T10:00:00.000Z'));
+const configTypeId = '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
+
+type Notification = {
+  id: string;
+  status: string;
+  subject?: string;
+  contents?: string;
+  created?: string;
+  expirationDate?: string;
+  sent?: string;
+  params?: Record<string, unknown>;
+  from?: string;
+  auditInfo: { version: number };
+};
+type ErrorBody = { code: string; message: string; errors: string[] };
+
+const post = (url: string, payload: unknown, as: 'admin' | 'editor' | 'viewer' = 'admin', headers: Record<string, string> = {}) => t.call({ method: 'POST', url, payload, as, headers });
+const payload = (extra: Record<string, unknown> = {}) => ({
+  ownerType: 'TICKET',
+  ownerId: 'T-1',
+  templateCode: 'TICKET_CLOSED',
+  notificationTo: [{ email: 'ada@example.com' }, { ownerType: 'USER', ownerId: 'ada' }],
+  relatedEntities: [{ refType: 'TICKET', refId: 'T-1', name: 'Ticket 1' }, { refType: 'SITE', refId: 'S-9' }],
+  data: { ticket: 'T-1', name: 'Ada <Lovelace>' },
+  ...extra,
+});
+
+beforeAll(async () => {
+  t = await startTestApp({ clock });
+  const templates = [
+    { code: 'TICKET_CLOSED', subject: 'Ticket {{ticket}} closed', content: '<p>Dear {{name}}</p>', status: 'ACTIVE', deliveryType: 'EMAIL', expiration: 7, from: 'noc@example.com' },
+    { code: 'SMS_NOTE', subject: 'Note', content: 'Hi {{name}}', status: 'ACTIVE', deliveryType: 'SMS' },
+    { code: 'RETIRED', subject: 'Old', content: 'old', status: 'INACTIVE' },
+  ];
+  for (const tpl of templates) expect((await post('/api/v1/notification-templates', { name: tpl.code, configTypeId, ...tpl })).statusCode).toBe(201);
+  const letter = await post('/api/v1/formatter-templates', { code: 'LETTER_BODY', inputType: 'HTML', content: '<h1>{{greeting}}, {{name}}</h1>' });
+  expect(letter.statusCode, letter.body).toBe(201);
+  const viaFormatter = await post('/api/v1/notification-templates', { code: 'VIA_LETTER', name: 'via letter', configTypeId, status: 'ACTIVE', formatterDocumentTemplateId: letter.json<{ id: string }>().id });
+  expect(viaFormatter.statusCode, viaFormatter.body).toBe(201);
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe('creating notifications', () => {
+  it('renders subject and contents from an ACTIVE template, starts PLAN, dated now and expiring by the template', async () => {
+    const res = await post('/api/v1/notifications', payload(), 'editor');
+    expect(res.statusCode, res.body).toBe(201);
+    const n = res.json<Notification>();
+    expect(res.headers.location).toBe(`/api/v1/notifications/${n.id}`);
+    expect(n).toMatchObject({
+      status: 'PLAN',
+      subject: 'Ticket T-1 closed',
+      contents: '<p>Dear Ada &lt;Lovelace&gt;</p>',
+      from: 'noc@example.com',
+      created: '2026-11-23T10:00:00.000Z',
+      expirationDate: '2026-11-30T10:00:00.000Z',
+      params: { templateVersion: 0, deliveryType: 'EMAIL', expiration: 7 },
+    });
+    const got = await t.call({ method: 'GET', url: `/api/v1/notifications/${n.id}`, as: 'viewer' });
+    expect(got.json<Notification>().contents).toBe('<p>Dear Ada &lt;Lovelace&gt;</p>');
+  });
+
+  it('renders SMS as text, through a formatter template with the data override, and takes a subject given', async () => {
+    const sms = await post('/api/v1/notifications', payload({ templateCode: 'SMS_NOTE', subject: 'Given' }));
+    expect(sms.json<Notification>()).toMatchObject({ contents: 'Hi Ada <Lovelace>', subject: 'Given' });
+    const letter = await post('/api/v1/notifications', payload({ templateCode: 'VIA_LETTER', formatterDocumentTemplateDataOverride: { greeting: 'Good morning' } }));
+    expect(letter.json<Notification>().contents).toBe('<h1>Good morning, Ada &lt;Lovelace&gt;</h1>');
+  });
+
+  it('makes an array whole, or none of it when one cannot be made (422 for an unknown or inactive template)', async () => {
+    const count = async () => (await post('/api/v1/notifications/count', { filter: [] })).json<number>();
+    const before = await count();
+    const many = await post('/api/v1/notifications', [payload({ ownerId: 'T-2' }), payload({ ownerId: 'T-3' })]);
+    expect(many.statusCode, many.body).toBe(201);
+    expect(many.json<Notification[]>().map((n) => n.status)).toEqual(['PLAN', 'PLAN']);
+    const mixed = await post('/api/v1/notifications', [payload({ ownerId: 'T-4' }), payload({ templateCode: 'RETIRED' })]);
+    expect(mixed.statusCode).toBe(422);
+    expect(mixed.json<ErrorBody>().code).toBe('NOTIFICATION.TEMPLATE_NOT_ACTIVE');
+    const unknown = await post('/api/v1/notifications', payload({ templateCode: 'NO_SUCH' }));
+    expect([unknown.statusCode, unknown.json<ErrorBody>().code]).toEqual([422, 'NOTIFICATION.REFERENCE_NOT_FOUND']);
+    expect(await count()).toBe(before + 2);
+  });
+
+  it('honours an Idempotency-Key, refuses viewers, and checks the payload', async () => {
+    const first = await post('/api/v1/notifications', payload({ ownerId: 'T-5' }), 'editor', { 'idempotency-key': 'notify-T-5' });
+    const again = await post('/api/v1/notifications', payload({ ownerId: 'T-5' }), 'editor', { 'idempotency-key': 'notify-T-5' });
+    expect(again.json<Notification>().id).toBe(first.json<Notification>().id);
+    expect((await post('/api/v1/notifications', payload(), 'viewer')).statusCode).toBe(403);
+    const bad = await post('/api/v1/notifications', payload({ notificationTo: [] }));
+    expect(bad.statusCode).toBe(400);
+    const tooMany = await post('/api/v1/notifications', Array.from({ length: 101 }, () => payload()));
+    expect(tooMany.statusCode).toBe(413);
+  });
+});
+
+describe('the state machine', () => {
+  it('moves along the allowed moves, each an event with actor and reason; others are 409 naming the allowed ones', async () => {
+    const { id } = (await post('/api/v1/notifications', payload({ ownerId: 'T-6' }))).json<Notification>();
+    const move = (to: string, reason?: string) =>
+      t.call({ method: 'PUT', url: `/api/v1/notifications/${id}/state?newState=${to}${reason === undefined ? '' : `&reason=${encodeURIComponent(reason)}`}`, as: 'editor' });
+    const wrong = await move('READ');
+    expect(wrong.statusCode).toBe(409);
+    expect(wrong.json<ErrorBody>()).toMatchObject({ code: 'NOTIFICATION.INVALID_TRANSITION', errors: ['status: PLAN -> READ is not allowed; allowed: SENDING, CANCELLED, EXPIRED'] });
+    expect((await move('SENDING', 'dispatcher picked it up')).statusCode).toBe(204);
+    clock.advance(60_000);
+    expect((await move('SENT')).statusCode).toBe(204);
+    expect((await move('SENT')).statusCode).toBe(204);
+    expect((await move('READ')).statusCode).toBe(204);
+    expect((await move('ANSWERED', 'clicked yes')).statusCode).toBe(204);
+    const ended = await move('EXPIRED');
+    expect(ended.json<ErrorBody>().message).toContain('allowed from ANSWERED: none (it has ended)');
+    expect((await move('DELIVERED')).statusCode).toBe(400);
+    const n = (await t.call({ method: 'GET', url: `/api/v1/notifications/${id}` })).json<Notification>();
+    expect(n).toMatchObject({ status: 'ANSWERED', sent: '2026-11-23T10:01:00.000Z', auditInfo: { version: 4 } });
+    const history = (await t.call({ method: 'GET', url: `/api/v1/notifications/${id}/history` })).json<{ type: string; actor: string; data?: Record<string, unknown> }[]>();
+    expect(history.map((h) => h.type)).toEqual(['NotificationCreated', 'NotificationStateChanged', 'NotificationStateChanged', 'NotificationStateChanged', 'NotificationStateChanged']);
+    expect(history.slice(1).map((h) => h.actor)).toEqual(['eddie-editor', 'eddie-editor', 'eddie-editor', 'eddie-editor']);
+  });
+
+  it('cancels a planned notification, and answers 404 for an unknown one', async () => {
+    const { id } = (await post('/api/v1/notifications', payload({ ownerId: 'T-7' }))).json<Notification>();
+    expect((await t.call({ method: 'PUT', url: `/api/v1/notifications/${id}/state?newState=CANCELLED` })).statusCode).toBe(204);
+    expect((await t.call({ method: 'PUT', url: `/api/v1/notifications/${id}/state?newState=SENDING` })).statusCode).toBe(409);
+    expect((await t.call({ method: 'PUT', url: '/api/v1/notifications/6f1c2b0e-0000-4000-8000-000000000000/state?newState=SENDING' })).statusCode).toBe(404);
+  });
+});
+
+describe('reading notifications', () => {
+  it('by owner, the owners of an owner type, related entities, and search', async () => {
+    const made = await post('/api/v1/notifications', payload({ ownerType: 'CUSTOMER', ownerId: 'C-1' }));
+    const { id } = made.json<Notification>();
+    await post('/api/v1/notifications', payload({ ownerType: 'CUSTOMER', ownerId: 'C-2' }));
+    await post('/api/v1/notifications', payload({ ownerType: 'CUSTOMER', ownerId: 'C-1' }));
+    const minPosition = String(made.headers['x-event-position']);
+    const byOwner = await t.call({ method: 'GET', url: `/api/v1/notifications/by-owner?ownerType=CUSTOMER&ownerId=C-1&minPosition=${minPosition}`, as: 'viewer' });
+    expect(byOwner.json<Notification[]>()).toHaveLength(2);
+    const owners = await t.call({ method: 'GET', url: '/api/v1/notifications/owners?ownerType=CUSTOMER', as: 'viewer' });
+    expect(owners.json<string[]>().sort()).toEqual(['C-1', 'C-2']);
+    const related = await t.call({ method: 'GET', url: `/api/v1/notifications/${id}/related-entities?refType=SITE`, as: 'viewer' });
+    expect(related.json()).toEqual([{ refType: 'SITE', refId: 'S-9' }]);
+    const search = await post('/api/v1/notifications/search', { filter: [{ column: 'ownerType', operator: 'EQ', value: 'CUSTOMER' }, { column: 'status', operator: 'EQ', value: 'PLAN' }] }, 'viewer');
+    expect(search.json<Notification[]>()).toHaveLength(3);
+    expect((await t.call({ method: 'GET', url: '/api/v1/notifications/not-a-uuid/related-entities?refType=SITE' })).statusCode).toBe(400);
+  });
+});
