@@ -12,12 +12,14 @@ import { formatterTemplate } from '../../domain/registries/formatterTemplate.ts'
 import { notificationTemplate } from '../../domain/registries/notificationTemplate.ts';
 import { DomainError, malformedUuid, notFound } from '../../domain/shared/errors.ts';
 import { jsonMap, text, uuid } from '../../domain/shared/fields.ts';
-import { MAX_UNPAGED_SIZE } from '../../domain/shared/filtering.ts';
+import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../domain/shared/filtering.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
 import { assertReadable, assertWritable, readScope } from '../access.ts';
 import { sendDocuments } from '../documentStream.ts';
-import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.ts';
+import { zodRoutes, type AppDeps, type Module, type ModuleContext, type ZodRoutes } from '../module.ts';
+import { dueInReadModel, type Schedule } from '../../workers/scheduler.ts';
+import { resourceService } from '../../domain/resource/service.ts';
 import { eq, idsWhere, recordsWhere } from '../readModelQuery.ts';
 import { position } from '../readModelWait.ts';
 import { commandContext } from '../requestContext.ts';
@@ -135,9 +137,39 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
   );
 }
 
+/** The actor of the service's own moves of notifications (expiry). */
+export const NOTIFICATION_EXPIRY_ACTOR = 'system:notification-expiry';
+
+/** PLAN or SENT notifications whose expirationDate has passed become EXPIRED: due work read from
+ * the read model at every tick, so it survives restarts and runs once across instances. */
+function expirySchedule(ctx: ModuleContext): Schedule {
+  const service = resourceService(notification, ctx.eventStore);
+  return {
+    name: 'notification-expiry',
+    due: (now) => {
+      const filter: FilterItem[] = [
+        { column: 'status', operator: 'IN', values: ['PLAN', 'SENT'] },
+        { column: 'expirationDate', operator: 'LTE', value: now.toISOString() },
+      ];
+      return dueInReadModel(ctx.readStore, ctx.readModels, notification.collection, toQuery({ filter, sort: [] }, notification.columns, notification.defaultSort));
+    },
+    run: async (item, now) => {
+      const command: ChangeState = { type: 'ChangeState', to: 'EXPIRED', reason: `expirationDate ${String(item.expirationDate)} passed` };
+      try {
+        await service.execute(item.id, command, { actor: NOTIFICATION_EXPIRY_ACTOR, now, newId: ctx.newId, requestId: ctx.newId(), idempotencyKey: `expire:${item.id}` });
+      } catch (error) {
+        // Moved on meanwhile (READ, CANCELLED): nothing to expire.
+        if (!(error instanceof DomainError && error.status === 'CONFLICT')) throw error;
+      }
+      return true;
+    },
+  };
+}
+
 export const notificationsModule: Module = {
   name: 'notifications',
   resources: [{ definition: notification, routes: {} }],
+  schedules: (ctx) => [expirySchedule(ctx)],
   routes(app, deps) {
     const r = zodRoutes(app);
     const list = { 200: z.array(notification.record), ...errors(400, 503) };

@@ -154,3 +154,50 @@ describe('reading notifications', () => {
     expect((await t.call({ method: 'GET', url: '/api/v1/notifications/not-a-uuid/related-entities?refType=SITE' })).statusCode).toBe(400);
   });
 });
+
+describe('expiry', () => {
+  const statusOf = async (app: TestApp, id: string) => (await app.call({ method: 'GET', url: `/api/v1/notifications/${id}` })).json<Notification>().status;
+  /** Ticks until the read model has folded what the scheduler looks at (bounded). */
+  const tickUntil = async (app: TestApp, id: string, status: string) => {
+    for (let i = 0; i < 50 && (await statusOf(app, id)) !== status; i++) {
+      await app.service.scheduler.tick();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return statusOf(app, id);
+  };
+
+  it('makes PLAN and SENT notifications EXPIRED once their expirationDate passes, by the service, and no others', async () => {
+    const make = async (ownerId: string, templateCode = 'TICKET_CLOSED') => (await post('/api/v1/notifications', payload({ ownerId, templateCode }))).json<Notification>().id;
+    const planned = await make('E-1');
+    const sent = await make('E-2');
+    const sending = await make('E-3');
+    const never = await make('E-4', 'SMS_NOTE');
+    for (const [id, moves] of [[sent, ['SENDING', 'SENT']], [sending, ['SENDING']]] as const) {
+      for (const to of moves) expect((await t.call({ method: 'PUT', url: `/api/v1/notifications/${id}/state?newState=${to}` })).statusCode).toBe(204);
+    }
+    await t.service.scheduler.tick();
+    expect(await statusOf(t, planned)).toBe('PLAN');
+    clock.advance(8 * 86_400_000);
+    expect(await tickUntil(t, planned, 'EXPIRED')).toBe('EXPIRED');
+    expect(await tickUntil(t, sent, 'EXPIRED')).toBe('EXPIRED');
+    expect(await statusOf(t, sending)).toBe('SENDING');
+    expect(await statusOf(t, never)).toBe('PLAN');
+    const history = (await t.call({ method: 'GET', url: `/api/v1/notifications/${planned}/history` })).json<{ actor: string }[]>();
+    expect(history.at(-1)?.actor).toBe('system:notification-expiry');
+  });
+
+  it('expires after a restart too: due work is read from stored data', async () => {
+    const app = await startTestApp({ clock });
+    const { id } = (await app.call({ method: 'POST', url: '/api/v1/notification-templates', payload: { code: 'SHORT', name: 'short', configTypeId, status: 'ACTIVE', content: 'x', expiration: 1 } })).json<{ id: string }>();
+    expect(id).toBeTypeOf('string');
+    const made = (await app.call({ method: 'POST', url: '/api/v1/notifications', payload: payload({ templateCode: 'SHORT' }) })).json<Notification>();
+    await app.close({ keepData: true });
+    clock.advance(2 * 86_400_000);
+    const again = await startTestApp({ clock, dataDir: app.dataDir });
+    try {
+      expect(await tickUntil(again, made.id, 'EXPIRED')).toBe('EXPIRED');
+    } finally {
+      await again.close();
+    }
+  });
+});
