@@ -7,6 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { templateText, type TemplateVersion } from '../../domain/documents/generate.ts';
 import { inProcessTemplates } from '../../domain/documents/templateJobs.ts';
+import { ATTACHMENT_TYPES, checkedAttachments, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS } from '../../domain/notifications/attachments.ts';
 import { notification, notificationTarget, NotificationStatuses, relatedEntity, type ChangeState } from '../../domain/notifications/notification.ts';
 import { formatterTemplate } from '../../domain/registries/formatterTemplate.ts';
 import { notificationTemplate } from '../../domain/registries/notificationTemplate.ts';
@@ -42,6 +43,15 @@ const createPayload = z.strictObject({
   from: z.string().max(255).optional(),
   templateCode: text(),
   subject: z.string().max(255).optional().meta({ description: 'Overrides the subject the template would render.' }),
+  attachments: z
+    .array(z.strictObject({ name: text(), mimeType: text(), data: z.string().meta({ description: 'the bytes in base64' }) }))
+    .max(1000)
+    .optional()
+    .meta({
+      description:
+        `At most ${String(MAX_ATTACHMENTS)} (413 beyond), each at most ${String(MAX_ATTACHMENT_BYTES / 1024 / 1024)} MiB decoded (413), of a type its bytes prove ` +
+        `(422 otherwise): ${ATTACHMENT_TYPES.join(', ')}. Stored in the blob store; the notification keeps name, type, size and SHA-256.`,
+    }),
 });
 type CreatePayload = z.infer<typeof createPayload>;
 
@@ -82,12 +92,20 @@ async function rendered(deps: AppDeps, request: FastifyRequest, payload: CreateP
     (deps.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:subject`, version, source, data: payload.data ?? {}, mode: 'text' });
   const subject = payload.subject ?? (typeof template.subject === 'string' ? await renderedSubject(template.subject) : undefined);
   const contents = await contentsOf(deps, template, payload);
-  const { id: _id, subject: _subject, ...rest } = payload;
+  // Checked before anything is stored; each blob is written before the event that names it.
+  const attachments = await Promise.all(
+    checkedAttachments(payload.attachments ?? []).map(async (a) => {
+      const ref = await deps.blobStore.put(a.bytes, a.mimeType);
+      return { name: a.name, mimeType: a.mimeType, size: ref.size, sha256: ref.sha256 };
+    }),
+  );
+  const { id: _id, subject: _subject, attachments: _attachments, ...rest } = payload;
   const optional = (key: string, value: unknown) => (value === undefined ? {} : { [key]: value });
   return {
     ...rest,
     ...optional('subject', subject),
     ...optional('contents', contents),
+    ...(attachments.length === 0 ? {} : { attachments }),
     ...optional('from', payload.from ?? (typeof template.from === 'string' ? template.from : undefined)),
     status: 'PLAN',
     params: { templateVersion: version, ...optional('deliveryType', template.deliveryType), ...optional('expiration', template.expiration) },

@@ -8,16 +8,15 @@ import Docxtemplater from 'docxtemplater';
 import ExcelJS from 'exceljs';
 import PizZip from 'pizzip';
 import { DomainError } from '../shared/errors.ts';
+import { isBase64 } from '../shared/fields.ts';
 import { renderHandlebars } from './templates.ts';
 
 export type OfficeKind = 'docx' | 'xlsx' | 'odt' | 'ods';
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
 /** The bytes of a base64 text, or undefined when it is not base64. */
 export function fromBase64(text: string): Uint8Array | undefined {
   const compact = text.replace(/\s+/g, '');
-  return compact !== '' && BASE64.test(compact) ? new Uint8Array(Buffer.from(compact, 'base64')) : undefined;
+  return compact !== '' && isBase64(compact) ? new Uint8Array(Buffer.from(compact, 'base64')) : undefined;
 }
 
 const ODF_TYPES: Readonly<Record<string, OfficeKind>> = {

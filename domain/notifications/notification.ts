@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { invalidTransition, validationFailed } from '../shared/errors.ts';
 import { dateTime, email, jsonMap, longText, phoneNumber, text, uuid } from '../shared/fields.ts';
 import { defineResource, type ResourceDefinition } from '../resource/defineResource.ts';
+import { MAX_ATTACHMENTS } from './attachments.ts';
 
 export const NotificationStatuses = ['PLAN', 'SENDING', 'SENT', 'FAILED', 'CANCELLED', 'READ', 'ANSWERED', 'EXPIRED'] as const;
 export type NotificationStatus = (typeof NotificationStatuses)[number];
@@ -76,6 +77,11 @@ export const notification: ResourceDefinition = defineResource({
     data: jsonMap().optional(),
     formatterDocumentTemplateDataOverride: jsonMap().optional(),
     from: z.string().max(255).optional(),
+    attachments: z
+      .array(z.strictObject({ name: text(), mimeType: text(), size: z.int().min(0), sha256: z.string().regex(/^[0-9a-f]{64}$/) }))
+      .max(MAX_ATTACHMENTS)
+      .optional()
+      .meta({ description: 'The attachments given on create: their bytes are in the blob store under `sha256`, never in an event.' }),
     fromUserId: uuid().optional(),
     status: z.enum(NotificationStatuses),
     params: jsonMap().optional().meta({ description: 'What the notification was made from: the template\'s version, delivery type and expiration days.' }),

@@ -118,3 +118,10 @@ export const distinct = <T extends z.ZodArray<z.ZodString>>(list: T) =>
       seen.add(item);
     }
   });
+
+/** Whether a text is base64 (whitespace ignored): checked in time and stack linear in its length
+ * (a grouped, repeated pattern recurses per group in V8 and overflows on megabytes). */
+export function isBase64(text: string): boolean {
+  const compact = text.replace(/\s+/g, '');
+  return compact.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(compact);
+}

@@ -3,6 +3,7 @@
 // moved through their state machine (409 naming the allowed moves; every move in the history with
 // actor and reason); read by owner, owners, related entities and search.
 
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock, startTestApp, type TestApp } from '../../support/testApp.ts';
 
@@ -199,5 +200,32 @@ describe('expiry', () => {
     } finally {
       await again.close();
     }
+  });
+});
+
+describe('attachments', () => {
+  const pdf = Buffer.from('%PDF-1.4\n% a tiny test document\n%%EOF\n');
+  it('are stored in the blob store, the notification keeping their name, type, size and hash, never their bytes', async () => {
+    const res = await post('/api/v1/notifications', payload({ ownerId: 'A-1', attachments: [{ name: 'invoice.pdf', mimeType: 'application/pdf', data: pdf.toString('base64') }] }));
+    expect(res.statusCode, res.body).toBe(201);
+    const n = res.json<Notification & { attachments: unknown[] }>();
+    expect(n.attachments).toEqual([{ name: 'invoice.pdf', mimeType: 'application/pdf', size: pdf.length, sha256: createHash('sha256').update(pdf).digest('hex') }]);
+    const history = await t.call({ method: 'GET', url: `/api/v1/notifications/${n.id}/history` });
+    expect(history.body).not.toContain(pdf.toString('base64'));
+  });
+
+  it('are refused when their bytes are not their type (422), too many or too large (413)', async () => {
+    const one = (a: Record<string, unknown>) => post('/api/v1/notifications', payload({ ownerId: 'A-2', attachments: [a] }));
+    const lying = await one({ name: 'x.png', mimeType: 'image/png', data: pdf.toString('base64') });
+    expect([lying.statusCode, lying.json<ErrorBody>().errors]).toEqual([422, ['attachments[0].data: its bytes are not image/png']]);
+    expect((await one({ name: 'x.exe', mimeType: 'application/x-msdownload', data: 'TVqQ' })).statusCode).toBe(422);
+    expect((await one({ name: 'x.pdf', mimeType: 'application/pdf', data: 'not base64!' })).statusCode).toBe(422);
+    const text = await one({ name: 'notes.txt', mimeType: 'text/plain; charset=utf-8', data: Buffer.from('plain words').toString('base64') });
+    expect(text.statusCode, text.body).toBe(201);
+    const many = await post('/api/v1/notifications', payload({ attachments: Array.from({ length: 11 }, () => ({ name: 'a.pdf', mimeType: 'application/pdf', data: pdf.toString('base64') })) }));
+    expect([many.statusCode, many.json<ErrorBody>().code]).toEqual([413, 'NOTIFICATION.TOO_MANY_ATTACHMENTS']);
+    const big = Buffer.concat([pdf, Buffer.alloc(4 * 1024 * 1024)]);
+    const large = await one({ name: 'big.pdf', mimeType: 'application/pdf', data: big.toString('base64') });
+    expect([large.statusCode, large.json<ErrorBody>().code]).toEqual([413, 'NOTIFICATION.ATTACHMENT_TOO_LARGE']);
   });
 });
