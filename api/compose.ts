@@ -11,7 +11,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { BlobStore, Clock, DocumentRenderers, EventStore, ReadStore } from '../domain/ports.ts';
+import type { BlobStore, Clock, DocumentRenderers, EventStore, MailSender, ReadStore } from '../domain/ports.ts';
 import { resourceProjection } from '../projections/resourceProjection.ts';
 import { LogProcessor } from '../workers/processor.ts';
 import { reactorHandler } from '../workers/reactor.ts';
@@ -42,6 +42,8 @@ export type ComposeOptions = {
   trustProxy?: boolean | string;
   /** The document renderers (closed with the service). */
   documents?: DocumentRenderers;
+  /** E-mail delivery for notifications (closed with the service). */
+  mail?: MailSender;
   batchSize?: number;
   /** How often the scheduler looks for due work (ms); tests drive it with `scheduler.tick()`. */
   schedulerIntervalMs?: number;
@@ -95,7 +97,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     modules.flatMap((m) => m.resources ?? []).map(({ definition: d }) => [d.collection, { columns: d.columns, defaultSort: d.defaultSort }] as const),
   );
   const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, clock, logger, runs: works, catalogs });
-  const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, logger };
+  const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, logger, ...(options.mail === undefined ? {} : { mail: options.mail }) };
   const reactors = works ? modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => new LogProcessor(reactorHandler(r, readStore), eventStore, readStore, processorOptions)) : [];
   const schedules = works ? [readModelJobs.schedule(), ...modules.flatMap((m) => m.schedules?.(context) ?? [])] : [];
   const scheduler = new Scheduler(schedules, readStore, { clock, logger, ...(options.schedulerIntervalMs === undefined ? {} : { intervalMs: options.schedulerIntervalMs }) });
@@ -133,7 +135,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
       for (const w of workers) await w.stop();
       await Promise.all(reactors.map((r) => r.stop()));
       await readModels.stop();
-      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close()]);
+      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close(), options.mail?.close()]);
       await eventStore.close();
       await readStore.close();
       await blobStore.close();

@@ -6,6 +6,7 @@ import { loadConfig } from '../infra/config.ts';
 import { hs256Secret } from '../infra/authSecret.ts';
 import { openStores } from '../infra/stores.ts';
 import { openDocumentRenderers } from '../infra/documentRenderers.ts';
+import { SmtpMailSender } from '../infra/mail/smtpSender.ts';
 import { composeService } from './compose.ts';
 import { hs256Verifier, oidcVerifier, signHs256, type Caller, type TokenVerifier } from './auth.ts';
 
@@ -48,6 +49,7 @@ async function main(): Promise<void> {
     batchSize: config.PROJECTION_BATCH_SIZE,
     role: config.ROLE,
     documents,
+    ...(config.SMTP_URL === undefined ? {} : { mail: new SmtpMailSender({ url: config.SMTP_URL, ...(config.SMTP_FROM === undefined ? {} : { from: config.SMTP_FROM }) }) }),
   });
   log.to = service.app.log;
 

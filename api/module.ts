@@ -5,7 +5,7 @@
 
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { BlobStore, Clock, DocumentRenderers, EventStore, IdGenerator, ReadStore } from '../domain/ports.ts';
+import type { BlobStore, Clock, DocumentRenderers, EventStore, IdGenerator, MailSender, ReadStore } from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import type { Projection } from '../projections/projection.ts';
 import type { Logger } from '../workers/processor.ts';
@@ -27,6 +27,8 @@ export type ModuleContext = {
   readModels: ReadModelSet;
   readModelJobs: ReadModelJobs;
   logger: Logger;
+  /** E-mail delivery (SMTP_URL); absent: e-mail notifications fail saying so. */
+  mail?: MailSender;
 };
 
 /** Something a worker process keeps running (a Kafka consumer, a dispatcher). */

@@ -268,3 +268,32 @@ export type TemplateRunner = {
 /** What documents are made with; a renderer may be absent (that format answers 503), and without
  * a template runner templates are evaluated on the caller's thread. */
 export type DocumentRenderers = { templates?: TemplateRunner; pdf?: PdfRenderer; office?: OfficeConverter };
+
+/** A message for the mail port: addresses already resolved, the HTML body rendered, attachments
+ * read from the blob store. `messageId` is the notification's, the same on every attempt, so a
+ * receiver can tell a repeated delivery. */
+export type OutgoingMail = {
+  messageId: string;
+  from?: string;
+  to: readonly string[];
+  subject: string;
+  html: string;
+  attachments: readonly { filename: string; contentType: string; content: Uint8Array }[];
+};
+
+/** Why a delivery failed: transient ones (a 4xx SMTP answer, a timeout, a refused connection) are
+ * tried again later, permanent ones (a 5xx answer) never. */
+export class DeliveryFailed extends Error {
+  readonly transient: boolean;
+  constructor(message: string, transient: boolean) {
+    super(message);
+    this.name = 'DeliveryFailed';
+    this.transient = transient;
+  }
+}
+
+/** Sends e-mail (SMTP through nodemailer); throws DeliveryFailed. */
+export type MailSender = {
+  send(mail: OutgoingMail): Promise<void>;
+  close(): Promise<void>;
+};

@@ -20,6 +20,8 @@ export const ConfigSchema = z
     MONGODB_URL: optionalString,
     KAFKA_BROKERS: optionalString,
     SMTP_URL: optionalString,
+    // The sender of notification e-mails when neither the template nor the notification names one.
+    SMTP_FROM: optionalString,
     CHROME_PATH: optionalString,
     // The document renderers: Chromium pages (and LibreOffice documents) at once, renders that may
     // wait for one (beyond: 503 with Retry-After), the time limit of one render, renders before a

@@ -20,6 +20,7 @@ import { assertReadable, assertWritable, readScope } from '../access.ts';
 import { sendDocuments } from '../documentStream.ts';
 import { zodRoutes, type AppDeps, type Module, type ModuleContext, type ZodRoutes } from '../module.ts';
 import { dueInReadModel, type Schedule } from '../../workers/scheduler.ts';
+import { dispatchSchedule } from '../../workers/notificationDispatcher.ts';
 import { resourceService } from '../../domain/resource/service.ts';
 import { eq, idsWhere, recordsWhere } from '../readModelQuery.ts';
 import { position } from '../readModelWait.ts';
@@ -107,6 +108,7 @@ async function rendered(deps: AppDeps, request: FastifyRequest, payload: CreateP
     ...optional('contents', contents),
     ...(attachments.length === 0 ? {} : { attachments }),
     ...optional('from', payload.from ?? (typeof template.from === 'string' ? template.from : undefined)),
+    ...optional('deliveryType', template.deliveryType),
     status: 'PLAN',
     params: { templateVersion: version, ...optional('deliveryType', template.deliveryType), ...optional('expiration', template.expiration) },
   };
@@ -187,7 +189,7 @@ function expirySchedule(ctx: ModuleContext): Schedule {
 export const notificationsModule: Module = {
   name: 'notifications',
   resources: [{ definition: notification, routes: {} }],
-  schedules: (ctx) => [expirySchedule(ctx)],
+  schedules: (ctx) => [expirySchedule(ctx), dispatchSchedule(ctx)],
   routes(app, deps) {
     const r = zodRoutes(app);
     const list = { 200: z.array(notification.record), ...errors(400, 503) };

@@ -55,6 +55,17 @@ export const relatedEntity = z.strictObject({
 
 /** The command of a state move: to a status, with the reason (for the history). */
 export type ChangeState = { type: 'ChangeState'; to: NotificationStatus; reason?: string };
+/** The dispatcher's commands: an attempt recorded before it is made (outbox), a transient failure
+ * deferring the next one. */
+export type DeliveryCommand = ChangeState | { type: 'Attempt' } | { type: 'Defer'; reason: string; nextAttemptAt: string };
+
+/** Delivery attempts before a transient failure is final. */
+export const MAX_ATTEMPTS = 5;
+/** The wait before attempt n + 1 (n ≥ 1): exponential from 2 s, capped at 10 min, with ±25% jitter. */
+export function backoffMs(attempt: number, random: number): number {
+  const base = Math.min(600_000, 2000 * 2 ** (attempt - 1));
+  return Math.round(base * (0.75 + 0.5 * random));
+}
 
 const addDays = (at: Date, days: number): string => new Date(at.getTime() + days * 86_400_000).toISOString();
 
@@ -88,10 +99,14 @@ export const notification: ResourceDefinition = defineResource({
     created: dateTime().optional(),
     expirationDate: dateTime().optional(),
     sent: dateTime().optional(),
+    deliveryType: z.enum(['SMS', 'EMAIL', 'LETTER', 'APPLICATION', 'USER_COMMENT']).optional().meta({ description: 'The channel, from the template.' }),
+    attempts: z.int().min(0).optional().meta({ description: 'Delivery attempts made (each recorded before it is made).' }),
+    nextAttemptAt: dateTime().optional().meta({ description: 'When a SENDING notification is next attempted.' }),
+    lastError: longText(2000).optional().meta({ description: 'Why the last attempt failed.' }),
     deliveryFromTime: dateTime().optional(),
     deliveryToTime: dateTime().optional(),
   }),
-  indexed: ['ownerType', 'ownerId', 'status', 'templateCode', 'expirationDate', 'created'],
+  indexed: ['ownerType', 'ownerId', 'status', 'templateCode', 'expirationDate', 'created', 'deliveryType', 'nextAttemptAt'],
   defaultSort: ['auditInfo.whenInserted'],
   operations: ['get', 'versions', 'history', 'byIds', 'list', 'search', 'searchPage', 'count'],
   behaviour: {
@@ -104,12 +119,24 @@ export const notification: ResourceDefinition = defineResource({
     },
     events: {
       StateChanged: {
-        evolve: (r, d) => ({ ...r, fields: { ...r.fields, status: d.to, ...(d.to === 'SENT' ? { sent: d.at } : {}) } }),
+        evolve: (r, d) => {
+          const { nextAttemptAt: _next, ...fields } = r.fields;
+          const reason = typeof d.reason === 'string' && d.to === 'FAILED' ? { lastError: d.reason } : {};
+          // SENDING is due for its first attempt at once; any other state is not due at all.
+          return { ...r, fields: { ...fields, status: d.to, ...(d.to === 'SENT' ? { sent: d.at } : {}), ...(d.to === 'SENDING' ? { nextAttemptAt: d.at } : {}), ...reason } };
+        },
       },
+      DeliveryAttempted: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, attempts: d.attempt } }) },
+      DeliveryDeferred: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, nextAttemptAt: d.nextAttemptAt, lastError: d.reason } }) },
     },
     decide(command, record, ctx) {
-      if (command.type !== 'ChangeState') throw new Error(`unknown notification command ${JSON.stringify(command.type)}`);
-      const c = command as ChangeState;
+      const own = command as DeliveryCommand;
+      const attempts = typeof record.fields.attempts === 'number' ? record.fields.attempts : 0;
+      if (own.type === 'Attempt') return record.fields.status === 'SENDING' ? [{ type: 'DeliveryAttempted', data: { attempt: attempts + 1, at: ctx.now.toISOString() } }] : [];
+      if (own.type === 'Defer') {
+        return record.fields.status === 'SENDING' ? [{ type: 'DeliveryDeferred', data: { attempt: attempts, reason: own.reason.slice(0, 2000), nextAttemptAt: own.nextAttemptAt } }] : [];
+      }
+      const c = own;
       const from = record.fields.status as NotificationStatus;
       if (from === c.to) return [];
       if (!STATE_MOVES[from].includes(c.to)) throw invalidTransition('NOTIFICATION', 'status', from, c.to, STATE_MOVES[from]);

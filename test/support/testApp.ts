@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { hs256Verifier, signHs256, type Caller } from '../../api/auth.ts';
-import type { BlobStore, Clock, DocumentRenderers, EventStore, ReadStore } from '../../domain/ports.ts';
+import type { BlobStore, Clock, DocumentRenderers, EventStore, MailSender, ReadStore } from '../../domain/ports.ts';
 import { openDocumentRenderers } from '../../infra/documentRenderers.ts';
 import { composeService, type Role, type Service } from '../../api/compose.ts';
 import { BLOBS_FILE, openEmbeddedStores } from '../../infra/embedded.ts';
@@ -68,6 +68,8 @@ export async function startTestApp(
     login?: boolean;
     /** The document renderers (default: the ones `npm start` would use, started on first use). */
     documents?: DocumentRenderers;
+    /** E-mail delivery (default: none, as without SMTP_URL). */
+    mail?: MailSender;
   } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
@@ -83,6 +85,7 @@ export async function startTestApp(
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.role === undefined ? {} : { role: options.role }),
     documents: options.documents ?? openDocumentRenderers(),
+    ...(options.mail === undefined ? {} : { mail: options.mail }),
   });
   await service.startProjectors();
   const { app } = service;

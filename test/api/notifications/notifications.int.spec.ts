@@ -39,7 +39,9 @@ const payload = (extra: Record<string, unknown> = {}) => ({
 beforeAll(async () => {
   t = await startTestApp({ clock });
   const templates = [
-    { code: 'TICKET_CLOSED', subject: 'Ticket {{ticket}} closed', content: '<p>Dear {{name}}</p>', status: 'ACTIVE', deliveryType: 'EMAIL', expiration: 7, from: 'noc@example.com' },
+    // No channel: the dispatcher leaves these PLAN (delivery has its own tests).
+    { code: 'TICKET_CLOSED', subject: 'Ticket {{ticket}} closed', content: '<p>Dear {{name}}</p>', status: 'ACTIVE', expiration: 7, from: 'noc@example.com' },
+    { code: 'NO_EXPIRY', subject: 'Kept', content: 'kept', status: 'ACTIVE' },
     { code: 'SMS_NOTE', subject: 'Note', content: 'Hi {{name}}', status: 'ACTIVE', deliveryType: 'SMS' },
     { code: 'RETIRED', subject: 'Old', content: 'old', status: 'INACTIVE' },
   ];
@@ -66,7 +68,7 @@ describe('creating notifications', () => {
       from: 'noc@example.com',
       created: '2026-11-23T10:00:00.000Z',
       expirationDate: '2026-11-30T10:00:00.000Z',
-      params: { templateVersion: 0, deliveryType: 'EMAIL', expiration: 7 },
+      params: { templateVersion: 0, expiration: 7 },
     });
     const got = await t.call({ method: 'GET', url: `/api/v1/notifications/${n.id}`, as: 'viewer' });
     expect(got.json<Notification>().contents).toBe('<p>Dear Ada &lt;Lovelace&gt;</p>');
@@ -172,7 +174,7 @@ describe('expiry', () => {
     const planned = await make('E-1');
     const sent = await make('E-2');
     const sending = await make('E-3');
-    const never = await make('E-4', 'SMS_NOTE');
+    const never = await make('E-4', 'NO_EXPIRY');
     for (const [id, moves] of [[sent, ['SENDING', 'SENT']], [sending, ['SENDING']]] as const) {
       for (const to of moves) expect((await t.call({ method: 'PUT', url: `/api/v1/notifications/${id}/state?newState=${to}` })).statusCode).toBe(204);
     }

@@ -1,0 +1,161 @@
+// Delivers notifications, as a schedule of due work read from the notifications read model (so a
+// restart loses nothing pending): a PLAN notification is taken by its channel (in-app ones are
+// SENT on record, letters FAILED as unsupported, e-mail and SMS move to SENDING); a SENDING one
+// whose next attempt is due is attempted. Outbox order: the attempt is an event before the send,
+// its outcome (SENT, FAILED, or deferred with backoff) an event after it; a notification recorded
+// SENT is never sent again. Transient failures (SMTP 4xx, timeouts) are tried again with
+// exponential backoff and jitter up to MAX_ATTEMPTS; permanent ones (SMTP 5xx) fail at once.
+
+import { isActiveUser, user } from '../domain/identity/user.ts';
+import { backoffMs, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationStatus } from '../domain/notifications/notification.ts';
+import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore } from '../domain/ports.ts';
+import { resourceService } from '../domain/resource/service.ts';
+import { DomainError } from '../domain/shared/errors.ts';
+import { toQuery, type FilterItem } from '../domain/shared/filtering.ts';
+import type { ReadModels } from '../projections/projection.ts';
+import { dueInReadModel, type Schedule } from './scheduler.ts';
+
+export const DISPATCHER_ACTOR = 'system:notification-dispatcher';
+const IN_APP = new Set(['APPLICATION', 'USER_COMMENT']);
+
+export type DispatcherDeps = {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  readModels: ReadModels;
+  blobStore: BlobStore;
+  clock: Clock;
+  newId: IdGenerator;
+  mail?: MailSender | undefined;
+  /** For the backoff's jitter (tests fix it). */
+  random?: () => number;
+};
+
+type Target = { email?: string; ownerType?: string; ownerId?: string };
+
+type Attachment = { filename: string; contentType: string; content: Uint8Array };
+
+class Dispatcher {
+  readonly #deps: DispatcherDeps;
+  readonly #notifications;
+  readonly #users;
+
+  constructor(deps: DispatcherDeps) {
+    this.#deps = deps;
+    this.#notifications = resourceService(notification, deps.eventStore);
+    this.#users = resourceService(user, deps.eventStore);
+  }
+
+  #command(id: string, c: DeliveryCommand, now: Date, key?: string) {
+    const { newId } = this.#deps;
+    return this.#notifications.execute(id, c, { actor: DISPATCHER_ACTOR, now, newId, requestId: newId(), ...(key === undefined ? {} : { idempotencyKey: key }) });
+  }
+
+  async #move(id: string, to: NotificationStatus, reason: string, now: Date): Promise<void> {
+    await this.#command(id, { type: 'ChangeState', to, reason }, now);
+  }
+
+  /** The addresses of the targets: given ones as they are, USER targets as the user's e-mail; the
+   * others are skipped, each with its reason. */
+  async #recipients(targets: readonly Target[], now: Date): Promise<{ to: string[]; skipped: string[] }> {
+    const to: string[] = [];
+    const skipped: string[] = [];
+    for (const target of targets) {
+      if (typeof target.email === 'string') to.push(target.email);
+      else if (target.ownerType === 'USER' && typeof target.ownerId === 'string') {
+        const found = await this.#users.live(target.ownerId).catch(() => undefined);
+        if (found === undefined) skipped.push(`user ${target.ownerId}: not found`);
+        else if (!isActiveUser(found.fields, now)) skipped.push(`user ${target.ownerId}: disabled or not valid now`);
+        else if (typeof found.fields.email !== 'string') skipped.push(`user ${target.ownerId}: no e-mail address`);
+        else to.push(found.fields.email);
+      } else skipped.push(`${target.ownerType ?? 'target'} ${target.ownerId ?? ''}: no e-mail address`.trim());
+    }
+    return { to: [...new Set(to)], skipped };
+  }
+
+  /** The attachments' bytes from the blob store, or the name of one that is missing. */
+  async #attachments(item: Document): Promise<Attachment[] | string> {
+    const found: Attachment[] = [];
+    for (const a of (item.attachments ?? []) as { name: string; mimeType: string; sha256: string }[]) {
+      const blob = await this.#deps.blobStore.get(a.sha256);
+      if (blob === undefined) return a.name;
+      found.push({ filename: a.name, contentType: a.mimeType, content: blob.content });
+    }
+    return found;
+  }
+
+  async email(item: Document, now: Date): Promise<void> {
+    const mail = this.#deps.mail;
+    if (mail === undefined) return this.#move(item.id, 'FAILED', 'SMTP_URL is not set: e-mail cannot be delivered', now);
+    const { to, skipped } = await this.#recipients((item.notificationTo ?? []) as Target[], now);
+    const skips = skipped.length === 0 ? '' : `; skipped: ${skipped.join('; ')}`;
+    if (to.length === 0) return this.#move(item.id, 'FAILED', `no recipient with an e-mail address${skips}`, now);
+    const attachments = await this.#attachments(item);
+    if (typeof attachments === 'string') return this.#move(item.id, 'FAILED', `attachment ${attachments} is missing from the blob store`, now);
+    const attempt = typeof item.attempts === 'number' ? item.attempts + 1 : 1;
+    // Outbox: the attempt is in the log before it is made.
+    await this.#command(item.id, { type: 'Attempt' }, now, `dispatch:${item.id}:attempt:${String(attempt)}`);
+    try {
+      await mail.send({
+        messageId: `<${item.id}@notifications.admin>`,
+        ...(typeof item.from === 'string' ? { from: item.from } : {}),
+        to,
+        subject: typeof item.subject === 'string' ? item.subject : '',
+        html: typeof item.contents === 'string' ? item.contents : '',
+        attachments,
+      });
+    } catch (error) {
+      if (!(error instanceof DeliveryFailed)) throw error;
+      return this.#failed(item.id, error, attempt, now);
+    }
+    return this.#move(item.id, 'SENT', `e-mail to ${to.join(', ')} (attempt ${String(attempt)})${skips}`, now);
+  }
+
+  /** A failed attempt: deferred with backoff while transient and attempts remain, FAILED otherwise. */
+  async #failed(id: string, error: DeliveryFailed, attempt: number, now: Date): Promise<void> {
+    if (!error.transient) return this.#move(id, 'FAILED', `${error.message} (permanent, attempt ${String(attempt)})`, now);
+    if (attempt >= MAX_ATTEMPTS) return this.#move(id, 'FAILED', `${error.message} (after ${String(attempt)} attempts)`, now);
+    const nextAttemptAt = new Date(now.getTime() + backoffMs(attempt, (this.#deps.random ?? Math.random)())).toISOString();
+    await this.#command(id, { type: 'Defer', reason: error.message, nextAttemptAt }, now);
+  }
+
+  /** A PLAN notification taken by its channel. */
+  async take(item: Document, now: Date): Promise<void> {
+    const channel = item.deliveryType;
+    if (typeof channel === 'string' && IN_APP.has(channel)) {
+      await this.#move(item.id, 'SENDING', 'in-app', now);
+      await this.#move(item.id, 'SENT', 'in-app: on record, listed by owner', now);
+    } else if (channel === 'LETTER') {
+      await this.#move(item.id, 'SENDING', 'letter', now);
+      await this.#move(item.id, 'FAILED', 'unsupported: letters are not delivered by this service', now);
+    } else if (channel === 'SMS') {
+      await this.#move(item.id, 'SENDING', 'sms', now);
+      await this.#move(item.id, 'FAILED', 'SMS_GATEWAY_URL is not set: SMS cannot be delivered', now);
+    } else {
+      await this.#move(item.id, 'SENDING', 'queued for e-mail', now);
+    }
+  }
+}
+
+export function dispatchSchedule(deps: DispatcherDeps): Schedule {
+  const dispatcher = new Dispatcher(deps);
+  const query = (filter: FilterItem[]) => toQuery({ filter, sort: [] }, notification.columns, notification.defaultSort);
+  const dueWhere = (filter: FilterItem[]) => dueInReadModel(deps.readStore, deps.readModels, notification.collection, query(filter));
+  return {
+    name: 'notification-dispatch',
+    async due(now) {
+      const planned = await dueWhere([{ column: 'status', operator: 'EQ', value: 'PLAN' }, { column: 'deliveryType', operator: 'IS_NOT_NULL' }]);
+      const sending = await dueWhere([{ column: 'status', operator: 'EQ', value: 'SENDING' }, { column: 'nextAttemptAt', operator: 'LTE', value: now.toISOString() }]);
+      return [...planned, ...sending];
+    },
+    async run(item, now) {
+      try {
+        if (item.status === 'PLAN') await dispatcher.take(item, now);
+        else if (item.status === 'SENDING' && item.deliveryType === 'EMAIL') await dispatcher.email(item, now);
+      } catch (error) {
+        // Moved on meanwhile (CANCELLED, EXPIRED): nothing to deliver.
+        if (!(error instanceof DomainError && error.status === 'CONFLICT')) throw error;
+      }
+      return true;
+    },
+  };
+}
