@@ -7,11 +7,13 @@
 // exponential backoff and jitter up to MAX_ATTEMPTS; permanent ones (SMTP 5xx) fail at once.
 
 import { isActiveUser, user } from '../domain/identity/user.ts';
+import { userGroup } from '../domain/identity/userGroup.ts';
 import { backoffMs, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationStatus } from '../domain/notifications/notification.ts';
 import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore } from '../domain/ports.ts';
 import { resourceService } from '../domain/resource/service.ts';
 import { DomainError } from '../domain/shared/errors.ts';
-import { toQuery, type FilterItem } from '../domain/shared/filtering.ts';
+import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../domain/shared/filtering.ts';
+import type { JsonObject } from '../domain/shared/json.ts';
 import type { ReadModels } from '../projections/projection.ts';
 import { dueInReadModel, type Schedule } from './scheduler.ts';
 
@@ -38,11 +40,13 @@ class Dispatcher {
   readonly #deps: DispatcherDeps;
   readonly #notifications;
   readonly #users;
+  readonly #groups;
 
   constructor(deps: DispatcherDeps) {
     this.#deps = deps;
     this.#notifications = resourceService(notification, deps.eventStore);
     this.#users = resourceService(user, deps.eventStore);
+    this.#groups = resourceService(userGroup, deps.eventStore);
   }
 
   #command(id: string, c: DeliveryCommand, now: Date, key?: string) {
@@ -54,22 +58,42 @@ class Dispatcher {
     await this.#command(id, { type: 'ChangeState', to, reason }, now);
   }
 
-  /** The addresses of the targets: given ones as they are, USER targets as the user's e-mail; the
-   * others are skipped, each with its reason. */
-  async #recipients(targets: readonly Target[], now: Date): Promise<{ to: string[]; skipped: string[] }> {
+  /** The addresses of the targets: given ones as they are; a USER target the user's e-mail, a
+   * USER_GROUP target its members' (the group's code in their `groups`). A user who is disabled or
+   * not valid now, has no e-mail, ignores the notification's template, or ignores the group the
+   * target came through is skipped, each with its reason. */
+  async #recipients(item: Document, now: Date): Promise<{ to: string[]; skipped: string[] }> {
     const to: string[] = [];
     const skipped: string[] = [];
-    for (const target of targets) {
+    const template = String(item.templateCode);
+    const consider = (fields: JsonObject, label: string, via?: string) => {
+      const config = (fields.notificationConfig ?? {}) as { ignoredTemplateCodes?: string[]; ignoredUserGroups?: string[] };
+      if (!isActiveUser(fields, now)) skipped.push(`${label}: disabled or not valid now`);
+      else if (config.ignoredTemplateCodes?.includes(template) === true) skipped.push(`${label}: ignores template ${template}`);
+      else if (via !== undefined && config.ignoredUserGroups?.includes(via) === true) skipped.push(`${label}: ignores group ${via}`);
+      else if (typeof fields.email !== 'string') skipped.push(`${label}: no e-mail address`);
+      else to.push(fields.email);
+    };
+    for (const target of (item.notificationTo ?? []) as Target[]) {
       if (typeof target.email === 'string') to.push(target.email);
       else if (target.ownerType === 'USER' && typeof target.ownerId === 'string') {
         const found = await this.#users.live(target.ownerId).catch(() => undefined);
         if (found === undefined) skipped.push(`user ${target.ownerId}: not found`);
-        else if (!isActiveUser(found.fields, now)) skipped.push(`user ${target.ownerId}: disabled or not valid now`);
-        else if (typeof found.fields.email !== 'string') skipped.push(`user ${target.ownerId}: no e-mail address`);
-        else to.push(found.fields.email);
+        else consider(found.fields, `user ${target.ownerId}`);
+      } else if (target.ownerType === 'USER_GROUP' && typeof target.ownerId === 'string') {
+        const group = await this.#groups.live(target.ownerId).catch(() => undefined);
+        if (group === undefined) skipped.push(`group ${target.ownerId}: not found`);
+        else for (const member of await this.#members(String(group.fields.code))) consider(member, `user ${String(member.code)} of group ${String(group.fields.code)}`, String(group.fields.code));
       } else skipped.push(`${target.ownerType ?? 'target'} ${target.ownerId ?? ''}: no e-mail address`.trim());
     }
     return { to: [...new Set(to)], skipped };
+  }
+
+  /** The users whose groups hold a group's code, from the users read model. */
+  async #members(code: string): Promise<Document[]> {
+    const { readStore, readModels } = this.#deps;
+    const query = toQuery({ filter: [{ column: 'groups', operator: 'EQ', value: code }], sort: [] }, user.columns, user.defaultSort);
+    return readStore.find(readModels.collectionOf(user.collection), query, { offset: 0, limit: MAX_UNPAGED_SIZE });
   }
 
   /** The attachments' bytes from the blob store, or the name of one that is missing. */
@@ -86,7 +110,7 @@ class Dispatcher {
   async email(item: Document, now: Date): Promise<void> {
     const mail = this.#deps.mail;
     if (mail === undefined) return this.#move(item.id, 'FAILED', 'SMTP_URL is not set: e-mail cannot be delivered', now);
-    const { to, skipped } = await this.#recipients((item.notificationTo ?? []) as Target[], now);
+    const { to, skipped } = await this.#recipients(item, now);
     const skips = skipped.length === 0 ? '' : `; skipped: ${skipped.join('; ')}`;
     if (to.length === 0) return this.#move(item.id, 'FAILED', `no recipient with an e-mail address${skips}`, now);
     const attachments = await this.#attachments(item);

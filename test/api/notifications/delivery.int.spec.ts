@@ -132,6 +132,35 @@ describe('e-mail', () => {
   });
 });
 
+describe('recipients and preferences', () => {
+  it('reach a group\'s members, skipping those who ignore the group or the template, with the reasons', async () => {
+    expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } })).statusCode).toBe(201);
+    expect((await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'OPS', name: 'Operations', type: 'TEAM', chars: {} } })).statusCode).toBe(201);
+    const members = [
+      ['carol', {}],
+      ['dave', { notificationConfig: { ignoredUserGroups: ['OPS'] } }],
+      ['erin', { notificationConfig: { ignoredTemplateCodes: ['MAIL'] } }],
+      ['fred', { status: 'DISABLE' }],
+    ] as const;
+    let position = '';
+    for (const [code, extra] of members) {
+      const res = await t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', chars: {}, givenName: code, familyName: 'Tester', email: `${code}@example.com`, groups: ['OPS'], ...extra } });
+      expect(res.statusCode, res.body).toBe(201);
+      position = String(res.headers['x-event-position']);
+    }
+    // The dispatcher reads members from the users read model: let it catch up first.
+    await t.call({ method: 'POST', url: `/api/v1/users/search?minPosition=${position}`, payload: { filter: [] } });
+    const id = await create(t, { templateCode: 'MAIL', notificationTo: [{ ownerType: 'USER_GROUP', ownerId: 'OPS' }, { ownerType: 'USER_GROUP', ownerId: 'NOPE' }] });
+    expect((await settle(t, id, ['SENT', 'FAILED'])).status).toBe('SENT');
+    const mail = received.find((m) => m.messageId === `<${id}@notifications.admin>`);
+    expect((Array.isArray(mail?.to) ? mail.to : [mail?.to]).flatMap((a) => a?.value.map((v) => v.address) ?? [])).toEqual(['carol@example.com']);
+    const log = JSON.stringify((await t.call({ method: 'GET', url: `/api/v1/notifications/${id}/history` })).json());
+    for (const reason of ['user dave of group OPS: ignores group OPS', 'user erin of group OPS: ignores template MAIL', 'user fred of group OPS: disabled or not valid now', 'group NOPE: not found']) {
+      expect(log).toContain(reason);
+    }
+  });
+});
+
 describe('other channels and no SMTP', () => {
   it('records in-app ones SENT, fails letters and SMS with the reason, and e-mail without SMTP_URL', async () => {
     const inApp = await settle(t, await create(t, { templateCode: 'INAPP', notificationTo: [{ ownerType: 'USER', ownerId: 'ada' }] }), ['SENT', 'FAILED']);
