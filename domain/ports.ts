@@ -292,8 +292,9 @@ export class DeliveryFailed extends Error {
   }
 }
 
-/** Sends e-mail (SMTP through nodemailer); throws DeliveryFailed. */
+/** Sends e-mail (SMTP through nodemailer); throws DeliveryFailed when no recipient took it, and
+ * answers the recipients the server refused when others took it. */
 export type MailSender = {
-  send(mail: OutgoingMail): Promise<void>;
+  send(mail: OutgoingMail): Promise<string[]>;
   close(): Promise<void>;
 };

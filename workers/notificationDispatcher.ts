@@ -36,6 +36,17 @@ type Target = { email?: string; ownerType?: string; ownerId?: string };
 
 type Attachment = { filename: string; contentType: string; content: Uint8Array };
 
+/** A reason fits an event: at most 2,000 characters. */
+const bounded = (reason: string): string => (reason.length > 2000 ? `${reason.slice(0, 1980)}… (cut)` : reason);
+/** `; label: a; b; c` for a list, the first 20 and how many more. */
+const summary = (label: string, items: readonly string[]): string =>
+  items.length === 0 ? '' : `; ${label}: ${items.slice(0, 20).join('; ')}${items.length > 20 ? `; and ${String(items.length - 20)} more` : ''}`;
+/** A lookup that found nothing is undefined; a store that failed is an error (tried again). */
+const unlessMissing = (error: unknown): undefined => {
+  if (error instanceof DomainError && error.status === 'NOT_FOUND') return undefined;
+  throw error;
+};
+
 class Dispatcher {
   readonly #deps: DispatcherDeps;
   readonly #notifications;
@@ -74,19 +85,21 @@ class Dispatcher {
       else if (typeof fields.email !== 'string') skipped.push(`${label}: no e-mail address`);
       else to.push(fields.email);
     };
-    for (const target of (item.notificationTo ?? []) as Target[]) {
+    // The same target named twice is one target.
+    const targets = [...new Map(((item.notificationTo ?? []) as Target[]).map((t) => [JSON.stringify([t.email, t.ownerType, t.ownerId]), t])).values()];
+    for (const target of targets) {
       if (typeof target.email === 'string') to.push(target.email);
       else if (target.ownerType === 'USER' && typeof target.ownerId === 'string') {
-        const found = await this.#users.live(target.ownerId).catch(() => undefined);
+        const found = await this.#users.live(target.ownerId).catch(unlessMissing);
         if (found === undefined) skipped.push(`user ${target.ownerId}: not found`);
         else consider(found.fields, `user ${target.ownerId}`);
       } else if (target.ownerType === 'USER_GROUP' && typeof target.ownerId === 'string') {
-        const group = await this.#groups.live(target.ownerId).catch(() => undefined);
+        const group = await this.#groups.live(target.ownerId).catch(unlessMissing);
         if (group === undefined) skipped.push(`group ${target.ownerId}: not found`);
         else for (const member of await this.#members(String(group.fields.code))) consider(member, `user ${String(member.code)} of group ${String(group.fields.code)}`, String(group.fields.code));
       } else skipped.push(`${target.ownerType ?? 'target'} ${target.ownerId ?? ''}: no e-mail address`.trim());
     }
-    return { to: [...new Set(to)], skipped };
+    return { to: [...new Set(to)], skipped: [...new Set(skipped)] };
   }
 
   /** The users whose groups hold a group's code, from the users read model. */
@@ -107,19 +120,27 @@ class Dispatcher {
     return found;
   }
 
-  async email(item: Document, now: Date): Promise<void> {
+  async email(due: Document, now: Date): Promise<void> {
+    // The read model may lag: act on the notification as the log has it.
+    const live = await this.#notifications.live(due.id);
+    if (live?.fields.status !== 'SENDING') return undefined;
+    const item: Document = { ...live.fields, id: due.id };
     const mail = this.#deps.mail;
     if (mail === undefined) return this.#move(item.id, 'FAILED', 'SMTP_URL is not set: e-mail cannot be delivered', now);
+    const made = typeof item.attempts === 'number' ? item.attempts : 0;
+    if (made >= MAX_ATTEMPTS) return this.#move(item.id, 'FAILED', `no outcome recorded after ${String(made)} attempts`, now);
+    if (typeof item.expirationDate === 'string' && item.expirationDate <= now.toISOString()) return this.#move(item.id, 'FAILED', 'expired before it could be delivered', now);
     const { to, skipped } = await this.#recipients(item, now);
-    const skips = skipped.length === 0 ? '' : `; skipped: ${skipped.join('; ')}`;
-    if (to.length === 0) return this.#move(item.id, 'FAILED', `no recipient with an e-mail address${skips}`, now);
+    const skips = summary('skipped', skipped);
+    if (to.length === 0) return this.#move(item.id, 'FAILED', bounded(`no recipient with an e-mail address${skips}`), now);
     const attachments = await this.#attachments(item);
     if (typeof attachments === 'string') return this.#move(item.id, 'FAILED', `attachment ${attachments} is missing from the blob store`, now);
-    const attempt = typeof item.attempts === 'number' ? item.attempts + 1 : 1;
+    const attempt = made + 1;
     // Outbox: the attempt is in the log before it is made.
     await this.#command(item.id, { type: 'Attempt' }, now, `dispatch:${item.id}:attempt:${String(attempt)}`);
+    let rejected: string[];
     try {
-      await mail.send({
+      rejected = await mail.send({
         messageId: `<${item.id}@notifications.admin>`,
         ...(typeof item.from === 'string' ? { from: item.from } : {}),
         to,
@@ -131,7 +152,8 @@ class Dispatcher {
       if (!(error instanceof DeliveryFailed)) throw error;
       return this.#failed(item.id, error, attempt, now);
     }
-    return this.#move(item.id, 'SENT', `e-mail to ${to.join(', ')} (attempt ${String(attempt)})${skips}`, now);
+    const delivered = to.filter((address) => !rejected.includes(address));
+    return this.#move(item.id, 'SENT', bounded(`e-mail to ${delivered.join(', ')} (attempt ${String(attempt)})${summary('refused by the server', rejected)}${skips}`), now);
   }
 
   /** A failed attempt: deferred with backoff while transient and attempts remain, FAILED otherwise. */
@@ -143,7 +165,10 @@ class Dispatcher {
   }
 
   /** A PLAN notification taken by its channel. */
-  async take(item: Document, now: Date): Promise<void> {
+  async take(due: Document, now: Date): Promise<void> {
+    const live = await this.#notifications.live(due.id);
+    if (live?.fields.status !== 'PLAN') return;
+    const item: Document = { ...live.fields, id: due.id };
     const channel = item.deliveryType;
     if (typeof channel === 'string' && IN_APP.has(channel)) {
       await this.#move(item.id, 'SENDING', 'in-app', now);
@@ -168,7 +193,13 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
     name: 'notification-dispatch',
     async due(now) {
       const planned = await dueWhere([{ column: 'status', operator: 'EQ', value: 'PLAN' }, { column: 'deliveryType', operator: 'IS_NOT_NULL' }]);
-      const sending = await dueWhere([{ column: 'status', operator: 'EQ', value: 'SENDING' }, { column: 'nextAttemptAt', operator: 'LTE', value: now.toISOString() }]);
+      // Only e-mail waits in SENDING for an attempt; a notification a client moved to SENDING
+      // without a channel is not the dispatcher's.
+      const sending = await dueWhere([
+        { column: 'status', operator: 'EQ', value: 'SENDING' },
+        { column: 'deliveryType', operator: 'EQ', value: 'EMAIL' },
+        { column: 'nextAttemptAt', operator: 'LTE', value: now.toISOString() },
+      ]);
       return [...planned, ...sending];
     },
     async run(item, now) {

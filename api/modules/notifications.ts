@@ -16,7 +16,7 @@ import { jsonMap, text, uuid } from '../../domain/shared/fields.ts';
 import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../domain/shared/filtering.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
-import { assertReadable, assertWritable, readScope } from '../access.ts';
+import { assertReadable, assertWritable, readScope, writeContext } from '../access.ts';
 import { sendDocuments } from '../documentStream.ts';
 import { zodRoutes, type AppDeps, type Module, type ModuleContext, type ZodRoutes } from '../module.ts';
 import { dueInReadModel, type Schedule } from '../../workers/scheduler.ts';
@@ -24,7 +24,6 @@ import { dispatchSchedule } from '../../workers/notificationDispatcher.ts';
 import { resourceService } from '../../domain/resource/service.ts';
 import { eq, idsWhere, recordsWhere } from '../readModelQuery.ts';
 import { position } from '../readModelWait.ts';
-import { commandContext } from '../requestContext.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
 
@@ -56,28 +55,33 @@ const createPayload = z.strictObject({
 });
 type CreatePayload = z.infer<typeof createPayload>;
 
+const missingTemplate = (code: string): DomainError =>
+  new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', 'UNPROCESSABLE_ENTITY', `No notification template ${JSON.stringify(code)}`, [`templateCode: ${code} does not exist`]);
+
 const inactive = (code: string): DomainError =>
   new DomainError('NOTIFICATION.TEMPLATE_NOT_ACTIVE', 'UNPROCESSABLE_ENTITY', `Notification template ${JSON.stringify(code)} is not ACTIVE`, [`templateCode: ${code} is not ACTIVE`]);
 
 /** The notification template a payload names, ACTIVE and readable by the caller (422 otherwise). */
 async function activeTemplate(deps: AppDeps, request: FastifyRequest, code: string): Promise<JsonObject & { id: string; auditInfo: { version: number } }> {
   const template = await serviceOf(deps, notificationTemplate).getByCode(code).catch((error: unknown) => {
-    if (error instanceof DomainError && error.status === 'NOT_FOUND') {
-      throw new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', 'UNPROCESSABLE_ENTITY', `No notification template ${JSON.stringify(code)}`, [`templateCode: ${code} does not exist`]);
-    }
+    if (error instanceof DomainError && error.status === 'NOT_FOUND') throw missingTemplate(code);
     throw error;
   });
-  await assertReadable(deps, request, notificationTemplate, template);
-  if (template.status !== 'ACTIVE') throw inactive(code);
-  return template;
+  // A template the caller may not read is answered as one that does not exist.
+  const readable = await assertReadable(deps, request, notificationTemplate, template).catch((error: unknown) => {
+    if (error instanceof DomainError && error.status === 'NOT_FOUND') throw missingTemplate(code);
+    throw error;
+  });
+  if (readable.status !== 'ACTIVE') throw inactive(code);
+  return readable;
 }
 
 /** The contents: through the template's formatter template when it names one (the override over
  * the data), else its own content (as text for SMS, HTML-escaped otherwise). */
-async function contentsOf(deps: AppDeps, template: JsonObject & { id: string; auditInfo: { version: number } }, payload: CreatePayload): Promise<string | undefined> {
+async function contentsOf(deps: AppDeps, request: FastifyRequest, template: JsonObject & { id: string; auditInfo: { version: number } }, payload: CreatePayload): Promise<string | undefined> {
   const data = payload.data ?? {};
   if (typeof template.formatterDocumentTemplateId === 'string') {
-    const document = await serviceOf(deps, formatterTemplate).get(template.formatterDocumentTemplateId);
+    const document = await assertReadable(deps, request, formatterTemplate, await serviceOf(deps, formatterTemplate).get(template.formatterDocumentTemplateId));
     return templateText(document as unknown as TemplateVersion, { ...data, ...(payload.formatterDocumentTemplateDataOverride ?? {}) }, deps.documents ?? {});
   }
   if (typeof template.content !== 'string') return undefined;
@@ -92,7 +96,7 @@ async function rendered(deps: AppDeps, request: FastifyRequest, payload: CreateP
   const renderedSubject = async (source: string) =>
     (deps.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:subject`, version, source, data: payload.data ?? {}, mode: 'text' });
   const subject = payload.subject ?? (typeof template.subject === 'string' ? await renderedSubject(template.subject) : undefined);
-  const contents = await contentsOf(deps, template, payload);
+  const contents = await contentsOf(deps, request, template, payload);
   // Checked before anything is stored; each blob is written before the event that names it.
   const attachments = await Promise.all(
     checkedAttachments(payload.attachments ?? []).map(async (a) => {
@@ -142,8 +146,19 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
       }
       // Every one rendered before any is written: an array is made whole or not at all.
       const inputs: JsonObject[] = [];
-      for (const payload of payloads) inputs.push({ ...(payload.id === undefined ? {} : { id: payload.id }), ...(await rendered(deps, request, payload)) });
-      const ctx = commandContext(request, deps.clock, deps.newId);
+      for (const [i, payload] of payloads.entries()) {
+        const input = { ...(payload.id === undefined ? {} : { id: payload.id }), ...(await rendered(deps, request, payload)) };
+        // What was rendered is checked as the record it makes before any is written (a 422: the
+        // template made it so, not the request).
+        const { id: _id, ...fields } = input;
+        const checked = notification.fields.safeParse(fields);
+        if (!checked.success) {
+          const at = many ? `[${String(i)}].` : '';
+          throw new DomainError('NOTIFICATION.RENDERED_INVALID', 'UNPROCESSABLE_ENTITY', 'The template made a notification that is not valid', checked.error.issues.map((issue) => `${at}${issue.path.join('.')}: ${issue.message}`));
+        }
+        inputs.push(input);
+      }
+      const ctx = await writeContext(deps, request, notification);
       const created: JsonObject[] = [];
       for (const [i, input] of inputs.entries()) {
         const itemCtx = many && ctx.idempotencyKey !== undefined ? { ...ctx, idempotencyKey: `${ctx.idempotencyKey}#${String(i)}` } : ctx;
@@ -223,7 +238,7 @@ function stateRoute(r: ZodRoutes, deps: AppDeps): void {
       const record = await notifications.get(id);
       await assertWritable(deps, request, notification, record);
       const command: ChangeState = { type: 'ChangeState', to: request.query.newState, ...(request.query.reason === undefined ? {} : { reason: request.query.reason }) };
-      const result = await notifications.execute(id, command, commandContext(request, deps.clock, deps.newId));
+      const result = await notifications.execute(id, command, await writeContext(deps, request, notification));
       return reply.header('x-event-position', String(result.position)).code(204).send();
     },
   );

@@ -132,7 +132,11 @@ export const notification: ResourceDefinition = defineResource({
     decide(command, record, ctx) {
       const own = command as DeliveryCommand;
       const attempts = typeof record.fields.attempts === 'number' ? record.fields.attempts : 0;
-      if (own.type === 'Attempt') return record.fields.status === 'SENDING' ? [{ type: 'DeliveryAttempted', data: { attempt: attempts + 1, at: ctx.now.toISOString() } }] : [];
+      if (own.type === 'Attempt') {
+        // Only a SENDING notification is attempted: a dispatcher that read it stale sends nothing.
+        if (record.fields.status !== 'SENDING') throw invalidTransition('NOTIFICATION', 'status', String(record.fields.status), 'SENDING (an attempt)', []);
+        return [{ type: 'DeliveryAttempted', data: { attempt: attempts + 1, at: ctx.now.toISOString() } }];
+      }
       if (own.type === 'Defer') {
         return record.fields.status === 'SENDING' ? [{ type: 'DeliveryDeferred', data: { attempt: attempts, reason: own.reason.slice(0, 2000), nextAttemptAt: own.nextAttemptAt } }] : [];
       }

@@ -23,21 +23,26 @@ export class SmtpMailSender implements MailSender {
     this.#from = options.from ?? 'notifications@localhost';
   }
 
-  async send(mail: OutgoingMail): Promise<void> {
+  async send(mail: OutgoingMail): Promise<string[]> {
     try {
-      await this.#transport.sendMail({
+      const info = (await this.#transport.sendMail({
         messageId: mail.messageId,
         from: mail.from ?? this.#from,
         to: [...mail.to],
         subject: mail.subject,
         html: mail.html,
         attachments: mail.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: Buffer.from(a.content) })),
-      });
+      })) as { rejected?: (string | { address: string })[] };
+      return (info.rejected ?? []).map((r) => (typeof r === 'string' ? r : r.address));
     } catch (error) {
-      const e = error as { responseCode?: number; code?: string; response?: string; message?: string };
-      const answer = e.response ?? e.message ?? String(error);
-      if (typeof e.responseCode === 'number') throw new DeliveryFailed(`SMTP ${String(e.responseCode)}: ${answer}`.slice(0, 500), e.responseCode < 500);
-      throw new DeliveryFailed(`SMTP ${e.code ?? 'error'}: ${answer}`.slice(0, 500), e.code === undefined || TRANSIENT_CODES.has(e.code));
+      // Recorded on the notification, which viewers read: the code and its class, never the
+      // server's own words (they may name internal hosts).
+      const e = error as { responseCode?: number; code?: string };
+      if (typeof e.responseCode === 'number') {
+        const transient = e.responseCode < 500;
+        throw new DeliveryFailed(`SMTP ${String(e.responseCode)}: ${transient ? 'the server asked to try again later' : 'the server refused the message'}`, transient);
+      }
+      throw new DeliveryFailed(`SMTP ${e.code ?? 'error'}: the mail server could not be reached or did not answer`, e.code === undefined || TRANSIENT_CODES.has(e.code));
     }
   }
 

@@ -42,6 +42,7 @@ beforeAll(async () => {
     // No channel: the dispatcher leaves these PLAN (delivery has its own tests).
     { code: 'TICKET_CLOSED', subject: 'Ticket {{ticket}} closed', content: '<p>Dear {{name}}</p>', status: 'ACTIVE', expiration: 7, from: 'noc@example.com' },
     { code: 'NO_EXPIRY', subject: 'Kept', content: 'kept', status: 'ACTIVE' },
+    { code: 'ECHO', subject: '{{title}}', content: 'echo', status: 'ACTIVE' },
     { code: 'SMS_NOTE', subject: 'Note', content: 'Hi {{name}}', status: 'ACTIVE', deliveryType: 'SMS' },
     { code: 'RETIRED', subject: 'Old', content: 'old', status: 'INACTIVE' },
   ];
@@ -90,6 +91,9 @@ describe('creating notifications', () => {
     const mixed = await post('/api/v1/notifications', [payload({ ownerId: 'T-4' }), payload({ templateCode: 'RETIRED' })]);
     expect(mixed.statusCode).toBe(422);
     expect(mixed.json<ErrorBody>().code).toBe('NOTIFICATION.TEMPLATE_NOT_ACTIVE');
+    // What a template renders is checked before anything is written: a subject over 2,000 characters.
+    const tooLong = await post('/api/v1/notifications', [payload({ ownerId: 'T-4', templateCode: 'ECHO', data: { title: 'ok' } }), payload({ ownerId: 'T-4', templateCode: 'ECHO', data: { title: 'x'.repeat(3000) } })]);
+    expect([tooLong.statusCode, tooLong.json<ErrorBody>().code, tooLong.json<ErrorBody>().errors[0]]).toEqual([422, 'NOTIFICATION.RENDERED_INVALID', '[1].subject: Too big: expected string to have <=2000 characters']);
     const unknown = await post('/api/v1/notifications', payload({ templateCode: 'NO_SUCH' }));
     expect([unknown.statusCode, unknown.json<ErrorBody>().code]).toEqual([422, 'NOTIFICATION.REFERENCE_NOT_FOUND']);
     expect(await count()).toBe(before + 2);
