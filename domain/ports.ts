@@ -298,3 +298,57 @@ export type MailSender = {
   send(mail: OutgoingMail): Promise<string[]>;
   close(): Promise<void>;
 };
+
+/** A text message to phone numbers (SMS_GATEWAY_URL); another gateway is another adapter. Throws
+ * DeliveryFailed (transient for timeouts, refused connections and gateway 5xx; permanent for a
+ * 4xx) when the gateway did not take it. */
+export type OutgoingSms = {
+  /** The same on every attempt of one notification, so a gateway can drop a repeat. */
+  messageId: string;
+  to: readonly string[];
+  text: string;
+};
+export type SmsSender = {
+  send(sms: OutgoingSms): Promise<void>;
+  close(): Promise<void>;
+};
+
+/** Refused or failed outbound fetch (an address not allowed, a timeout, a body over the limit, a
+ * non-2xx answer, not JSON): the message says which, in words a caller may read. */
+export class OutboundFailed extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutboundFailed';
+  }
+}
+/** The one guarded client for outbound URLs (evalNotificationUrl): refuses loopback, private and
+ * link-local addresses unless allow-listed, with a timeout and a size limit. */
+export type OutboundClient = {
+  getJson(url: string): Promise<unknown>;
+};
+
+/** A message read from a topic (Kafka). */
+export type IncomingMessage = {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  headers: Readonly<Record<string, string>>;
+  value: Buffer | null;
+};
+/** What became of a message: handled (its effect is durable, so its offset may be committed), or
+ * dead (it can never be handled: it goes to the dead-letter topic with the reason, then its offset
+ * is committed). A handler that throws has done nothing durable: the message comes again. */
+export type MessageOutcome = { kind: 'handled' } | { kind: 'dead'; reason: string };
+export type MessageConsumer = {
+  start(handle: (message: IncomingMessage) => Promise<MessageOutcome>): Promise<void>;
+  stop(): Promise<void>;
+};
+/** A message to publish; `id` is deterministic (a header), so a consumer can drop repeats of an
+ * at-least-once publisher. */
+export type PublishedMessage = { key: string; id: string; value: string; headers?: Readonly<Record<string, string>> };
+export type MessagePublisher = {
+  /** Resolves once the broker acknowledged every message (acks from all in-sync replicas). */
+  publish(topic: string, messages: readonly PublishedMessage[]): Promise<void>;
+  close(): Promise<void>;
+};
