@@ -11,7 +11,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { BlobStore, Clock, DocumentRenderers, EventStore, MailSender, ReadStore } from '../domain/ports.ts';
+import type { BlobStore, Clock, DocumentRenderers, EventStore, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
 import { resourceProjection } from '../projections/resourceProjection.ts';
 import { LogProcessor } from '../workers/processor.ts';
 import { reactorHandler } from '../workers/reactor.ts';
@@ -20,7 +20,7 @@ import { ReadModelSet } from '../workers/readModels.ts';
 import { Scheduler } from '../workers/scheduler.ts';
 import { buildApp } from './app.ts';
 import type { Caller, TokenVerifier } from './auth.ts';
-import type { Module, ModuleContext, Worker } from './module.ts';
+import type { Module, ModuleContext, ModuleSettings, Worker } from './module.ts';
 import { modules as allModules } from './modules/index.ts';
 
 export const Roles = ['all', 'api', 'projector', 'worker'] as const;
@@ -44,6 +44,13 @@ export type ComposeOptions = {
   documents?: DocumentRenderers;
   /** E-mail delivery for notifications (closed with the service). */
   mail?: MailSender;
+  /** SMS delivery for notifications (closed with the service). */
+  sms?: SmsSender;
+  /** The guarded client for outbound URLs. */
+  outbound?: OutboundClient;
+  /** Topics (closed with the service). */
+  messaging?: Messaging;
+  settings?: ModuleSettings;
   batchSize?: number;
   /** How often the scheduler looks for due work (ms); tests drive it with `scheduler.tick()`. */
   schedulerIntervalMs?: number;
@@ -97,8 +104,11 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     modules.flatMap((m) => m.resources ?? []).map(({ definition: d }) => [d.collection, { columns: d.columns, defaultSort: d.defaultSort }] as const),
   );
   const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, clock, logger, runs: works, catalogs });
-  const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, logger, ...(options.mail === undefined ? {} : { mail: options.mail }) };
-  const reactors = works ? modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => new LogProcessor(reactorHandler(r, readStore), eventStore, readStore, processorOptions)) : [];
+  const ports = Object.fromEntries((['mail', 'sms', 'outbound', 'documents', 'messaging'] as const).flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])));
+  const resources = modules.flatMap((m) => m.resources ?? []).map((r) => r.definition);
+  const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, logger, resources, settings: options.settings ?? {}, ...ports };
+  const handlers = works ? [...modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => reactorHandler(r, readStore)), ...modules.flatMap((m) => m.handlers?.(context) ?? [])] : [];
+  const reactors = handlers.map((h) => new LogProcessor(h, eventStore, readStore, processorOptions));
   const schedules = works ? [readModelJobs.schedule(), ...modules.flatMap((m) => m.schedules?.(context) ?? [])] : [];
   const scheduler = new Scheduler(schedules, readStore, { clock, logger, ...(options.schedulerIntervalMs === undefined ? {} : { intervalMs: options.schedulerIntervalMs }) });
   const workers: Worker[] = works ? modules.flatMap((m) => m.workers?.(context) ?? []) : [];
@@ -135,7 +145,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
       for (const w of workers) await w.stop();
       await Promise.all(reactors.map((r) => r.stop()));
       await readModels.stop();
-      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close(), options.mail?.close()]);
+      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close(), options.mail?.close(), options.sms?.close(), options.messaging?.close()]);
       await eventStore.close();
       await readStore.close();
       await blobStore.close();

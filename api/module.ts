@@ -5,10 +5,10 @@
 
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { BlobStore, Clock, DocumentRenderers, EventStore, IdGenerator, MailSender, ReadStore } from '../domain/ports.ts';
+import type { BlobStore, Clock, DocumentRenderers, EventStore, IdGenerator, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import type { Projection } from '../projections/projection.ts';
-import type { Logger } from '../workers/processor.ts';
+import type { Logger, ProcessorHandler } from '../workers/processor.ts';
 import type { Reactor } from '../workers/reactor.ts';
 import type { ReadModelJobs } from '../workers/readModelJobs.ts';
 import type { ReadModelSet } from '../workers/readModels.ts';
@@ -27,8 +27,34 @@ export type ModuleContext = {
   readModels: ReadModelSet;
   readModelJobs: ReadModelJobs;
   logger: Logger;
+  /** Every resource the modules declare (a reactor following all of them). */
+  resources: readonly ResourceDefinition[];
   /** E-mail delivery (SMTP_URL); absent: e-mail notifications fail saying so. */
   mail?: MailSender;
+  /** SMS delivery (SMS_GATEWAY_URL); absent: SMS notifications fail saying so. */
+  sms?: SmsSender;
+  /** The one guarded client for outbound URLs (OUTBOUND_ALLOW). */
+  outbound?: OutboundClient;
+  /** Document renderers (the template worker renders notifications too). */
+  documents?: DocumentRenderers;
+  /** Topics (KAFKA_BROKERS); absent: no consumer or publisher runs. */
+  messaging?: Messaging;
+  /** Settings of the modules beyond the ports (from the configuration). */
+  settings: ModuleSettings;
+};
+
+/** What the configuration tells modules. */
+export type ModuleSettings = {
+  notifications?: {
+    /** Topic of notification triggers (KAFKA_TRIGGER_TOPIC), its dead letters and the outbound events. */
+    triggerTopic?: string;
+    deadLetterTopic?: string;
+    eventsTopic?: string;
+    /** Consumer group of the trigger topic. */
+    groupId?: string;
+    /** Base URLs of microservices by code, for relative evalNotificationUrl (MICROSERVICE_URLS). */
+    microserviceUrls?: Readonly<Record<string, string>>;
+  };
 };
 
 /** Something a worker process keeps running (a Kafka consumer, a dispatcher). */
@@ -51,6 +77,8 @@ export type Module = {
   /** Routes beyond the shared operation set. */
   readonly routes?: (app: FastifyInstance, deps: AppDeps) => void;
   readonly reactors?: (ctx: ModuleContext) => readonly Reactor[];
+  /** Other followers of the log, each with its own checkpoint (a publisher to a topic). */
+  readonly handlers?: (ctx: ModuleContext) => readonly ProcessorHandler[];
   readonly schedules?: (ctx: ModuleContext) => readonly Schedule[];
   readonly workers?: (ctx: ModuleContext) => readonly Worker[];
   /** Who the caller of a request is, after its token is verified: a module may refuse it (401)

@@ -352,3 +352,11 @@ export type MessagePublisher = {
   publish(topic: string, messages: readonly PublishedMessage[]): Promise<void>;
   close(): Promise<void>;
 };
+
+/** Topics (Kafka, KAFKA_BROKERS): consumers of a group and one publisher. */
+export type Messaging = {
+  /** A consumer of `topic` in consumer group `groupId`; messages it cannot handle go to `deadLetterTopic`. */
+  consumer(options: { groupId: string; topic: string; deadLetterTopic: string }): MessageConsumer;
+  readonly publisher: MessagePublisher;
+  close(): Promise<void>;
+};

@@ -16,8 +16,8 @@ export type Reactor = {
   /** The checkpoint's and the lease's key; also the actor of every command it issues. */
   readonly name: string;
   readonly categories: readonly string[];
-  /** The event types it reacts to; the others of its categories are passed over. */
-  readonly eventTypes: readonly string[];
+  /** The event types it reacts to; the others of its categories are passed over. Absent: every type. */
+  readonly eventTypes?: readonly string[];
   react(event: RecordedEvent, commandFor: CommandFor): Promise<void>;
 };
 
@@ -39,15 +39,15 @@ function commandsFor(reactor: Reactor, event: RecordedEvent, now: () => Date): C
  * it needs is gone, a rule forbids it) is recorded on the processor and passed over, since trying
  * again cannot change the answer; a store that fails stops the batch, which is read again. */
 export function reactorHandler(reactor: Reactor, reads: ReadStore): ProcessorHandler {
-  const types = new Set(reactor.eventTypes);
+  const types = reactor.eventTypes === undefined ? undefined : new Set(reactor.eventTypes);
   return {
     name: reactor.name,
     categories: reactor.categories,
     // Read from the log filtered to them: a reactor of rare events does not read every other.
-    eventTypes: reactor.eventTypes,
+    ...(reactor.eventTypes === undefined ? {} : { eventTypes: reactor.eventTypes }),
     async handle(events, batch, ctx) {
       for (const event of events) {
-        if (!types.has(event.type)) continue;
+        if (types !== undefined && !types.has(event.type)) continue;
         ctx.assertLease();
         try {
           await reactor.react(event, commandsFor(reactor, event, () => ctx.now()));

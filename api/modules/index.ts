@@ -8,6 +8,7 @@ import { readModelAdminModule } from './readModelAdmin.ts';
 import { registriesModule } from './registries.ts';
 import { loginModule } from './login.ts';
 import { notificationsModule } from './notifications.ts';
+import { notificationTriggersModule } from './notificationTriggers.ts';
 import { sharingModule } from './sharing.ts';
 import { userGroupRegionsModule } from './userGroupRegions.ts';
 import { userGroupsModule } from './userGroups.ts';
@@ -22,6 +23,7 @@ export const modules: readonly Module[] = [
   loginModule,
   formatterModule,
   notificationsModule,
+  notificationTriggersModule,
   jobsModule,
   readModelAdminModule,
 ];

@@ -3,16 +3,11 @@
 // template worker; moved through their state machine by PUT …/state; read by id, by owner, by
 // search, with their owners and related entities. Delivery, recipients and triggers come next.
 
-import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { templateText, type TemplateVersion } from '../../domain/documents/generate.ts';
-import { inProcessTemplates } from '../../domain/documents/templateJobs.ts';
-import { ATTACHMENT_TYPES, checkedAttachments, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS } from '../../domain/notifications/attachments.ts';
-import { notification, notificationTarget, NotificationStatuses, relatedEntity, type ChangeState } from '../../domain/notifications/notification.ts';
-import { formatterTemplate } from '../../domain/registries/formatterTemplate.ts';
-import { notificationTemplate } from '../../domain/registries/notificationTemplate.ts';
+import { notification, NotificationStatuses, relatedEntity, type ChangeState } from '../../domain/notifications/notification.ts';
+import { createPayload, renderNotification, type RenderEnv } from '../../domain/notifications/render.ts';
 import { DomainError, malformedUuid, notFound } from '../../domain/shared/errors.ts';
-import { jsonMap, text, uuid } from '../../domain/shared/fields.ts';
+import { text } from '../../domain/shared/fields.ts';
 import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../domain/shared/filtering.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
@@ -31,92 +26,6 @@ const tags = [notification.path];
 const base = `/api/v1/${notification.path}`;
 /** The most notifications one create makes. */
 export const MAX_NOTIFICATIONS_PER_CREATE = 100;
-
-const createPayload = z.strictObject({
-  id: uuid().optional(),
-  ownerType: text(),
-  ownerId: text(),
-  notificationTo: z.array(notificationTarget).min(1).max(1000),
-  relatedEntities: z.array(relatedEntity).max(1000).optional(),
-  data: jsonMap().optional(),
-  formatterDocumentTemplateDataOverride: jsonMap().optional(),
-  from: z.string().max(255).optional(),
-  templateCode: text(),
-  subject: z.string().max(255).optional().meta({ description: 'Overrides the subject the template would render.' }),
-  attachments: z
-    .array(z.strictObject({ name: text(), mimeType: text(), data: z.string().meta({ description: 'the bytes in base64' }) }))
-    .max(1000)
-    .optional()
-    .meta({
-      description:
-        `At most ${String(MAX_ATTACHMENTS)} (413 beyond), each at most ${String(MAX_ATTACHMENT_BYTES / 1024 / 1024)} MiB decoded (413), of a type its bytes prove ` +
-        `(422 otherwise): ${ATTACHMENT_TYPES.join(', ')}. Stored in the blob store; the notification keeps name, type, size and SHA-256.`,
-    }),
-});
-type CreatePayload = z.infer<typeof createPayload>;
-
-const missingTemplate = (code: string): DomainError =>
-  new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', 'UNPROCESSABLE_ENTITY', `No notification template ${JSON.stringify(code)}`, [`templateCode: ${code} does not exist`]);
-
-const inactive = (code: string): DomainError =>
-  new DomainError('NOTIFICATION.TEMPLATE_NOT_ACTIVE', 'UNPROCESSABLE_ENTITY', `Notification template ${JSON.stringify(code)} is not ACTIVE`, [`templateCode: ${code} is not ACTIVE`]);
-
-/** The notification template a payload names, ACTIVE and readable by the caller (422 otherwise). */
-async function activeTemplate(deps: AppDeps, request: FastifyRequest, code: string): Promise<JsonObject & { id: string; auditInfo: { version: number } }> {
-  const template = await serviceOf(deps, notificationTemplate).getByCode(code).catch((error: unknown) => {
-    if (error instanceof DomainError && error.status === 'NOT_FOUND') throw missingTemplate(code);
-    throw error;
-  });
-  // A template the caller may not read is answered as one that does not exist.
-  const readable = await assertReadable(deps, request, notificationTemplate, template).catch((error: unknown) => {
-    if (error instanceof DomainError && error.status === 'NOT_FOUND') throw missingTemplate(code);
-    throw error;
-  });
-  if (readable.status !== 'ACTIVE') throw inactive(code);
-  return readable;
-}
-
-/** The contents: through the template's formatter template when it names one (the override over
- * the data), else its own content (as text for SMS, HTML-escaped otherwise). */
-async function contentsOf(deps: AppDeps, request: FastifyRequest, template: JsonObject & { id: string; auditInfo: { version: number } }, payload: CreatePayload): Promise<string | undefined> {
-  const data = payload.data ?? {};
-  if (typeof template.formatterDocumentTemplateId === 'string') {
-    const document = await assertReadable(deps, request, formatterTemplate, await serviceOf(deps, formatterTemplate).get(template.formatterDocumentTemplateId));
-    return templateText(document as unknown as TemplateVersion, { ...data, ...(payload.formatterDocumentTemplateDataOverride ?? {}) }, deps.documents ?? {});
-  }
-  if (typeof template.content !== 'string') return undefined;
-  const mode = template.deliveryType === 'SMS' ? 'text' : 'html';
-  return (deps.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:content`, version: template.auditInfo.version, source: template.content, data, mode });
-}
-
-/** The stored notification a payload makes: its template ACTIVE, subject and contents rendered. */
-async function rendered(deps: AppDeps, request: FastifyRequest, payload: CreatePayload): Promise<JsonObject> {
-  const template = await activeTemplate(deps, request, payload.templateCode);
-  const version = template.auditInfo.version;
-  const renderedSubject = async (source: string) =>
-    (deps.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:subject`, version, source, data: payload.data ?? {}, mode: 'text' });
-  const subject = payload.subject ?? (typeof template.subject === 'string' ? await renderedSubject(template.subject) : undefined);
-  const contents = await contentsOf(deps, request, template, payload);
-  // Checked before anything is stored; each blob is written before the event that names it.
-  const attachments = await Promise.all(
-    checkedAttachments(payload.attachments ?? []).map(async (a) => {
-      const ref = await deps.blobStore.put(a.bytes, a.mimeType);
-      return { name: a.name, mimeType: a.mimeType, size: ref.size, sha256: ref.sha256 };
-    }),
-  );
-  const { id: _id, subject: _subject, attachments: _attachments, ...rest } = payload;
-  const optional = (key: string, value: unknown) => (value === undefined ? {} : { [key]: value });
-  return {
-    ...rest,
-    ...optional('subject', subject),
-    ...optional('contents', contents),
-    ...(attachments.length === 0 ? {} : { attachments }),
-    ...optional('from', payload.from ?? (typeof template.from === 'string' ? template.from : undefined)),
-    ...optional('deliveryType', template.deliveryType),
-    status: 'PLAN',
-    params: { templateVersion: version, ...optional('deliveryType', template.deliveryType), ...optional('expiration', template.expiration) },
-  };
-}
 
 function createRoute(r: ZodRoutes, deps: AppDeps): void {
   const notifications = serviceOf(deps, notification);
@@ -144,20 +53,10 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
       if (payloads.length > MAX_NOTIFICATIONS_PER_CREATE) {
         throw new DomainError('NOTIFICATION.TOO_MANY', 'PAYLOAD_TOO_LARGE', `At most ${String(MAX_NOTIFICATIONS_PER_CREATE)} notifications per create, got ${String(payloads.length)}`);
       }
-      // Every one rendered before any is written: an array is made whole or not at all.
+      // Every one rendered and checked before any is written: an array is made whole or not at all.
+      const env: RenderEnv = { eventStore: deps.eventStore, blobStore: deps.blobStore, documents: deps.documents, readable: (def, record) => assertReadable(deps, request, def, record) };
       const inputs: JsonObject[] = [];
-      for (const [i, payload] of payloads.entries()) {
-        const input = { ...(payload.id === undefined ? {} : { id: payload.id }), ...(await rendered(deps, request, payload)) };
-        // What was rendered is checked as the record it makes before any is written (a 422: the
-        // template made it so, not the request).
-        const { id: _id, ...fields } = input;
-        const checked = notification.fields.safeParse(fields);
-        if (!checked.success) {
-          const at = many ? `[${String(i)}].` : '';
-          throw new DomainError('NOTIFICATION.RENDERED_INVALID', 'UNPROCESSABLE_ENTITY', 'The template made a notification that is not valid', checked.error.issues.map((issue) => `${at}${issue.path.join('.')}: ${issue.message}`));
-        }
-        inputs.push(input);
-      }
+      for (const [i, payload] of payloads.entries()) inputs.push(await renderNotification(env, payload, many ? `[${String(i)}].` : ''));
       const ctx = await writeContext(deps, request, notification);
       const created: JsonObject[] = [];
       for (const [i, input] of inputs.entries()) {

@@ -66,11 +66,16 @@ export const streamOf = (def: ResourceDefinition, id: string): string => streamN
 
 /** The suffix of one of the resource's event types (shared or own), else undefined. */
 export function kindOf(def: ResourceDefinition, type: string): string | undefined {
+  if (type === def.createdEvent) return 'Created';
   if (!type.startsWith(def.name)) return undefined;
   const rest = type.slice(def.name.length);
+  if (rest === 'Created') return def.createdEvent === type ? rest : undefined;
   if ((SharedEventKinds as readonly string[]).includes(rest)) return rest;
   return def.behaviour.events?.[rest]?.evolve === undefined ? undefined : rest;
 }
+
+/** The type of a resource's event of a kind (`Created` may be declared another name). */
+export const eventTypeOf = (def: ResourceDefinition, kind: string): string => (kind === 'Created' ? def.createdEvent : `${def.name}${kind}`);
 
 /** The schema version new events of a type are written at. */
 export const schemaVersionOf = (def: ResourceDefinition, kind: string): number => def.behaviour.events?.[kind]?.schemaVersion ?? SCHEMA_VERSION;
@@ -257,7 +262,7 @@ function recordAfter(state: RecordState, newId: string, fields: JsonObject, ctx:
 
 export function decide(def: ResourceDefinition, state: RecordState, command: ResourceCommand, ctx: DecideContext = NO_CONTEXT): Decision {
   const event = (kind: string, data: Record<string, unknown>): DecidedEvent => ({
-    type: `${def.name}${kind}`,
+    type: eventTypeOf(def, kind),
     data,
     schemaVersion: schemaVersionOf(def, kind),
   });

@@ -146,6 +146,9 @@ export type ResourceSpec = {
    * roles. 403 for anyone else. */
   adminOnly?: readonly string[];
   behaviour?: Behaviour;
+  /** The type of the event that makes a record, when what happened has a better name than
+   * `<Name>Created` (a notification trigger: `NotificationTriggered`). */
+  createdEvent?: string;
   /** Members the API shows but never stores on the record (a job's steps, from its read model):
    * in the record schema with their value when nothing fills them; ignored in create and replace
    * bodies (as auditInfo is), refused in a patch. */
@@ -177,6 +180,8 @@ export type ResourceDefinition = {
   readonly hidden: readonly string[];
   readonly adminOnly: readonly string[];
   readonly behaviour: Behaviour;
+  /** The type of the event that makes a record (`<Name>Created` unless declared). */
+  readonly createdEvent: string;
   /** Read-only members beside id and auditInfo, with their value when nothing fills them. */
   readonly readOnly: Readonly<Record<string, unknown>>;
   /** What the API returns: id, the fields, auditInfo. */
@@ -354,6 +359,7 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     operations: offeredOperations(spec, hasCode),
     ...lists(spec),
     behaviour,
+    createdEvent: spec.createdEvent ?? `${spec.name}Created`,
     readOnly: Object.fromEntries(Object.entries(spec.readOnly ?? {}).map(([k, v]) => [k, v.initial])),
     record: z
       .strictObject({ id: uuid(), ...shape, ...readOnlySchemas(spec), auditInfo: auditInfoSchema })

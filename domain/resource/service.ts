@@ -418,8 +418,11 @@ function newRecordId(def: ResourceDefinition, input: unknown, ctx: CommandContex
     throw validationFailed('A client-chosen id must be a random UUID (version 4)', [`id: ${JSON.stringify(sent)} is not a UUIDv4`]);
   }
   if (typeof sent === 'string') return sent.toLowerCase();
-  return ctx.idempotencyKey === undefined ? ctx.newId() : uuidV5(`${def.category}|${ctx.actor}|${ctx.idempotencyKey}`);
+  return ctx.idempotencyKey === undefined ? ctx.newId() : keyedRecordId(def, ctx.actor, ctx.idempotencyKey);
 }
+
+/** The id of the record a create under an Idempotency-Key makes: the same actor and key, the same id. */
+export const keyedRecordId = (def: ResourceDefinition, actor: string, idempotencyKey: string): string => uuidV5(`${def.category}|${actor}|${idempotencyKey}`);
 
 /** The record a change names: the one that took the request's Idempotency-Key, else the live one. */
 async function existingRecordId(def: ResourceDefinition, store: EventStore, idOrCode: string, ctx: CommandContext): Promise<string> {

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { hs256Verifier, signHs256, type Caller } from '../../api/auth.ts';
 import type { BlobStore, Clock, DocumentRenderers, EventStore, MailSender, ReadStore } from '../../domain/ports.ts';
 import { openDocumentRenderers } from '../../infra/documentRenderers.ts';
-import { composeService, type Role, type Service } from '../../api/compose.ts';
+import { composeService, type ComposeOptions, type Role, type Service } from '../../api/compose.ts';
 import { BLOBS_FILE, openEmbeddedStores } from '../../infra/embedded.ts';
 import { openSqliteBlobStore } from '../../infra/sqlite/blobStore.ts';
 
@@ -70,6 +70,8 @@ export async function startTestApp(
     documents?: DocumentRenderers;
     /** E-mail delivery (default: none, as without SMTP_URL). */
     mail?: MailSender;
+    /** The rest of the ports and settings composeService takes (SMS, outbound client, topics). */
+    extra?: Pick<ComposeOptions, 'sms' | 'outbound' | 'messaging' | 'settings'>;
   } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
@@ -86,6 +88,7 @@ export async function startTestApp(
     ...(options.role === undefined ? {} : { role: options.role }),
     documents: options.documents ?? openDocumentRenderers(),
     ...(options.mail === undefined ? {} : { mail: options.mail }),
+    ...options.extra,
   });
   await service.startProjectors();
   const { app } = service;

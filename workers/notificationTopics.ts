@@ -1,0 +1,123 @@
+// Notifications over topics (Kafka when KAFKA_BROKERS is set).
+//
+// In: a consumer group reads the trigger topic. A message's value is a JSON trigger (the schema
+// `NotificationTriggerMessage` of the OpenAPI document); its rule is named by a `ruleCode` header or
+// field (the header wins). A valid message naming a rule of eventType KAFKA or DIRECT that is valid
+// now is appended to the log as a NotificationTriggered event under a key made from (topic,
+// partition, offset), so a message delivered again after a crash or a rebalance names the same
+// trigger and makes nothing twice; its offset is committed only once the trigger is in the log
+// (the consumer adapter's contract). A message that is not JSON, fails the schema, or names an
+// unknown, invalid or non-Kafka rule goes to the dead-letter topic with the reason in its headers.
+//
+// Out: every NotificationCreated and NotificationStateChanged event is published to the events
+// topic, keyed by the notification's id, with the event's id as its message id, by a follower of the
+// log that moves its checkpoint only after the broker acknowledged the batch: at least once, and a
+// repeat carries the same message id.
+
+import { z } from 'zod';
+import { notification } from '../domain/notifications/notification.ts';
+import { notificationTrigger, triggerPayload } from '../domain/notifications/trigger.ts';
+import type { EventStore, IncomingMessage, MessageConsumer, MessageOutcome, MessagePublisher, PublishedMessage, ReadStore, RecordedEvent } from '../domain/ports.ts';
+import { resourceService } from '../domain/resource/service.ts';
+import { notificationRule } from '../domain/registries/notificationRule.ts';
+import { isDomainError } from '../domain/shared/errors.ts';
+import { text, withinPeriod } from '../domain/shared/fields.ts';
+import type { JsonObject } from '../domain/shared/json.ts';
+import { idIn } from '../domain/shared/streams.ts';
+import type { ProcessorHandler } from './processor.ts';
+
+/** A trigger message's value. */
+export const triggerMessage = triggerPayload.extend({ ruleCode: text().optional().meta({ description: 'The rule, unless the `ruleCode` header names it.' }) }).meta({ id: 'NotificationTriggerMessage' });
+
+/** Rules a topic may trigger. */
+const TOPIC_RULE_TYPES = new Set(['KAFKA', 'DIRECT']);
+/** The largest message value handled (a bigger one is a dead letter). */
+const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+export const KAFKA_TRIGGER_ACTOR = 'system:kafka-triggers';
+
+export type TriggerMessageDeps = { eventStore: EventStore; now: () => Date; newId: () => string };
+
+const dead = (reason: string): MessageOutcome => ({ kind: 'dead', reason: reason.slice(0, 1000) });
+
+function parsed(message: IncomingMessage): { payload: z.infer<typeof triggerMessage>; ruleCode: string } | MessageOutcome {
+  if (message.value === null) return dead('no value');
+  if (message.value.length > MAX_MESSAGE_BYTES) return dead(`value over ${String(MAX_MESSAGE_BYTES)} bytes`);
+  let json: unknown;
+  try {
+    json = JSON.parse(message.value.toString('utf8'));
+  } catch {
+    return dead('value is not valid JSON');
+  }
+  const checked = triggerMessage.safeParse(json);
+  if (!checked.success) return dead(`value does not match NotificationTriggerMessage: ${checked.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(value)'}: ${i.message}`).join('; ')}`);
+  const ruleCode = message.headers.ruleCode ?? checked.data.ruleCode;
+  if (ruleCode === undefined || ruleCode === '') return dead('no rule: neither a ruleCode header nor a ruleCode field');
+  return { payload: checked.data, ruleCode };
+}
+
+/** What becomes of one trigger message (see the file's comment). Throws when a store fails: the
+ * message is then not committed and comes again. */
+export function triggerMessageHandler(deps: TriggerMessageDeps): (message: IncomingMessage) => Promise<MessageOutcome> {
+  const rules = resourceService(notificationRule, deps.eventStore);
+  const triggers = resourceService(notificationTrigger, deps.eventStore);
+  return async (message) => {
+    const read = parsed(message);
+    if ('kind' in read) return read;
+    const { payload, ruleCode } = read;
+    const now = deps.now();
+    const rule = await rules.live(ruleCode, true);
+    if (rule === undefined) return dead(`no notification rule ${ruleCode}`);
+    if (!withinPeriod(rule.fields.validityFrom, rule.fields.validityTo, now)) return dead(`notification rule ${ruleCode} is not valid now`);
+    if (!TOPIC_RULE_TYPES.has(String(rule.fields.eventType))) return dead(`notification rule ${ruleCode} has eventType ${typeof rule.fields.eventType === 'string' ? rule.fields.eventType : '(none)'}, not KAFKA or DIRECT`);
+    const { ruleCode: _code, ...fields } = payload;
+    const origin = { topic: message.topic, partition: message.partition, offset: message.offset, ...(message.key === null ? {} : { key: message.key.slice(0, 255) }) };
+    const key = `kafka:${message.topic}:${String(message.partition)}:${message.offset}`;
+    try {
+      await triggers.create({ ...fields, ruleCode, source: 'KAFKA', origin, status: 'RECEIVED' }, { actor: KAFKA_TRIGGER_ACTOR, now, newId: deps.newId, requestId: deps.newId(), correlationId: key, idempotencyKey: key });
+    } catch (error) {
+      // Refused by the domain (a record over the size limit): it never will be taken.
+      if (isDomainError(error) && error.httpStatus < 500) return dead(`${error.message}${error.errors.length === 0 ? '' : `: ${error.errors.slice(0, 5).join('; ')}`}`);
+      throw error;
+    }
+    return { kind: 'handled' };
+  };
+}
+
+/** The trigger topic's consumer as a worker of the process. */
+export function triggerConsumer(consumer: MessageConsumer, deps: TriggerMessageDeps): { start(): Promise<void>; stop(): Promise<void> } {
+  const handle = triggerMessageHandler(deps);
+  return { start: () => consumer.start(handle), stop: () => consumer.stop() };
+}
+
+const PUBLISHED = new Set([notification.createdEvent, `${notification.name}StateChanged`]);
+
+/** The message of a notification event, or undefined for events that are not published. */
+function eventMessage(event: RecordedEvent): PublishedMessage | undefined {
+  const id = idIn(notification.category, event.stream);
+  if (id === undefined || !PUBLISHED.has(event.type)) return undefined;
+  const d = event.data as JsonObject;
+  const change =
+    event.type === notification.createdEvent
+      ? { to: 'PLAN', ownerType: d.ownerType, ownerId: d.ownerId, templateCode: d.templateCode, deliveryType: d.deliveryType }
+      : { from: d.from, to: d.to, reason: d.reason };
+  const value = { eventId: event.id, type: event.type, notificationId: id, version: event.revision, position: event.position.toString(), at: event.metadata.at, actor: event.metadata.actor, ...change };
+  return { key: id, id: event.id, value: JSON.stringify(value), headers: { 'event-type': event.type } };
+}
+
+/** Publishes the notifications' state changes to `topic`, then moves its checkpoint. */
+export function notificationEventsPublisher(publisher: MessagePublisher, topic: string, reads: ReadStore): ProcessorHandler {
+  const name = 'notification-events-publisher';
+  return {
+    name,
+    categories: [notification.category],
+    eventTypes: [...PUBLISHED],
+    async handle(events, batch, ctx) {
+      const messages = events.flatMap((e) => eventMessage(e) ?? []);
+      ctx.assertLease();
+      if (messages.length > 0) await publisher.publish(topic, messages);
+      ctx.assertLease();
+      await reads.saveCheckpoint(name, batch.to);
+    },
+  };
+}

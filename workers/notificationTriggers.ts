@@ -1,0 +1,209 @@
+// Notification triggers become notifications. Two reactors over the log:
+//
+// - `notification-triggers` takes each NotificationTriggered event: the rule must exist and be valid
+//   now; when it names an evalNotificationUrl, data is gathered by a GET through the guarded
+//   outbound client (the trigger's own data merged over it); then each ACTIVE template of the rule
+//   (its `notificationRuleCode`) makes one notification for the trigger's targets (the owner when
+//   it names none), and the trigger records the outcome: PROCESSED with the notifications made and
+//   the templates that could not be rendered, or FAILED with the reason. Each notification is
+//   created under a key derived from the trigger's event and the template, so a replayed batch
+//   makes nothing twice.
+// - `notification-system-rules` follows every other resource's events: a SYSTEM rule whose
+//   `config.eventTypes` lists an event's type appends a trigger for it, once per event and rule
+//   (the key is the event's id and the rule's), with the record as it stood after the event as
+//   data (hidden parts, like password hashes, are never in a record). The notifications' own
+//   streams are not followed, so a rule cannot trigger itself.
+
+import { withinPeriod } from '../domain/shared/fields.ts';
+import { notification } from '../domain/notifications/notification.ts';
+import { renderNotification, type RenderEnv } from '../domain/notifications/render.ts';
+import { notificationTrigger, type TriggerOutcome } from '../domain/notifications/trigger.ts';
+import { OutboundFailed, type BlobStore, type DocumentRenderers, type EventStore, type OutboundClient, type ReadStore, type RecordedEvent } from '../domain/ports.ts';
+import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
+import { keyedRecordId, resourceService } from '../domain/resource/service.ts';
+import { notificationRule } from '../domain/registries/notificationRule.ts';
+import { notificationTemplate } from '../domain/registries/notificationTemplate.ts';
+import { isDomainError } from '../domain/shared/errors.ts';
+import { toQuery } from '../domain/shared/filtering.ts';
+import { isPlainObject, type JsonObject } from '../domain/shared/json.ts';
+import { categoryOf, idIn } from '../domain/shared/streams.ts';
+import type { ReadModels } from '../projections/projection.ts';
+import type { CommandFor, Reactor } from './reactor.ts';
+import { dueInReadModel } from './scheduler.ts';
+
+export type TriggerDeps = {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  readModels: ReadModels;
+  blobStore: BlobStore;
+  documents?: DocumentRenderers | undefined;
+  /** The guarded client evalNotificationUrl goes through; absent: such rules fail their triggers. */
+  outbound?: OutboundClient | undefined;
+  /** Base URLs of microservices by code: where a relative evalNotificationUrl of a rule naming
+   * that `microserviceCode` goes. */
+  microserviceUrls?: Readonly<Record<string, string>>;
+};
+
+const TRIGGERS = 'notification-triggers';
+/** The most templates one rule fires. */
+const MAX_TEMPLATES = 100;
+
+const reasonOf = (error: unknown): string => {
+  if (!isDomainError(error)) throw error;
+  if (error.httpStatus >= 500) throw error;
+  const details = error.errors.length === 0 ? '' : `: ${error.errors.slice(0, 5).join('; ')}`;
+  return `${error.message}${details}`;
+};
+
+/** The absolute URL of a rule's evalNotificationUrl, or why there is none. */
+function evalUrlOf(rule: JsonObject, urls: Readonly<Record<string, string>>): string | { reason: string } {
+  const url = String(rule.evalNotificationUrl);
+  if (!url.startsWith('/')) return url;
+  const code = typeof rule.microserviceCode === 'string' ? rule.microserviceCode : undefined;
+  const base = code === undefined ? undefined : urls[code];
+  if (base === undefined) return { reason: `evalNotificationUrl ${url} is relative and MICROSERVICE_URLS has no base for microservice ${code ?? '(none named)'}` };
+  return new URL(url.slice(1), base.endsWith('/') ? base : `${base}/`).toString();
+}
+
+class TriggerProcessor {
+  readonly #deps: TriggerDeps;
+  readonly #triggers;
+  readonly #rules;
+  readonly #notifications;
+
+  constructor(deps: TriggerDeps) {
+    this.#deps = deps;
+    this.#triggers = resourceService(notificationTrigger, deps.eventStore);
+    this.#rules = resourceService(notificationRule, deps.eventStore);
+    this.#notifications = resourceService(notification, deps.eventStore);
+  }
+
+  async react(event: RecordedEvent, commandFor: CommandFor): Promise<void> {
+    const id = idIn(notificationTrigger.category, event.stream);
+    if (id === undefined) return;
+    const trigger = await this.#triggers.live(id);
+    if (trigger?.fields.status !== 'RECEIVED') return;
+    const ctx = commandFor('outcome');
+    const outcome = await this.#outcome(trigger.fields, commandFor, ctx.now);
+    await this.#triggers.execute(id, outcome, ctx);
+  }
+
+  async #outcome(trigger: JsonObject, commandFor: CommandFor, now: Date): Promise<TriggerOutcome> {
+    const code = String(trigger.ruleCode);
+    const rule = await this.#rules.live(code, true);
+    if (rule === undefined) return { type: 'Fail', reason: `no notification rule ${code}` };
+    if (!withinPeriod(rule.fields.validityFrom, rule.fields.validityTo, now)) return { type: 'Fail', reason: `notification rule ${code} is not valid now` };
+    const data = await this.#data(rule.fields, trigger);
+    if (typeof data === 'string') return { type: 'Fail', reason: data };
+    const templates = await this.#templates(code);
+    if (templates.length === 0) return { type: 'Fail', reason: `notification rule ${code} has no ACTIVE template` };
+    const env: RenderEnv = { eventStore: this.#deps.eventStore, blobStore: this.#deps.blobStore, documents: this.#deps.documents };
+    const notificationIds: string[] = [];
+    const problems: string[] = [];
+    for (const template of templates) {
+      const made = await this.#notify(env, trigger, data, String(template.code), commandFor(`template:${String(template.code)}`));
+      if (made.startsWith('!')) problems.push(made.slice(1));
+      else notificationIds.push(made);
+    }
+    if (notificationIds.length === 0) return { type: 'Fail', reason: `no notification could be made: ${problems.join('; ')}` };
+    return { type: 'Complete', notificationIds, problems };
+  }
+
+  /** One template's notification: its id, or `!` and why it could not be made. */
+  async #notify(env: RenderEnv, trigger: JsonObject, data: JsonObject, templateCode: string, ctx: ReturnType<CommandFor>): Promise<string> {
+    // Made before (a replayed batch): the same key names the same record.
+    const id = keyedRecordId(notification, ctx.actor, ctx.idempotencyKey ?? '');
+    if ((await this.#notifications.live(id)) !== undefined) return id;
+    const optional = (key: string) => (trigger[key] === undefined ? {} : { [key]: trigger[key] });
+    const payload = {
+      ownerType: String(trigger.ownerType),
+      ownerId: String(trigger.ownerId),
+      notificationTo: (trigger.targets as JsonObject[] | undefined) ?? [{ ownerType: trigger.ownerType, ownerId: trigger.ownerId }],
+      data,
+      templateCode,
+      ...optional('relatedEntities'),
+      ...optional('from'),
+    };
+    try {
+      const input = await renderNotification(env, payload as Parameters<typeof renderNotification>[1]);
+      const { record } = await this.#notifications.create(input, ctx);
+      return record?.id ?? id;
+    } catch (error) {
+      return `!template ${templateCode}: ${reasonOf(error)}`;
+    }
+  }
+
+  /** The data to render: what evalNotificationUrl answers, the trigger's data over it; or why not. */
+  async #data(rule: JsonObject, trigger: JsonObject): Promise<JsonObject | string> {
+    const own = isPlainObject(trigger.data) ? trigger.data : {};
+    if (typeof rule.evalNotificationUrl !== 'string') return own;
+    const url = evalUrlOf(rule, this.#deps.microserviceUrls ?? {});
+    if (typeof url !== 'string') return url.reason;
+    if (this.#deps.outbound === undefined) return 'evalNotificationUrl cannot be fetched: no outbound client is configured';
+    try {
+      const gathered = await this.#deps.outbound.getJson(url);
+      return { ...(isPlainObject(gathered) ? gathered : { evaluated: gathered as JsonObject }), ...own };
+    } catch (error) {
+      if (error instanceof OutboundFailed) return `evalNotificationUrl ${url}: ${error.message}`;
+      throw error;
+    }
+  }
+
+  /** The rule's ACTIVE templates, from the templates' read model. */
+  async #templates(ruleCode: string): Promise<JsonObject[]> {
+    const filter = [
+      { column: 'notificationRuleCode', operator: 'EQ' as const, value: ruleCode },
+      { column: 'status', operator: 'EQ' as const, value: 'ACTIVE' },
+    ];
+    const query = toQuery({ filter, sort: [] }, notificationTemplate.columns, notificationTemplate.defaultSort);
+    return dueInReadModel(this.#deps.readStore, this.#deps.readModels, notificationTemplate.collection, query, MAX_TEMPLATES);
+  }
+}
+
+export function triggerReactor(deps: TriggerDeps): Reactor {
+  const processor = new TriggerProcessor(deps);
+  return {
+    name: TRIGGERS,
+    categories: [notificationTrigger.category],
+    eventTypes: [notificationTrigger.createdEvent],
+    react: (event, commandFor) => processor.react(event, commandFor),
+  };
+}
+
+/** The actor of triggers a SYSTEM rule appends. */
+export const SYSTEM_RULES = 'notification-system-rules';
+
+/** SYSTEM rules fire on the events of every resource but the notifications' own. */
+export function systemRuleReactor(deps: TriggerDeps, resources: readonly ResourceDefinition[]): Reactor {
+  const followed = resources.filter((r) => r !== notification && r !== notificationTrigger);
+  const byCategory = new Map(followed.map((r) => [r.category, r]));
+  const triggers = resourceService(notificationTrigger, deps.eventStore);
+  const rulesQuery = toQuery({ filter: [{ column: 'eventType', operator: 'EQ', value: 'SYSTEM' }], sort: [] }, notificationRule.columns, notificationRule.defaultSort);
+  return {
+    name: SYSTEM_RULES,
+    categories: [...byCategory.keys()],
+    async react(event, commandFor) {
+      const def = byCategory.get(categoryOf(event.stream));
+      const recordId = def === undefined ? undefined : idIn(def.category, event.stream);
+      if (def === undefined || recordId === undefined) return;
+      const now = commandFor().now;
+      const rules = (await dueInReadModel(deps.readStore, deps.readModels, notificationRule.collection, rulesQuery, 1000)).filter((rule) => {
+        const types = isPlainObject(rule.config) ? rule.config.eventTypes : undefined;
+        return Array.isArray(types) && types.includes(event.type) && withinPeriod(rule.validityFrom, rule.validityTo, now);
+      });
+      if (rules.length === 0) return;
+      const record = await resourceService(def, deps.eventStore)
+        .get(recordId, { version: event.revision })
+        .catch((error: unknown) => {
+          // Gone at that version (deleted since): the trigger carries the event without the record.
+          if (isDomainError(error) && error.status === 'NOT_FOUND') return undefined;
+          throw error;
+        });
+      for (const rule of rules) {
+        const data = { eventType: event.type, eventId: event.id, stream: event.stream, recordId, ...(record === undefined ? {} : { record }) };
+        const input = { ruleCode: String(rule.code), source: 'SYSTEM', data, ownerType: def.errorPrefix, ownerId: recordId, origin: { eventId: event.id, eventType: event.type, stream: event.stream }, status: 'RECEIVED' };
+        await triggers.create(input, commandFor(`rule:${rule.id}`));
+      }
+    },
+  };
+}
