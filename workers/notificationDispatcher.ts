@@ -1,15 +1,16 @@
 // Delivers notifications, as a schedule of due work read from the notifications read model (so a
 // restart loses nothing pending): a PLAN notification is taken by its channel (in-app ones are
 // SENT on record, letters FAILED as unsupported, e-mail and SMS move to SENDING); a SENDING one
-// whose next attempt is due is attempted. Outbox order: the attempt is an event before the send,
-// its outcome (SENT, FAILED, or deferred with backoff) an event after it; a notification recorded
-// SENT is never sent again. Transient failures (SMTP 4xx, timeouts) are tried again with
-// exponential backoff and jitter up to MAX_ATTEMPTS; permanent ones (SMTP 5xx) fail at once.
+// whose next attempt is due is attempted through its channel's port (MailSender, SmsSender).
+// Outbox order: the attempt is an event before the send, its outcome (SENT, FAILED, or deferred
+// with backoff) an event after it; a notification recorded SENT is never sent again. Transient
+// failures (SMTP 4xx, gateway 5xx, timeouts) are tried again with exponential backoff and jitter up
+// to MAX_ATTEMPTS; permanent ones (SMTP 5xx, gateway 4xx) fail at once.
 
 import { isActiveUser, user } from '../domain/identity/user.ts';
 import { userGroup } from '../domain/identity/userGroup.ts';
 import { backoffMs, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationStatus } from '../domain/notifications/notification.ts';
-import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore } from '../domain/ports.ts';
+import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore, type SmsSender } from '../domain/ports.ts';
 import { resourceService } from '../domain/resource/service.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../domain/shared/filtering.ts';
@@ -28,11 +29,20 @@ export type DispatcherDeps = {
   clock: Clock;
   newId: IdGenerator;
   mail?: MailSender | undefined;
+  sms?: SmsSender | undefined;
   /** For the backoff's jitter (tests fix it). */
   random?: () => number;
 };
 
-type Target = { email?: string; ownerType?: string; ownerId?: string };
+type Target = { email?: string; phone?: string; ownerType?: string; ownerId?: string };
+
+/** A channel the dispatcher attempts: where a target's address is and what it is called. */
+type Channel = { type: 'EMAIL' | 'SMS'; address: 'email' | 'phone'; userField: 'email' | 'phoneNumber'; noun: string };
+const CHANNELS: Readonly<Record<'EMAIL' | 'SMS', Channel>> = {
+  EMAIL: { type: 'EMAIL', address: 'email', userField: 'email', noun: 'e-mail address' },
+  SMS: { type: 'SMS', address: 'phone', userField: 'phoneNumber', noun: 'phone number' },
+};
+const ATTEMPTED = new Set(Object.keys(CHANNELS));
 
 type Attachment = { filename: string; contentType: string; content: Uint8Array };
 
@@ -73,7 +83,7 @@ class Dispatcher {
    * USER_GROUP target its members' (the group's code in their `groups`). A user who is disabled or
    * not valid now, has no e-mail, ignores the notification's template, or ignores the group the
    * target came through is skipped, each with its reason. */
-  async #recipients(item: Document, now: Date): Promise<{ to: string[]; skipped: string[] }> {
+  async #recipients(item: Document, channel: Channel, now: Date): Promise<{ to: string[]; skipped: string[] }> {
     const to: string[] = [];
     const skipped: string[] = [];
     const template = String(item.templateCode);
@@ -82,13 +92,14 @@ class Dispatcher {
       if (!isActiveUser(fields, now)) skipped.push(`${label}: disabled or not valid now`);
       else if (config.ignoredTemplateCodes?.includes(template) === true) skipped.push(`${label}: ignores template ${template}`);
       else if (via !== undefined && config.ignoredUserGroups?.includes(via) === true) skipped.push(`${label}: ignores group ${via}`);
-      else if (typeof fields.email !== 'string') skipped.push(`${label}: no e-mail address`);
-      else to.push(fields.email);
+      else if (typeof fields[channel.userField] !== 'string') skipped.push(`${label}: no ${channel.noun}`);
+      else to.push(String(fields[channel.userField]));
     };
     // The same target named twice is one target.
-    const targets = [...new Map(((item.notificationTo ?? []) as Target[]).map((t) => [JSON.stringify([t.email, t.ownerType, t.ownerId]), t])).values()];
+    const targets = [...new Map(((item.notificationTo ?? []) as Target[]).map((t) => [JSON.stringify([t[channel.address], t.ownerType, t.ownerId]), t])).values()];
     for (const target of targets) {
-      if (typeof target.email === 'string') to.push(target.email);
+      const given = target[channel.address];
+      if (typeof given === 'string') to.push(given);
       else if (target.ownerType === 'USER' && typeof target.ownerId === 'string') {
         const found = await this.#users.live(target.ownerId).catch(unlessMissing);
         if (found === undefined) skipped.push(`user ${target.ownerId}: not found`);
@@ -97,7 +108,7 @@ class Dispatcher {
         const group = await this.#groups.live(target.ownerId).catch(unlessMissing);
         if (group === undefined) skipped.push(`group ${target.ownerId}: not found`);
         else for (const member of await this.#members(String(group.fields.code))) consider(member, `user ${String(member.code)} of group ${String(group.fields.code)}`, String(group.fields.code));
-      } else skipped.push(`${target.ownerType ?? 'target'} ${target.ownerId ?? ''}: no e-mail address`.trim());
+      } else skipped.push(`${`${target.ownerType ?? 'target'} ${target.ownerId ?? ''}`.trim()}: no ${channel.noun}`);
     }
     return { to: [...new Set(to)], skipped: [...new Set(skipped)] };
   }
@@ -120,40 +131,55 @@ class Dispatcher {
     return found;
   }
 
-  async email(due: Document, now: Date): Promise<void> {
+  /** A SENDING notification's next attempt through its channel. */
+  async attempt(due: Document, now: Date): Promise<void> {
     // The read model may lag: act on the notification as the log has it.
     const live = await this.#notifications.live(due.id);
     if (live?.fields.status !== 'SENDING') return undefined;
     const item: Document = { ...live.fields, id: due.id };
-    const mail = this.#deps.mail;
-    if (mail === undefined) return this.#move(item.id, 'FAILED', 'SMTP_URL is not set: e-mail cannot be delivered', now);
+    const channel = CHANNELS[item.deliveryType as 'EMAIL' | 'SMS'];
+    const unset = channel.type === 'EMAIL' ? this.#deps.mail === undefined && 'SMTP_URL' : this.#deps.sms === undefined && 'SMS_GATEWAY_URL';
+    if (unset !== false) return this.#move(item.id, 'FAILED', `${unset} is not set: ${channel.type === 'EMAIL' ? 'e-mail' : 'SMS'} cannot be delivered`, now);
     const made = typeof item.attempts === 'number' ? item.attempts : 0;
     if (made >= MAX_ATTEMPTS) return this.#move(item.id, 'FAILED', `no outcome recorded after ${String(made)} attempts`, now);
     if (typeof item.expirationDate === 'string' && item.expirationDate <= now.toISOString()) return this.#move(item.id, 'FAILED', 'expired before it could be delivered', now);
-    const { to, skipped } = await this.#recipients(item, now);
+    const { to, skipped } = await this.#recipients(item, channel, now);
     const skips = summary('skipped', skipped);
-    if (to.length === 0) return this.#move(item.id, 'FAILED', bounded(`no recipient with an e-mail address${skips}`), now);
-    const attachments = await this.#attachments(item);
+    if (to.length === 0) return this.#move(item.id, 'FAILED', bounded(`no recipient with a ${channel.noun}${skips}`), now);
+    const attachments = channel.type === 'EMAIL' ? await this.#attachments(item) : [];
     if (typeof attachments === 'string') return this.#move(item.id, 'FAILED', `attachment ${attachments} is missing from the blob store`, now);
     const attempt = made + 1;
     // Outbox: the attempt is in the log before it is made.
     await this.#command(item.id, { type: 'Attempt' }, now, `dispatch:${item.id}:attempt:${String(attempt)}`);
     let rejected: string[];
     try {
-      rejected = await mail.send({
-        messageId: `<${item.id}@notifications.admin>`,
-        ...(typeof item.from === 'string' ? { from: item.from } : {}),
-        to,
-        subject: typeof item.subject === 'string' ? item.subject : '',
-        html: typeof item.contents === 'string' ? item.contents : '',
-        attachments,
-      });
+      rejected = channel.type === 'EMAIL' ? await this.#email(item, to, attachments) : await this.#sms(item, to);
     } catch (error) {
       if (!(error instanceof DeliveryFailed)) throw error;
       return this.#failed(item.id, error, attempt, now);
     }
     const delivered = to.filter((address) => !rejected.includes(address));
-    return this.#move(item.id, 'SENT', bounded(`e-mail to ${delivered.join(', ')} (attempt ${String(attempt)})${summary('refused by the server', rejected)}${skips}`), now);
+    const noun = channel.type === 'EMAIL' ? 'e-mail' : 'SMS';
+    return this.#move(item.id, 'SENT', bounded(`${noun} to ${delivered.join(', ')} (attempt ${String(attempt)})${summary('refused by the server', rejected)}${skips}`), now);
+  }
+
+  /** Sends the e-mail: the recipients the server refused. */
+  #email(item: Document, to: string[], attachments: Attachment[]): Promise<string[]> {
+    return (this.#deps.mail as MailSender).send({
+      messageId: `<${item.id}@notifications.admin>`,
+      ...(typeof item.from === 'string' ? { from: item.from } : {}),
+      to,
+      subject: typeof item.subject === 'string' ? item.subject : '',
+      html: typeof item.contents === 'string' ? item.contents : '',
+      attachments,
+    });
+  }
+
+  /** Sends the SMS: its text is the contents (rendered as text for SMS templates), else the subject. */
+  async #sms(item: Document, to: string[]): Promise<string[]> {
+    const text = typeof item.contents === 'string' ? item.contents : typeof item.subject === 'string' ? item.subject : '';
+    await (this.#deps.sms as SmsSender).send({ messageId: item.id, to, text });
+    return [];
   }
 
   /** A failed attempt: deferred with backoff while transient and attempts remain, FAILED otherwise. */
@@ -177,8 +203,7 @@ class Dispatcher {
       await this.#move(item.id, 'SENDING', 'letter', now);
       await this.#move(item.id, 'FAILED', 'unsupported: letters are not delivered by this service', now);
     } else if (channel === 'SMS') {
-      await this.#move(item.id, 'SENDING', 'sms', now);
-      await this.#move(item.id, 'FAILED', 'SMS_GATEWAY_URL is not set: SMS cannot be delivered', now);
+      await this.#move(item.id, 'SENDING', 'queued for SMS', now);
     } else {
       await this.#move(item.id, 'SENDING', 'queued for e-mail', now);
     }
@@ -193,11 +218,11 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
     name: 'notification-dispatch',
     async due(now) {
       const planned = await dueWhere([{ column: 'status', operator: 'EQ', value: 'PLAN' }, { column: 'deliveryType', operator: 'IS_NOT_NULL' }]);
-      // Only e-mail waits in SENDING for an attempt; a notification a client moved to SENDING
-      // without a channel is not the dispatcher's.
+      // Only e-mail and SMS wait in SENDING for an attempt; a notification a client moved to
+      // SENDING without a channel is not the dispatcher's.
       const sending = await dueWhere([
         { column: 'status', operator: 'EQ', value: 'SENDING' },
-        { column: 'deliveryType', operator: 'EQ', value: 'EMAIL' },
+        { column: 'deliveryType', operator: 'IN', values: [...ATTEMPTED] },
         { column: 'nextAttemptAt', operator: 'LTE', value: now.toISOString() },
       ]);
       return [...planned, ...sending];
@@ -205,7 +230,7 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
     async run(item, now) {
       try {
         if (item.status === 'PLAN') await dispatcher.take(item, now);
-        else if (item.status === 'SENDING' && item.deliveryType === 'EMAIL') await dispatcher.email(item, now);
+        else if (item.status === 'SENDING' && ATTEMPTED.has(String(item.deliveryType))) await dispatcher.attempt(item, now);
       } catch (error) {
         // Moved on meanwhile (CANCELLED, EXPIRED): nothing to deliver.
         if (!(error instanceof DomainError && error.status === 'CONFLICT')) throw error;
