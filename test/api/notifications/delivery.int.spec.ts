@@ -1,14 +1,18 @@
 // Delivery of notifications against a real SMTP server (smtp-server, messages read back with
 // mailparser): e-mail with the rendered subject, body and attachments to given addresses and to
 // users (disabled ones skipped with the reason); an SMTP 451 tried again with backoff, then
-// delivered; a 550 failed at once; in-app SENT on record; letters and SMS failed with the reason;
+// delivered; a 550 failed at once; in-app SENT on record; letters failed as unsupported; SMS posted to
+// an HTTP gateway (a local server), a 503 tried again, a 400 failed; without a gateway or SMTP_URL,
+// failed with the reason;
 // no SMTP_URL failed saying so; a restart loses no pending delivery and sends nothing twice.
 
 import { simpleParser, type ParsedMail } from 'mailparser';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
 import { SmtpMailSender } from '../../../infra/mail/smtpSender.ts';
+import { HttpSmsGateway } from '../../../infra/sms/httpSmsGateway.ts';
 import { manualClock, startTestApp, type TestApp } from '../../support/testApp.ts';
 
 const clock = manualClock(new Date('2026-11-23T10:00:00.000Z'));
@@ -192,6 +196,47 @@ describe('other channels and no SMTP', () => {
       expect(n).toMatchObject({ status: 'FAILED', lastError: 'SMTP_URL is not set: e-mail cannot be delivered' });
     } finally {
       await bare.close();
+    }
+  });
+});
+
+describe('SMS through an HTTP gateway', () => {
+  it('posts the text to the phone numbers, tries a 503 again and then delivers, fails a 400 at once', async () => {
+    const posted: { body: { messageId: string; to: string[]; text: string }; key: string | undefined }[] = [];
+    const statuses = [503];
+    const gateway = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
+      req.on('end', () => {
+        const body = JSON.parse(raw) as { messageId: string; to: string[]; text: string };
+        posted.push({ body, key: req.headers['idempotency-key'] as string | undefined });
+        res.writeHead(body.to.includes('+420999999999') ? 400 : (statuses.shift() ?? 202)).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${String((gateway.address() as AddressInfo).port)}/sms`;
+    const app = await startTestApp({ clock, extra: { sms: new HttpSmsGateway({ url, timeoutMs: 5000 }) } });
+    try {
+      const template = { code: 'TEXT', name: 't', configTypeId, status: 'ACTIVE', deliveryType: 'SMS', content: 'Ticket {{ticket}} <closed>' };
+      expect((await app.call({ method: 'POST', url: '/api/v1/notification-templates', payload: template })).statusCode).toBe(201);
+      expect((await app.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } })).statusCode).toBe(201);
+      const user = { code: 'cleo', type: 'INDIVIDUAL', chars: {}, givenName: 'Cleo', familyName: 'Tester', phoneNumber: '+420111222333' };
+      expect((await app.call({ method: 'POST', url: '/api/v1/users', payload: user })).statusCode).toBe(201);
+      const id = await create(app, { templateCode: 'TEXT', notificationTo: [{ phone: '+420123456789' }, { ownerType: 'USER', ownerId: 'cleo' }] });
+      expect(await settle(app, id, ['SENT', 'FAILED'], 10 * 60_000)).toMatchObject({ status: 'SENT', attempts: 2 });
+      expect(posted.map((p) => p.body)).toEqual([
+        { messageId: id, to: ['+420123456789', '+420111222333'], text: 'Ticket T-1 <closed>' },
+        { messageId: id, to: ['+420123456789', '+420111222333'], text: 'Ticket T-1 <closed>' },
+      ]);
+      expect(posted.map((p) => p.key)).toEqual([id, id]);
+
+      const refused = await create(app, { templateCode: 'TEXT', notificationTo: [{ phone: '+420999999999' }] });
+      const failed = await settle(app, refused, ['SENT', 'FAILED'], 10 * 60_000);
+      expect(failed).toMatchObject({ status: 'FAILED', attempts: 1 });
+      expect(failed.lastError).toMatch(/400.*\(permanent, attempt 1\)$/);
+    } finally {
+      await app.close();
+      await new Promise<void>((resolve) => { gateway.close(() => { resolve(); }); });
     }
   });
 });

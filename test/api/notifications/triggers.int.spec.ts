@@ -1,9 +1,13 @@
 // Notification rules triggered over REST and by domain events (SYSTEM rules): the trigger is in the
 // log before the 202, the rule's ACTIVE templates each make one notification for the targets (the
 // owner when none), the trigger records its outcome, and nothing is made twice (a repeated
-// Idempotency-Key, a restart of the reactors over the same log).
+// Idempotency-Key, a restart of the reactors over the same log). evalNotificationUrl goes through
+// the real guarded client to a local server: refused unless allow-listed.
 
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGuardedClient } from '../../../infra/http/guardedClient.ts';
 import { manualClock, startTestApp, type TestApp } from '../../support/testApp.ts';
 
 const clock = manualClock(new Date('2026-11-23T10:00:00.000Z'));
@@ -37,8 +41,22 @@ async function triggersOf(app: TestApp, ruleCode: string, count: number): Promis
   throw new Error(`fewer than ${String(count)} processed triggers of ${ruleCode}`);
 }
 
+/** The guarded client as npm start makes it, nothing allow-listed. */
+const startMain = (dataDir?: string) => startTestApp({ clock, ...(dataDir === undefined ? {} : { dataDir }), extra: { outbound: createGuardedClient({ allow: [] }) } });
+
+/** The microservice evalNotificationUrl asks: how many requests it saw. */
+let backend: Server;
+let backendUrl: string;
+let backendHits = 0;
+
 beforeAll(async () => {
-  t = await startTestApp({ clock });
+  backend = createServer((req, res) => {
+    backendHits++;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ticket: 'FROM-BACKEND', note: `asked ${String(req.url)}`, name: 'Backend' }));
+  });
+  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+  backendUrl = `http://127.0.0.1:${String((backend.address() as AddressInfo).port)}`;
+  t = await startMain();
   const rules = [
     { code: 'TICKET_CLOSED', eventType: 'REST' },
     { code: 'FROM_KAFKA', eventType: 'KAFKA' },
@@ -58,6 +76,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await t.close();
+  await new Promise<void>((resolve) => { backend.close(() => { resolve(); }); });
 });
 
 describe('REST triggers', () => {
@@ -141,12 +160,60 @@ describe('SYSTEM rules', () => {
 
     // The reactors start again from their checkpoints over the same log: nothing is made twice.
     await t.close({ keepData: true });
-    t = await startTestApp({ clock, dataDir: t.dataDir });
+    t = await startMain(t.dataDir);
     const res = await post('/api/v1/users', { code: 'new-3', type: 'INDIVIDUAL', chars: {}, givenName: 'Third', familyName: 'Tester' });
     expect(res.statusCode).toBe(201);
     const after = await triggersOf(t, 'WELCOME', 3);
     expect(after).toHaveLength(3);
     const all = (await t.call({ method: 'POST', url: '/api/v1/notifications/search?minPosition=0', payload: { filter: [{ column: 'templateCode', operator: 'EQ', value: 'WELCOME_MAIL' }] } })).json<Notification[]>();
     expect(all).toHaveLength(3);
+  });
+});
+
+describe('evalNotificationUrl', () => {
+  const ruleWith = async (app: TestApp, code: string, url: string, extra: Record<string, unknown> = {}) => {
+    expect((await app.call({ method: 'POST', url: '/api/v1/notification-rules', payload: { code, name: code, eventType: 'REST', evalNotificationUrl: url, ...extra } })).statusCode).toBe(201);
+    const template = { code: `${code}_T`, name: code, configTypeId, status: 'ACTIVE', notificationRuleCode: code, deliveryType: 'APPLICATION', subject: '{{ticket}} by {{name}}', content: '{{note}}' };
+    expect((await app.call({ method: 'POST', url: '/api/v1/notification-templates', payload: template })).statusCode).toBe(201);
+  };
+  const fire = async (app: TestApp, code: string, data: Record<string, unknown> = {}) => {
+    const res = await app.call({ method: 'POST', url: `/api/v1/notification-rules/${code}/trigger`, payload: { ownerType: 'TICKET', ownerId: 'T-3', data } });
+    expect(res.statusCode, res.body).toBe(202);
+    return settledTrigger(app, res.json<{ triggerId: string }>().triggerId);
+  };
+
+  it('is refused for loopback, link-local and private addresses unless allow-listed, failing the trigger with the reason', async () => {
+    const hits = backendHits;
+    await ruleWith(t, 'LOOPBACK', `${backendUrl}/tickets/T-3`);
+    await ruleWith(t, 'METADATA', 'http://169.254.169.254/latest/meta-data/');
+    await ruleWith(t, 'PRIVATE', 'http://10.0.0.1/tickets');
+    expect(await fire(t, 'LOOPBACK')).toMatchObject({ status: 'FAILED', reason: `evalNotificationUrl ${backendUrl}/tickets/T-3: refused: 127.0.0.1 is a loopback address (allow it in OUTBOUND_ALLOW)` });
+    expect((await fire(t, 'METADATA')).reason).toContain('169.254.169.254 is a link-local address');
+    expect((await fire(t, 'PRIVATE')).reason).toContain('10.0.0.1 is a private address');
+    expect(backendHits).toBe(hits);
+  });
+
+  it('gathers data from an allow-listed address, the trigger\'s own data over it; a relative URL goes to its microservice', async () => {
+    const app = await startTestApp({
+      clock,
+      extra: { outbound: createGuardedClient({ allow: ['127.0.0.1/32'] }), settings: { notifications: { microserviceUrls: { tickets: `${backendUrl}/api/` } } } },
+    });
+    try {
+      await ruleWith(app, 'GATHER', `${backendUrl}/tickets/T-3`);
+      const trigger = await fire(app, 'GATHER', { name: 'Caller' });
+      expect(trigger.status, trigger.reason).toBe('PROCESSED');
+      const [made] = await notificationsOf(app, trigger.notificationIds ?? []);
+      expect(made).toMatchObject({ subject: 'FROM-BACKEND by Caller', contents: 'asked /tickets/T-3' });
+
+      await ruleWith(app, 'RELATIVE', '/tickets/T-4', { microserviceCode: 'tickets' });
+      const relative = await fire(app, 'RELATIVE');
+      const [fromRelative] = await notificationsOf(app, relative.notificationIds ?? []);
+      expect(fromRelative?.contents).toBe('asked /api/tickets/T-4');
+
+      await ruleWith(app, 'NOBASE', '/tickets/T-5', { microserviceCode: 'unknown' });
+      expect((await fire(app, 'NOBASE')).reason).toBe('evalNotificationUrl /tickets/T-5 is relative and MICROSERVICE_URLS has no base for microservice unknown');
+    } finally {
+      await app.close();
+    }
   });
 });
