@@ -1,0 +1,195 @@
+// Reads one topic as a member of a consumer group (kafkajs), and commits a message's offset only
+// once its handler resolved for it, so a crash or a stop loses nothing: at least once, in order per
+// partition (a batch's messages one after the other, the partitions a batch at a time).
+// - `handled`: the offset may be committed. Each batch commits the offset after its last one.
+// - `dead`: the message can never be handled. Its key, value and headers go to the dead-letter
+//   topic, with `x-dead-letter-reason`, `x-original-topic`, `x-original-partition` and
+//   `x-original-offset` added; its offset is committed only once the broker acknowledged that.
+// - the handler throws (or the dead-letter topic cannot be written): nothing after the message is
+//   handled or committed; the error is logged, the partition paused for a growing delay (0.2 s
+//   doubling up to 5 s, so a failing store does not spin) and read again from that message.
+// A new group starts at the beginning of the topic. `stop()` lets the message being handled
+// finish, commits what was handled, leaves the group and disconnects.
+
+import { Partitioners, type Consumer, type EachBatchPayload, type KafkaMessage, type Producer } from 'kafkajs';
+import type { IncomingMessage, MessageConsumer, MessageOutcome } from '../../domain/ports.ts';
+import { createKafka, headerText, type KafkaLogger } from './client.ts';
+
+export type KafkaConsumerOptions = {
+  brokers: readonly string[];
+  clientId: string;
+  groupId: string;
+  topic: string;
+  deadLetterTopic: string;
+  logger?: KafkaLogger;
+  /** How long the group waits for a silent member before it gives its partitions to others
+   * (kafkajs default 30 s), and how often a member says it is alive (3 s). A group a member left
+   * rebalances only after about that long on librdkafka's mock cluster, so tests lower both. */
+  sessionTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+};
+
+type Handle = (message: IncomingMessage) => Promise<MessageOutcome>;
+
+const BACKOFF_FIRST_MS = 200;
+const BACKOFF_MAX_MS = 5_000;
+// How long a fetch waits for new messages: a stop waits for the fetch under way, so kept short.
+const FETCH_WAIT_MS = 500;
+
+export class KafkaMessageConsumer implements MessageConsumer {
+  readonly #options: KafkaConsumerOptions;
+  readonly #consumer: Consumer;
+  readonly #producer: Producer;
+  /** Failures in a row per partition (since its last handled message): the backoff grows with them. */
+  readonly #failures = new Map<number, number>();
+  readonly #resumeTimers = new Set<NodeJS.Timeout>();
+  #started: Promise<void> | undefined;
+  #stopped: Promise<void> | undefined;
+
+  constructor(options: KafkaConsumerOptions) {
+    this.#options = options;
+    const kafka = createKafka(options);
+    this.#consumer = kafka.consumer({
+      groupId: options.groupId,
+      maxWaitTimeInMs: FETCH_WAIT_MS,
+      ...(options.sessionTimeoutMs === undefined ? {} : { sessionTimeout: options.sessionTimeoutMs }),
+      ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatInterval: options.heartbeatIntervalMs }),
+    });
+    // A plain producer, acknowledged by every in-sync replica (no idempotence, no transactions).
+    this.#producer = kafka.producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner });
+    this.#consumer.on(this.#consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) {
+        options.logger?.error({ err: payload.error, topic: options.topic, groupId: options.groupId }, 'Kafka consumer stopped after an error it does not restart from; the topic is no longer read');
+      }
+    });
+  }
+
+  start(handle: Handle): Promise<void> {
+    if (this.#stopped !== undefined) return Promise.reject(new Error('this Kafka consumer was stopped; make a new one'));
+    this.#started ??= this.#start(handle);
+    return this.#started;
+  }
+
+  stop(): Promise<void> {
+    this.#stopped ??= this.#stop();
+    return this.#stopped;
+  }
+
+  async #start(handle: Handle): Promise<void> {
+    await this.#producer.connect();
+    await this.#consumer.connect();
+    await this.#consumer.subscribe({ topics: [this.#options.topic], fromBeginning: true });
+    const joined = this.#joined();
+    await this.#consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: (payload) => this.#batch(payload, handle),
+    });
+    await joined;
+  }
+
+  /** Resolves when the consumer joined its group; rejects when it crashed for good before. */
+  #joined(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const removers = [
+        this.#consumer.on(this.#consumer.events.GROUP_JOIN, () => {
+          for (const remove of removers) remove();
+          resolve();
+        }),
+        this.#consumer.on(this.#consumer.events.CRASH, ({ payload }) => {
+          if (payload.restart) return;
+          for (const remove of removers) remove();
+          reject(payload.error);
+        }),
+      ];
+    });
+  }
+
+  async #stop(): Promise<void> {
+    // Waits for the batch under way: it ends after the message being handled, committing.
+    try {
+      await this.#consumer.disconnect();
+    } finally {
+      for (const timer of this.#resumeTimers) clearTimeout(timer);
+      this.#resumeTimers.clear();
+      await this.#producer.disconnect();
+    }
+  }
+
+  async #batch(payload: EachBatchPayload, handle: Handle): Promise<void> {
+    const { batch } = payload;
+    let commit: string | undefined;
+    try {
+      for (const [index, message] of batch.messages.entries()) {
+        if (!payload.isRunning() || payload.isStale()) break;
+        if (!(await this.#one(batch.topic, batch.partition, message, handle, () => payload.pause()))) break;
+        payload.resolveOffset(message.offset);
+        // After the batch's last message, past whatever kafkajs filtered out behind it.
+        const last = index === batch.messages.length - 1 ? batch.lastOffset() : message.offset;
+        commit = (BigInt(last) + 1n).toString();
+        await payload.heartbeat();
+      }
+    } finally {
+      if (commit !== undefined) {
+        await payload.commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: commit }] }] });
+      }
+    }
+  }
+
+  /** Handles one message; false when it was not (it comes again after a pause of its partition). */
+  async #one(topic: string, partition: number, message: KafkaMessage, handle: Handle, pause: () => () => void): Promise<boolean> {
+    try {
+      const outcome = await handle(incoming(topic, partition, message));
+      if (outcome.kind === 'dead') await this.#deadLetter(topic, partition, message, outcome.reason);
+      this.#failures.delete(partition);
+      return true;
+    } catch (error) {
+      this.#retryLater(topic, partition, message.offset, error, pause);
+      return false;
+    }
+  }
+
+  async #deadLetter(topic: string, partition: number, message: KafkaMessage, reason: string): Promise<void> {
+    await this.#producer.send({
+      topic: this.#options.deadLetterTopic,
+      acks: -1,
+      messages: [
+        {
+          key: message.key,
+          value: message.value,
+          headers: {
+            ...message.headers,
+            'x-dead-letter-reason': reason,
+            'x-original-topic': topic,
+            'x-original-partition': String(partition),
+            'x-original-offset': message.offset,
+          },
+        },
+      ],
+    });
+  }
+
+  #retryLater(topic: string, partition: number, offset: string, error: unknown, pause: () => () => void): void {
+    const failures = (this.#failures.get(partition) ?? 0) + 1;
+    this.#failures.set(partition, failures);
+    const delayMs = Math.min(BACKOFF_FIRST_MS * 2 ** (failures - 1), BACKOFF_MAX_MS);
+    this.#options.logger?.error({ err: error, topic, partition, offset, failures, retryInMs: delayMs }, 'Kafka message not handled; reading it again after a pause');
+    // Read again from this message, not after it, once the partition resumes.
+    this.#consumer.seek({ topic, partition, offset });
+    const resume = pause();
+    const timer = setTimeout(() => {
+      this.#resumeTimers.delete(timer);
+      resume();
+    }, delayMs);
+    this.#resumeTimers.add(timer);
+  }
+}
+
+function incoming(topic: string, partition: number, message: KafkaMessage): IncomingMessage {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(message.headers ?? {})) {
+    const text = headerText(value);
+    if (text !== undefined) headers[name] = text;
+  }
+  return { topic, partition, offset: message.offset, key: message.key === null ? null : message.key.toString('utf8'), headers, value: message.value };
+}
