@@ -7,6 +7,8 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     // Looks for a container engine once; *.containers.spec.ts skip with its reason when none.
-    globalSetup: ['test/support/containerRuntime.globalSetup.ts'],
+    // Finds a Kafka once (KAFKA_BROKERS, else librdkafka's mock cluster through kcat); the Kafka
+    // suites skip with its reason when none.
+    globalSetup: ['test/support/containerRuntime.globalSetup.ts', 'test/support/kafka.globalSetup.ts'],
   },
 });
