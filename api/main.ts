@@ -2,7 +2,10 @@
 // the projectors and the HTTP server. The only module of api/ that reaches infra/.
 
 import { mkdirSync } from 'node:fs';
-import { loadConfig } from '../infra/config.ts';
+import { loadConfig, microserviceUrls } from '../infra/config.ts';
+import { allowListFrom, createGuardedClient } from '../infra/http/guardedClient.ts';
+import { brokerList, kafkaMessaging } from '../infra/kafka/messaging.ts';
+import { HttpSmsGateway } from '../infra/sms/httpSmsGateway.ts';
 import { hs256Secret } from '../infra/authSecret.ts';
 import { openStores } from '../infra/stores.ts';
 import { openDocumentRenderers } from '../infra/documentRenderers.ts';
@@ -35,8 +38,10 @@ async function main(): Promise<void> {
 
   const stores = await openStores(config);
   // The renderers log through the app's logger, which exists once the service is composed.
-  const log: { to?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void } } = {};
+  const log: { to?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void; error: (obj: object, msg: string) => void } } = {};
   const documents = openDocumentRenderers(config, { info: (o, m) => log.to?.info(o, m), warn: (o, m) => log.to?.warn(o, m) });
+  const logTo = { error: (o: object, m: string) => log.to?.error(o, m), warn: (o: object, m: string) => log.to?.warn(o, m) };
+  const brokers = config.KAFKA_BROKERS === undefined ? [] : brokerList(config.KAFKA_BROKERS);
   const service = await composeService({
     eventStore: stores.eventStore,
     readStore: stores.readStore,
@@ -50,6 +55,18 @@ async function main(): Promise<void> {
     role: config.ROLE,
     documents,
     ...(config.SMTP_URL === undefined ? {} : { mail: new SmtpMailSender({ url: config.SMTP_URL, ...(config.SMTP_FROM === undefined ? {} : { from: config.SMTP_FROM }) }) }),
+    ...(config.SMS_GATEWAY_URL === undefined ? {} : { sms: new HttpSmsGateway({ url: config.SMS_GATEWAY_URL, ...(config.SMS_GATEWAY_TOKEN === undefined ? {} : { token: config.SMS_GATEWAY_TOKEN }) }) }),
+    outbound: createGuardedClient({ allow: allowListFrom(config.OUTBOUND_ALLOW), timeoutMs: config.OUTBOUND_TIMEOUT_MS, maxBytes: config.OUTBOUND_MAX_BYTES }),
+    ...(brokers.length === 0 ? {} : { messaging: kafkaMessaging({ brokers, clientId: config.KAFKA_CLIENT_ID, logger: logTo }) }),
+    settings: {
+      notifications: {
+        triggerTopic: config.KAFKA_TRIGGER_TOPIC,
+        deadLetterTopic: config.KAFKA_DEAD_LETTER_TOPIC,
+        eventsTopic: config.KAFKA_EVENTS_TOPIC,
+        groupId: config.KAFKA_GROUP_ID,
+        microserviceUrls: microserviceUrls(config.MICROSERVICE_URLS),
+      },
+    },
   });
   log.to = service.app.log;
 
@@ -72,6 +89,7 @@ async function main(): Promise<void> {
   console.log(`\nAdministration API listening on ${address}  (docs: ${address}/docs, OpenAPI: ${address}/openapi.json)`);
   console.log(`runtime: Node ${process.version}`);
   for (const line of stores.description) console.log(line);
+  console.log(brokers.length === 0 ? 'notification triggers: REST and SYSTEM rules (KAFKA_BROKERS unset: no Kafka)' : `notification triggers: REST, SYSTEM rules and Kafka topic ${config.KAFKA_TRIGGER_TOPIC} at ${brokers.join(',')} (dead letters: ${config.KAFKA_DEAD_LETTER_TOPIC}; events out: ${config.KAFKA_EVENTS_TOPIC})`);
   if (adminToken) console.log(`Admin token (valid 12 h):\n  Authorization: Bearer ${await adminToken}\n`);
 }
 

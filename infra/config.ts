@@ -19,6 +19,28 @@ export const ConfigSchema = z
     EVENTSTORE_URL: optionalString,
     MONGODB_URL: optionalString,
     KAFKA_BROKERS: optionalString,
+    // Topics and consumer group of notifications over Kafka (when KAFKA_BROKERS is set).
+    KAFKA_CLIENT_ID: z.string().min(1).default('admin-service'),
+    KAFKA_TRIGGER_TOPIC: z.string().min(1).default('notification-triggers'),
+    KAFKA_DEAD_LETTER_TOPIC: z.string().min(1).default('notification-triggers.dead-letter'),
+    KAFKA_EVENTS_TOPIC: z.string().min(1).default('notification-events'),
+    KAFKA_GROUP_ID: z.string().min(1).default('notification-triggers'),
+    // SMS delivery: a JSON POST per SMS to this gateway (infra/sms/httpSmsGateway.ts), with the
+    // token as a bearer when set.
+    SMS_GATEWAY_URL: optionalUrl,
+    SMS_GATEWAY_TOKEN: optionalString,
+    // Outbound URLs (evalNotificationUrl) may reach loopback, private and link-local addresses only
+    // when allow-listed here: CIDRs, addresses or host names, comma-separated.
+    OUTBOUND_ALLOW: optionalString,
+    OUTBOUND_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
+    OUTBOUND_MAX_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    // Base URLs of microservices, for a rule's relative evalNotificationUrl: `code=url`, comma-separated.
+    MICROSERVICE_URLS: optionalString.pipe(
+      z
+        .string()
+        .regex(/^\s*[^=,\s]+=[^,\s]+\s*(,\s*[^=,\s]+=[^,\s]+\s*)*$/, { error: 'MICROSERVICE_URLS is code=url pairs, comma-separated' })
+        .optional(),
+    ),
     SMTP_URL: optionalString,
     // The sender of notification e-mails when neither the template nor the notification names one.
     SMTP_FROM: optionalString,
@@ -63,3 +85,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, envFile = '.env
   }
   return result.data;
 }
+
+/** MICROSERVICE_URLS as a map of code to base URL. */
+export const microserviceUrls = (value: string | undefined): Record<string, string> =>
+  Object.fromEntries((value ?? '').split(',').flatMap((pair) => {
+    const at = pair.indexOf('=');
+    return at <= 0 ? [] : [[pair.slice(0, at).trim(), pair.slice(at + 1).trim()]];
+  }));

@@ -3,10 +3,12 @@
 // In: a consumer group reads the trigger topic. A message's value is a JSON trigger (the schema
 // `NotificationTriggerMessage` of the OpenAPI document); its rule is named by a `ruleCode` header or
 // field (the header wins). A valid message naming a rule of eventType KAFKA or DIRECT that is valid
-// now is appended to the log as a NotificationTriggered event under a key made from (topic,
-// partition, offset), so a message delivered again after a crash or a rebalance names the same
-// trigger and makes nothing twice; its offset is committed only once the trigger is in the log
-// (the consumer adapter's contract). A message that is not JSON, fails the schema, or names an
+// now is appended to the log as a NotificationTriggered event under an idempotency key: the
+// message's `idempotency-key` header, else the SHA-256 of its key and value. So a message delivered
+// again after a crash or a rebalance, and the same message sent twice by a producer, name the same
+// trigger and make nothing twice (where it was read, topic, partition and offset, is kept on the
+// trigger as `origin`). Its offset is committed only once the trigger is in the log (the consumer
+// adapter's contract). A message that is not JSON, fails the schema, or names an
 // unknown, invalid or non-Kafka rule goes to the dead-letter topic with the reason in its headers.
 //
 // Out: every NotificationCreated and NotificationStateChanged event is published to the events
@@ -14,11 +16,12 @@
 // log that moves its checkpoint only after the broker acknowledged the batch: at least once, and a
 // repeat carries the same message id.
 
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { notification } from '../domain/notifications/notification.ts';
 import { notificationTrigger, triggerPayload } from '../domain/notifications/trigger.ts';
 import type { EventStore, IncomingMessage, MessageConsumer, MessageOutcome, MessagePublisher, PublishedMessage, ReadStore, RecordedEvent } from '../domain/ports.ts';
-import { resourceService } from '../domain/resource/service.ts';
+import { keyedRecordId, resourceService } from '../domain/resource/service.ts';
 import { notificationRule } from '../domain/registries/notificationRule.ts';
 import { isDomainError } from '../domain/shared/errors.ts';
 import { text, withinPeriod } from '../domain/shared/fields.ts';
@@ -56,6 +59,17 @@ function parsed(message: IncomingMessage): { payload: z.infer<typeof triggerMess
   return { payload: checked.data, ruleCode };
 }
 
+/** What identifies a trigger message: its `idempotency-key` header, else its key and value. */
+function idempotencyKeyOf(message: IncomingMessage): string {
+  const given = message.headers['idempotency-key'];
+  if (given !== undefined && given !== '') return `kafka:${message.topic}:key:${given.slice(0, 255)}`;
+  const hash = createHash('sha256');
+  hash.update(message.key === null ? '\u0000' : `k${message.key}`);
+  hash.update('\u0000');
+  if (message.value !== null) hash.update(message.value);
+  return `kafka:${message.topic}:sha256:${hash.digest('hex')}`;
+}
+
 /** What becomes of one trigger message (see the file's comment). Throws when a store fails: the
  * message is then not committed and comes again. */
 export function triggerMessageHandler(deps: TriggerMessageDeps): (message: IncomingMessage) => Promise<MessageOutcome> {
@@ -72,13 +86,18 @@ export function triggerMessageHandler(deps: TriggerMessageDeps): (message: Incom
     if (!TOPIC_RULE_TYPES.has(String(rule.fields.eventType))) return dead(`notification rule ${ruleCode} has eventType ${typeof rule.fields.eventType === 'string' ? rule.fields.eventType : '(none)'}, not KAFKA or DIRECT`);
     const { ruleCode: _code, ...fields } = payload;
     const origin = { topic: message.topic, partition: message.partition, offset: message.offset, ...(message.key === null ? {} : { key: message.key.slice(0, 255) }) };
-    const key = `kafka:${message.topic}:${String(message.partition)}:${message.offset}`;
+    const key = idempotencyKeyOf(message);
+    // A message seen before (redelivered, or sent again): its trigger is in the log already.
+    const id = keyedRecordId(notificationTrigger, KAFKA_TRIGGER_ACTOR, key);
+    if ((await triggers.live(id)) !== undefined) return { kind: 'handled' };
     try {
       await triggers.create({ ...fields, ruleCode, source: 'KAFKA', origin, status: 'RECEIVED' }, { actor: KAFKA_TRIGGER_ACTOR, now, newId: deps.newId, requestId: deps.newId(), correlationId: key, idempotencyKey: key });
     } catch (error) {
+      if (!isDomainError(error) || error.httpStatus >= 500) throw error;
+      // A copy of it handled at the same moment (another partition): the trigger is there.
+      if (error.status === 'CONFLICT' && (await triggers.live(id)) !== undefined) return { kind: 'handled' };
       // Refused by the domain (a record over the size limit): it never will be taken.
-      if (isDomainError(error) && error.httpStatus < 500) return dead(`${error.message}${error.errors.length === 0 ? '' : `: ${error.errors.slice(0, 5).join('; ')}`}`);
-      throw error;
+      return dead(`${error.message}${error.errors.length === 0 ? '' : `: ${error.errors.slice(0, 5).join('; ')}`}`);
     }
     return { kind: 'handled' };
   };
