@@ -2,8 +2,9 @@
 // the projectors and the HTTP server. The only module of api/ that reaches infra/.
 
 import { mkdirSync } from 'node:fs';
-import { loadConfig, microserviceUrls } from '../infra/config.ts';
+import { loadConfig, microserviceUrls, type Config } from '../infra/config.ts';
 import { allowListFrom, createGuardedClient } from '../infra/http/guardedClient.ts';
+import type { KafkaLogger } from '../infra/kafka/client.ts';
 import { brokerList, kafkaMessaging } from '../infra/kafka/messaging.ts';
 import { HttpSmsGateway } from '../infra/sms/httpSmsGateway.ts';
 import { hs256Secret } from '../infra/authSecret.ts';
@@ -12,6 +13,25 @@ import { openDocumentRenderers } from '../infra/documentRenderers.ts';
 import { SmtpMailSender } from '../infra/mail/smtpSender.ts';
 import { composeService } from './compose.ts';
 import { hs256Verifier, oidcVerifier, signHs256, type Caller, type TokenVerifier } from './auth.ts';
+
+/** E-mail, SMS, the guarded outbound client, Kafka and the notifications' settings, from the configuration. */
+function notificationPorts(config: Config, brokers: readonly string[], logger: KafkaLogger) {
+  return {
+    ...(config.SMTP_URL === undefined ? {} : { mail: new SmtpMailSender({ url: config.SMTP_URL, ...(config.SMTP_FROM === undefined ? {} : { from: config.SMTP_FROM }) }) }),
+    ...(config.SMS_GATEWAY_URL === undefined ? {} : { sms: new HttpSmsGateway({ url: config.SMS_GATEWAY_URL, ...(config.SMS_GATEWAY_TOKEN === undefined ? {} : { token: config.SMS_GATEWAY_TOKEN }) }) }),
+    outbound: createGuardedClient({ allow: allowListFrom(config.OUTBOUND_ALLOW), timeoutMs: config.OUTBOUND_TIMEOUT_MS, maxBytes: config.OUTBOUND_MAX_BYTES }),
+    ...(brokers.length === 0 ? {} : { messaging: kafkaMessaging({ brokers, clientId: config.KAFKA_CLIENT_ID, logger }) }),
+    settings: {
+      notifications: {
+        triggerTopic: config.KAFKA_TRIGGER_TOPIC,
+        deadLetterTopic: config.KAFKA_DEAD_LETTER_TOPIC,
+        eventsTopic: config.KAFKA_EVENTS_TOPIC,
+        groupId: config.KAFKA_GROUP_ID,
+        microserviceUrls: microserviceUrls(config.MICROSERVICE_URLS),
+      },
+    },
+  };
+}
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -54,19 +74,7 @@ async function main(): Promise<void> {
     batchSize: config.PROJECTION_BATCH_SIZE,
     role: config.ROLE,
     documents,
-    ...(config.SMTP_URL === undefined ? {} : { mail: new SmtpMailSender({ url: config.SMTP_URL, ...(config.SMTP_FROM === undefined ? {} : { from: config.SMTP_FROM }) }) }),
-    ...(config.SMS_GATEWAY_URL === undefined ? {} : { sms: new HttpSmsGateway({ url: config.SMS_GATEWAY_URL, ...(config.SMS_GATEWAY_TOKEN === undefined ? {} : { token: config.SMS_GATEWAY_TOKEN }) }) }),
-    outbound: createGuardedClient({ allow: allowListFrom(config.OUTBOUND_ALLOW), timeoutMs: config.OUTBOUND_TIMEOUT_MS, maxBytes: config.OUTBOUND_MAX_BYTES }),
-    ...(brokers.length === 0 ? {} : { messaging: kafkaMessaging({ brokers, clientId: config.KAFKA_CLIENT_ID, logger: logTo }) }),
-    settings: {
-      notifications: {
-        triggerTopic: config.KAFKA_TRIGGER_TOPIC,
-        deadLetterTopic: config.KAFKA_DEAD_LETTER_TOPIC,
-        eventsTopic: config.KAFKA_EVENTS_TOPIC,
-        groupId: config.KAFKA_GROUP_ID,
-        microserviceUrls: microserviceUrls(config.MICROSERVICE_URLS),
-      },
-    },
+    ...notificationPorts(config, brokers, logTo),
   });
   log.to = service.app.log;
 
