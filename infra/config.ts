@@ -25,6 +25,10 @@ export const ConfigSchema = z
     KAFKA_DEAD_LETTER_TOPIC: z.string().min(1).default('notification-triggers.dead-letter'),
     KAFKA_EVENTS_TOPIC: z.string().min(1).default('notification-events'),
     KAFKA_GROUP_ID: z.string().min(1).default('notification-triggers'),
+    // How long the group waits for a silent member (a killed process) before it gives its
+    // partitions to the others, and how often a member says it is alive.
+    KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
+    KAFKA_HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(3000),
     // SMS delivery: a JSON POST per SMS to this gateway (infra/sms/httpSmsGateway.ts), with the
     // token as a bearer when set.
     SMS_GATEWAY_URL: optionalUrl,

@@ -138,11 +138,9 @@ class Dispatcher {
     if (live?.fields.status !== 'SENDING') return undefined;
     const item: Document = { ...live.fields, id: due.id };
     const channel = CHANNELS[item.deliveryType as 'EMAIL' | 'SMS'];
-    const unset = channel.type === 'EMAIL' ? this.#deps.mail === undefined && 'SMTP_URL' : this.#deps.sms === undefined && 'SMS_GATEWAY_URL';
-    if (unset !== false) return this.#move(item.id, 'FAILED', `${unset} is not set: ${channel.type === 'EMAIL' ? 'e-mail' : 'SMS'} cannot be delivered`, now);
     const made = typeof item.attempts === 'number' ? item.attempts : 0;
-    if (made >= MAX_ATTEMPTS) return this.#move(item.id, 'FAILED', `no outcome recorded after ${String(made)} attempts`, now);
-    if (typeof item.expirationDate === 'string' && item.expirationDate <= now.toISOString()) return this.#move(item.id, 'FAILED', 'expired before it could be delivered', now);
+    const refusal = this.#refusal(item, channel, made, now);
+    if (refusal !== undefined) return this.#move(item.id, 'FAILED', refusal, now);
     const { to, skipped } = await this.#recipients(item, channel, now);
     const skips = summary('skipped', skipped);
     if (to.length === 0) return this.#move(item.id, 'FAILED', bounded(`no recipient with a ${channel.noun}${skips}`), now);
@@ -161,6 +159,15 @@ class Dispatcher {
     const delivered = to.filter((address) => !rejected.includes(address));
     const noun = channel.type === 'EMAIL' ? 'e-mail' : 'SMS';
     return this.#move(item.id, 'SENT', bounded(`${noun} to ${delivered.join(', ')} (attempt ${String(attempt)})${summary('refused by the server', rejected)}${skips}`), now);
+  }
+
+  /** Why a notification cannot be attempted at all: no port for its channel, out of attempts, expired. */
+  #refusal(item: Document, channel: Channel, made: number, now: Date): string | undefined {
+    const unset = channel.type === 'EMAIL' ? this.#deps.mail === undefined && 'SMTP_URL' : this.#deps.sms === undefined && 'SMS_GATEWAY_URL';
+    if (unset !== false) return `${unset} is not set: ${channel.type === 'EMAIL' ? 'e-mail' : 'SMS'} cannot be delivered`;
+    if (made >= MAX_ATTEMPTS) return `no outcome recorded after ${String(made)} attempts`;
+    if (typeof item.expirationDate === 'string' && item.expirationDate <= now.toISOString()) return 'expired before it could be delivered';
+    return undefined;
   }
 
   /** Sends the e-mail: the recipients the server refused. */
@@ -190,23 +197,24 @@ class Dispatcher {
     await this.#command(id, { type: 'Defer', reason: error.message, nextAttemptAt }, now);
   }
 
-  /** A PLAN notification taken by its channel. */
+  /** A PLAN notification taken by its channel: to SENDING, and for the channels that need no
+   * attempt straight on to their outcome. */
   async take(due: Document, now: Date): Promise<void> {
     const live = await this.#notifications.live(due.id);
     if (live?.fields.status !== 'PLAN') return;
-    const item: Document = { ...live.fields, id: due.id };
-    const channel = item.deliveryType;
-    if (typeof channel === 'string' && IN_APP.has(channel)) {
-      await this.#move(item.id, 'SENDING', 'in-app', now);
-      await this.#move(item.id, 'SENT', 'in-app: on record, listed by owner', now);
-    } else if (channel === 'LETTER') {
-      await this.#move(item.id, 'SENDING', 'letter', now);
-      await this.#move(item.id, 'FAILED', 'unsupported: letters are not delivered by this service', now);
-    } else if (channel === 'SMS') {
-      await this.#move(item.id, 'SENDING', 'queued for SMS', now);
-    } else {
-      await this.#move(item.id, 'SENDING', 'queued for e-mail', now);
-    }
+    const channel = String(live.fields.deliveryType);
+    const why = IN_APP.has(channel) ? 'in-app' : channel === 'LETTER' ? 'letter' : channel === 'SMS' ? 'queued for SMS' : 'queued for e-mail';
+    await this.#move(due.id, 'SENDING', why, now);
+    if (!ATTEMPTED.has(channel)) await this.finish(due, now);
+  }
+
+  /** A SENDING in-app notification is SENT on record, a letter FAILED: also resumed after a crash
+   * between the move to SENDING and this one. */
+  async finish(due: Document, now: Date): Promise<void> {
+    const live = await this.#notifications.live(due.id);
+    if (live?.fields.status !== 'SENDING') return;
+    if (IN_APP.has(String(live.fields.deliveryType))) await this.#move(due.id, 'SENT', 'in-app: on record, listed by owner', now);
+    else if (live.fields.deliveryType === 'LETTER') await this.#move(due.id, 'FAILED', 'unsupported: letters are not delivered by this service', now);
   }
 }
 
@@ -218,11 +226,12 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
     name: 'notification-dispatch',
     async due(now) {
       const planned = await dueWhere([{ column: 'status', operator: 'EQ', value: 'PLAN' }, { column: 'deliveryType', operator: 'IS_NOT_NULL' }]);
-      // Only e-mail and SMS wait in SENDING for an attempt; a notification a client moved to
-      // SENDING without a channel is not the dispatcher's.
+      // E-mail and SMS wait in SENDING for an attempt; in-app ones and letters only when a crash
+      // came between their two moves. A notification a client moved to SENDING without a channel
+      // is not the dispatcher's.
       const sending = await dueWhere([
         { column: 'status', operator: 'EQ', value: 'SENDING' },
-        { column: 'deliveryType', operator: 'IN', values: [...ATTEMPTED] },
+        { column: 'deliveryType', operator: 'IS_NOT_NULL' },
         { column: 'nextAttemptAt', operator: 'LTE', value: now.toISOString() },
       ]);
       return [...planned, ...sending];
@@ -231,6 +240,7 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
       try {
         if (item.status === 'PLAN') await dispatcher.take(item, now);
         else if (item.status === 'SENDING' && ATTEMPTED.has(String(item.deliveryType))) await dispatcher.attempt(item, now);
+        else if (item.status === 'SENDING') await dispatcher.finish(item, now);
       } catch (error) {
         // Moved on meanwhile (CANCELLED, EXPIRED): nothing to deliver.
         if (!(error instanceof DomainError && error.status === 'CONFLICT')) throw error;

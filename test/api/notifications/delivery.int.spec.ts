@@ -184,6 +184,10 @@ describe('other channels and no SMTP', () => {
   it('records in-app ones SENT, fails letters and SMS with the reason, and e-mail without SMTP_URL', async () => {
     const inApp = await settle(t, await create(t, { templateCode: 'INAPP', notificationTo: [{ ownerType: 'USER', ownerId: 'ada' }] }), ['SENT', 'FAILED']);
     expect(inApp.status).toBe('SENT');
+    // Left SENDING by a crash between the dispatcher's two moves (here: a client's move): finished.
+    const stranded = await create(t, { templateCode: 'INAPP', notificationTo: [{ ownerType: 'USER', ownerId: 'ada' }] });
+    expect((await t.call({ method: 'PUT', url: `/api/v1/notifications/${stranded}/state?newState=SENDING` })).statusCode).toBe(204);
+    expect(await settle(t, stranded, ['SENT', 'FAILED'])).toMatchObject({ status: 'SENT' });
     const letter = await settle(t, await create(t, { templateCode: 'LETTER', notificationTo: [{ ownerType: 'USER', ownerId: 'ada' }] }), ['SENT', 'FAILED']);
     expect(letter).toMatchObject({ status: 'FAILED', lastError: 'unsupported: letters are not delivered by this service' });
     const sms = await settle(t, await create(t, { templateCode: 'TEXT', notificationTo: [{ phone: '+420123456789' }] }), ['SENT', 'FAILED']);
