@@ -47,6 +47,9 @@ export class KafkaMessageConsumer implements MessageConsumer {
   readonly #resumeTimers = new Set<NodeJS.Timeout>();
   #started: Promise<void> | undefined;
   #stopped: Promise<void> | undefined;
+  #stopping = false;
+  /** Set while `start()` waits for the group: a stop ends that wait. */
+  #abortStart: (() => void) | undefined;
 
   constructor(options: KafkaConsumerOptions) {
     this.#options = options;
@@ -67,21 +70,30 @@ export class KafkaMessageConsumer implements MessageConsumer {
   }
 
   start(handle: Handle): Promise<void> {
-    if (this.#stopped !== undefined) return Promise.reject(new Error('this Kafka consumer was stopped; make a new one'));
+    if (this.#stopping) return Promise.reject(new Error('this Kafka consumer was stopped; make a new one'));
     this.#started ??= this.#start(handle);
     return this.#started;
   }
 
   stop(): Promise<void> {
+    this.#stopping = true;
     this.#stopped ??= this.#stop();
     return this.#stopped;
   }
 
   async #start(handle: Handle): Promise<void> {
+    const unlessStopped = (): void => {
+      if (this.#stopping) throw new Error('the Kafka consumer was stopped before it joined its group');
+    };
     await this.#producer.connect();
+    unlessStopped();
     await this.#consumer.connect();
+    unlessStopped();
     await this.#consumer.subscribe({ topics: [this.#options.topic], fromBeginning: true });
+    unlessStopped();
     const joined = this.#joined();
+    // It may settle while kafkajs's run is still joining: awaited below, not unhandled meanwhile.
+    joined.catch(() => undefined);
     await this.#consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -90,24 +102,35 @@ export class KafkaMessageConsumer implements MessageConsumer {
     await joined;
   }
 
-  /** Resolves when the consumer joined its group; rejects when it crashed for good before. */
+  /** Resolves when the consumer joined its group; rejects when it crashed for good, or was
+   * stopped, before. */
   #joined(): Promise<void> {
     return new Promise((resolve, reject) => {
+      const settle = (error?: Error): void => {
+        for (const remove of removers) remove();
+        this.#abortStart = undefined;
+        if (error === undefined) resolve();
+        else reject(error);
+      };
       const removers = [
         this.#consumer.on(this.#consumer.events.GROUP_JOIN, () => {
-          for (const remove of removers) remove();
-          resolve();
+          settle();
         }),
         this.#consumer.on(this.#consumer.events.CRASH, ({ payload }) => {
-          if (payload.restart) return;
-          for (const remove of removers) remove();
-          reject(payload.error);
+          if (!payload.restart) settle(payload.error);
         }),
       ];
+      this.#abortStart = () => {
+        settle(new Error('the Kafka consumer was stopped before it joined its group'));
+      };
     });
   }
 
   async #stop(): Promise<void> {
+    // A start under way ends first (at its next step, or once kafkajs's join returns), so that
+    // nothing it connects outlives the stop.
+    this.#abortStart?.();
+    await this.#started?.catch(() => undefined);
     // Waits for the batch under way: it ends after the message being handled, committing.
     try {
       await this.#consumer.disconnect();
@@ -126,7 +149,7 @@ export class KafkaMessageConsumer implements MessageConsumer {
     let beatAt = Date.now() + HEARTBEAT_EVERY_MS;
     try {
       for (const message of messages) {
-        if (!payload.isRunning() || payload.isStale()) break;
+        if (this.#stopping || !payload.isRunning() || payload.isStale()) break;
         if (!(await this.#one(batch.topic, batch.partition, message, handle, pause))) break;
         handled += 1;
         // kafkajs sends a heartbeat only when its interval passed; asking less often saves time.
