@@ -224,6 +224,8 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
   const dueWhere = (filter: FilterItem[]) => dueInReadModel(deps.readStore, deps.readModels, notification.collection, query(filter));
   return {
     name: 'notification-dispatch',
+    // Notifications are independent: eight delivered at once.
+    concurrency: 8,
     async due(now) {
       const planned = await dueWhere([{ column: 'status', operator: 'EQ', value: 'PLAN' }, { column: 'deliveryType', operator: 'IS_NOT_NULL' }]);
       // E-mail and SMS wait in SENDING for an attempt; in-app ones and letters only when a crash

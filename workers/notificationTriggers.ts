@@ -166,6 +166,8 @@ export function triggerReactor(deps: TriggerDeps): Reactor {
     name: TRIGGERS,
     categories: [notificationTrigger.category],
     eventTypes: [notificationTrigger.createdEvent],
+    // Each trigger is its own stream: eight at once, so their appends share group commits.
+    concurrency: 8,
     react: (event, commandFor) => processor.react(event, commandFor),
   };
 }
@@ -182,6 +184,7 @@ export function systemRuleReactor(deps: TriggerDeps, resources: readonly Resourc
   return {
     name: SYSTEM_RULES,
     categories: [...byCategory.keys()],
+    concurrency: 4,
     async react(event, commandFor) {
       const def = byCategory.get(categoryOf(event.stream));
       const recordId = def === undefined ? undefined : idIn(def.category, event.stream);

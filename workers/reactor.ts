@@ -19,6 +19,9 @@ export type Reactor = {
   /** The event types it reacts to; the others of its categories are passed over. Absent: every type. */
   readonly eventTypes?: readonly string[];
   react(event: RecordedEvent, commandFor: CommandFor): Promise<void>;
+  /** Streams of one batch handled at once (default 1); a stream's events stay in order. For
+   * reactors whose events are independent across streams (each trigger its own). */
+  readonly concurrency?: number;
 };
 
 export const reactorActor = (name: string): string => `reactor:${name}`;
@@ -46,8 +49,8 @@ export function reactorHandler(reactor: Reactor, reads: ReadStore): ProcessorHan
     // Read from the log filtered to them: a reactor of rare events does not read every other.
     ...(reactor.eventTypes === undefined ? {} : { eventTypes: reactor.eventTypes }),
     async handle(events, batch, ctx) {
-      for (const event of events) {
-        if (types !== undefined && !types.has(event.type)) continue;
+      const mine = types === undefined ? events : events.filter((e) => types.has(e.type));
+      const reactTo = async (event: RecordedEvent) => {
         ctx.assertLease();
         try {
           await reactor.react(event, commandsFor(reactor, event, () => ctx.now()));
@@ -55,7 +58,14 @@ export function reactorHandler(reactor: Reactor, reads: ReadStore): ProcessorHan
           if (!isDomainError(error) || error.httpStatus >= 500) throw error;
           ctx.recordFailure(event, error);
         }
-      }
+      };
+      // One stream's events in order; different streams at once, up to the reactor's concurrency.
+      const byStream = [...Map.groupBy(mine, (e) => e.stream).values()];
+      let next = 0;
+      const worker = async () => {
+        while (next < byStream.length) for (const event of byStream[next++] ?? []) await reactTo(event);
+      };
+      await Promise.all(Array.from({ length: Math.max(1, Math.min(reactor.concurrency ?? 1, byStream.length)) }, worker));
       ctx.assertLease();
       await reads.saveCheckpoint(reactor.name, batch.to);
     },

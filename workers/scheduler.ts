@@ -20,6 +20,9 @@ export type Schedule = {
   /** Handles one due item; false when it could not be taken now (another instance holds it):
    * it is offered again at the next tick. */
   run(item: Document, now: Date): Promise<boolean | undefined>;
+  /** Items of one tick run at once (default 1): for items that are independent of each other
+   * (notifications to deliver), so their writes share group commits. */
+  readonly concurrency?: number;
 };
 
 /** Due items as the documents of a read model a query selects (none while it is rebuilding). */
@@ -57,6 +60,8 @@ export class Scheduler {
   readonly #ran = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<number> | undefined;
+  /** Whether the last tick found a whole batch of some schedule due. */
+  #full = false;
 
   constructor(schedules: readonly Schedule[], reads: ReadStore, options: SchedulerOptions) {
     this.#schedules = schedules;
@@ -67,8 +72,17 @@ export class Scheduler {
 
   start(): void {
     if (this.#timer !== undefined || this.#schedules.length === 0) return;
-    this.#timer = setInterval(() => void this.tick(), this.#options.intervalMs ?? 1000);
+    this.#timer = setInterval(() => void this.#drain(), this.#options.intervalMs ?? 1000);
     this.#timer.unref();
+  }
+
+  /** Ticks again at once while a tick found a full batch due (a backlog), up to 100 ticks. */
+  async #drain(): Promise<void> {
+    for (let round = 0; round < 100 && this.#timer !== undefined; round++) {
+      this.#full = false;
+      await this.tick();
+      if (!this.#full) return;
+    }
   }
 
   async stop(): Promise<void> {
@@ -99,21 +113,28 @@ export class Scheduler {
 
   async #runDue(schedule: Schedule): Promise<number> {
     const now = this.#options.clock.now();
-    const items = (await schedule.due(now)).slice(0, this.#options.batch ?? 100);
+    const batch = this.#options.batch ?? 100;
+    const due = await schedule.due(now);
+    if (due.length >= batch) this.#full = true;
+    const keyOf = (item: Document) => `${schedule.name}\n${item.id}\n${JSON.stringify((item.auditInfo as { version?: unknown } | undefined)?.version ?? null)}`;
+    const items = due.slice(0, batch).filter((item) => !this.#ran.has(keyOf(item)));
     let ran = 0;
-    for (const item of items) {
-      const key = `${schedule.name}\n${item.id}\n${JSON.stringify((item.auditInfo as { version?: unknown } | undefined)?.version ?? null)}`;
-      if (this.#ran.has(key)) continue;
-      try {
-        if ((await schedule.run(item, now)) === false) continue;
-        ran++;
-      } catch (error) {
-        this.#options.logger?.error({ err: error, schedule: schedule.name, item: item.id }, 'scheduled item failed; it stays due');
-        continue;
+    let next = 0;
+    const worker = async () => {
+      while (next < items.length) {
+        const item = items[next++] as Document;
+        try {
+          if ((await schedule.run(item, now)) === false) continue;
+          ran++;
+        } catch (error) {
+          this.#options.logger?.error({ err: error, schedule: schedule.name, item: item.id }, 'scheduled item failed; it stays due');
+          continue;
+        }
+        this.#ran.add(keyOf(item));
+        if (this.#ran.size > REMEMBERED) this.#ran.delete(this.#ran.values().next().value as string);
       }
-      this.#ran.add(key);
-      if (this.#ran.size > REMEMBERED) this.#ran.delete(this.#ran.values().next().value as string);
-    }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(schedule.concurrency ?? 1, items.length)) }, worker));
     return ran;
   }
 }
