@@ -81,8 +81,13 @@ export class Scheduler {
     for (let round = 0; round < 100 && this.#timer !== undefined; round++) {
       this.#full = false;
       await this.tick();
-      if (!this.#full) return;
+      if (!this.#backlogged()) return;
     }
+  }
+
+  /** Whether the last tick found a whole batch of some schedule due (set while it ran). */
+  #backlogged(): boolean {
+    return this.#full;
   }
 
   async stop(): Promise<void> {

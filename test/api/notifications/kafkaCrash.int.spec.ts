@@ -26,8 +26,8 @@ async function start(env: Record<string, string>): Promise<Running> {
   const child = spawn(process.execPath, [join(root, 'api/main.ts')], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     const url = /listening on (http:\/\/[^\s]+)/.exec(out)?.[1];
@@ -42,7 +42,7 @@ async function start(env: Record<string, string>): Promise<Running> {
 
 const api = async (s: Running, method: string, path: string, body?: unknown) => {
   const res = await fetch(s.url + path, { method, headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  return { status: res.status, body: (await res.json()) as unknown };
+  return { status: res.status, body: await res.json() };
 };
 
 const countOf = async (s: Running, resource: string, filter: unknown[] = []) => (await api(s, 'POST', `/api/v1/${resource}/count`, { filter })).body as number;
