@@ -17,7 +17,7 @@ import { LogProcessor } from '../workers/processor.ts';
 import { reactorHandler } from '../workers/reactor.ts';
 import { ReadModelJobs } from '../workers/readModelJobs.ts';
 import { ReadModelSet } from '../workers/readModels.ts';
-import { Scheduler } from '../workers/scheduler.ts';
+import { Scheduler, wakeHandler } from '../workers/scheduler.ts';
 import { buildApp } from './app.ts';
 import type { Caller, TokenVerifier } from './auth.ts';
 import type { Module, ModuleContext, ModuleSettings, Worker } from './module.ts';
@@ -54,6 +54,9 @@ export type ComposeOptions = {
   batchSize?: number;
   /** How often the scheduler looks for due work (ms); tests drive it with `scheduler.tick()`. */
   schedulerIntervalMs?: number;
+  /** The scheduler runs only when a test calls `scheduler.tick()`: neither the interval nor the
+   * log wakes it (tests of races between due work and clients). */
+  manualScheduler?: boolean;
 };
 
 export type Service = {
@@ -111,6 +114,8 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
   const reactors = handlers.map((h) => new LogProcessor(h, eventStore, readStore, processorOptions));
   const schedules = works ? [readModelJobs.schedule(), ...modules.flatMap((m) => m.schedules?.(context) ?? [])] : [];
   const scheduler = new Scheduler(schedules, readStore, { clock, logger, ...(options.schedulerIntervalMs === undefined ? {} : { intervalMs: options.schedulerIntervalMs }) });
+  // Schedules whose work falls due when records change are woken by the log, not only the interval.
+  const wakers = schedules.flatMap((s) => wakeHandler(s, scheduler, readModels, readStore) ?? []).map((h) => new LogProcessor(h, eventStore, readStore, processorOptions));
   const workers: Worker[] = works ? modules.flatMap((m) => m.workers?.(context) ?? []) : [];
   const app = await buildApp({
     eventStore,
@@ -134,16 +139,16 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     scheduler,
     startProjectors: async () => {
       await readModels.start();
-      await Promise.all(reactors.map((r) => r.start()));
+      await Promise.all([...reactors, ...wakers].map((r) => r.start()));
       for (const w of workers) await w.start();
-      scheduler.start();
+      if (options.manualScheduler !== true) scheduler.start();
     },
     close: async () => {
       await app.close();
       await scheduler.stop();
       await readModelJobs.stop();
       for (const w of workers) await w.stop();
-      await Promise.all(reactors.map((r) => r.stop()));
+      await Promise.all([...reactors, ...wakers].map((r) => r.stop()));
       await readModels.stop();
       await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close(), options.mail?.close(), options.sms?.close(), options.messaging?.close()]);
       await eventStore.close();

@@ -226,6 +226,8 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
     name: 'notification-dispatch',
     // Notifications are independent: eight delivered at once.
     concurrency: 8,
+    // A notification made, or moved to SENDING, is due at once: woken by the log.
+    wakeOn: { readModel: notification.collection, categories: [notification.category], eventTypes: [notification.createdEvent, `${notification.name}StateChanged`] },
     async due(now) {
       const planned = await dueWhere([{ column: 'status', operator: 'EQ', value: 'PLAN' }, { column: 'deliveryType', operator: 'IS_NOT_NULL' }]);
       // E-mail and SMS wait in SENDING for an attempt; in-app ones and letters only when a crash
@@ -236,7 +238,8 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
         { column: 'deliveryType', operator: 'IS_NOT_NULL' },
         { column: 'nextAttemptAt', operator: 'LTE', value: now.toISOString() },
       ]);
-      return [...planned, ...sending];
+      // Interleaved, so a backlog of new notifications does not hold up due attempts, nor these it.
+      return Array.from({ length: Math.max(planned.length, sending.length) }, (_, i) => [sending[i], planned[i]]).flat().filter((d) => d !== undefined);
     },
     async run(item, now) {
       try {

@@ -4,7 +4,7 @@
 // `NotificationTriggerMessage` of the OpenAPI document); its rule is named by a `ruleCode` header or
 // field (the header wins). A valid message naming a rule of eventType KAFKA or DIRECT that is valid
 // now is appended to the log as a NotificationTriggered event under an idempotency key: the
-// message's `idempotency-key` header, else the SHA-256 of its key and value. So a message delivered
+// message's `idempotency-key` header, else the SHA-256 of its key, rule and value. So a message delivered
 // again after a crash or a rebalance, and the same message sent twice by a producer, name the same
 // trigger and make nothing twice (where it was read, topic, partition and offset, is kept on the
 // trigger as `origin`). Its offset is committed only once the trigger is in the log (the consumer
@@ -25,6 +25,7 @@ import { keyedRecordId, resourceService } from '../domain/resource/service.ts';
 import { notificationRule } from '../domain/registries/notificationRule.ts';
 import { isDomainError } from '../domain/shared/errors.ts';
 import { text, withinPeriod } from '../domain/shared/fields.ts';
+import { scanJsonText } from '../domain/shared/jsonText.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import { idIn } from '../domain/shared/streams.ts';
 import type { ProcessorHandler } from './processor.ts';
@@ -43,28 +44,48 @@ export type TriggerMessageDeps = { eventStore: EventStore; now: () => Date; newI
 
 const dead = (reason: string): MessageOutcome => ({ kind: 'dead', reason: reason.slice(0, 1000) });
 
+/** Containers a message may nest (as a request body may), and values it may hold. */
+const MAX_DEPTH = 32;
+const MAX_VALUES = 50_000;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 function parsed(message: IncomingMessage): { payload: z.infer<typeof triggerMessage>; ruleCode: string } | MessageOutcome {
   if (message.value === null) return dead('no value');
   if (message.value.length > MAX_MESSAGE_BYTES) return dead(`value over ${String(MAX_MESSAGE_BYTES)} bytes`);
+  let text: string;
+  try {
+    text = utf8.decode(message.value);
+  } catch {
+    return dead('value is not UTF-8');
+  }
+  // Read as a request body is: nothing nested so deep that validating it would overflow the stack,
+  // no number a double cannot hold, no key twice.
+  const scan = scanJsonText(text, MAX_DEPTH, 5, MAX_VALUES);
+  if (scan.tooDeep) return dead(`value nests deeper than ${String(MAX_DEPTH)} levels`);
+  if (scan.tooMany) return dead(`value holds more than ${String(MAX_VALUES)} values`);
   let json: unknown;
   try {
-    json = JSON.parse(message.value.toString('utf8'));
+    json = JSON.parse(text);
   } catch {
     return dead('value is not valid JSON');
   }
+  if (scan.errors.length > 0) return dead(`value cannot be stored exactly: ${scan.errors.join('; ')}`);
   const checked = triggerMessage.safeParse(json);
   if (!checked.success) return dead(`value does not match NotificationTriggerMessage: ${checked.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(value)'}: ${i.message}`).join('; ')}`);
-  const ruleCode = message.headers.ruleCode ?? checked.data.ruleCode;
+  const header = message.headers.ruleCode;
+  if (header !== undefined && (header === '' || header.length > 255)) return dead('ruleCode header is empty or longer than 255 characters');
+  const ruleCode = header ?? checked.data.ruleCode;
   if (ruleCode === undefined || ruleCode === '') return dead('no rule: neither a ruleCode header nor a ruleCode field');
   return { payload: checked.data, ruleCode };
 }
 
-/** What identifies a trigger message: its `idempotency-key` header, else its key and value. */
-function idempotencyKeyOf(message: IncomingMessage): string {
+/** What identifies a trigger message: its `idempotency-key` header, else its key, the rule it
+ * names and its value. */
+function idempotencyKeyOf(message: IncomingMessage, ruleCode: string): string {
   const given = message.headers['idempotency-key'];
   if (given !== undefined && given !== '') return `kafka:${message.topic}:key:${given.slice(0, 255)}`;
   const hash = createHash('sha256');
-  hash.update(message.key === null ? '\u0000' : `k${message.key}`);
+  hash.update(JSON.stringify([message.key, ruleCode]));
   hash.update('\u0000');
   if (message.value !== null) hash.update(message.value);
   return `kafka:${message.topic}:sha256:${hash.digest('hex')}`;
@@ -86,7 +107,7 @@ export function triggerMessageHandler(deps: TriggerMessageDeps): (message: Incom
     if (!TOPIC_RULE_TYPES.has(String(rule.fields.eventType))) return dead(`notification rule ${ruleCode} has eventType ${typeof rule.fields.eventType === 'string' ? rule.fields.eventType : '(none)'}, not KAFKA or DIRECT`);
     const { ruleCode: _code, ...fields } = payload;
     const origin = { topic: message.topic, partition: message.partition, offset: message.offset, ...(message.key === null ? {} : { key: message.key.slice(0, 255) }) };
-    const key = idempotencyKeyOf(message);
+    const key = idempotencyKeyOf(message, ruleCode);
     // A message seen before (redelivered, or sent again): its trigger is in the log already.
     const id = keyedRecordId(notificationTrigger, KAFKA_TRIGGER_ACTOR, key);
     if ((await triggers.live(id)) !== undefined) return { kind: 'handled' };
@@ -133,8 +154,11 @@ export function notificationEventsPublisher(publisher: MessagePublisher, topic: 
     eventTypes: [...PUBLISHED],
     async handle(events, batch, ctx) {
       const messages = events.flatMap((e) => eventMessage(e) ?? []);
-      ctx.assertLease();
-      if (messages.length > 0) await publisher.publish(topic, messages);
+      // In requests of at most 100 messages, each well under a broker's message.max.bytes.
+      for (let i = 0; i < messages.length; i += 100) {
+        ctx.assertLease();
+        await publisher.publish(topic, messages.slice(i, i + 100));
+      }
       ctx.assertLease();
       await reads.saveCheckpoint(name, batch.to);
     },

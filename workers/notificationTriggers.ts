@@ -32,6 +32,8 @@ import type { CommandFor, Reactor } from './reactor.ts';
 import { dueInReadModel } from './scheduler.ts';
 
 export type TriggerDeps = {
+  /** Every resource, for the record a SYSTEM trigger names. */
+  resources?: readonly ResourceDefinition[];
   eventStore: EventStore;
   readStore: ReadStore;
   readModels: ReadModels;
@@ -55,14 +57,21 @@ const reasonOf = (error: unknown): string => {
   return `${error.message}${details}`;
 };
 
-/** The absolute URL of a rule's evalNotificationUrl, or why there is none. */
+/** The absolute URL of a rule's evalNotificationUrl, or why there is none. A relative one is
+ * resolved under the base of its microservice and must stay there (same origin, under its path:
+ * no `..`, no scheme smuggled in after the slash). */
 function evalUrlOf(rule: JsonObject, urls: Readonly<Record<string, string>>): string | { reason: string } {
   const url = String(rule.evalNotificationUrl);
   if (!url.startsWith('/')) return url;
   const code = typeof rule.microserviceCode === 'string' ? rule.microserviceCode : undefined;
   const base = code === undefined ? undefined : urls[code];
   if (base === undefined) return { reason: `evalNotificationUrl ${url} is relative and MICROSERVICE_URLS has no base for microservice ${code ?? '(none named)'}` };
-  return new URL(url.slice(1), base.endsWith('/') ? base : `${base}/`).toString();
+  const root = new URL(base.endsWith('/') ? base : `${base}/`);
+  const resolved = new URL(url.slice(1), root);
+  if (resolved.origin !== root.origin || !resolved.pathname.startsWith(root.pathname) || /(^|\/)(\.|%2e){1,2}(\/|$)/i.test(url)) {
+    return { reason: `evalNotificationUrl ${url} leaves the base of microservice ${String(code)}` };
+  }
+  return resolved.toString();
 }
 
 class TriggerProcessor {
@@ -84,6 +93,9 @@ class TriggerProcessor {
     const trigger = await this.#triggers.live(id);
     if (trigger?.fields.status !== 'RECEIVED') return;
     const ctx = commandFor('outcome');
+    // The templates are read from their read model: caught up with the trigger first, so a
+    // template made ACTIVE just before it is seen.
+    await this.#deps.readModels.waitFor(notificationTemplate.collection, event.position, 10_000);
     const outcome = await this.#outcome(trigger.fields, commandFor, ctx.now);
     await this.#triggers.execute(id, outcome, ctx);
   }
@@ -97,11 +109,12 @@ class TriggerProcessor {
     if (typeof data === 'string') return { type: 'Fail', reason: data };
     const templates = await this.#templates(code);
     if (templates.length === 0) return { type: 'Fail', reason: `notification rule ${code} has no ACTIVE template` };
+    const record = await this.#recordOf(trigger);
     const env: RenderEnv = { eventStore: this.#deps.eventStore, blobStore: this.#deps.blobStore, documents: this.#deps.documents };
     const notificationIds: string[] = [];
     const problems: string[] = [];
     for (const template of templates) {
-      const made = await this.#notify(env, trigger, data, String(template.code), commandFor(`template:${String(template.code)}`));
+      const made = await this.#notify(env, trigger, data, String(template.code), commandFor(`template:${String(template.code)}`), record);
       if (made.startsWith('!')) problems.push(made.slice(1));
       else notificationIds.push(made);
     }
@@ -110,7 +123,7 @@ class TriggerProcessor {
   }
 
   /** One template's notification: its id, or `!` and why it could not be made. */
-  async #notify(env: RenderEnv, trigger: JsonObject, data: JsonObject, templateCode: string, ctx: ReturnType<CommandFor>): Promise<string> {
+  async #notify(env: RenderEnv, trigger: JsonObject, data: JsonObject, templateCode: string, ctx: ReturnType<CommandFor>, record: JsonObject | undefined): Promise<string> {
     // Made before (a replayed batch): the same key names the same record.
     const id = keyedRecordId(notification, ctx.actor, ctx.idempotencyKey ?? '');
     if ((await this.#notifications.live(id)) !== undefined) return id;
@@ -125,12 +138,30 @@ class TriggerProcessor {
       ...optional('from'),
     };
     try {
-      const input = await renderNotification(env, payload as Parameters<typeof renderNotification>[1]);
-      const { record } = await this.#notifications.create(input, ctx);
-      return record?.id ?? id;
+      const input = await renderNotification(env, payload as Parameters<typeof renderNotification>[1], '', record === undefined ? {} : { record });
+      const made = await this.#notifications.create(input, ctx);
+      return made.record?.id ?? id;
     } catch (error) {
       return `!template ${templateCode}: ${reasonOf(error)}`;
     }
+  }
+
+  /** The record a SYSTEM trigger names, as it stood after its event (rendered as `record`, never
+   * stored on the trigger or the notification). */
+  async #recordOf(trigger: JsonObject): Promise<JsonObject | undefined> {
+    const data = isPlainObject(trigger.data) ? trigger.data : {};
+    if (trigger.source !== 'SYSTEM' || typeof data.stream !== 'string' || typeof data.version !== 'number') return undefined;
+    const stream = data.stream;
+    const def = this.#deps.resources?.find((r) => r.category === categoryOf(stream));
+    const id = def === undefined ? undefined : idIn(def.category, stream);
+    if (def === undefined || id === undefined) return undefined;
+    return resourceService(def, this.#deps.eventStore)
+      .get(id, { version: data.version })
+      .catch((error: unknown) => {
+        // Gone at that version (deleted since): rendered without the record.
+        if (isDomainError(error) && error.status === 'NOT_FOUND') return undefined;
+        throw error;
+      });
   }
 
   /** The data to render: what evalNotificationUrl answers, the trigger's data over it; or why not. */
@@ -189,24 +220,28 @@ export function systemRuleReactor(deps: TriggerDeps, resources: readonly Resourc
       const def = byCategory.get(categoryOf(event.stream));
       const recordId = def === undefined ? undefined : idIn(def.category, event.stream);
       if (def === undefined || recordId === undefined) return;
-      const now = commandFor().now;
+      // The rules as they stood at the event: the rules' read model caught up with it, and only
+      // rules made before it and valid then (a rule made later, or a replay, fires for nothing older).
+      await deps.readModels.waitFor(notificationRule.collection, event.position, 10_000);
+      const at = event.metadata.at;
       const rules = (await dueInReadModel(deps.readStore, deps.readModels, notificationRule.collection, rulesQuery, 1000)).filter((rule) => {
         const types = isPlainObject(rule.config) ? rule.config.eventTypes : undefined;
-        return Array.isArray(types) && types.includes(event.type) && withinPeriod(rule.validityFrom, rule.validityTo, now);
+        const made = (rule.auditInfo as { whenInserted?: string } | undefined)?.whenInserted;
+        return Array.isArray(types) && types.includes(event.type) && made !== undefined && made <= at && withinPeriod(rule.validityFrom, rule.validityTo, new Date(at));
       });
-      if (rules.length === 0) return;
-      const record = await resourceService(def, deps.eventStore)
-        .get(recordId, { version: event.revision })
-        .catch((error: unknown) => {
-          // Gone at that version (deleted since): the trigger carries the event without the record.
-          if (isDomainError(error) && error.status === 'NOT_FOUND') return undefined;
-          throw error;
-        });
+      // The trigger names the record at its version; the trigger reactor reads it when rendering,
+      // so no trigger or notification keeps a copy readers of those could see.
+      const data = { eventType: event.type, eventId: event.id, stream: event.stream, recordId, version: event.revision };
+      let failure: Error | undefined;
       for (const rule of rules) {
-        const data = { eventType: event.type, eventId: event.id, stream: event.stream, recordId, ...(record === undefined ? {} : { record }) };
         const input = { ruleCode: String(rule.code), source: 'SYSTEM', data, ownerType: def.errorPrefix, ownerId: recordId, origin: { eventId: event.id, eventType: event.type, stream: event.stream }, status: 'RECEIVED' };
-        await triggers.create(input, commandFor(`rule:${rule.id}`));
+        // One rule refused does not keep the others from firing.
+        await triggers.create(input, commandFor(`rule:${rule.id}`)).catch((error: unknown) => {
+          if (!isDomainError(error) || error.httpStatus >= 500) throw error;
+          failure ??= error;
+        });
       }
+      if (failure !== undefined) throw failure;
     },
   };
 }

@@ -62,10 +62,24 @@ export function reactorHandler(reactor: Reactor, reads: ReadStore): ProcessorHan
       // One stream's events in order; different streams at once, up to the reactor's concurrency.
       const byStream = [...Map.groupBy(mine, (e) => e.stream).values()];
       let next = 0;
+      let failed = false;
       const worker = async () => {
-        while (next < byStream.length) for (const event of byStream[next++] ?? []) await reactTo(event);
+        // After a failure no worker takes another stream: the batch is read again, and nothing of
+        // this pass may still run when it is.
+        while (!failed && next < byStream.length) {
+          for (const event of byStream[next++] ?? []) {
+            try {
+              await reactTo(event);
+            } catch (error) {
+              failed = true;
+              throw error;
+            }
+          }
+        }
       };
-      await Promise.all(Array.from({ length: Math.max(1, Math.min(reactor.concurrency ?? 1, byStream.length)) }, worker));
+      const settled = await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(reactor.concurrency ?? 1, byStream.length)) }, worker));
+      const rejected = settled.find((r) => r.status === 'rejected');
+      if (rejected !== undefined) throw rejected.reason;
       ctx.assertLease();
       await reads.saveCheckpoint(reactor.name, batch.to);
     },

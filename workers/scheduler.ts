@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock, Document, ReadStore } from '../domain/ports.ts';
 import type { Query } from '../domain/shared/filtering.ts';
 import type { ReadModels } from '../projections/projection.ts';
-import type { Logger } from './processor.ts';
+import type { Logger, ProcessorHandler } from './processor.ts';
 
 export type Schedule = {
   readonly name: string;
@@ -23,6 +23,10 @@ export type Schedule = {
   /** Items of one tick run at once (default 1): for items that are independent of each other
    * (notifications to deliver), so their writes share group commits. */
   readonly concurrency?: number;
+  /** Work that falls due when records change, not only when time passes: events of these
+   * categories (and types) wake the scheduler once the read model its due items come from has
+   * folded them, instead of waiting for the next interval. */
+  readonly wakeOn?: { readonly readModel: string; readonly categories: readonly string[]; readonly eventTypes?: readonly string[] };
 };
 
 /** Due items as the documents of a read model a query selects (none while it is rebuilding). */
@@ -62,6 +66,8 @@ export class Scheduler {
   #ticking: Promise<number> | undefined;
   /** Whether the last tick found a whole batch of some schedule due. */
   #full = false;
+  /** A wake came while a tick ran: tick again after it. */
+  #wakeAgain = false;
 
   constructor(schedules: readonly Schedule[], reads: ReadStore, options: SchedulerOptions) {
     this.#schedules = schedules;
@@ -97,6 +103,20 @@ export class Scheduler {
     await this.#reads.releaseLease(LEASE, this.#instanceId).catch(() => undefined);
   }
 
+  /** Ticks soon (a schedule's work fell due): at once, or after the tick under way. */
+  wake(): void {
+    if (this.#timer === undefined) return;
+    if (this.#ticking !== undefined) {
+      this.#wakeAgain = true;
+      return;
+    }
+    void this.#drain().then(() => {
+      if (!this.#wakeAgain) return;
+      this.#wakeAgain = false;
+      this.wake();
+    });
+  }
+
   /** Runs what is due now, if this instance holds the poller's lease; answers how many items ran. */
   tick(): Promise<number> {
     this.#ticking ??= this.#tick().finally(() => {
@@ -120,7 +140,6 @@ export class Scheduler {
     const now = this.#options.clock.now();
     const batch = this.#options.batch ?? 100;
     const due = await schedule.due(now);
-    if (due.length >= batch) this.#full = true;
     const keyOf = (item: Document) => `${schedule.name}\n${item.id}\n${JSON.stringify((item.auditInfo as { version?: unknown } | undefined)?.version ?? null)}`;
     const items = due.slice(0, batch).filter((item) => !this.#ran.has(keyOf(item)));
     let ran = 0;
@@ -140,6 +159,31 @@ export class Scheduler {
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(schedule.concurrency ?? 1, items.length)) }, worker));
+    // A backlog: a whole batch was due and work got done (a batch that only failed, or held only
+    // items already run, waits for the interval).
+    if (due.length >= batch && ran > 0) this.#full = true;
     return ran;
   }
+}
+
+/** A follower of the log that wakes the scheduler for a schedule's `wakeOn` events, once its read
+ * model has folded them. Its checkpoint is kept like any handler's; a wake it misses (a crash)
+ * costs only the wait until the next interval. */
+export function wakeHandler(schedule: Schedule, scheduler: Scheduler, readModels: ReadModels, reads: ReadStore): ProcessorHandler | undefined {
+  const on = schedule.wakeOn;
+  if (on === undefined) return undefined;
+  const name = `wake:${schedule.name}`;
+  return {
+    name,
+    categories: on.categories,
+    ...(on.eventTypes === undefined ? {} : { eventTypes: on.eventTypes }),
+    async handle(events, batch, ctx) {
+      if (events.length > 0) {
+        await readModels.waitFor(on.readModel, batch.to, 5000);
+        scheduler.wake();
+      }
+      ctx.assertLease();
+      await reads.saveCheckpoint(name, batch.to);
+    },
+  };
 }

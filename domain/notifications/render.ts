@@ -76,8 +76,8 @@ async function activeTemplate(env: RenderEnv, code: string): Promise<Template> {
 
 /** The contents: through the template's formatter template when it names one (the override over
  * the data), else its own content (as text for SMS, HTML-escaped otherwise). */
-async function contentsOf(env: RenderEnv, template: Template, payload: CreatePayload): Promise<string | undefined> {
-  const data = payload.data ?? {};
+async function contentsOf(env: RenderEnv, template: Template, payload: CreatePayload, extra: JsonObject): Promise<string | undefined> {
+  const data = { ...(payload.data ?? {}), ...extra };
   if (typeof template.formatterDocumentTemplateId === 'string') {
     const found = await resourceService(formatterTemplate, env.eventStore).get(template.formatterDocumentTemplateId);
     const document = env.readable === undefined ? found : await env.readable(formatterTemplate, found);
@@ -92,14 +92,15 @@ const optional = (key: string, value: unknown) => (value === undefined ? {} : { 
 
 /** The notification a payload makes (its id, when given, included): its template ACTIVE, subject
  * and contents rendered, attachments stored, and the result checked as a record (422
- * NOTIFICATION.RENDERED_INVALID naming the fields, prefixed with `at` in an array). */
-export async function renderNotification(env: RenderEnv, payload: CreatePayload, at = ''): Promise<JsonObject> {
+ * NOTIFICATION.RENDERED_INVALID naming the fields, prefixed with `at` in an array). `extra` is
+ * rendered over the data but not kept in the notification's `data`. */
+export async function renderNotification(env: RenderEnv, payload: CreatePayload, at = '', extra: JsonObject = {}): Promise<JsonObject> {
   const template = await activeTemplate(env, payload.templateCode);
   const version = template.auditInfo.version;
   const renderedSubject = async (source: string) =>
-    (env.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:subject`, version, source, data: payload.data ?? {}, mode: 'text' });
+    (env.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:subject`, version, source, data: { ...(payload.data ?? {}), ...extra }, mode: 'text' });
   const subject = payload.subject ?? (typeof template.subject === 'string' ? await renderedSubject(template.subject) : undefined);
-  const contents = await contentsOf(env, template, payload);
+  const contents = await contentsOf(env, template, payload, extra);
   // Checked before anything is stored; each blob is written before the event that names it.
   const attachments = await Promise.all(
     checkedAttachments(payload.attachments ?? []).map(async (a) => {

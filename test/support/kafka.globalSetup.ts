@@ -24,7 +24,7 @@ const START_TIMEOUT_MS = 10_000;
 // replaced with 127.0.0.1:39397,127.0.0.1:40945,127.0.0.1:44823".
 const BOOTSTRAP_LINE = /Mock cluster enabled:.*replaced with (\S+)/;
 
-type Found = { brokers: string[]; source: string; stop?: () => Promise<void> } | { skip: string };
+export type FoundKafka = { brokers: string[]; source: string; stop?: () => Promise<void> } | { skip: string };
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const found = await findKafka();
@@ -40,7 +40,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return found.stop ?? (() => Promise.resolve());
 }
 
-async function findKafka(): Promise<Found> {
+/** KAFKA_BROKERS, else a mock cluster started through kcat (stopped by `stop`), else why none (also used by bench/notifications.ts). */
+export async function findKafka(): Promise<FoundKafka> {
   const configured = (process.env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter((b) => b !== '');
   if (configured.length > 0) return { brokers: configured, source: 'KAFKA_BROKERS' };
   try {
@@ -51,7 +52,7 @@ async function findKafka(): Promise<Found> {
   }
 }
 
-function startMockCluster(): Promise<Found> {
+function startMockCluster(): Promise<FoundKafka> {
   return new Promise((resolve, reject) => {
     // stdin stays an open pipe we never end: kcat -P exits at EOF on stdin, taking the cluster along.
     const child = spawn('kcat', ['-P', '-b', '127.0.0.1:1', '-t', 'boot', '-X', 'test.mock.num.brokers=3'], { stdio: ['pipe', 'ignore', 'pipe'] });

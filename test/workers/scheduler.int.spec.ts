@@ -74,4 +74,24 @@ describe('scheduler', () => {
     await scheduler.stop();
     await stores.readStore.close();
   }, 30_000);
+
+  it('does not spin on a whole batch that cannot progress: failing items wait for the interval', async () => {
+    const stores = storesFor();
+    let dues = 0;
+    const failing: Schedule = {
+      name: 'failing',
+      due: () => {
+        dues++;
+        return Promise.resolve(Array.from({ length: 100 }, (_, i): Document => ({ id: `f-${String(i)}`, auditInfo: { version: 0 } })));
+      },
+      run: () => Promise.reject(new Error('store down')),
+    };
+    const scheduler = new Scheduler([failing], stores.readStore, { clock: { now: () => new Date() }, batch: 100, intervalMs: 60_000 });
+    scheduler.start();
+    scheduler.wake();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(dues).toBe(1);
+    await scheduler.stop();
+    await stores.readStore.close();
+  });
 });

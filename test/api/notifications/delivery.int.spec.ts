@@ -168,15 +168,26 @@ describe('recipients and preferences', () => {
 
 describe('races', () => {
   it('sends nothing for a notification a client moved on after the dispatcher last read it', async () => {
-    const id = await create(t, { templateCode: 'MAIL', notificationTo: [{ email: 'late@example.com' }] });
-    // The dispatcher takes it (SENDING, due at once) ...
-    await t.service.scheduler.tick();
-    expect((await get(t, id)).status).toBe('SENDING');
-    // ... and an editor fails it before the attempt.
-    expect((await t.call({ method: 'PUT', url: `/api/v1/notifications/${id}/state?newState=FAILED&reason=wrong%20address`, as: 'editor' })).statusCode).toBe(204);
-    for (let i = 0; i < 3; i++) await t.service.scheduler.tick();
-    expect(received.filter((m) => m.messageId === `<${id}@notifications.admin>`)).toHaveLength(0);
-    expect(await get(t, id)).toMatchObject({ status: 'FAILED', lastError: 'wrong address' });
+    // The scheduler runs only when told, so the client's move comes between two of its ticks.
+    const app = await startTestApp({ clock, mail: new SmtpMailSender({ url: smtpUrl, timeoutMs: 5000 }), extra: { manualScheduler: true } });
+    try {
+      expect((await app.call({ method: 'POST', url: '/api/v1/notification-templates', payload: { code: 'MAIL', name: 'm', configTypeId, status: 'ACTIVE', deliveryType: 'EMAIL', subject: 's', content: 'x' } })).statusCode).toBe(201);
+      const id = await create(app, { templateCode: 'MAIL', notificationTo: [{ email: 'late@example.com' }] });
+      // The dispatcher takes it (SENDING, due at once) ...
+      await app.call({ method: 'POST', url: '/api/v1/notifications/search?minPosition=0', payload: { filter: [] } });
+      for (let i = 0; i < 20 && (await get(app, id)).status !== 'SENDING'; i++) {
+        await app.service.scheduler.tick();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect((await get(app, id)).status).toBe('SENDING');
+      // ... and an editor fails it before the attempt.
+      expect((await app.call({ method: 'PUT', url: `/api/v1/notifications/${id}/state?newState=FAILED&reason=wrong%20address`, as: 'editor' })).statusCode).toBe(204);
+      for (let i = 0; i < 3; i++) await app.service.scheduler.tick();
+      expect(received.filter((m) => m.messageId === `<${id}@notifications.admin>`)).toHaveLength(0);
+      expect(await get(app, id)).toMatchObject({ status: 'FAILED', lastError: 'wrong address' });
+    } finally {
+      await app.close();
+    }
   });
 });
 
