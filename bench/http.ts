@@ -46,6 +46,8 @@
 //      20 ms at 2,000/s (under 50 ms up to 5,000/s), met only where the rate was reached.
 //   7. PDF (bench/pdf.ts): p50 and p99 of a 2-page template rendered over HTTP on a warm pool
 //      against raw puppeteer on one reused page (G), and the pool's throughput with 2 pages against 1.
+//   8. notifications (bench/notifications.ts): REST trigger to SENT (in-app, e-mail to a local SMTP
+//      server) beside a plain create (H), and Kafka trigger ingest against a raw kafkajs consumer (I).
 //
 // Every server runs in its own child process (bench/server.ts, bench/emmett/server.ts) so autocannon,
 // in this process, does not compete with it for a core. Each figure's time is split into rounds, each round running the
@@ -74,6 +76,7 @@ import type { NewEvent } from '../domain/ports.ts';
 import { SqliteEventStore } from '../infra/sqlite/eventStore.ts';
 import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
 import { ensurePeerInstalled, type PeerInstall } from './emmett/install.ts';
+import { notificationFigure, notificationRows, type NotificationFigure } from './notifications.ts';
 import { pdfFigure, pdfRows, type PdfFigure } from './pdf.ts';
 
 const { values: flags } = parseArgs({
@@ -631,7 +634,7 @@ function lagRow(l: LagFigure): Row {
   ];
 }
 
-function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure): string {
+function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure, notifications: NotificationFigure): string {
   const { create, get } = h;
   const rows: Row[] = [
     [`HTTP create, ${String(CONNECTIONS)} conn`, `${fmt(create.base.rate)}/s (A)`, `${fmt(create.measured.rate)}/s`, x(create.ratio), '≥ 1.3x', create.ratio >= 1.3],
@@ -643,6 +646,7 @@ function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, p
     ...peerRows(p),
     lagRow(l),
     ...pdfRows(pdf),
+    ...notificationRows(notifications),
   ];
   const lines = rows.map(([f, b, m, r, g, ok]) => `| ${f} | ${b} | ${m} | ${r} | ${g} | ${ok ? 'yes' : 'NO'} |`);
   return ['| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...lines].join('\n');
@@ -677,7 +681,10 @@ async function main(): Promise<void> {
   console.log('');
   console.log(`PDF: a 2-page template, ${String(ROUNDS)} rounds of ${String(PDF_RENDERS)} renders per side, throughput ${String(PDF_SECONDS)} s per side`);
   const pdf = await pdfFigure({ rounds: ROUNDS, renders: PDF_RENDERS, seconds: PDF_SECONDS });
-  console.log(`\n${table(h, s, p, l, pdf)}\n`);
+  console.log('');
+  console.log(`Notifications: ${String(ROUNDS)} rounds of 50 REST triggers per channel, 5,000 Kafka messages per round`);
+  const notifications = await notificationFigure({ rounds: ROUNDS, triggers: 50, kafkaMessages: 5000 });
+  console.log(`\n${table(h, s, p, l, pdf, notifications)}\n`);
   if ('skipped' in p) console.log(`(peer figures not measured: ${p.skipped})`);
   else if (install?.ok === true && install.installSeconds !== undefined) console.log(`(Emmett was installed first, in ${install.installSeconds.toFixed(0)} s, not counted below)`);
   const failed = failures(h.create, h.get, ...('skipped' in p ? [] : [p.create, p.get])) + l.failed;

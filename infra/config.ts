@@ -29,6 +29,8 @@ export const ConfigSchema = z
     // partitions to the others, and how often a member says it is alive.
     KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
     KAFKA_HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(3000),
+    // Trigger messages of a batch taken at once (after a failure, the rest of its window again).
+    KAFKA_CONSUMER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
     // SMS delivery: a JSON POST per SMS to this gateway (infra/sms/httpSmsGateway.ts), with the
     // token as a bearer when set.
     SMS_GATEWAY_URL: optionalUrl,

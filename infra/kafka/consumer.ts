@@ -1,6 +1,9 @@
 // Reads one topic as a member of a consumer group (kafkajs), and commits a message's offset only
-// once its handler resolved for it, so a crash or a stop loses nothing: at least once, in order per
-// partition (a batch's messages one after the other, the partitions a batch at a time).
+// once its handler resolved for it and for every message before it, so a crash or a stop loses
+// nothing: at least once. A batch's messages are handled `concurrency` at a time (default 1: one
+// after the other, in order), the partitions a batch at a time; with more than 1, messages of one
+// window may be handled in any order, and after a failure the ones after it in its window are
+// handled again (handlers are idempotent).
 // - `handled`: the offset may be committed. Each batch commits the offset after its last one.
 // - `dead`: the message can never be handled. Its key, value and headers go to the dead-letter
 //   topic, with `x-dead-letter-reason`, `x-original-topic`, `x-original-partition` and
@@ -26,6 +29,8 @@ export type KafkaConsumerOptions = {
    * (kafkajs default 30 s), and how often a member says it is alive (3 s). A group a member left
    * rebalances only after about that long on librdkafka's mock cluster, so tests lower both. */
   sessionTimeoutMs?: number;
+  /** Messages of a batch handled at once (default 1). */
+  concurrency?: number;
   heartbeatIntervalMs?: number;
 };
 
@@ -147,11 +152,19 @@ export class KafkaMessageConsumer implements MessageConsumer {
     const pause = (): (() => void) => payload.pause();
     let handled = 0;
     let beatAt = Date.now() + HEARTBEAT_EVERY_MS;
+    const window = Math.max(1, this.#options.concurrency ?? 1);
     try {
-      for (const message of messages) {
+      for (let i = 0; i < messages.length; i += window) {
         if (this.#stopping || !payload.isRunning() || payload.isStale()) break;
-        if (!(await this.#one(batch.topic, batch.partition, message, handle, pause))) break;
-        handled += 1;
+        const chunk = messages.slice(i, i + window);
+        const failures = await Promise.all(chunk.map((message) => this.#one(batch.topic, batch.partition, message, handle)));
+        const failed = failures.findIndex((f) => f !== undefined);
+        if (failed !== -1) {
+          handled += failed;
+          this.#retryLater(batch.topic, batch.partition, (chunk[failed] as KafkaMessage).offset, failures[failed]?.error, pause);
+          break;
+        }
+        handled += chunk.length;
         // kafkajs sends a heartbeat only when its interval passed; asking less often saves time.
         if (Date.now() >= beatAt) {
           beatAt = Date.now() + HEARTBEAT_EVERY_MS;
@@ -171,16 +184,15 @@ export class KafkaMessageConsumer implements MessageConsumer {
     }
   }
 
-  /** Handles one message; false when it was not (it comes again after a pause of its partition). */
-  async #one(topic: string, partition: number, message: KafkaMessage, handle: Handle, pause: () => () => void): Promise<boolean> {
+  /** Handles one message: undefined, or the error that kept it from being handled. */
+  async #one(topic: string, partition: number, message: KafkaMessage, handle: Handle): Promise<{ error: unknown } | undefined> {
     try {
       const outcome = await handle(incoming(topic, partition, message));
       if (outcome.kind === 'dead') await this.#deadLetter(topic, partition, message, outcome.reason);
       this.#failures.delete(partition);
-      return true;
+      return undefined;
     } catch (error) {
-      this.#retryLater(topic, partition, message.offset, error, pause);
-      return false;
+      return { error };
     }
   }
 

@@ -13,6 +13,9 @@ export type KafkaMessagingOptions = {
   /** Passed to every consumer (tests lower the group's session timeout). */
   sessionTimeoutMs?: number;
   heartbeatIntervalMs?: number;
+  /** Messages of a batch a consumer handles at once (default 16: triggers are independent, and
+   * their appends then share the log's group commits). */
+  concurrency?: number;
 };
 
 /** KAFKA_BROKERS as a list of host:port. */
@@ -33,6 +36,7 @@ export function kafkaMessaging(options: KafkaMessagingOptions): Messaging {
         ...c,
         ...(sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs }),
         ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs }),
+        concurrency: options.concurrency ?? 16,
       }),
     publisher,
     close: () => publisher.close(),
