@@ -1,6 +1,7 @@
 // E-mail through nodemailer to SMTP_URL (smtp:// or smtps://, with credentials in the URL). Its
 // failures are sorted for the dispatcher: an SMTP 4xx answer, a timeout or a connection that
-// fails are transient (tried again later), a 5xx answer is permanent.
+// fails are transient (tried again later), a 5xx answer is permanent. Connections are pooled
+// (nodemailer's pool: up to 5, each reused for up to 100 messages) unless SMTP_URL says `pool=false`.
 
 import nodemailer, { type Transporter } from 'nodemailer';
 import { DeliveryFailed, type MailSender, type OutgoingMail } from '../../domain/ports.ts';
@@ -19,6 +20,9 @@ export class SmtpMailSender implements MailSender {
     url.searchParams.set('connectionTimeout', String(timeout));
     url.searchParams.set('greetingTimeout', String(timeout));
     url.searchParams.set('socketTimeout', String(timeout));
+    // Pooled connections (up to 5, each for up to 100 messages): a new SMTP connection per mail
+    // cost about 105 ms against a local server, a pooled one 2-14 ms.
+    if (!url.searchParams.has('pool')) url.searchParams.set('pool', 'true');
     this.#transport = nodemailer.createTransport(url.toString());
     this.#from = options.from ?? 'notifications@localhost';
   }
