@@ -7,6 +7,8 @@ import { inject } from 'vitest';
 export const IMAGES = {
   kurrentdb: 'docker.kurrent.io/kurrent-latest/kurrentdb:25.0.1',
   mongodb: 'mongo:8.0.4',
+  // docker-compose.yml runs apache/kafka; @testcontainers/kafka drives Confluent's image (KRaft).
+  kafka: 'confluentinc/cp-kafka:7.8.0',
 } as const;
 
 export type Target = { url: string; stop: () => Promise<void> };
