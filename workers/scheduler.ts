@@ -87,13 +87,21 @@ export class Scheduler {
     for (let round = 0; round < 100 && this.#timer !== undefined; round++) {
       this.#full = false;
       await this.tick();
-      if (!this.#backlogged()) return;
+      // Again while a batch made progress, or a wake came during the tick.
+      if (!this.#backlogged() && !this.#wokenMeanwhile()) return;
     }
   }
 
   /** Whether the last tick found a whole batch of some schedule due (set while it ran). */
   #backlogged(): boolean {
     return this.#full;
+  }
+
+  /** Whether a wake came while the last tick ran (taken: the next tick answers it). */
+  #wokenMeanwhile(): boolean {
+    const woken = this.#wakeAgain;
+    this.#wakeAgain = false;
+    return woken;
   }
 
   async stop(): Promise<void> {
@@ -110,11 +118,7 @@ export class Scheduler {
       this.#wakeAgain = true;
       return;
     }
-    void this.#drain().then(() => {
-      if (!this.#wakeAgain) return;
-      this.#wakeAgain = false;
-      this.wake();
-    });
+    void this.#drain();
   }
 
   /** Runs what is due now, if this instance holds the poller's lease; answers how many items ran. */

@@ -3,7 +3,7 @@
 // nothing: at least once. A batch's messages are handled `concurrency` at a time (default 1: one
 // after the other, in order), the partitions a batch at a time; with more than 1, messages of one
 // window may be handled in any order, and after a failure the ones after it in its window are
-// handled again (handlers are idempotent).
+// handled again (handlers are idempotent; a dead letter among them is produced again).
 // - `handled`: the offset may be committed. Each batch commits the offset after its last one.
 // - `dead`: the message can never be handled. Its key, value and headers go to the dead-letter
 //   topic, with `x-dead-letter-reason`, `x-original-topic`, `x-original-partition` and
@@ -165,6 +165,9 @@ export class KafkaMessageConsumer implements MessageConsumer {
           break;
         }
         handled += chunk.length;
+        // The partition's failures in a row end only when a whole window went through (a message
+        // after a failing one in its window does not reset the growing pause).
+        this.#failures.delete(batch.partition);
         // kafkajs sends a heartbeat only when its interval passed; asking less often saves time.
         if (Date.now() >= beatAt) {
           beatAt = Date.now() + HEARTBEAT_EVERY_MS;
@@ -189,7 +192,6 @@ export class KafkaMessageConsumer implements MessageConsumer {
     try {
       const outcome = await handle(incoming(topic, partition, message));
       if (outcome.kind === 'dead') await this.#deadLetter(topic, partition, message, outcome.reason);
-      this.#failures.delete(partition);
       return undefined;
     } catch (error) {
       return { error };
