@@ -9,7 +9,7 @@
 
 import { isActiveUser, user } from '../domain/identity/user.ts';
 import { userGroup } from '../domain/identity/userGroup.ts';
-import { backoffMs, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationStatus } from '../domain/notifications/notification.ts';
+import { backoffMs, boundedReason as bounded, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationStatus } from '../domain/notifications/notification.ts';
 import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore, type SmsSender } from '../domain/ports.ts';
 import { resourceService } from '../domain/resource/service.ts';
 import { DomainError } from '../domain/shared/errors.ts';
@@ -46,8 +46,6 @@ const ATTEMPTED = new Set(Object.keys(CHANNELS));
 
 type Attachment = { filename: string; contentType: string; content: Uint8Array };
 
-/** A reason fits an event: at most 2,000 characters. */
-const bounded = (reason: string): string => (reason.length > 2000 ? `${reason.slice(0, 1980)}… (cut)` : reason);
 /** `; label: a; b; c` for a list, the first 20 and how many more. */
 const summary = (label: string, items: readonly string[]): string =>
   items.length === 0 ? '' : `; ${label}: ${items.slice(0, 20).join('; ')}${items.length > 20 ? `; and ${String(items.length - 20)} more` : ''}`;

@@ -59,6 +59,9 @@ export type ChangeState = { type: 'ChangeState'; to: NotificationStatus; reason?
  * deferring the next one. */
 export type DeliveryCommand = ChangeState | { type: 'Attempt' } | { type: 'Defer'; reason: string; nextAttemptAt: string };
 
+/** A reason recorded on a notification or a trigger: at most 2,000 characters (cut with a mark). */
+export const boundedReason = (reason: string): string => (reason.length > 2000 ? `${reason.slice(0, 1980)}… (cut)` : reason);
+
 /** Delivery attempts before a transient failure is final. */
 export const MAX_ATTEMPTS = 5;
 /** The wait before attempt n + 1 (n ≥ 1): exponential from 2 s, capped at 10 min, with ±25% jitter. */

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { defineResource, type ResourceDefinition } from '../resource/defineResource.ts';
 import { invalidTransition, validationFailed } from '../shared/errors.ts';
 import { jsonMap, longText, text, uuid } from '../shared/fields.ts';
-import { notificationTarget, relatedEntity } from './notification.ts';
+import { boundedReason as bounded, notificationTarget, relatedEntity } from './notification.ts';
 
 export const TriggerSources = ['REST', 'KAFKA', 'SYSTEM'] as const;
 export const TriggerStatuses = ['RECEIVED', 'PROCESSED', 'FAILED'] as const;
@@ -35,7 +35,6 @@ export type TriggerPayload = z.infer<typeof triggerPayload>;
 /** The outcome the reactor records: the notifications made, and what could not be made. */
 export type TriggerOutcome = { type: 'Complete'; notificationIds: string[]; problems: string[] } | { type: 'Fail'; reason: string };
 
-const bounded = (s: string): string => (s.length > 2000 ? `${s.slice(0, 1980)}… (cut)` : s);
 
 export const notificationTrigger: ResourceDefinition = defineResource({
   name: 'NotificationTrigger',
