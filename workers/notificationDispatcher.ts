@@ -68,9 +68,9 @@ class Dispatcher {
     this.#groups = resourceService(userGroup, deps.eventStore);
   }
 
-  #command(id: string, c: DeliveryCommand, now: Date, key?: string) {
+  #command(id: string, c: DeliveryCommand, now: Date) {
     const { newId } = this.#deps;
-    return this.#notifications.execute(id, c, { actor: DISPATCHER_ACTOR, now, newId, requestId: newId(), ...(key === undefined ? {} : { idempotencyKey: key }) });
+    return this.#notifications.execute(id, c, { actor: DISPATCHER_ACTOR, now, newId, requestId: newId() });
   }
 
   async #move(id: string, to: NotificationStatus, reason: string, now: Date): Promise<void> {
@@ -135,6 +135,8 @@ class Dispatcher {
     const live = await this.#notifications.live(due.id);
     if (live?.fields.status !== 'SENDING') return undefined;
     const item: Document = { ...live.fields, id: due.id };
+    // Not due as the log has it: an attempt under way holds it (the read model had not folded it).
+    if (typeof item.nextAttemptAt === 'string' && item.nextAttemptAt > now.toISOString()) return undefined;
     const channel = CHANNELS[item.deliveryType as 'EMAIL' | 'SMS'];
     const made = typeof item.attempts === 'number' ? item.attempts : 0;
     const refusal = this.#refusal(item, channel, made, now);
@@ -145,8 +147,10 @@ class Dispatcher {
     const attachments = channel.type === 'EMAIL' ? await this.#attachments(item) : [];
     if (typeof attachments === 'string') return this.#move(item.id, 'FAILED', `attachment ${attachments} is missing from the blob store`, now);
     const attempt = made + 1;
-    // Outbox: the attempt is in the log before it is made.
-    await this.#command(item.id, { type: 'Attempt' }, now, `dispatch:${item.id}:attempt:${String(attempt)}`);
+    // Outbox: the attempt is in the log before it is made. It names its number, so only one
+    // dispatcher makes it (another is refused with a conflict and sends nothing), and it holds the
+    // notification until its outcome (ATTEMPT_HOLD_MS).
+    await this.#command(item.id, { type: 'Attempt', attempt }, now);
     let rejected: string[];
     try {
       rejected = channel.type === 'EMAIL' ? await this.#email(item, to, attachments) : await this.#sms(item, to);

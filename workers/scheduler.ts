@@ -68,6 +68,8 @@ export class Scheduler {
   #full = false;
   /** A wake came while a tick ran: tick again after it. */
   #wakeAgain = false;
+  /** While a tick runs: whether this instance still holds the lease (renewed as it runs). */
+  #leaseHeld = false;
 
   constructor(schedules: readonly Schedule[], reads: ReadStore, options: SchedulerOptions) {
     this.#schedules = schedules;
@@ -131,13 +133,36 @@ export class Scheduler {
 
   async #tick(): Promise<number> {
     let ran = 0;
+    const leaseMs = this.#options.leaseMs ?? 15_000;
+    let renewal: NodeJS.Timeout | undefined;
     try {
-      if (!(await this.#reads.tryLease(LEASE, this.#instanceId, this.#options.leaseMs ?? 15_000))) return 0;
-      for (const schedule of this.#schedules) ran += await this.#runDue(schedule);
+      if (!(await this.#reads.tryLease(LEASE, this.#instanceId, leaseMs))) return 0;
+      // A tick can outlast the lease (a batch of slow deliveries): renewed while it runs; once a
+      // renewal fails, no further item is taken, since another instance may hold the lease now.
+      this.#leaseHeld = true;
+      renewal = setInterval(() => void this.#renew(leaseMs), Math.max(10, Math.floor(leaseMs / 3)));
+      for (const schedule of this.#schedules) if (this.#holdsLease()) ran += await this.#runDue(schedule);
     } catch (error) {
       this.#options.logger?.error({ err: error }, 'scheduler tick failed; trying again at the next');
+    } finally {
+      clearInterval(renewal);
+      this.#leaseHeld = false;
     }
     return ran;
+  }
+
+  /** Whether the tick under way still holds the lease (read afresh: a renewal may have lost it). */
+  #holdsLease(): boolean {
+    return this.#leaseHeld;
+  }
+
+  async #renew(leaseMs: number): Promise<void> {
+    if (!this.#leaseHeld) return;
+    const held = await this.#reads.tryLease(LEASE, this.#instanceId, leaseMs).catch(() => false);
+    if (!held && this.#holdsLease()) {
+      this.#leaseHeld = false;
+      this.#options.logger?.error({ instance: this.#instanceId }, 'scheduler lease lost during a tick; no further item is taken');
+    }
   }
 
   async #runDue(schedule: Schedule): Promise<number> {
@@ -149,7 +174,7 @@ export class Scheduler {
     let ran = 0;
     let next = 0;
     const worker = async () => {
-      while (next < items.length) {
+      while (next < items.length && this.#holdsLease()) {
         const item = items[next++] as Document;
         try {
           if ((await schedule.run(item, now)) === false) continue;

@@ -5,7 +5,7 @@
 // patched.
 
 import { z } from 'zod';
-import { invalidTransition, validationFailed } from '../shared/errors.ts';
+import { DomainError, invalidTransition, validationFailed } from '../shared/errors.ts';
 import { dateTime, email, jsonMap, longText, phoneNumber, text, uuid } from '../shared/fields.ts';
 import { defineResource, type ResourceDefinition } from '../resource/defineResource.ts';
 import { MAX_ATTACHMENTS } from './attachments.ts';
@@ -57,7 +57,12 @@ export const relatedEntity = z.strictObject({
 export type ChangeState = { type: 'ChangeState'; to: NotificationStatus; reason?: string };
 /** The dispatcher's commands: an attempt recorded before it is made (outbox), a transient failure
  * deferring the next one. */
-export type DeliveryCommand = ChangeState | { type: 'Attempt' } | { type: 'Defer'; reason: string; nextAttemptAt: string };
+export type DeliveryCommand = ChangeState | { type: 'Attempt'; attempt: number } | { type: 'Defer'; reason: string; nextAttemptAt: string };
+
+/** How long an attempt holds its notification: not due again (to this or another instance) until
+ * its outcome is recorded or this passes, which is longer than any channel's timeout. An attempt
+ * whose outcome never came (a crash mid-send) is made again after it. */
+export const ATTEMPT_HOLD_MS = 120_000;
 
 /** A reason recorded on a notification or a trigger: at most 2,000 characters (cut with a mark). */
 export const boundedReason = (reason: string): string => (reason.length > 2000 ? `${reason.slice(0, 1980)}… (cut)` : reason);
@@ -129,7 +134,8 @@ export const notification: ResourceDefinition = defineResource({
           return { ...r, fields: { ...fields, status: d.to, ...(d.to === 'SENT' ? { sent: d.at } : {}), ...(d.to === 'SENDING' ? { nextAttemptAt: d.at } : {}), ...reason } };
         },
       },
-      DeliveryAttempted: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, attempts: d.attempt } }) },
+      // The attempt holds the notification (older events carry no hold: due as before).
+      DeliveryAttempted: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, attempts: d.attempt, ...(typeof d.holdUntil === 'string' ? { nextAttemptAt: d.holdUntil } : {}) } }) },
       DeliveryDeferred: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, nextAttemptAt: d.nextAttemptAt, lastError: d.reason } }) },
     },
     decide(command, record, ctx) {
@@ -138,7 +144,11 @@ export const notification: ResourceDefinition = defineResource({
       if (own.type === 'Attempt') {
         // Only a SENDING notification is attempted: a dispatcher that read it stale sends nothing.
         if (record.fields.status !== 'SENDING') throw invalidTransition('NOTIFICATION', 'status', String(record.fields.status), 'SENDING (an attempt)', []);
-        return [{ type: 'DeliveryAttempted', data: { attempt: attempts + 1, at: ctx.now.toISOString() } }];
+        // Attempt n is made once: a second dispatcher (or a retried command) asking for it again
+        // is refused, so it never sends what another is sending.
+        if (own.attempt !== attempts + 1) throw new DomainError('NOTIFICATION.ATTEMPT_TAKEN', 'CONFLICT', `Attempt ${String(own.attempt)} is not the next one: ${String(attempts)} made`);
+        const holdUntil = new Date(ctx.now.getTime() + ATTEMPT_HOLD_MS).toISOString();
+        return [{ type: 'DeliveryAttempted', data: { attempt: own.attempt, at: ctx.now.toISOString(), holdUntil } }];
       }
       if (own.type === 'Defer') {
         return record.fields.status === 'SENDING' ? [{ type: 'DeliveryDeferred', data: { attempt: attempts, reason: own.reason.slice(0, 2000), nextAttemptAt: own.nextAttemptAt } }] : [];
