@@ -1,7 +1,7 @@
 // Layer rules of DESIGN.md ("Layout"): imports point inward, domain <- projections <- api, workers;
 // infra implements domain/ports.ts and is wired only at the composition root.
 
-const production = '^(domain|projections|api|workers|infra)/';
+const production = '^(domain|projections|api|workers|infra|cli)/';
 // Built-ins that do I/O or reach outside the process; pure ones (crypto, util, assert) stay allowed.
 const ioBuiltIns =
   '^(node:)?(fs|net|http|https|http2|sqlite|dgram|dns|tls|child_process|cluster|worker_threads|' +
@@ -75,6 +75,18 @@ module.exports = {
         'EVENTSTORE_URL or MONGODB_URL changes nothing outside infra/.',
       from: { path: '^(domain|projections|api|workers)/' },
       to: { path: ['(^|/)node_modules/(@kurrent/|mongodb/|mongodb-|bson/)', '^(node:)?sqlite$'] },
+    },
+    {
+      name: 'cli-is-a-thin-client',
+      severity: 'error',
+      comment:
+        'cli/ talks to the service over HTTP only: it may import cli/, pure domain/ code (to fold events as the ' +
+        'service does), commander and cli-progress, never api/workers/infra/projections or a store client.',
+      from: { path: '^cli/' },
+      to: {
+        pathNot: ['^(cli|domain)/', '(^|/)node_modules/(commander|cli-progress|@types/cli-progress)/'],
+        dependencyTypesNot: ['core'],
+      },
     },
     {
       name: 'infra-not-to-api-workers',
