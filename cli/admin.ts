@@ -3,6 +3,8 @@
 // `npm run cli -- --help`. Base URL and token from --url/--token or ADMIN_URL/ADMIN_TOKEN.
 
 import { Command, CommanderError, Option } from 'commander';
+import { registerAudit } from './commands/audit.ts';
+import { registerExchange } from './commands/exchange.ts';
 import { registerHistory } from './commands/history.ts';
 import { registerIndexes } from './commands/indexes.ts';
 import { CliError, EXIT, writeErr } from './output.ts';
@@ -28,6 +30,8 @@ Exit codes: ${String(EXIT.ok)} ok, ${String(EXIT.failed)} the command failed (a 
     );
   registerHistory(program);
   registerIndexes(program);
+  registerExchange(program);
+  registerAudit(program);
   for (const command of program.commands) {
     command.exitOverride().configureOutput({ outputError: (text, write) => { write(oneLine(text)); } });
   }

@@ -79,6 +79,12 @@ export class ApiClient {
   }
 }
 
+/** The body's bytes as they arrive. */
+export async function* chunksOf(response: Response): AsyncGenerator<Uint8Array> {
+  const body = response.body as ReadableStream<Uint8Array> | null;
+  if (body !== null) yield* body;
+}
+
 async function readText(response: Response, base: string): Promise<string> {
   try {
     return await response.text();

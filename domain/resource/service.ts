@@ -134,7 +134,7 @@ async function* historyOf(def: ResourceDefinition, store: EventStore, stream: st
 }
 
 /** A live record as the API shows it: with the read-only members nothing filled yet. */
-const shown = (def: ResourceDefinition, state: RecordState & { status: 'active' | 'deleted' }): ResourceRecord => {
+export const shown = (def: ResourceDefinition, state: RecordState & { status: 'active' | 'deleted' }): ResourceRecord => {
   const record = toRecord(state);
   if (Object.keys(def.readOnly).length === 0) return record;
   const { auditInfo, ...rest } = record;

@@ -6,7 +6,7 @@ import { startTestApp, type TestApp } from '../support/testApp.ts';
 import { uniqueCode } from '../support/samples.ts';
 import { closedPort, runCli } from './support.ts';
 
-const COMMANDS = ['history', 'indexes', 'rebuild'];
+const COMMANDS = ['history', 'indexes', 'rebuild', 'export', 'import', 'tail', 'replay'];
 
 let t: TestApp;
 let env: Record<string, string>;

@@ -4,6 +4,10 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { user as user_ } from '../../domain/identity/user.ts';
+import { registries } from '../../domain/registries/index.ts';
+import { makeSampleReferences, sampleBody, uniqueCode } from '../support/samples.ts';
+import type { manualClock, TestApp } from '../support/testApp.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const node = join(root, 'node_modules', '.bin', 'node');
@@ -34,4 +38,45 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => { resolve(); }));
   if (address === null || typeof address === 'string') throw new Error('no port');
   return address.port;
+}
+
+/** A timeline around a time T for replay tests: records created, replaced, patched and deleted
+ * before T, some changed again or deleted after T, some created after T. Answers T and every
+ * record touched (resource path and id) so a test can compare with GET ?asOf=T one by one. */
+export async function replayTimeline(t: TestApp, clock: ReturnType<typeof manualClock>): Promise<{ until: string; touched: { path: string; id: string }[] }> {
+  const touched: { path: string; id: string }[] = [];
+  const write = async (method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown): Promise<{ id: string }> => {
+    const res = await t.call({ method, url, ...(payload === undefined ? {} : { payload }) });
+    if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${String(res.statusCode)} ${res.body}`);
+    return res.statusCode === 204 ? { id: '' } : res.json<{ id: string }>();
+  };
+  const create = async (path: string, body: unknown) => {
+    const made = await write('POST', `/api/v1/${path}`, body);
+    touched.push({ path, id: made.id });
+    return made.id;
+  };
+  clock.advance(60_000);
+  const refs = await makeSampleReferences((o) => t.call(o));
+  const group = await create('user-groups', { code: uniqueCode('G'), name: 'Group before', type: refs.userGroupType, chars: {} });
+  for (const def of registries) await create(def.path, sampleBody(def, uniqueCode('R'), refs));
+  const patched = await create('user-group-types', { code: uniqueCode('PATCHED'), name: 'v0', registry: {} });
+  const replaced = await create('user-group-types', { code: uniqueCode('REPLACED'), name: 'v0', registry: {} });
+  const deletedBefore = await create('user-group-types', { code: uniqueCode('GONE'), name: 'v0', registry: {} });
+  const deletedAfter = await create('user-group-types', { code: uniqueCode('LATER_GONE'), name: 'v0', registry: {} });
+  const user = await create('users', sampleBody(user_, uniqueCode('U'), refs));
+
+  clock.advance(10_000);
+  await write('PATCH', `/api/v1/user-group-types/${patched}`, { name: 'v1 before T', description: 'set before T' });
+  const current = (await t.call({ method: 'GET', url: `/api/v1/user-group-types/${replaced}` })).json<Record<string, unknown>>();
+  await write('PUT', `/api/v1/user-group-types/${replaced}`, { ...current, name: 'v1 replaced before T' });
+  await write('DELETE', `/api/v1/user-group-types/${deletedBefore}`);
+
+  const until = new Date(clock.now().getTime() + 30_000).toISOString();
+  clock.advance(60_000);
+  await write('PATCH', `/api/v1/user-group-types/${patched}`, { name: 'v2 after T', description: null });
+  await write('PATCH', `/api/v1/user-groups/${group}`, { name: 'Group after' });
+  await write('PATCH', `/api/v1/users/${user}`, { name: 'after T' });
+  await write('DELETE', `/api/v1/user-group-types/${deletedAfter}`);
+  await create('user-group-types', { code: uniqueCode('NEW_AFTER'), name: 'v0', registry: {} });
+  return { until, touched };
 }
