@@ -67,12 +67,13 @@ export class ApiClient {
   }
 
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the caller names the shape it reads; the server's response schema is the check
-  async json<T>(path: string, options: RequestOptions = {}): Promise<{ body: T; headers: Headers }> {
+  async json<T>(path: string, options: RequestOptions = {}): Promise<{ body: T; headers: Headers; status: number }> {
     const response = await this.send(path, options);
     const text = await readText(response, this.base);
-    if (text === '') return { body: undefined as T, headers: response.headers };
+    const { headers, status } = response;
+    if (text === '') return { body: undefined as T, headers, status };
     try {
-      return { body: JSON.parse(text) as T, headers: response.headers };
+      return { body: JSON.parse(text) as T, headers, status };
     } catch {
       throw new CliError(`${this.base} answered ${String(response.status)} with a body that is not JSON`, EXIT.server);
     }

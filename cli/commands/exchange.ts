@@ -9,13 +9,15 @@ import { basename } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { contextOf, resourcePath } from '../context.ts';
 import { CliError, EXIT, cell, printJson, progressBar, table, writeErr, writeOut, type Progress } from '../output.ts';
-import { chunksOf, unreachable } from '../client.ts';
+import { chunksOf, unreachable, type ApiClient } from '../client.ts';
+import { followJob } from '../jobs.ts';
+import { positiveInt } from './indexes.ts';
 import { deepEqual } from '../../domain/shared/json.ts';
 
 const OPERATORS = ['EQ', 'NOT_EQ', 'LIKE', 'NOT_LIKE', 'IN', 'NOT_IN', 'GT', 'GTE', 'LT', 'LTE', 'IS_NULL', 'IS_NOT_NULL'] as const;
 type FilterItem = { column: string; operator: string; value?: string; values?: string[] };
 
-type DiffEntry = { diffType: string; left?: Record<string, unknown> | null; right?: Record<string, unknown> | null };
+type DiffEntry = { diffType: string; left?: Record<string, unknown> | null; right?: Record<string, unknown> | null; error?: { code?: string; message?: string } };
 
 const CHUNK = 256 * 1024;
 
@@ -76,22 +78,48 @@ export function registerExchange(program: Command): void {
     .option('--save', 'apply the diff (create, replace, delete); without it nothing is written', false)
     .option('--compare-field <field>', 'the field that matches an incoming record with a stored one', 'id')
     .addOption(new Option('--show <n>', 'diff entries listed in the table (the summary counts all)').default(20).argParser(wholeNumber))
+    .option('--interval <ms>', 'how often to read the job a large --save runs as', positiveInt, 500)
     .addHelpText('after', '\nExamples:\n  admin import user-groups groups.json            # dry run: the diff only\n  admin import user-groups groups.json --save --compare-field code')
-    .action(async (resource: string, file: string, options: { save: boolean; compareField: string; show: number }, command: Command) => {
+    .addHelpText('after', '\nExits 1 when an entry could not be saved (the others were). Above the service\'s DIFF_APPLY_JOB_THRESHOLD a --save runs as a job: its progress bar is shown until it ends.')
+    .action(async (resource: string, file: string, options: ImportOptions, command: Command) => {
       const { client, json } = contextOf(command);
       const path = resourcePath(resource);
       const records = await checkExportFile(file);
       const upload = await multipart(file, progressBar('{label} [{bar}] {percentage}% | {value}/{total} bytes'));
-      const { body: diff } = await client.json<DiffEntry[]>(`/api/v1/${path}/import`, {
+      const answer = await client.json<DiffEntry[] | { jobId: string }>(`/api/v1/${path}/import`, {
         query: { save: options.save, compareField: options.compareField },
         body: { stream: upload.stream, headers: upload.headers },
       });
-      if (json) {
-        printJson(diff);
+      if (answer.status === 202 && !Array.isArray(answer.body)) {
+        await appliedAsJob(client, answer.body.jobId, { json, records, interval: options.interval });
         return;
       }
-      writeOut(diffSummary(diff, { records, save: options.save, show: options.show, compareField: options.compareField }));
+      const diff = answer.body as DiffEntry[];
+      if (json) printJson(diff);
+      else writeOut(diffSummary(diff, { records, save: options.save, show: options.show, compareField: options.compareField }));
+      const failed = diff.filter((d) => d.error !== undefined).length;
+      if (failed > 0) throw new CliError(`${String(failed)} of ${String(diff.length)} entries were not saved (see their error)`, EXIT.failed);
     });
+}
+
+type ImportOptions = { save: boolean; compareField: string; show: number; interval: number };
+
+type ApplyResult = { applied?: number; unchanged?: number; failed?: number; of?: number; failures?: { index: number; diffType: string; error: { code?: string; message?: string } }[] };
+
+/** A large --save: the service applies the diff as a DIFF_APPLY job; its bar until it ends. */
+async function appliedAsJob(client: ApiClient, jobId: string, o: { json: boolean; records: number; interval: number }): Promise<void> {
+  const job = await followJob(client, jobId, o.interval, progressBar('{label} [{bar}] {percentage}% | {value}/{total} {unit}'));
+  if (o.json) printJson(job);
+  if (job.status === 'FAILED') throw new CliError(`the import's apply job ${job.id} failed: ${job.data?.failure ?? 'no reason given'}`, EXIT.failed);
+  const result = { applied: 0, unchanged: 0, failed: 0, of: 0, failures: [], ...(job.data?.result as ApplyResult | undefined) };
+  if (!o.json) {
+    writeOut(
+      `${String(o.records)} record(s) in the file; saved by job ${job.id}: ${String(result.applied)} applied, ${String(result.unchanged)} unchanged, ` +
+        `${String(result.failed)} failed of ${String(result.of)} diff entries`,
+    );
+    if (result.failures.length > 0) writeOut(`\n${table(['ENTRY', 'DIFF', 'ERROR'], result.failures.map((f) => [String(f.index), f.diffType.replace('DIFF_TYPE_', ''), cell(`${f.error.code ?? ''} ${f.error.message ?? ''}`, 100)]))}`);
+  }
+  if (result.failed > 0) throw new CliError(`${String(result.failed)} of ${String(result.of)} entries were not saved (job ${job.id})`, EXIT.failed);
 }
 
 function wholeNumber(value: string): number {
@@ -173,16 +201,22 @@ export function diffSummary(diff: readonly DiffEntry[], o: { records: number; sa
   const count = (type: string) => diff.filter((d) => d.diffType === type).length;
   const lines = [
     `${String(o.records)} record(s) in the file: ${String(count('DIFF_TYPE_NEW'))} new, ${String(count('DIFF_TYPE_CHANGE'))} changed, ${String(count('DIFF_TYPE_REMOVE'))} only here` +
-      ` (matched on ${o.compareField}); ${o.save ? 'saved' : 'nothing saved (dry run: --save applies it)'}`,
+      ` (matched on ${o.compareField}); ${o.save ? savedLine(diff) : 'nothing saved (dry run: --save applies it)'}`,
   ];
   if (diff.length === 0 || o.show === 0) return lines.join('\n');
   const rows = diff.slice(0, o.show).map((d) => {
     const record = d.right ?? d.left ?? {};
-    return [d.diffType.replace('DIFF_TYPE_', ''), cell(record.id, 36), cell(record.code, 30), d.diffType === 'DIFF_TYPE_CHANGE' ? changedFields(d).join(', ') : ''];
+    const fields = d.diffType === 'DIFF_TYPE_CHANGE' ? changedFields(d).join(', ') : '';
+    return [d.diffType.replace('DIFF_TYPE_', ''), cell(record.id, 36), cell(record.code, 30), d.error === undefined ? fields : `NOT SAVED: ${cell(`${d.error.code ?? ''} ${d.error.message ?? ''}`, 80)}`];
   });
   lines.push('', table(['DIFF', 'ID', 'CODE', 'FIELDS'], rows));
   if (diff.length > o.show) lines.push(`… ${String(diff.length - o.show)} more (--show or --json for all)`);
   return lines.join('\n');
+}
+
+function savedLine(diff: readonly DiffEntry[]): string {
+  const failed = diff.filter((d) => d.error !== undefined).length;
+  return failed === 0 ? 'saved' : `saved but ${String(failed)} entr${failed === 1 ? 'y' : 'ies'} failed (NOT SAVED below)`;
 }
 
 function changedFields(d: DiffEntry): string[] {

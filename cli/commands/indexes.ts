@@ -3,14 +3,11 @@
 
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { ApiClient } from '../client.ts';
 import { contextOf } from '../context.ts';
-import { CliError, EXIT, cell, printJson, progressBar, table, writeOut, type Progress } from '../output.ts';
+import { followJob } from '../jobs.ts';
+import { CliError, EXIT, cell, printJson, progressBar, table, writeOut } from '../output.ts';
 
 type ReadModel = { name: string; state: string; documents: number; position: string; lag: number; lagMs: number; generation: number | null; building: number | null; jobId: string | null };
-
-type JobRecord = { id: string; status: string; data?: { progress?: Record<string, unknown>; result?: Record<string, unknown>; failure?: string } };
 
 export function registerIndexes(program: Command): void {
   program
@@ -43,7 +40,7 @@ export function registerIndexes(program: Command): void {
         else writeOut(`rebuild of ${index} started: job ${ack.jobId}`);
         return;
       }
-      const job = await follow(client, ack.jobId, options.interval, progressBar('{label} [{bar}] {percentage}% | {value}/{total} {unit}'));
+      const job = await followJob(client, ack.jobId, options.interval, progressBar('{label} [{bar}] {percentage}% | {value}/{total} {unit}'));
       if (json) printJson(job);
       if (job.status === 'FAILED') throw new CliError(`rebuild of ${index} failed (job ${job.id}): ${job.data?.failure ?? 'no reason given'}`, EXIT.failed);
       if (!json) {
@@ -53,37 +50,8 @@ export function registerIndexes(program: Command): void {
     });
 }
 
-function positiveInt(value: string): number {
+export function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('a whole number of milliseconds above 0');
   return n;
-}
-
-/** Reads the job until it is COMPLETED or FAILED, moving the bar with its `data.progress`. */
-async function follow(client: ApiClient, jobId: string, intervalMs: number, bar: Progress): Promise<JobRecord> {
-  bar.start(1, { label: 'queued', unit: '' });
-  try {
-    for (;;) {
-      const { body: job } = await client.json<JobRecord>(`/api/v1/jobs/${jobId}`);
-      if (job.status === 'COMPLETED' || job.status === 'FAILED') {
-        if (job.status === 'COMPLETED') bar.complete({ label: 'done' });
-        return job;
-      }
-      showProgress(bar, job.data?.progress);
-      await sleep(intervalMs);
-    }
-  } finally {
-    bar.stop();
-  }
-}
-
-/** fold and load count events of the log; catch-up moves from the folded position to the head. */
-function showProgress(bar: Progress, progress: Record<string, unknown> | undefined): void {
-  if (progress === undefined) return;
-  const phase = String(progress.phase);
-  const [value, total, unit] =
-    phase === 'catch-up' ? [Number(progress.position), Number(progress.head), 'position'] : [Number(progress.folded), Number(progress.of), 'events'];
-  if (!Number.isFinite(value) || !Number.isFinite(total) || total <= 0) return;
-  bar.setTotal(total);
-  bar.update(Math.min(value, total), { label: phase, unit });
 }
