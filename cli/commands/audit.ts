@@ -128,8 +128,10 @@ export async function* serverSentEvents(response: Response): AsyncGenerator<Serv
   let message: { id?: string; event?: string; data: string[] } = { data: [] };
   for await (const chunk of chunksOf(response)) {
     buffer += decoder.decode(chunk, { stream: true });
-    const lines = buffer.split(/\r\n|\r|\n/);
-    buffer = lines.pop() ?? '';
+    // A CR at a chunk's end may be the first half of a CRLF: decided with the next chunk.
+    const held = buffer.endsWith('\r') ? '\r' : '';
+    const lines = buffer.slice(0, buffer.length - held.length).split(/\r\n|\r|\n/);
+    buffer = (lines.pop() ?? '') + held;
     for (const text of lines) {
       if (text === '') {
         if (message.data.length > 0 || message.id !== undefined) yield { ...message, data: message.data.join('\n') };

@@ -80,3 +80,31 @@ export async function replayTimeline(t: TestApp, clock: ReturnType<typeof manual
   await create('user-group-types', { code: uniqueCode('NEW_AFTER'), name: 'v0', registry: {} });
   return { until, touched };
 }
+
+/** A long-running CLI (admin tail): its output so far, a wait for a line, and a stop by signal. */
+export function startCli(args: readonly string[], env: Record<string, string | undefined>) {
+  const { ADMIN_URL: _url, ADMIN_TOKEN: _token, ...inherited } = process.env;
+  const child = spawn(node, [join(root, 'cli', 'admin.ts'), ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stdout: '', stderr: '' };
+  const waiters: (() => void)[] = [];
+  const wake = () => { for (const w of waiters.splice(0)) w(); };
+  child.stdout.setEncoding('utf8').on('data', (d: string) => { out.stdout += d; wake(); });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => { out.stderr += d; wake(); });
+  const closed = new Promise<number | null>((resolve) => child.on('close', (code) => { wake(); resolve(code); }));
+  return {
+    out,
+    /** Resolves once stdout holds `count` lines (or the process ended). */
+    async lines(count: number): Promise<string[]> {
+      for (;;) {
+        const lines = out.stdout.split('\n').filter((l) => l !== '');
+        if (lines.length >= count || child.exitCode !== null) return lines;
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+    },
+    async stop(): Promise<number | null> {
+      child.kill('SIGINT');
+      return closed;
+    },
+    closed,
+  };
+}
