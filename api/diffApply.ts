@@ -57,9 +57,9 @@ const isNotFound = (error: unknown): boolean => isDomainError(error) && error.st
 /** The live record here whose compare field has this value, if any. */
 async function recordHere(env: ApplyEnv, key: string): Promise<JsonObject | undefined> {
   const { service, compareField, def, deps } = env;
-  if (compareField === 'id' || compareField === 'code') {
-    const found = compareField === 'id' ? service.get(key) : service.getByCode(key);
-    return found.catch((error: unknown) => {
+  if (compareField === 'id') return liveRecord(env, key);
+  if (compareField === 'code') {
+    return service.getByCode(key).catch((error: unknown) => {
       if (isNotFound(error)) return undefined;
       throw error;
     });
@@ -96,11 +96,28 @@ async function applyNew(env: ApplyEnv, entry: DiffEntry, right: JsonObject, key:
   return createNew(env, entry, right, key);
 }
 
+/** Creates the entry's record (a deleted one of its id made again). The key of a first create
+ * names no version; when it was used before and its record has since been deleted, the create
+ * under it answers that earlier result and writes nothing, so the record is made again under a
+ * key naming the deleted version. */
 async function createNew(env: ApplyEnv, entry: DiffEntry, right: JsonObject, target: string): Promise<EntryOutcome> {
-  const result = await env.service.create(withoutAudit(right), keyed(env, entry, target, undefined), { keepId: true, restore: true });
+  const create = (input: JsonObject, at: number | undefined) => env.service.create(input, keyed(env, entry, target, at), { keepId: true, restore: true });
+  let result = await create(withoutAudit(right), undefined);
+  const made = result.record;
+  if (made === undefined) throw new Error(`create of ${env.def.name} left no record`);
+  if (result.written !== false) return { kind: 'applied', record: made };
+  if ((await liveRecord(env, made.id)) !== undefined) return { kind: 'unchanged', record: made };
+  const { total } = await env.service.history(made.id, { page: 0, size: 1 });
+  result = await create({ ...withoutAudit(right), id: made.id }, total - 1);
   if (result.record === undefined) throw new Error(`create of ${env.def.name} left no record`);
   return { kind: result.written === false ? 'unchanged' : 'applied', record: result.record };
 }
+
+const liveRecord = (env: ApplyEnv, id: string): Promise<JsonObject | undefined> =>
+  env.service.get(id).catch((error: unknown) => {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  });
 
 /** The caller may change this record (its access rules), else 404/403 as for a replace. */
 async function writableHere(env: ApplyEnv, record: JsonObject): Promise<void> {

@@ -18,7 +18,7 @@ import {
   type DiffEntry,
   type ExportObject,
 } from '../domain/resource/exchange.ts';
-import { tooLarge, validationFailed } from '../domain/shared/errors.ts';
+import { isDomainError, tooLarge, validationFailed } from '../domain/shared/errors.ts';
 import { scanJsonText } from '../domain/shared/jsonText.ts';
 import { narrowed, toQuery, type FilterItem, type Query } from '../domain/shared/filtering.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
@@ -272,9 +272,11 @@ async function uploadedFile(request: FastifyRequest, limits: ExchangeSettings): 
       else if (part.type === 'file') await part.toBuffer();
     }
   } catch (error) {
-    const code = (error as { code?: string }).code;
+    const { code, statusCode } = error as { code?: string; statusCode?: number };
     if (code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge('IMPORT', 'The file', limits.importMaxBytes + 1, limits.importMaxBytes);
-    throw error;
+    // The form's own limits (parts, files: 413) keep their status; the parser's other errors are the form's fault.
+    if (isDomainError(error) || (typeof statusCode === 'number' && statusCode < 500)) throw error;
+    throw validationFailed(`Malformed multipart/form-data: ${error instanceof Error ? error.message.slice(0, 200) : 'unreadable'}`, ['file: a multipart/form-data body (lines end with CRLF)']);
   }
   if (bytes === undefined) throw validationFailed('An import is multipart/form-data with a field `file`', ['file: required']);
   return bytes;

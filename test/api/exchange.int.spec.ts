@@ -140,6 +140,25 @@ describe('worklog types (a registry)', () => {
     expect(items[3]).toMatchObject({ code: `${prefix}_E`, name: 'New one', auditInfo: { version: 0 } });
   });
 
+  it('makes a record again when the same NEW is applied after its delete', async () => {
+    const code = `${prefix}_AGAIN`;
+    const add = [{ diffType: 'DIFF_TYPE_NEW', right: { code, name: 'Again' } }];
+    const remove = [{ diffType: 'DIFF_TYPE_REMOVE', left: { code, name: 'Again' } }];
+    const apply = async (entries: unknown[]) => {
+      const res = await t.call({ method: 'POST', url: `${base}/diff/apply?compareField=code`, payload: entries });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json<Rec[]>()[0];
+    };
+    const first = await apply(add);
+    await apply(remove);
+    expect((await t.call({ method: 'GET', url: `${base}/by-code/${code}` })).statusCode).toBe(404);
+    const again = await apply(add);
+    expect(again?.id).toBe(first?.id);
+    expect((await t.call({ method: 'GET', url: `${base}/by-code/${code}` })).json()).toMatchObject({ id: first?.id, name: 'Again' });
+    await apply(add);
+    expect((await history(base, first?.id ?? '')).map((e) => e.type)).toEqual(['WorklogTypeCreated', 'WorklogTypeDeleted', 'WorklogTypeCreated']);
+  });
+
   it('answers 400 for a compare field that is not unique in the data, or no field at all', async () => {
     const items = [{ code: `${prefix}_X1`, name: 'Same' }, { code: `${prefix}_X2`, name: 'Same' }];
     const res = await t.call({ method: 'POST', url: `${base}/export/diff?compareField=name`, payload: { data: items, filtering: [] } });
@@ -156,7 +175,8 @@ describe('worklog types (a registry)', () => {
     const res = await t.call({ method: 'POST', url: `${base}/export/diff?compareField=code`, payload: { ...exported, data: foreign } });
     expect(res.statusCode, res.body).toBe(200);
     // Only C was changed since the export (by the failing-entry test); ids are not compared.
-    expect(byType(res.json<Entry[]>()).filter((e) => !e.endsWith('_E') && !e.endsWith('_D'))).toEqual([`DIFF_TYPE_CHANGE:${prefix}_C`]);
+    // Records made by the tests before (E, AGAIN) are only here: REMOVE.
+    expect(byType(res.json<Entry[]>())).toEqual([`DIFF_TYPE_CHANGE:${prefix}_C`, `DIFF_TYPE_REMOVE:${prefix}_AGAIN`, `DIFF_TYPE_REMOVE:${prefix}_E`]);
   });
 
   it('imports a file: its diff, and with save=true its application', async () => {
@@ -187,6 +207,16 @@ describe('worklog types (a registry)', () => {
     expect(badEntry.json<{ errors: string[] }>().errors).toEqual([expect.stringContaining('data[1].name')]);
     const noFile = await t.call({ method: 'POST', url: `${base}/import`, payload: {} });
     expect(noFile.statusCode, noFile.body).toBe(400);
+    // Lines ending in LF alone are no multipart body: a 400, not a 500.
+    const lf = multipart('{"data": [], "filtering": []}').payload.toString('utf8').replaceAll('\r\n', '\n');
+    const broken = await t.app.inject({
+      method: 'POST',
+      url: `${base}/import`,
+      payload: lf,
+      headers: { 'content-type': `multipart/form-data; boundary=${lf.slice(2, lf.indexOf('\n'))}`, authorization: `Bearer ${t.tokens.admin}` },
+    });
+    expect(broken.statusCode, broken.body).toBe(400);
+    expect(broken.json<{ message: string }>().message).toContain('Malformed multipart');
   });
 
   it('lets a viewer export and diff but not import or apply', async () => {
