@@ -300,3 +300,23 @@ describe('user groups', () => {
     expect(res.json()).toMatchObject({ code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE' });
   });
 });
+
+it('writes one set of events when the same diff is applied twice at once', async () => {
+  const base = '/api/v1/worklog-types';
+  const created = await t.call({ method: 'POST', url: base, payload: { code: uniqueCode('ONCE'), name: 'Once' } });
+  const current = created.json<Rec>();
+  const target = current;
+  const fresh = { id: randomUUID(), code: uniqueCode('TWICE'), name: 'Twice' };
+  const diff = [
+    { diffType: 'DIFF_TYPE_CHANGE', left: current, right: { ...current, name: 'Changed at once' } },
+    { diffType: 'DIFF_TYPE_NEW', right: fresh },
+  ];
+  const before = (await history(base, target.id)).length;
+  const answers = await Promise.all([1, 2, 3].map(() => t.call({ method: 'POST', url: `${base}/diff/apply`, payload: diff })));
+  for (const res of answers) {
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json<Rec[]>().map((r) => r.name)).toEqual(['Changed at once', 'Twice']);
+  }
+  expect(await history(base, target.id)).toHaveLength(before + 1);
+  expect(await history(base, fresh.id)).toHaveLength(1);
+});
