@@ -19,7 +19,10 @@ import { canonicalJson, type JsonObject } from '../domain/shared/json.ts';
 import { issueLines } from '../domain/shared/validation.ts';
 import { accessTo, assertWritable } from './access.ts';
 import { errorBody, toDomainError, type ErrorBody } from './errorHandler.ts';
-import type { AppDeps } from './module.ts';
+import type { AppDeps, ModuleContext } from './module.ts';
+import { resourceService } from '../domain/resource/service.ts';
+import { toQuery } from '../domain/shared/filtering.ts';
+import { dueInReadModel, type Schedule } from '../workers/scheduler.ts';
 import { readModelLookup, serviceOf } from './services.ts';
 
 export const DIFF_APPLY_JOB = 'DIFF_APPLY';
@@ -27,6 +30,8 @@ export const DIFF_APPLY_JOB = 'DIFF_APPLY';
 const FAILURES_KEPT = 100;
 const PROGRESS_EVERY_MS = 2000;
 const LEASE_MS = 15_000;
+/** Who fails a job whose process ended. */
+const ORPHANS_ACTOR = 'system:diff-apply-jobs';
 
 /** A diff entry as a client sends it back: its records are checked one entry at a time, so one bad
  * entry fails alone. */
@@ -194,40 +199,57 @@ export const runningApplies = (deps: AppDeps): Set<Promise<void>> => {
 
 type Counts = { done: number; applied: number; unchanged: number; failed: number };
 
-/** Starts a DIFF_APPLY job for a large apply and runs it here in the background (holding the
- * job's lease, renewed while it runs); answers the job's id. */
+/** Starts a DIFF_APPLY job for a large apply and runs it here in the background; answers the job's
+ * id. The job's lease (`job:<id>`) is taken before the job exists and renewed while it runs, so
+ * the schedule below can tell a job whose process ended (its lease free) from a running one. */
 export async function startApplyJob(env: ApplyEnv, entries: readonly DiffEntry[]): Promise<string> {
   const jobs = serviceOf(env.deps, jobDefinition);
-  const { idempotencyKey: _key, requestHash: _hash, admit: _admit, ...plain } = env.ctx;
+  const { idempotencyKey: _key, requestHash: _hash, admit: _admit, visible: _visible, ...plain } = env.ctx;
   const id = randomUUID();
-  await jobs.create(
-    {
-      id,
-      startDate: env.ctx.now.toISOString(),
-      status: 'IN_PROGRESS',
-      jobType: DIFF_APPLY_JOB,
-      data: { resource: env.def.path, compareField: env.compareField, entries: entries.length, requestedBy: env.ctx.actor },
-    },
-    plain,
-  );
+  const lease = { name: `job:${id}`, owner: `${String(process.pid)}-${randomUUID()}` };
+  if (!(await env.deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS))) throw new Error(`the lease of new job ${id} is taken`);
+  try {
+    await jobs.create(
+      {
+        id,
+        startDate: env.ctx.now.toISOString(),
+        status: 'IN_PROGRESS',
+        jobType: DIFF_APPLY_JOB,
+        data: { resource: env.def.path, compareField: env.compareField, entries: entries.length, requestedBy: env.ctx.actor },
+      },
+      plain,
+    );
+  } catch (error) {
+    await env.deps.readStore.releaseLease(lease.name, lease.owner).catch(() => undefined);
+    throw error;
+  }
   const set = runningApplies(env.deps);
-  const run = runApplyJob(env, jobs, id, entries, plain).finally(() => set.delete(run));
+  const run = runApplyJob(env, { jobs, id, lease, plain }, entries).finally(() => set.delete(run));
   set.add(run);
   return id;
 }
 
-async function runApplyJob(env: ApplyEnv, jobs: ResourceService, id: string, entries: readonly DiffEntry[], plain: CommandContext): Promise<void> {
+type JobRun = { jobs: ResourceService; id: string; lease: { name: string; owner: string }; plain: CommandContext };
+
+async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, entries: readonly DiffEntry[]): Promise<void> {
   const started = Date.now();
-  const lease = `job:${id}`;
-  const owner = `${String(process.pid)}-${randomUUID()}`;
   const jobCtx = (): CommandContext => ({ ...plain, now: env.deps.clock.now() });
   const counts: Counts = { done: 0, applied: 0, unchanged: 0, failed: 0 };
   const failures: EntryFailure[] = [];
-  await env.deps.readStore.tryLease(lease, owner, LEASE_MS);
-  const renew = setInterval(() => void env.deps.readStore.tryLease(lease, owner, LEASE_MS).catch(() => undefined), LEASE_MS / 3);
+  const held = { lost: false };
+  const renew = setInterval(() => {
+    void env.deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS).then(
+      (ok) => {
+        if (!ok) held.lost = true;
+      },
+      () => undefined,
+    );
+  }, LEASE_MS / 3);
   try {
     let reported = Date.now();
     for (const [index, entry] of entries.entries()) {
+      // The lease lapsed (a stalled process): the job was failed as orphaned; apply nothing more.
+      if (held.lost) throw new Error('the job lease lapsed while it ran');
       const outcome = await applyEntry(env, entry, index);
       counts.done++;
       counts[outcome.kind]++;
@@ -240,9 +262,39 @@ async function runApplyJob(env: ApplyEnv, jobs: ResourceService, id: string, ent
     await jobs.execute(id, { type: 'Complete', result: { ...counts, of: entries.length, failures, took: `${String(Date.now() - started)} ms` } }, jobCtx());
   } catch (error) {
     env.request.log.error({ err: error, job: id }, 'diff apply job failed');
-    await jobs.execute(id, { type: 'Fail', reason: error instanceof Error ? error.message : String(error) }, jobCtx()).catch(() => undefined);
+    const reason = `${error instanceof Error ? error.message : String(error)} (after ${String(counts.done)} of ${String(entries.length)} entries; applying the diff again is safe)`;
+    await jobs.execute(id, { type: 'Fail', reason }, jobCtx()).catch(() => undefined);
   } finally {
     clearInterval(renew);
-    await env.deps.readStore.releaseLease(lease, owner).catch(() => undefined);
+    await env.deps.readStore.releaseLease(lease.name, lease.owner).catch(() => undefined);
   }
+}
+
+/** DIFF_APPLY jobs whose process ended (their lease is free): FAILED saying so. A job applies
+ * entries the request gave it, with the caller's access; nothing else holds them, so it is not
+ * resumed: applying the same diff again is idempotent. */
+export function orphanedApplies(ctx: ModuleContext): Schedule {
+  const jobs = resourceService(jobDefinition, ctx.eventStore);
+  const owner = `orphaned-applies-${String(process.pid)}-${randomUUID()}`;
+  const query = toQuery(
+    { filter: [{ column: 'status', operator: 'EQ', value: 'IN_PROGRESS' }, { column: 'jobType', operator: 'EQ', value: DIFF_APPLY_JOB }], sort: [] },
+    jobDefinition.columns,
+    jobDefinition.defaultSort,
+  );
+  return {
+    name: 'orphaned-diff-applies',
+    due: () => dueInReadModel(ctx.readStore, ctx.readModels, jobDefinition.collection, query),
+    run: async (item) => {
+      const lease = `job:${item.id}`;
+      // Held: its runner is alive; offered again at the next tick.
+      if (!(await ctx.readStore.tryLease(lease, owner, LEASE_MS))) return false;
+      try {
+        const reason = 'the process applying this diff ended before it finished; apply the same diff again (applying is idempotent)';
+        await jobs.execute(item.id, { type: 'Fail', reason }, { actor: ORPHANS_ACTOR, now: ctx.clock.now(), newId: randomUUID });
+      } finally {
+        await ctx.readStore.releaseLease(lease, owner).catch(() => undefined);
+      }
+      return true;
+    },
+  };
 }

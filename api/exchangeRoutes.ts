@@ -299,8 +299,8 @@ const answerJob = async (reply: FastifyReply, env: ApplyEnv, entries: readonly D
 const JOB_TEXT = (limits: ExchangeSettings) =>
   `More than ${String(limits.applyJobThreshold)} entries (DIFF_APPLY_JOB_THRESHOLD) are applied as a job instead: 202 with the job's id and its ` +
   '`Location` (`GET /api/v1/jobs/{id}`, admin): jobType DIFF_APPLY, progress in `data.progress`, the outcome in `data.result` (counts of ' +
-  'applied, unchanged and failed entries, and the first 100 failures as `{ index, diffType, error }`). A job whose process ends stays ' +
-  'IN_PROGRESS; apply the same diff again: applying is idempotent.';
+  'applied, unchanged and failed entries, and the first 100 failures as `{ index, diffType, error }`). It runs in the process that ' +
+  'accepted it; if that process ends, the job is marked FAILED saying so: apply the same diff again (applying is idempotent).';
 
 function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
   const { r, def, base, tags, write, record } = kit;

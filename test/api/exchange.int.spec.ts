@@ -320,3 +320,26 @@ it('writes one set of events when the same diff is applied twice at once', async
   expect(await history(base, target.id)).toHaveLength(before + 1);
   expect(await history(base, fresh.id)).toHaveLength(1);
 });
+
+it('fails a DIFF_APPLY job whose process ended (its lease is free), and leaves a running one alone', async () => {
+  const res = await t.call({ method: 'POST', url: '/api/v1/jobs', payload: { startDate: '2026-03-01T10:00:00.000Z', status: 'IN_PROGRESS', jobType: 'DIFF_APPLY' } });
+  expect(res.statusCode, res.body).toBe(201);
+  const { id } = res.json<{ id: string }>();
+  // A running job holds its lease: the schedule leaves it.
+  const held = await t.service.readStore.tryLease(`job:${id}`, 'a-live-runner', 60_000);
+  expect(held).toBe(true);
+  await t.call({ method: 'GET', url: `/api/v1/jobs?minPosition=${String(res.headers['x-event-position'])}` });
+  await t.service.scheduler.tick();
+  expect((await t.call({ method: 'GET', url: `/api/v1/jobs/${id}` })).json()).toMatchObject({ status: 'IN_PROGRESS' });
+  await t.service.readStore.releaseLease(`job:${id}`, 'a-live-runner');
+  for (let i = 0; i < 200; i++) {
+    await t.service.scheduler.tick();
+    const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${id}` })).json<{ status: string; data: { failure?: string } }>();
+    if (job.status !== 'IN_PROGRESS') {
+      expect(job).toMatchObject({ status: 'FAILED', data: { failure: expect.stringContaining('apply the same diff again') } });
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  expect.unreachable('the orphaned job was not failed');
+});
