@@ -20,7 +20,7 @@ import { ReadModelSet } from '../workers/readModels.ts';
 import { Scheduler, wakeHandler } from '../workers/scheduler.ts';
 import { buildApp } from './app.ts';
 import type { Caller, TokenVerifier } from './auth.ts';
-import type { Module, ModuleContext, ModuleSettings, Worker } from './module.ts';
+import type { AppDeps, Module, ModuleContext, ModuleSettings, Worker } from './module.ts';
 import { modules as allModules } from './modules/index.ts';
 
 export const Roles = ['all', 'api', 'projector', 'worker'] as const;
@@ -38,6 +38,8 @@ export type ComposeOptions = {
   clock?: Clock;
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
+  /** Limits of export, import and diff apply. */
+  exchange?: NonNullable<AppDeps['exchange']>;
   /** fastify's trustProxy: which X-Forwarded-For hops give the client's address. */
   trustProxy?: boolean | string;
   /** The document renderers (closed with the service). */
@@ -84,8 +86,8 @@ export function projectionsOf(modules: readonly Module[]) {
 /** What the HTTP app takes of the options when they are given. */
 const httpOptions = (o: ComposeOptions) =>
   Object.fromEntries(
-    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'documents'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
-  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'documents'>;
+    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'documents', 'exchange'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
+  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'documents' | 'exchange'>;
 
 export async function composeService(options: ComposeOptions): Promise<Service> {
   const { eventStore, readStore, blobStore } = options;

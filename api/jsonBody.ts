@@ -44,19 +44,19 @@ function illFormedString(text: string, value: unknown): boolean {
 }
 
 /** What the text shows before it is parsed (parsing a million empty arrays takes a while too). */
-function textProblem(text: string): (DomainError & { unparsed?: true }) | undefined {
-  const scan = scanJsonText(text, MAX_JSON_DEPTH, 20, MAX_JSON_VALUES);
+function textProblem(text: string, maxValues: number): (DomainError & { unparsed?: true }) | undefined {
+  const scan = scanJsonText(text, MAX_JSON_DEPTH, 20, maxValues);
   if (scan.errors.length === 0) return undefined;
   // Too many values: refused without parsing them (a million empty arrays take a while to parse).
-  if (scan.tooMany) return Object.assign(validationFailed(`JSON holds more than ${String(MAX_JSON_VALUES)} values`, scan.errors), { unparsed: true as const });
+  if (scan.tooMany) return Object.assign(validationFailed(`JSON holds more than ${String(maxValues)} values`, scan.errors), { unparsed: true as const });
   return validationFailed(scan.tooDeep ? `JSON nests deeper than ${String(MAX_JSON_DEPTH)} levels` : 'JSON would not be stored as sent', scan.errors);
 }
 
-function valueProblem(text: string, value: unknown): DomainError | undefined {
+function valueProblem(text: string, value: unknown, maxValues: number): DomainError | undefined {
   // The scan counts separators, not scalars: the exact count, once parsed, stays the bound.
-  if (holdsMoreValuesThan(value, MAX_JSON_VALUES)) {
-    return validationFailed(`JSON holds more than ${String(MAX_JSON_VALUES)} values`, [
-      `(body): at most ${String(MAX_JSON_VALUES)} values (objects, arrays, strings, numbers, booleans and nulls)`,
+  if (holdsMoreValuesThan(value, maxValues)) {
+    return validationFailed(`JSON holds more than ${String(maxValues)} values`, [
+      `(body): at most ${String(maxValues)} values (objects, arrays, strings, numbers, booleans and nulls)`,
     ]);
   }
   if (illFormedString(text, value)) {
@@ -77,7 +77,9 @@ export function installJsonParsing(app: FastifyInstance): void {
       done(error as Error);
       return;
     }
-    const early = textProblem(text);
+    // A route carrying whole data sets (export/diff, diff/apply) allows more, within its body limit.
+    const maxValues = request.routeOptions.config.maxJsonValues ?? MAX_JSON_VALUES;
+    const early = textProblem(text, maxValues);
     if (early?.unparsed === true) {
       done(early);
       return;
@@ -86,7 +88,7 @@ export function installJsonParsing(app: FastifyInstance): void {
       // A malformed text keeps the parser's own message; the scan's problems come after it.
       if (error) done(error);
       else {
-        const refused = early ?? valueProblem(text, value);
+        const refused = early ?? valueProblem(text, value, maxValues);
         if (refused) done(refused);
         else done(null, value);
       }

@@ -116,6 +116,15 @@ export type AppDeps = {
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
   trustProxy?: boolean | string;
+  /** Limits of export, import and diff apply (IMPORT_MAX_BYTES, DIFF_APPLY_JOB_THRESHOLD). */
+  exchange?: Partial<ExchangeSettings>;
+};
+
+export type ExchangeSettings = {
+  /** The largest import file, and the largest body of export/diff and diff/apply. */
+  importMaxBytes: number;
+  /** Entries of a diff above which its application runs as a job (202). */
+  applyJobThreshold: number;
 };
 
 /** The app as modules declare routes on it: schemas are zod's. */

@@ -30,6 +30,7 @@ import { accessTo, assertReadable, assertWritable, readScope, writeContext } fro
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import { pageSchema, historyEntrySchema } from './schemas.ts';
+import { exchangeRoutes } from './exchangeRoutes.ts';
 
 const MAX_HISTORY_PAGE = 1000;
 const BY_IDS_CHUNK = 20;
@@ -133,7 +134,7 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
 
   const catchUp = (minPosition: string | undefined) => catchUpTo(deps, def.collection, minPosition);
 
-  return { r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target };
+  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
@@ -489,4 +490,5 @@ export function resourceRoutes(app: FastifyInstance, def: ResourceDefinition, de
   historyRoute(kit);
   queryRoutes(kit);
   autocompleteRoute(kit);
+  exchangeRoutes(kit);
 }

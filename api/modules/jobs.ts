@@ -9,6 +9,7 @@ import { uuid } from '../../domain/shared/fields.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
 import { jobsWithSteps } from '../../projections/jobsWithSteps.ts';
 import type { Module } from '../module.ts';
+import { orphanedApplies } from '../diffApply.ts';
 import { errors } from '../resourceRoutes.ts';
 import { catchUpTo, position } from '../readModelWait.ts';
 import { expandQuery, parseExpand } from '../schemas.ts';
@@ -23,6 +24,8 @@ export const jobsModule: Module = {
     { definition: jobStep, routes: admin },
   ],
   projections: [jobsWithSteps],
+  // Diff applies run as jobs in the process that accepted them: one whose process ended is FAILED.
+  schedules: (ctx) => [orphanedApplies(ctx)],
   routes(app, deps) {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const jobs = serviceOf(deps, job);

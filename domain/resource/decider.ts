@@ -46,7 +46,9 @@ export type EvolvableEvent = {
 };
 
 export type ResourceCommand =
-  | { type: 'Create'; id: string; input: unknown }
+  /** `restore`: a deleted record of this id may be made again (its stream goes on: an applied
+   * diff bringing back a record deleted here keeps its id and history). */
+  | { type: 'Create'; id: string; input: unknown; restore?: boolean }
   | { type: 'Replace'; input: unknown }
   | { type: 'Patch'; patch: unknown }
   | { type: 'Delete' }
@@ -260,6 +262,12 @@ function recordAfter(state: RecordState, newId: string, fields: JsonObject, ctx:
   return toRecord({ ...state, status: 'active', fields, version: state.version + 1, edited: stamp });
 }
 
+/** A create needs a new id, or with `restore` one whose record was deleted. */
+function assertCreatable(def: ResourceDefinition, state: RecordState, command: Extract<ResourceCommand, { type: 'Create' }>): void {
+  if (state.status === 'absent' || (state.status === 'deleted' && command.restore === true)) return;
+  throw alreadyExists(def.errorPrefix, command.id);
+}
+
 export function decide(def: ResourceDefinition, state: RecordState, command: ResourceCommand, ctx: DecideContext = NO_CONTEXT): Decision {
   const event = (kind: string, data: Record<string, unknown>): DecidedEvent => ({
     type: eventTypeOf(def, kind),
@@ -276,7 +284,7 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
     return admitted(def.behaviour.onChange === undefined ? after : def.behaviour.onChange(before, after, ctx));
   };
   if (command.type === 'Create') {
-    if (state.status !== 'absent') throw alreadyExists(def.errorPrefix, command.id);
+    assertCreatable(def, state, command);
     const fields = onChange(undefined, validate(def, stripReadOnly(def, command.input, command.id)));
     return { events: [event('Created', { id: command.id, ...fields })], ...keyMoves(def, {}, fields) };
   }

@@ -112,6 +112,10 @@ export const SharedOperations = [
   'count',
   'byCode',
   'autocomplete',
+  'export',
+  'exportDiff',
+  'import',
+  'applyDiff',
 ] as const;
 export type Operation = (typeof SharedOperations)[number];
 

@@ -29,7 +29,13 @@ import {
   type RecordState,
 } from './decider.ts';
 
-export type WriteResult = { record: ResourceRecord | undefined; version: number; position: Position | undefined };
+export type WriteResult = {
+  record: ResourceRecord | undefined;
+  version: number;
+  position: Position | undefined;
+  /** False when nothing was written: no change, or a retry under the same Idempotency-Key. */
+  written?: boolean;
+};
 
 export type HistoryEntry = {
   version: number;
@@ -380,7 +386,7 @@ async function runCommand(
     store,
   );
   const { state } = result;
-  return { record: state.status === 'active' ? shown(def, state) : undefined, version: result.version ?? 0, position: result.position };
+  return { record: state.status === 'active' ? shown(def, state) : undefined, version: result.version ?? 0, position: result.position, written: result.written };
 }
 
 const codeTakenFallback = (def: ResourceDefinition, code: string): Error => codeTaken(def.errorPrefix, code);
@@ -411,10 +417,10 @@ async function recordByKey(def: ResourceDefinition, store: EventStore, key: Uniq
 
 /** The id of a record being created: the client's (a UUIDv4), else one derived from the
  * Idempotency-Key (so a retry finds the same record), else a fresh one. */
-function newRecordId(def: ResourceDefinition, input: unknown, ctx: CommandContext): string {
+function newRecordId(def: ResourceDefinition, input: unknown, ctx: CommandContext, anyUuid = false): string {
   const sent = typeof input === 'object' && input !== null ? (input as { id?: unknown }).id : undefined;
   if (typeof sent === 'string' && !isUuid(sent)) throw malformedUuid('id', sent);
-  if (typeof sent === 'string' && !isUuidV4(sent)) {
+  if (typeof sent === 'string' && !anyUuid && !isUuidV4(sent)) {
     throw validationFailed('A client-chosen id must be a random UUID (version 4)', [`id: ${JSON.stringify(sent)} is not a UUIDv4`]);
   }
   if (typeof sent === 'string') return sent.toLowerCase();
@@ -522,9 +528,13 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
   return {
     definition: def,
 
-    create(input: unknown, ctx: CommandContext): Promise<WriteResult> {
-      const id = newRecordId(def, input, ctx);
-      return guarded({ candidate: input }, () => run(id, { type: 'Create', id, input }, keyed(ctx, 'create', '', input), undefined, input));
+    /** `keepId`: the input's id is kept whatever its UUID version (a record exported from another
+     * installation, whose id may be derived); `restore`: a record deleted under that id is made
+     * again on its stream. Both for an applied diff. */
+    create(input: unknown, ctx: CommandContext, options: { keepId?: boolean; restore?: boolean } = {}): Promise<WriteResult> {
+      const id = newRecordId(def, input, ctx, options.keepId === true);
+      const command: ResourceCommand = { type: 'Create', id, input, ...(options.restore === true ? { restore: true } : {}) };
+      return guarded({ candidate: input }, () => run(id, command, keyed(ctx, 'create', '', input), undefined, input));
     },
 
     async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {

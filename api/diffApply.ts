@@ -1,0 +1,300 @@
+// Applying a diff (API.md "Diff entries"): each entry creates, replaces or deletes one record through
+// the resource's service, as an ordinary event of the caller under the request's correlation id.
+// Idempotent twice over: an entry whose record is already as the entry leaves it writes nothing,
+// and each write carries an idempotency key derived from the entry and the version of the record
+// it changes, so a second apply racing with the first names the same events (a no-op in both logs).
+// One failing entry is reported at its index and does not stop the others. Applies larger than
+// DIFF_APPLY_JOB_THRESHOLD run as a job (jobType DIFF_APPLY) reporting its progress.
+
+import { randomUUID } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { job as jobDefinition } from '../domain/jobs/jobs.ts';
+import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
+import { DiffTypes, entryKey, keyOf, sameRecord, type DiffEntry } from '../domain/resource/exchange.ts';
+import type { ResourceService } from '../domain/resource/service.ts';
+import type { CommandContext } from '../domain/shared/commandHandler.ts';
+import { DomainError, isDomainError, notFound, validationFailed } from '../domain/shared/errors.ts';
+import { canonicalJson, type JsonObject } from '../domain/shared/json.ts';
+import { issueLines } from '../domain/shared/validation.ts';
+import { accessTo, assertWritable } from './access.ts';
+import { errorBody, toDomainError, type ErrorBody } from './errorHandler.ts';
+import type { AppDeps, ModuleContext } from './module.ts';
+import { resourceService } from '../domain/resource/service.ts';
+import { toQuery } from '../domain/shared/filtering.ts';
+import { dueInReadModel, type Schedule } from '../workers/scheduler.ts';
+import { readModelLookup, serviceOf } from './services.ts';
+
+export const DIFF_APPLY_JOB = 'DIFF_APPLY';
+/** Failures a job keeps in its result (the counts cover all). */
+const FAILURES_KEPT = 100;
+const PROGRESS_EVERY_MS = 2000;
+const LEASE_MS = 15_000;
+/** Who fails a job whose process ended. */
+const ORPHANS_ACTOR = 'system:diff-apply-jobs';
+
+/** A diff entry as a client sends it back: its records are checked one entry at a time, so one bad
+ * entry fails alone. */
+export const diffEntryInput = z
+  .object({
+    diffType: z.enum(DiffTypes),
+    left: z.record(z.string(), z.unknown()).optional().meta({ description: 'the record as stored here (REMOVE and CHANGE)' }),
+    right: z.record(z.string(), z.unknown()).optional().meta({ description: 'the record as it is to be (NEW and CHANGE)' }),
+  })
+  .meta({ id: 'DiffEntryInput', description: 'A diff entry to apply; members other than these (an `error` of an earlier answer) are ignored.' });
+
+export type EntryOutcome =
+  | { kind: 'applied' | 'unchanged'; record: JsonObject }
+  | { kind: 'failed'; error: DomainError };
+
+/** What applying needs beyond the entries: the resource, its service, the caller. */
+export type ApplyEnv = {
+  def: ResourceDefinition;
+  deps: AppDeps;
+  service: ResourceService;
+  compareField: string;
+  ctx: CommandContext;
+  request: FastifyRequest;
+};
+
+const isNotFound = (error: unknown): boolean => isDomainError(error) && error.status === 'NOT_FOUND';
+
+/** The live record here whose compare field has this value, if any. */
+async function recordHere(env: ApplyEnv, key: string): Promise<JsonObject | undefined> {
+  const { service, compareField, def, deps } = env;
+  if (compareField === 'id') return liveRecord(env, key);
+  if (compareField === 'code') {
+    return service.getByCode(key).catch((error: unknown) => {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    });
+  }
+  const found = await readModelLookup(deps)(def, [{ column: compareField, operator: 'EQ', value: key }], 2);
+  if (found.length > 1) throw new DomainError('DIFF.COMPARE_FIELD_NOT_UNIQUE', 'BAD_REQUEST', `More than one ${def.name} here has ${compareField} ${key}`);
+  return found[0] === undefined ? undefined : service.get(found[0].id);
+}
+
+/** A record of an entry checked against the resource's schema: a 400 naming the entry's member. */
+function checked(env: ApplyEnv, index: number, side: 'left' | 'right', record: JsonObject | undefined): JsonObject {
+  if (record === undefined) throw validationFailed(`A ${side === 'left' ? 'DIFF_TYPE_REMOVE' : 'DIFF_TYPE_NEW or DIFF_TYPE_CHANGE'} entry needs ${side}`, [`[${String(index)}].${side}: required`]);
+  const parsed = env.def.input.safeParse(record);
+  if (!parsed.success) throw validationFailed(`Entry ${String(index)} is not a ${env.def.name} record`, issueLines(parsed.error.issues, [index, side]));
+  return record;
+}
+
+const withoutAudit = ({ auditInfo: _audit, ...rest }: JsonObject): JsonObject => rest;
+const fieldsOf = ({ id: _id, auditInfo: _audit, ...rest }: JsonObject): JsonObject => rest;
+
+const keyed = (env: ApplyEnv, entry: DiffEntry, target: string, version: number | undefined): CommandContext => ({
+  ...env.ctx,
+  idempotencyKey: entryKey(env.def, env.compareField, entry, target, version),
+});
+
+const version = (record: JsonObject): number | undefined => (record.auditInfo as { version?: number } | undefined)?.version;
+
+async function applyNew(env: ApplyEnv, entry: DiffEntry, right: JsonObject, key: string): Promise<EntryOutcome> {
+  const existing = await recordHere(env, key);
+  if (existing !== undefined) {
+    if (sameRecord(env.def, existing, right, env.compareField)) return { kind: 'unchanged', record: existing };
+    throw new DomainError('DIFF.ALREADY_EXISTS', 'CONFLICT', `A ${env.def.name} with ${env.compareField} ${key} exists here and differs: compute the diff again`);
+  }
+  return createNew(env, entry, right, key);
+}
+
+/** Creates the entry's record (a deleted one of its id made again). The key of a first create
+ * names no version; when it was used before and its record has since been deleted, the create
+ * under it answers that earlier result and writes nothing, so the record is made again under a
+ * key naming the deleted version. */
+async function createNew(env: ApplyEnv, entry: DiffEntry, right: JsonObject, target: string): Promise<EntryOutcome> {
+  const create = (input: JsonObject, at: number | undefined) => env.service.create(input, keyed(env, entry, target, at), { keepId: true, restore: true });
+  let result = await create(withoutAudit(right), undefined);
+  const made = result.record;
+  if (made === undefined) throw new Error(`create of ${env.def.name} left no record`);
+  if (result.written !== false) return { kind: 'applied', record: made };
+  if ((await liveRecord(env, made.id)) !== undefined) return { kind: 'unchanged', record: made };
+  const { total } = await env.service.history(made.id, { page: 0, size: 1 });
+  result = await create({ ...withoutAudit(right), id: made.id }, total - 1);
+  if (result.record === undefined) throw new Error(`create of ${env.def.name} left no record`);
+  return { kind: result.written === false ? 'unchanged' : 'applied', record: result.record };
+}
+
+const liveRecord = (env: ApplyEnv, id: string): Promise<JsonObject | undefined> =>
+  env.service.get(id).catch((error: unknown) => {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  });
+
+/** The caller may change this record (its access rules), else 404/403 as for a replace. */
+async function writableHere(env: ApplyEnv, record: JsonObject): Promise<void> {
+  if ((await accessTo(env.deps, env.request, env.def)).write !== 'all') await assertWritable(env.deps, env.request, env.def, record);
+}
+
+async function applyChange(env: ApplyEnv, entry: DiffEntry, right: JsonObject, key: string): Promise<EntryOutcome> {
+  const existing = await recordHere(env, key);
+  if (existing === undefined) throw notFound(env.def.errorPrefix, key);
+  await writableHere(env, existing);
+  if (sameRecord(env.def, existing, right, env.compareField)) return { kind: 'unchanged', record: existing };
+  const id = String(existing.id);
+  const result = await env.service.replace(id, fieldsOf(right), keyed(env, entry, id, version(existing)));
+  if (result.record === undefined) throw notFound(env.def.errorPrefix, key);
+  return { kind: 'applied', record: result.record };
+}
+
+async function applyRemove(env: ApplyEnv, entry: DiffEntry, left: JsonObject, key: string): Promise<EntryOutcome> {
+  const existing = await recordHere(env, key);
+  // Already gone: what the entry asks for holds.
+  if (existing === undefined) return { kind: 'unchanged', record: left };
+  await writableHere(env, existing);
+  const id = String(existing.id);
+  await env.service.remove(id, keyed(env, entry, id, version(existing)));
+  return { kind: 'applied', record: existing };
+}
+
+/** One entry applied, or the error that stopped it. */
+export async function applyEntry(env: ApplyEnv, entry: DiffEntry, index: number): Promise<EntryOutcome> {
+  try {
+    const remove = entry.diffType === 'DIFF_TYPE_REMOVE';
+    const record = remove ? checked(env, index, 'left', entry.left) : checked(env, index, 'right', entry.right);
+    const key = keyOf(record, env.compareField);
+    // A new record without an id gets one derived from the entry (the same on a second apply).
+    if (key === undefined && entry.diffType === 'DIFF_TYPE_NEW' && env.compareField === 'id') return await createNew(env, entry, record, canonicalJson(record));
+    if (key === undefined) throw validationFailed(`Entry ${String(index)} has no ${env.compareField}`, [`[${String(index)}].${remove ? 'left' : 'right'}.${env.compareField}: required to match the record`]);
+    if (entry.diffType === 'DIFF_TYPE_NEW') return await applyNew(env, entry, record, key);
+    if (entry.diffType === 'DIFF_TYPE_CHANGE') return await applyChange(env, entry, record, key);
+    return await applyRemove(env, entry, record, key);
+  } catch (error) {
+    if (!isDomainError(error)) env.request.log.error({ err: error, index }, 'diff entry failed');
+    return { kind: 'failed', error: toDomainError(error) };
+  }
+}
+
+/** An item of apply's answer for a failed entry. */
+export type EntryFailure = { index: number; diffType: string; error: ErrorBody };
+
+export const failureOf = (env: ApplyEnv, entry: DiffEntry, index: number, error: DomainError): EntryFailure => ({
+  index,
+  diffType: entry.diffType,
+  error: errorBody(error, env.request.traceId, env.deps.clock.now()),
+});
+
+/** Apply's answer, one item per entry in order, made as they are applied. */
+export async function* appliedItems(env: ApplyEnv, entries: readonly DiffEntry[]): AsyncGenerator<JsonObject | EntryFailure> {
+  for (const [index, entry] of entries.entries()) {
+    const outcome = await applyEntry(env, entry, index);
+    yield outcome.kind === 'failed' ? failureOf(env, entry, index, outcome.error) : outcome.record;
+  }
+}
+
+/** Jobs applying diffs in this process, per app (awaited when it closes). */
+const running = new WeakMap<AppDeps, Set<Promise<void>>>();
+
+export const runningApplies = (deps: AppDeps): Set<Promise<void>> => {
+  let set = running.get(deps);
+  if (set === undefined) {
+    set = new Set();
+    running.set(deps, set);
+  }
+  return set;
+};
+
+type Counts = { done: number; applied: number; unchanged: number; failed: number };
+
+/** Starts a DIFF_APPLY job for a large apply and runs it here in the background; answers the job's
+ * id. The job's lease (`job:<id>`) is taken before the job exists and renewed while it runs, so
+ * the schedule below can tell a job whose process ended (its lease free) from a running one. */
+export async function startApplyJob(env: ApplyEnv, entries: readonly DiffEntry[]): Promise<string> {
+  const jobs = serviceOf(env.deps, jobDefinition);
+  const { idempotencyKey: _key, requestHash: _hash, admit: _admit, visible: _visible, ...plain } = env.ctx;
+  const id = randomUUID();
+  const lease = { name: `job:${id}`, owner: `${String(process.pid)}-${randomUUID()}` };
+  if (!(await env.deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS))) throw new Error(`the lease of new job ${id} is taken`);
+  try {
+    await jobs.create(
+      {
+        id,
+        startDate: env.ctx.now.toISOString(),
+        status: 'IN_PROGRESS',
+        jobType: DIFF_APPLY_JOB,
+        data: { resource: env.def.path, compareField: env.compareField, entries: entries.length, requestedBy: env.ctx.actor },
+      },
+      plain,
+    );
+  } catch (error) {
+    await env.deps.readStore.releaseLease(lease.name, lease.owner).catch(() => undefined);
+    throw error;
+  }
+  const set = runningApplies(env.deps);
+  const run = runApplyJob(env, { jobs, id, lease, plain }, entries).finally(() => set.delete(run));
+  set.add(run);
+  return id;
+}
+
+type JobRun = { jobs: ResourceService; id: string; lease: { name: string; owner: string }; plain: CommandContext };
+
+async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, entries: readonly DiffEntry[]): Promise<void> {
+  const started = Date.now();
+  const jobCtx = (): CommandContext => ({ ...plain, now: env.deps.clock.now() });
+  const counts: Counts = { done: 0, applied: 0, unchanged: 0, failed: 0 };
+  const failures: EntryFailure[] = [];
+  const held = { lost: false };
+  const renew = setInterval(() => {
+    void env.deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS).then(
+      (ok) => {
+        if (!ok) held.lost = true;
+      },
+      () => undefined,
+    );
+  }, LEASE_MS / 3);
+  try {
+    let reported = Date.now();
+    for (const [index, entry] of entries.entries()) {
+      // The lease lapsed (a stalled process): the job was failed as orphaned; apply nothing more.
+      if (held.lost) throw new Error('the job lease lapsed while it ran');
+      const outcome = await applyEntry(env, entry, index);
+      counts.done++;
+      counts[outcome.kind]++;
+      if (outcome.kind === 'failed' && failures.length < FAILURES_KEPT) failures.push(failureOf(env, entry, index, outcome.error));
+      if (Date.now() - reported >= PROGRESS_EVERY_MS) {
+        reported = Date.now();
+        await jobs.execute(id, { type: 'Progress', progress: { ...counts, of: entries.length } }, jobCtx());
+      }
+    }
+    await jobs.execute(id, { type: 'Complete', result: { ...counts, of: entries.length, failures, took: `${String(Date.now() - started)} ms` } }, jobCtx());
+  } catch (error) {
+    env.request.log.error({ err: error, job: id }, 'diff apply job failed');
+    const reason = `${error instanceof Error ? error.message : String(error)} (after ${String(counts.done)} of ${String(entries.length)} entries; applying the diff again is safe)`;
+    await jobs.execute(id, { type: 'Fail', reason }, jobCtx()).catch(() => undefined);
+  } finally {
+    clearInterval(renew);
+    await env.deps.readStore.releaseLease(lease.name, lease.owner).catch(() => undefined);
+  }
+}
+
+/** DIFF_APPLY jobs whose process ended (their lease is free): FAILED saying so. A job applies
+ * entries the request gave it, with the caller's access; nothing else holds them, so it is not
+ * resumed: applying the same diff again is idempotent. */
+export function orphanedApplies(ctx: ModuleContext): Schedule {
+  const jobs = resourceService(jobDefinition, ctx.eventStore);
+  const owner = `orphaned-applies-${String(process.pid)}-${randomUUID()}`;
+  const query = toQuery(
+    { filter: [{ column: 'status', operator: 'EQ', value: 'IN_PROGRESS' }, { column: 'jobType', operator: 'EQ', value: DIFF_APPLY_JOB }], sort: [] },
+    jobDefinition.columns,
+    jobDefinition.defaultSort,
+  );
+  return {
+    name: 'orphaned-diff-applies',
+    due: () => dueInReadModel(ctx.readStore, ctx.readModels, jobDefinition.collection, query),
+    run: async (item) => {
+      const lease = `job:${item.id}`;
+      // Held: its runner is alive; offered again at the next tick.
+      if (!(await ctx.readStore.tryLease(lease, owner, LEASE_MS))) return false;
+      try {
+        const reason = 'the process applying this diff ended before it finished; apply the same diff again (applying is idempotent)';
+        await jobs.execute(item.id, { type: 'Fail', reason }, { actor: ORPHANS_ACTOR, now: ctx.clock.now(), newId: randomUUID });
+      } finally {
+        await ctx.readStore.releaseLease(lease, owner).catch(() => undefined);
+      }
+      return true;
+    },
+  };
+}

@@ -1,0 +1,391 @@
+// Export, export as diff, import and apply diff of the shared operation set, derived for every
+// resource that offers them (resourceRoutes.ts calls this). An export is written as it is read,
+// a keyset page at a time, so its size never weighs on the service's memory; a diff compares an
+// incoming data set with the records here that its filtering selects; applying is diffApply.ts.
+
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Permission } from './auth.ts';
+import { z } from 'zod';
+import type { Document } from '../domain/ports.ts';
+import {
+  checkCompareField,
+  diffAgainst,
+  exportObjectSchema,
+  ExportRequestSchema,
+  indexIncoming,
+  parseExportObject,
+  type DiffEntry,
+  type ExportObject,
+} from '../domain/resource/exchange.ts';
+import { isDomainError, tooLarge, validationFailed } from '../domain/shared/errors.ts';
+import { scanJsonText } from '../domain/shared/jsonText.ts';
+import { narrowed, toQuery, type FilterItem, type Query } from '../domain/shared/filtering.ts';
+import type { JsonObject } from '../domain/shared/json.ts';
+import { readScope } from './access.ts';
+import { applyEntry, appliedItems, diffEntryInput, failureOf, runningApplies, startApplyJob, type ApplyEnv } from './diffApply.ts';
+import { documentsOf, sendItems } from './documentStream.ts';
+import { ErrorBodySchema, jsonProblem } from './errorHandler.ts';
+import type { AppDeps, ExchangeSettings } from './module.ts';
+import { position } from './readModelWait.ts';
+import type { ResourceDefinition, Operation } from '../domain/resource/defineResource.ts';
+import type { ResourceService } from '../domain/resource/service.ts';
+import type { CommandContext } from '../domain/shared/commandHandler.ts';
+import type { FastifyInstance } from 'fastify';
+import type { ZodRoutes } from './module.ts';
+
+/** What the derived routes of a resource share (resourceRoutes.ts's route kit). */
+export type RouteKit = {
+  app: FastifyInstance;
+  r: ZodRoutes;
+  def: ResourceDefinition;
+  deps: AppDeps;
+  service: ResourceService;
+  base: string;
+  tags: string[];
+  record: z.ZodObject;
+  read: { permission: Permission; resource: ResourceDefinition };
+  write: { permission: Permission; resource: ResourceDefinition };
+  offers: (operation: Operation) => boolean;
+  collection: () => string;
+  ctx: (request: FastifyRequest) => Promise<CommandContext>;
+  catchUp: (minPosition: string | undefined) => Promise<void>;
+};
+
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
+
+/** Records read per page of an export or a diff's scan. */
+const EXPORT_PAGE = 500;
+/** Bytes of an export written between two turns of the event loop (see documentStream.ts). */
+const TURN_BYTES = 256 * 1024;
+/** Values a JSON body of export/diff or diff/apply may hold (its byte limit bounds it first). */
+const EXCHANGE_JSON_VALUES = 50_000_000;
+
+export const DEFAULT_EXCHANGE: ExchangeSettings = { importMaxBytes: 32 * 1024 * 1024, applyJobThreshold: 1000 };
+
+export const exchangeSettings = (deps: Pick<AppDeps, 'exchange'>): ExchangeSettings => ({ ...DEFAULT_EXCHANGE, ...deps.exchange });
+
+const compareFieldQuery = z.string().min(1).max(255).optional().meta({ description: 'the field records are matched by: id (default), code, or another field unique on both sides' });
+const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
+
+const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'DiffApplyJobAcknowledgement' });
+
+const MAX_FILE_DEPTH = 32;
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** The records here a filtering selects (with the caller's read scope), in id order, a keyset page
+ * at a time: however many there are, one page is held. */
+async function* recordsHere(kit: RouteKit, filter: readonly FilterItem[], request: FastifyRequest): AsyncGenerator<Document> {
+  const { deps, def } = kit;
+  const scope = await readScope(deps, request, def);
+  const plain = filter.length === 0 && scope === undefined;
+  const page = async (after: string | undefined): Promise<{ docs: Document[]; last: string | undefined; full: boolean }> => {
+    const from = kit.collection();
+    if (plain) {
+      const docs = await deps.readStore.scan(from, { ...(after === undefined ? {} : { after }), limit: EXPORT_PAGE });
+      return { docs, last: docs.at(-1)?.id, full: docs.length === EXPORT_PAGE };
+    }
+    const keyset: FilterItem[] = after === undefined ? [] : [{ column: 'id', operator: 'GT', value: after }];
+    const q = narrowed(toQuery({ filter: [...filter, ...keyset], sort: [{ column: 'id', order: 'ASC' }] }, def.columns, def.defaultSort), scope);
+    const ids = await deps.readStore.findIds(from, q, { offset: 0, limit: EXPORT_PAGE });
+    const docs: Document[] = [];
+    for await (const doc of documentsOf(deps.readStore, from, ids)) docs.push(doc);
+    return { docs, last: ids.at(-1), full: ids.length === EXPORT_PAGE };
+  };
+  for (let after: string | undefined; ; ) {
+    const { docs, last, full } = await page(after);
+    yield* docs;
+    if (!full) return;
+    after = last;
+  }
+}
+
+/** A filtering's query, checked before an answer starts (400 naming the bad item). */
+const checkedFilter = (kit: RouteKit, filter: readonly FilterItem[]): Query => toQuery({ filter: [...filter], sort: [] }, kit.def.columns, kit.def.defaultSort);
+
+/** The export object as JSON text, its data written as it is read. */
+async function* exportText(head: JsonObject, records: AsyncIterable<Document>): AsyncGenerator<string> {
+  yield `${JSON.stringify(head).slice(0, -1)},"data":[`;
+  let n = 0;
+  let sinceTurn = 0;
+  for await (const doc of records) {
+    const text = (n === 0 ? '' : ',') + JSON.stringify(doc);
+    n++;
+    sinceTurn += text.length;
+    yield text;
+    if (sinceTurn >= TURN_BYTES) {
+      sinceTurn = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  yield ']}';
+}
+
+function exportRoute(kit: RouteKit): void {
+  const { r, def, base, tags, read, record, catchUp } = kit;
+  r.post(
+    `${base}/export`,
+    {
+      config: read,
+      schema: {
+        tags,
+        summary: `Export ${def.name} records`,
+        description:
+          'The records the filter items select (all when none; only those the caller may read), in id order, as an export object: ' +
+          '`exportedBy` is the caller, `whenExported` now, `data` last. The answer is written as it is read from the read model, a ' +
+          'keyset page at a time, so any number of records exports in constant memory; should the read model fail midway the answer ' +
+          'ends early and is not valid JSON. `?minPosition=` waits until the read model reflects a write.',
+        querystring: z.strictObject({ minPosition: position.optional() }),
+        body: ExportRequestSchema,
+        response: { 200: exportObjectSchema(def, record), ...errors(400) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const compareField = checkCompareField(def, body.compareField ?? 'id');
+      const filter = body.filtering ?? [];
+      checkedFilter(kit, filter);
+      await catchUp(request.query.minPosition);
+      const head: JsonObject = {
+        name: `${def.path}-${kit.deps.clock.now().toISOString()}`,
+        whenExported: kit.deps.clock.now().toISOString(),
+        exportedBy: request.caller?.sub ?? 'anonymous',
+        entityType: body.entityType,
+        ...(body.listingType === undefined ? {} : { listingType: body.listingType }),
+        ...(body.listingProfile === undefined ? {} : { listingProfile: body.listingProfile }),
+        compareField,
+        filtering: filter,
+      };
+      const text = Readable.from(exportText(head, recordsHere(kit, filter, request)));
+      return reply.type('application/json; charset=utf-8').send(text as unknown as ExportObject);
+    },
+  );
+}
+
+/** The diff of an export object against the records here its filtering selects. */
+async function diffOf(kit: RouteKit, request: FastifyRequest, exported: ExportObject, asked: string | undefined): Promise<{ entries: DiffEntry[]; compareField: string }> {
+  const fromExport = typeof exported.compareField === 'string' ? exported.compareField : undefined;
+  const compareField = checkCompareField(kit.def, asked ?? fromExport ?? 'id');
+  checkedFilter(kit, exported.filtering);
+  const incoming = indexIncoming(exported.data, compareField);
+  const entries = await diffAgainst(kit.def, incoming, recordsHere(kit, exported.filtering, request), compareField);
+  return { entries, compareField };
+}
+
+const DIFF_DESCRIPTION =
+  '`left` is the record as stored here, `right` as in the incoming export. DIFF_TYPE_NEW: only in the incoming data; DIFF_TYPE_CHANGE: ' +
+  'in both and different (auditInfo ignored; `id` too when matching by another field); DIFF_TYPE_REMOVE: only here, where "here" is the ' +
+  'records the export\'s own `filtering` selects here (as the caller may read them), so a filtered export is compared with the same ' +
+  'selection, not with the whole collection. Records are matched by `compareField` (query; else the export object\'s; else id): id, ' +
+  'code, or another single-valued field whose values are unique on both sides, else 400 DIFF.COMPARE_FIELD_NOT_UNIQUE listing the clashes. ' +
+  'Order: CHANGE and REMOVE in id order of the records here, then NEW in the incoming order.';
+
+const diffEntrySchema = (def: RouteKit['def'], record: z.ZodType) =>
+  z.object({
+    diffType: z.enum(['DIFF_TYPE_NEW', 'DIFF_TYPE_CHANGE', 'DIFF_TYPE_REMOVE']),
+    left: record.optional(),
+    right: def.input.optional(),
+    error: ErrorBodySchema.optional().meta({ description: 'import with save=true only: why applying this entry failed (the others were applied)' }),
+  });
+
+function exportDiffRoute(kit: RouteKit, limits: ExchangeSettings): void {
+  const { r, def, base, tags, read, record, catchUp } = kit;
+  r.post(
+    `${base}/export/diff`,
+    {
+      config: { ...read, maxJsonValues: EXCHANGE_JSON_VALUES },
+      bodyLimit: limits.importMaxBytes,
+      schema: {
+        tags,
+        summary: `Compare an export of ${def.name} records with the records here`,
+        description: `${DIFF_DESCRIPTION} Each item of \`data\` must be a valid ${def.name} record (400 naming \`data[i]\` otherwise).`,
+        querystring: z.strictObject({ compareField: compareFieldQuery, minPosition: position.optional() }),
+        body: exportObjectSchema(def),
+        response: { 200: z.array(diffEntrySchema(def, record)), ...errors(400, 413) },
+      },
+    },
+    async (request, reply) => {
+      await catchUp(request.query.minPosition);
+      const { entries } = await diffOf(kit, request, request.body as ExportObject, request.query.compareField);
+      return sendItems(reply, entries);
+    },
+  );
+}
+
+/** Whether a prefix of a JSON text may still begin a valid one (its only fault is that it ends). */
+function fineSoFar(text: string, length: number): boolean {
+  try {
+    JSON.parse(text.slice(0, length));
+    return true;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : '';
+    const at = /at position (\d+)/.exec(message)?.[1];
+    return message.includes('Unexpected end') || (at !== undefined && Number(at) >= length);
+  }
+}
+
+/** Where a text JSON.parse refuses goes wrong (V8 names no position for an unexpected token): the
+ * shortest prefix that can no longer begin a valid text, found by halving (an error path only). */
+function problemAt(text: string): string {
+  let fine = 0;
+  let bad = text.length;
+  while (bad - fine > 1) {
+    const mid = Math.floor((fine + bad) / 2);
+    if (fineSoFar(text, mid)) fine = mid;
+    else bad = mid;
+  }
+  const at = bad - 1;
+  const before = text.slice(0, at);
+  const line = before.split('\n').length;
+  return `at position ${String(at)} (line ${String(line)} column ${String(at - before.lastIndexOf('\n'))})`;
+}
+
+/** The JSON of an uploaded file, or a 400 saying what is wrong with it. */
+function fileJson(bytes: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw validationFailed('The file is not UTF-8 text', ['file: bytes that are not UTF-8']);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text) as unknown;
+  } catch (error) {
+    const problem = jsonProblem(error instanceof Error ? error.message : String(error));
+    const where = problem.includes(' at position ') || problem === 'unexpected end of input' ? '' : ` ${problemAt(text)}`;
+    throw validationFailed(`The file is not JSON: ${problem}${where}`, ['file: expected an export object as JSON']);
+  }
+  // As for JSON bodies: numbers a double cannot hold exactly and repeated keys are refused, not changed.
+  const scan = scanJsonText(text, MAX_FILE_DEPTH, 20);
+  if (scan.errors.length > 0) throw validationFailed(scan.tooDeep ? `The file nests deeper than ${String(MAX_FILE_DEPTH)} levels` : 'The file would not be stored as sent', scan.errors.map((e) => `file: ${e}`));
+  return value;
+}
+
+/** The uploaded `file` field: 400 when absent, 413 beyond the limit. */
+async function uploadedFile(request: FastifyRequest, limits: ExchangeSettings): Promise<Buffer> {
+  if (!request.isMultipart()) throw validationFailed('An import is multipart/form-data with a field `file`', ['file: required']);
+  let bytes: Buffer | undefined;
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file' && part.fieldname === 'file' && bytes === undefined) bytes = await part.toBuffer();
+      else if (part.type === 'file') await part.toBuffer();
+    }
+  } catch (error) {
+    const { code, statusCode } = error as { code?: string; statusCode?: number };
+    if (code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge('IMPORT', 'The file', limits.importMaxBytes + 1, limits.importMaxBytes);
+    // The form's own limits (parts, files: 413) keep their status; the parser's other errors are the form's fault.
+    if (isDomainError(error) || (typeof statusCode === 'number' && statusCode < 500)) throw error;
+    throw validationFailed(`Malformed multipart/form-data: ${error instanceof Error ? error.message.slice(0, 200) : 'unreadable'}`, ['file: a multipart/form-data body (lines end with CRLF)']);
+  }
+  if (bytes === undefined) throw validationFailed('An import is multipart/form-data with a field `file`', ['file: required']);
+  return bytes;
+}
+
+const applyEnv = async (kit: RouteKit, request: FastifyRequest, compareField: string): Promise<ApplyEnv> => ({
+  def: kit.def,
+  deps: kit.deps,
+  service: kit.service,
+  compareField,
+  ctx: await kit.ctx(request),
+  request,
+});
+
+const answerJob = async (reply: FastifyReply, env: ApplyEnv, entries: readonly DiffEntry[]): Promise<FastifyReply> => {
+  const jobId = await startApplyJob(env, entries);
+  return reply.code(202).header('location', `/api/v1/jobs/${jobId}`).send({ acknowledge: true, jobId });
+};
+
+const JOB_TEXT = (limits: ExchangeSettings) =>
+  `More than ${String(limits.applyJobThreshold)} entries (DIFF_APPLY_JOB_THRESHOLD) are applied as a job instead: 202 with the job's id and its ` +
+  '`Location` (`GET /api/v1/jobs/{id}`, admin): jobType DIFF_APPLY, progress in `data.progress`, the outcome in `data.result` (counts of ' +
+  'applied, unchanged and failed entries, and the first 100 failures as `{ index, diffType, error }`). It runs in the process that ' +
+  'accepted it; if that process ends, the job is marked FAILED saying so: apply the same diff again (applying is idempotent).';
+
+function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
+  const { r, def, base, tags, write, record } = kit;
+  r.post(
+    `${base}/import`,
+    {
+      config: write,
+      schema: {
+        tags,
+        summary: `Import an export of ${def.name} records: its diff, and with save=true its application`,
+        description:
+          `The multipart field \`file\` holds an export object as JSON (at most ${String(limits.importMaxBytes)} bytes, IMPORT_MAX_BYTES: 413 beyond). ` +
+          'A file that is not UTF-8 JSON, not an export object, or holds an item of `data` that is not a valid record is a 400 saying which ' +
+          `(\`data[i].field\`). The answer is its diff: ${DIFF_DESCRIPTION} With save=true the diff is applied as by diff/apply, and an entry ` +
+          `that failed carries \`error\`. ${JOB_TEXT(limits)}`,
+        consumes: ['multipart/form-data'],
+        querystring: z.strictObject({ save: bool.default(false), compareField: compareFieldQuery }),
+        body: z.object({ file: z.unknown().meta({ type: 'string', format: 'binary', description: 'the export object as JSON' }) }).nullish(),
+        response: { 200: z.array(diffEntrySchema(def, record)), 202: JobAckSchema, ...errors(400, 413) },
+      },
+    },
+    async (request, reply) => {
+      const exported = parseExportObject(def, fileJson(await uploadedFile(request, limits)));
+      const { entries, compareField } = await diffOf(kit, request, exported, request.query.compareField);
+      if (!request.query.save) return sendItems(reply, entries);
+      const env = await applyEnv(kit, request, compareField);
+      if (entries.length > limits.applyJobThreshold) return answerJob(reply, env, entries);
+      async function* items(): AsyncGenerator<DiffEntry & { error?: unknown }> {
+        for (const [index, entry] of entries.entries()) {
+          const outcome = await applyEntry(env, entry, index);
+          yield outcome.kind === 'failed' ? { ...entry, error: failureOf(env, entry, index, outcome.error).error } : entry;
+        }
+      }
+      return sendItems(reply, items());
+    },
+  );
+}
+
+function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
+  const { r, def, base, tags, write, record } = kit;
+  const failure = z
+    .object({ index: z.int(), diffType: z.string(), error: ErrorBodySchema })
+    .meta({ id: 'DiffEntryFailure', description: 'In place of the record of an entry that could not be applied: its index in the request, and why.' });
+  r.post(
+    `${base}/diff/apply`,
+    {
+      config: { ...write, maxJsonValues: EXCHANGE_JSON_VALUES },
+      bodyLimit: limits.importMaxBytes,
+      schema: {
+        tags,
+        summary: `Apply a diff of ${def.name} records`,
+        description:
+          'NEW creates `right` (keeping its id), CHANGE replaces the record here matched by `compareField` with `right`, REMOVE deletes the ' +
+          'record matched by `left`; each is an ordinary event of the caller, all under the request\'s correlation id. The answer holds one ' +
+          'item per entry, in order: the record as it now is (for REMOVE, as it was before its delete), or a DiffEntryFailure ' +
+          '`{ index, diffType, error }` for an entry that failed (an invalid record, a missing one, a conflict, no access); the others are ' +
+          'applied regardless. Idempotent: an entry whose record is already as it would leave it writes nothing (NEW of an equal record, ' +
+          'CHANGE to equal fields, REMOVE of a record that is gone), and each write carries an idempotency key derived from the entry and ' +
+          'the version it changes, so the same diff applied twice, even at once, writes one set of events. A NEW whose record exists here ' +
+          `with other fields is 409 DIFF.ALREADY_EXISTS for that entry. ${JOB_TEXT(limits)}`,
+        querystring: z.strictObject({ compareField: compareFieldQuery }),
+        body: z.array(diffEntryInput),
+        response: { 200: z.array(z.union([record, failure])), 202: JobAckSchema, ...errors(400, 413) },
+      },
+    },
+    async (request, reply) => {
+      const compareField = checkCompareField(def, request.query.compareField ?? 'id');
+      const entries = request.body as DiffEntry[];
+      const env = await applyEnv(kit, request, compareField);
+      if (entries.length > limits.applyJobThreshold) return answerJob(reply, env, entries);
+      return sendItems(reply, appliedItems(env, entries));
+    },
+  );
+}
+
+/** The four routes, for each that the resource offers; a large apply's job is awaited when the app closes. */
+export function exchangeRoutes(kit: RouteKit): void {
+  const limits = exchangeSettings(kit.deps);
+  if (kit.offers('export')) exportRoute(kit);
+  if (kit.offers('exportDiff')) exportDiffRoute(kit, limits);
+  if (kit.offers('import')) importRoute(kit, limits);
+  if (kit.offers('applyDiff')) {
+    applyRoute(kit, limits);
+    kit.app.addHook('onClose', async () => {
+      await Promise.all([...runningApplies(kit.deps)]);
+    });
+  }
+}

@@ -1,0 +1,150 @@
+// `npm run bench:export`: memory of a streamed export over HTTP (POST /api/v1/R/export).
+//
+//   1. Starts the whole service (composeService on the embedded stores, in a temporary folder) in
+//      this process, and loads --records worklog types (default 1,000,000) straight into the read
+//      model serving them (ReadStore.bulkLoad; the export reads the read model only).
+//   2. Collects garbage and takes the process's RSS as the baseline, split as Linux counts it
+//      (/proc/self/status): RssAnon (heap, buffers, SQLite's page cache: the process's own memory)
+//      and RssFile (pages of files mapped into the process: the read store maps its database file,
+//      PRAGMA mmap_size = 1 GiB, so pages of it the export reads count there; the kernel's cache,
+//      shared and reclaimable).
+//   3. Exports every record over real HTTP (a loopback socket) with a client in this same process
+//      that counts the bytes and records as they arrive and keeps none of them, sampling RSS every
+//      50 ms; once the export is whole, reports the peak of each above the baseline. Then a second
+//      export the same way (the database's pages and SQLite's page cache are warm by then).
+//
+// The client shares the process, so the growth printed is that of the server and the client
+// together: an upper bound of the server's. Exits non-zero when an export is not whole or the
+// anonymous RSS grew by 50 MB or more.
+
+import { request } from 'node:http';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { hs256Verifier, signHs256 } from '../api/auth.ts';
+import { composeService } from '../api/compose.ts';
+import type { VersionedDocument } from '../domain/ports.ts';
+import { worklogType } from '../domain/registries/worklogType.ts';
+import { openEmbeddedStores } from '../infra/embedded.ts';
+
+const { values: flags } = parseArgs({ options: { records: { type: 'string', default: '1000000' } } });
+const RECORDS = Math.round(Number(flags.records));
+if (!(RECORDS >= 1)) throw new Error(`--records must be a positive number, got "${flags.records}"`);
+const LIMIT_MB = 50;
+const SECRET = new TextEncoder().encode('export-bench-secret-0123456789-0123456789');
+const MB = 1024 * 1024;
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const mb = (bytes: number): string => `${(bytes / MB).toFixed(1)} MB`;
+const { gc } = globalThis as { gc?: () => void };
+if (gc === undefined) throw new Error('run with --expose-gc (npm run bench:export does)');
+
+const dir = mkdtempSync(join(tmpdir(), 'export-bench-'));
+const stores = openEmbeddedStores(dir);
+const service = await composeService({ ...stores, verifyToken: hs256Verifier(SECRET) });
+await service.startProjectors();
+
+/** One worklog type as the read model holds it. */
+function* documents(): Generator<VersionedDocument> {
+  const at = '2026-01-01T00:00:00.000Z';
+  for (let i = 0; i < RECORDS; i++) {
+    const hex = i.toString(16).padStart(12, '0');
+    const id = `00000000-0000-4000-8000-${hex}`;
+    const doc = {
+      id,
+      code: `WT-${String(i).padStart(7, '0')}`,
+      name: `Worklog type ${String(i)}`,
+      description: `Exported by the export benchmark, record ${String(i)}`,
+      validityFrom: at,
+      auditInfo: { version: 0, whoInserted: 'bench', whenInserted: at, whoEdited: 'bench', whenEdited: at },
+    };
+    yield { id, version: 0, doc };
+  }
+}
+
+const loadStarted = performance.now();
+const serving = service.readModels.serving(worklogType.collection);
+await service.readStore.bulkLoad(serving.collection, documents(), await stores.eventStore.headPosition(), serving.name);
+console.log(`loaded ${fmt(RECORDS)} worklog types into ${serving.collection} in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
+
+const address = await service.app.listen({ port: 0, host: '127.0.0.1' });
+const token = await signHs256(SECRET, { sub: 'bench', roles: ['admin'] });
+type Rss = { anon: number; file: number; total: number };
+
+/** RSS as /proc/self/status splits it (Linux); elsewhere all of it as anonymous. */
+function rss(): Rss {
+  try {
+    const status = readFileSync('/proc/self/status', 'utf8');
+    const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+    return { anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem'), total: kb('VmRSS') };
+  } catch {
+    const total = process.memoryUsage().rss;
+    return { anon: total, file: 0, total };
+  }
+}
+
+async function measured(round: number): Promise<boolean> {
+  gc?.();
+  await new Promise((r) => setTimeout(r, 200));
+  gc?.();
+  const baseline = rss();
+  const peak = { ...baseline };
+  const sample = () => {
+    const now = rss();
+    peak.anon = Math.max(peak.anon, now.anon);
+    peak.file = Math.max(peak.file, now.file);
+    peak.total = Math.max(peak.total, now.total);
+  };
+  const sampler = setInterval(sample, 50);
+  const started = performance.now();
+  const result = await exportAll();
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  sample();
+  console.log(`export ${String(round)}: HTTP ${String(result.status)}, ${fmt(result.records)} records, ${mb(result.bytes)} in ${seconds.toFixed(1)} s (${fmt(result.records / seconds)} records/s)`);
+  console.log(
+    `  RSS baseline ${mb(baseline.total)} (anon ${mb(baseline.anon)}, file ${mb(baseline.file)}); growth at the peak: ` +
+      `anon ${mb(peak.anon - baseline.anon)}, file ${mb(peak.file - baseline.file)}, total ${mb(peak.total - baseline.total)}`,
+  );
+  const whole = result.status === 200 && result.records === RECORDS && result.tail === ']}';
+  if (!whole) console.log(`  FAILED: the export is not whole (status ${String(result.status)}, ${fmt(result.records)} of ${fmt(RECORDS)} records, ends with ${JSON.stringify(result.tail)})`);
+  const grew = peak.anon - baseline.anon;
+  if (grew >= LIMIT_MB * MB) console.log(`  FAILED: anonymous RSS grew by ${mb(grew)} (limit ${String(LIMIT_MB)} MB)`);
+  return whole && grew < LIMIT_MB * MB;
+}
+
+/** Streams the export and counts it: bytes, records (each holds one `"auditInfo":`), its ending. */
+function exportAll(): Promise<{ status: number; bytes: number; records: number; tail: string }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ entityType: 'WorklogType' });
+    const req = request(`${address}/api/v1/worklog-types/export`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    req.on('response', (res) => {
+      let bytes = 0;
+      let records = 0;
+      let carry = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        bytes += Buffer.byteLength(chunk);
+        const text = carry + chunk;
+        records += text.split('"auditInfo":').length - 1;
+        // A marker split between chunks is counted once: the carry never holds a whole one.
+        carry = text.slice(-11);
+        if (carry.includes('"auditInfo":')) carry = '';
+      });
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, bytes, records, tail: carry.slice(-2) });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const ok = [await measured(1), await measured(2)].every(Boolean);
+await service.close();
+rmSync(dir, { recursive: true, force: true });
+process.exit(ok ? 0 : 1);
