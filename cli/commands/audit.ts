@@ -10,7 +10,7 @@ import { actorOf, contextOf, resourcePath } from '../context.ts';
 import { CliError, EXIT, cell, printJson, progressBar, writeErr, writeOut } from '../output.ts';
 import type { FeedEvent } from '../replay.ts';
 
-type FeedPage = { events: FeedEvent[]; next: string | number | null };
+type FeedPage = { events: FeedEvent[]; next: string };
 
 const PAGE = 1000;
 const RECONNECT_MS = [500, 1000, 2000, 5000] as const;
@@ -58,15 +58,18 @@ export function registerAudit(program: Command): void {
       if (chosen.length === 0) throw new CliError(`${String(path)} is not a resource replay knows (${resources.map((r) => r.path).join(', ')})`, EXIT.usage);
       const replay = new Replay(chosen, new Date(options.until));
       const bar = progressBar('{label} {value} events read');
+      let read = 0;
       bar.start(0, { label: 'replay' });
       try {
-        for (let after: string | number | null = null; ;) {
-          const { body }: { body: FeedPage } = await client.json<FeedPage>('/api/v1/audit/events', { query: { after: after ?? undefined, limit: PAGE } });
+        // A page shorter than the limit reached the log's end (API: `next` is then its head).
+        for (let after: string | undefined; ;) {
+          const { body }: { body: FeedPage } = await client.json<FeedPage>('/api/v1/audit/events', { query: { after, limit: PAGE, streams: path } });
           for (const e of body.events) replay.add(e);
-          bar.setTotal(replay.folded);
-          if (body.events.length === 0 || body.next === null || body.next === after) break;
+          read += body.events.length;
+          bar.setTotal(read);
+          bar.update(read);
+          if (body.events.length < PAGE || body.next === after) break;
           after = body.next;
-          bar.update(replay.folded);
         }
       } finally {
         bar.stop();

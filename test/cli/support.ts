@@ -46,7 +46,8 @@ export async function closedPort(): Promise<number> {
 export async function replayTimeline(t: TestApp, clock: ReturnType<typeof manualClock>): Promise<{ until: string; touched: { path: string; id: string }[] }> {
   const touched: { path: string; id: string }[] = [];
   const write = async (method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown): Promise<{ id: string }> => {
-    const res = await t.call({ method, url, ...(payload === undefined ? {} : { payload }) });
+    // Search and import diffs read the read models: every write is in them before the next step.
+    const res = await t.call({ method, url: `${url}?immediatelyRefresh=true`, ...(payload === undefined ? {} : { payload }) });
     if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${String(res.statusCode)} ${res.body}`);
     return res.statusCode === 204 ? { id: '' } : res.json<{ id: string }>();
   };
