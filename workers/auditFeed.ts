@@ -115,6 +115,9 @@ export async function* followFeed(store: EventStore, after: Position, filter: Fe
           yield { kind: 'events', events: page.events };
           lastSent = now();
         }
+        // The embedded log answers synchronously: a long catch-up to a fast client lets other
+        // requests in between pages.
+        if (pending) await new Promise((resolve) => setImmediate(resolve));
         continue;
       }
       const quiet = now() - lastSent;

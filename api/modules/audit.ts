@@ -15,7 +15,8 @@ import { shownEventData } from '../../domain/resource/service.ts';
 import { DomainError, validationFailed } from '../../domain/shared/errors.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
 import { categoryOf } from '../../domain/shared/streams.ts';
-import { followFeed, readFeed, type FeedFilter } from '../../workers/auditFeed.ts';
+import { followFeed, readFeed, type FeedFilter, type FeedPage } from '../../workers/auditFeed.ts';
+import { allows, authenticate } from '../auth.ts';
 import { zodRoutes, type AppDeps, type Module } from '../module.ts';
 import { position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
@@ -186,19 +187,30 @@ async function startOf(store: EventStore, request: FastifyRequest, after: string
   return at;
 }
 
-async function* pageText(events: readonly RecordedEvent[], next: Position, show: (e: RecordedEvent) => AuditEvent): AsyncGenerator<string> {
+/** A JSON page, read from the log a sub-page at a time as it is sent, so that a page of large
+ * events is never held whole; `first` is its first sub-page, read before the answer starts so that
+ * a store failure still gets its error body. Pages on exactly as one read of `limit` would. */
+async function* pageText(store: EventStore, first: FeedPage, limit: number, filter: FeedFilter, show: (e: RecordedEvent) => AuditEvent): AsyncGenerator<string> {
   yield '{"events":[';
+  let page = first;
+  let sent = 0;
   let sinceTurn = 0;
-  for (const [i, e] of events.entries()) {
-    const text = (i === 0 ? '' : ',') + JSON.stringify(show(e));
-    yield text;
-    sinceTurn += text.length;
-    if (sinceTurn >= TURN_BYTES) {
-      sinceTurn = 0;
-      await new Promise((resolve) => setImmediate(resolve));
+  for (;;) {
+    for (const e of page.events) {
+      const text = (sent === 0 ? '' : ',') + JSON.stringify(show(e));
+      sent += 1;
+      yield text;
+      sinceTurn += text.length;
+      if (sinceTurn >= TURN_BYTES) {
+        sinceTurn = 0;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
+    const size = Math.min(STREAM_PAGE, limit - (sent - page.events.length));
+    if (page.events.length < size || sent >= limit) break;
+    page = await readFeed(store, page.next, Math.min(STREAM_PAGE, limit - sent), filter);
   }
-  yield `],"next":${JSON.stringify(next.toString())}}`;
+  yield `],"next":${JSON.stringify(page.next.toString())}}`;
 }
 
 export type StreamOptions = { heartbeatMs: number; signal: AbortSignal };
@@ -222,7 +234,17 @@ export function auditStream(store: EventStore, start: Position, filter: FeedFilt
 
 type OpenStream = { caller: string; end: () => Promise<void> };
 
-/** The live streams of one app: admission against the caps, and their end at shutdown. */
+type Admission = {
+  caller: string;
+  reply: FastifyReply;
+  /** Whether the caller may still read the feed (its token not expired, its login session not ended). */
+  allowed: () => Promise<boolean>;
+  /** How often the stream's connection and its caller are checked. */
+  checkMs: number;
+};
+
+/** The live streams of one app: admission against the caps, a watchdog per stream, and their end
+ * at shutdown. */
 class Streams {
   readonly #open = new Set<OpenStream>();
   readonly #limits: { maxStreams: number; maxStreamsPerCaller: number };
@@ -232,7 +254,7 @@ class Streams {
   }
 
   /** Takes a slot for the caller, or refuses: 503 when the process is full, 429 when the caller is. */
-  admit(caller: string, reply: FastifyReply): AbortSignal {
+  admit({ caller, reply, allowed, checkMs }: Admission): AbortSignal {
     if (this.#open.size >= this.#limits.maxStreams) {
       throw new DomainError('AUDIT.TOO_MANY_STREAMS', 'SERVICE_UNAVAILABLE', `This instance serves at most ${String(this.#limits.maxStreams)} audit streams at once (AUDIT_STREAMS_MAX); retry later or page with JSON`, [], { retryAfterSeconds: 5 });
     }
@@ -243,34 +265,62 @@ class Streams {
     const abort = new AbortController();
     const raw = reply.raw;
     const closed = new Promise<void>((resolve) => raw.once('close', resolve));
-    const stream: OpenStream = {
-      caller,
-      end: async () => {
-        abort.abort();
-        const cut = setTimeout(() => raw.destroy(), SHUTDOWN_GRACE_MS);
-        await closed;
-        clearTimeout(cut);
-      },
+    /** Ends the stream (its body finishes, so does the connection); cut if it has not after a grace. */
+    const end = async () => {
+      abort.abort();
+      const cut = setTimeout(() => raw.destroy(), SHUTDOWN_GRACE_MS);
+      await closed;
+      clearTimeout(cut);
     };
+    const stream: OpenStream = { caller, end };
     this.#open.add(stream);
-    // A client that stops reading holds its slot: cut it once its socket has not drained for STALL_MS.
-    let stalledSince: number | undefined;
-    const watchdog = setInterval(() => {
-      if (!raw.writableNeedDrain) stalledSince = undefined;
-      else if (stalledSince === undefined) stalledSince = Date.now();
-      else if (Date.now() - stalledSince >= STALL_MS) raw.destroy();
-    }, STALL_MS / 6);
-    watchdog.unref();
+    const watchdog = this.#watch(raw, allowed, end);
+    const timer = setInterval(watchdog, checkMs);
+    timer.unref();
     void closed.then(() => {
-      clearInterval(watchdog);
+      clearInterval(timer);
       abort.abort();
       this.#open.delete(stream);
     });
     return abort.signal;
   }
 
+  /** A client that stops reading holds its slot: it is cut once its socket has not drained for
+   * STALL_MS. A caller whose token expires or whose login session ends loses its stream. */
+  #watch(raw: FastifyReply['raw'], allowed: () => Promise<boolean>, end: () => Promise<void>): () => void {
+    let stalledSince: number | undefined;
+    let checking = false;
+    raw.on('drain', () => {
+      stalledSince = undefined;
+    });
+    return () => {
+      if (!raw.writableNeedDrain) stalledSince = undefined;
+      else if (stalledSince === undefined) stalledSince = Date.now();
+      else if (Date.now() - stalledSince >= STALL_MS) raw.destroy();
+      if (checking) return;
+      checking = true;
+      void allowed()
+        .then((ok) => (ok ? undefined : end()))
+        .finally(() => {
+          checking = false;
+        });
+    };
+  }
+
   async endAll(): Promise<void> {
     await Promise.all([...this.#open].map((s) => s.end()));
+  }
+}
+
+/** The caller of a request as the auth hook judges it (app.ts), judged again now: its token still
+ * valid, its login session still on (modules' `authenticated`), the audit permission still granted. */
+async function stillAllowed(deps: AppDeps, authorization: string | undefined): Promise<boolean> {
+  try {
+    let caller = await authenticate(authorization, deps.verifyToken);
+    for (const module of deps.modules) if (module.authenticated !== undefined) caller = await module.authenticated(caller, deps);
+    return allows(caller, 'audit');
+  } catch {
+    return false;
   }
 }
 
@@ -299,7 +349,8 @@ function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
           'before until a page has fewer than `limit` events. `types` and `streams` narrow it. Secrets (password hashes) are never in it. ' +
           SSE_DESCRIPTION +
           ' Streams are capped per instance (`AUDIT_STREAMS_MAX`, 503 `AUDIT.TOO_MANY_STREAMS` beyond) and per caller (`AUDIT_STREAMS_PER_CALLER`, 429 ' +
-          '`AUDIT.TOO_MANY_STREAMS_OF_CALLER`), both with `Retry-After`; a client that stops reading is disconnected after 60 s, and the stream ends when the server shuts down.',
+          '`AUDIT.TOO_MANY_STREAMS_OF_CALLER`), both with `Retry-After`; a client that stops reading is disconnected after 60 s; the stream ends when the caller\'s token ' +
+          'expires or its login session ends (checked every heartbeat interval), and when the server shuts down.',
         querystring,
         headers: z.object({
           'last-event-id': z.string().optional().meta({ description: 'the `id` of the last message received: a stream resumes after it (wins over `after`)' }),
@@ -321,10 +372,17 @@ function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
       const filter = filterOf(catalog, request.query);
       const after = await startOf(deps.eventStore, request, request.query.after);
       if (!wantsStream(request)) {
-        const page = await readFeed(deps.eventStore, after ?? 0n, request.query.limit, filter);
-        return sendBody(reply.type('application/json; charset=utf-8'), Readable.from(pageText(page.events, page.next, show)));
+        const { limit } = request.query;
+        const first = await readFeed(deps.eventStore, after ?? 0n, Math.min(STREAM_PAGE, limit), filter);
+        return sendBody(reply.type('application/json; charset=utf-8'), Readable.from(pageText(deps.eventStore, first, limit, filter, show)));
       }
-      const signal = streams.admit(request.caller?.sub ?? '', reply);
+      const authorization = request.headers.authorization;
+      const signal = streams.admit({
+        caller: request.caller?.sub ?? '',
+        reply,
+        allowed: () => stillAllowed(deps, authorization),
+        checkMs: Math.min(settings.heartbeatMs, STALL_MS / 6),
+      });
       const start = after ?? (await deps.eventStore.headPosition());
       void reply
         .type('text/event-stream; charset=utf-8')

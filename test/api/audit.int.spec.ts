@@ -120,6 +120,25 @@ describe('audit feed', () => {
     expect(after).toBe((await store.headPosition()).toString());
   });
 
+  it('pages of more than one read of the log join up: large limits equal the log too', async () => {
+    const stream = `auditTest-${randomUUID()}`;
+    const events = Array.from({ length: 250 }, (_, i) => ({ id: randomUUID(), type: 'Filled', schemaVersion: 1, data: { n: i }, metadata: { actor: 'loader', at: new Date(0).toISOString() } }));
+    await store.append({ stream, expected: 'no_stream', events });
+    const log = (await wholeLog(store)).map((e) => e.position.toString());
+    const seen: string[] = [];
+    let after = '0';
+    for (;;) {
+      const p = await page(`?after=${after}&limit=120`);
+      seen.push(...p.events.map((e) => e.position));
+      if (p.events.length === 120) expect(p.next).toBe(p.events.at(-1)?.position);
+      after = p.next;
+      if (p.events.length < 120) break;
+    }
+    expect(seen).toEqual(log);
+    // Events of a category no module declares show no data.
+    expect((await page(`?after=${(BigInt(log.at(-1) ?? '1') - 1n).toString()}`)).events[0]).toMatchObject({ stream, type: 'Filled', data: {} });
+  });
+
   it('filters by types, categories and whole streams', async () => {
     const log = await wholeLog(store);
     const created = await page('?types=LogTypeCreated,UserTypeCreated&limit=1000');
@@ -291,6 +310,22 @@ describe('audit feed', () => {
     } finally {
       for (const c of open) c.abort();
     }
+  });
+
+  it('ends a stream once its caller may no longer read the feed (a login session whose user is disabled)', async () => {
+    const code = `aud-${randomUUID().slice(0, 8)}`;
+    expect((await t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: 'A', chars: {}, roles: ['auditor'] } })).statusCode).toBe(201);
+    expect((await t.call({ method: 'PUT', url: `/api/v1/users/${code}/password`, payload: { password: 'an-auditor-password-1' } })).statusCode).toBe(204);
+    const login = await t.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: code, password: 'an-auditor-password-1' }, as: null });
+    const token = login.json<{ access_token: string }>().access_token;
+    const res = await openStream(`${base}/api/v1/audit/events`, { authorization: `Bearer ${token}` });
+    expect(res.status).toBe(200);
+    if (res.body === null) throw new Error('no body');
+    const reader = res.body.getReader();
+    await reader.read();
+    expect((await t.call({ method: 'PATCH', url: `/api/v1/users/${code}`, payload: { status: 'DISABLE' } })).statusCode).toBe(200);
+    for (;;) if ((await reader.read()).done) break;
+    expect((await feed('', `Bearer ${token}`)).status).toBe(401);
   });
 
   it('sends heartbeat comments while nothing happens', async () => {
