@@ -113,7 +113,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           'A JSON body is refused with 400 when it holds a number that cannot be stored exactly (an integer beyond ' +
           '±9007199254740991, more digits than a double keeps, a value out of its range, -0) or an object with a ' +
           'duplicate key; send such numbers as strings. ' +
-          'Roles: `admin` (everything), `editor` (read and write records), `viewer` (read). Any other role that equals the code of an access rule ' +
+          'Roles: `admin` (everything), `editor` (read and write records), `viewer` (read), `auditor` (read, and the audit feed). Any other role that equals the code of an access rule ' +
           'valid now grants READ or READ_WRITE on the resource its `entityName` names, on every record (`fullAccess`) or on those its `expression` ' +
           '(filter items) matches: reads see only covered records (an uncovered one is 404), writes need READ_WRITE coverage of the record before and ' +
           'after (else 403), and a resource no rule names is 403.',

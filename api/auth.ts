@@ -16,18 +16,20 @@ const SESSION_CLAIM = 'adm_session';
 
 export type TokenVerifier = (token: string) => Promise<Caller>;
 
-export const Permissions = ['read', 'write', 'admin'] as const;
+export const Permissions = ['read', 'write', 'admin', 'audit'] as const;
 export type Permission = (typeof Permissions)[number];
 
 /**
- * Built-in roles: admin does everything, editor reads and writes records, viewer reads. A Map,
- * because roles come from the token: an object would answer `toString` or `__proto__` with
- * what Object.prototype holds.
+ * Built-in roles: admin does everything, editor reads and writes records, viewer reads, auditor
+ * reads records (their history included) and the audit feed of the whole log. A Map, because
+ * roles come from the token: an object would answer `toString` or `__proto__` with what
+ * Object.prototype holds.
  */
 const GRANTS: ReadonlyMap<string, readonly Permission[]> = new Map([
-  ['admin', ['read', 'write', 'admin']],
+  ['admin', ['read', 'write', 'admin', 'audit']],
   ['editor', ['read', 'write']],
   ['viewer', ['read']],
+  ['auditor', ['read', 'audit']],
 ]);
 
 export const BUILT_IN_ROLES: readonly string[] = [...GRANTS.keys()];

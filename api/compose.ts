@@ -24,6 +24,9 @@ import type { AppDeps, Module, ModuleContext, ModuleSettings, Worker } from './m
 import { modules as allModules } from './modules/index.ts';
 
 export const Roles = ['all', 'api', 'projector', 'worker'] as const;
+
+/** How long a shutdown lets requests in progress finish before it closes their connections. */
+const SHUTDOWN_GRACE_MS = 10_000;
 export type Role = (typeof Roles)[number];
 
 export type ComposeOptions = {
@@ -129,6 +132,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     newId: randomUUID,
     verifyToken: options.verifyToken,
     modules,
+    settings: options.settings ?? {},
     serveApi: role === 'all' || role === 'api',
     ...httpOptions(options),
   });
@@ -146,7 +150,15 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
       if (options.manualScheduler !== true) scheduler.start();
     },
     close: async () => {
+      // fastify's close waits for every open connection, and Node counts one that has not sent a
+      // request yet (an HTTP client's spare connection, a slow client) as busy for ever: past the
+      // grace period every connection still open is cut, so a shutdown always ends.
+      const cut = setTimeout(() => {
+        app.server.closeAllConnections();
+      }, SHUTDOWN_GRACE_MS);
+      cut.unref();
       await app.close();
+      clearTimeout(cut);
       await scheduler.stop();
       await readModelJobs.stop();
       for (const w of workers) await w.stop();

@@ -13,6 +13,7 @@ import { openDocumentRenderers } from '../infra/documentRenderers.ts';
 import { SmtpMailSender } from '../infra/mail/smtpSender.ts';
 import { composeService } from './compose.ts';
 import { hs256Verifier, oidcVerifier, signHs256, type Caller, type TokenVerifier } from './auth.ts';
+import type { ModuleSettings } from './module.ts';
 
 /** E-mail, SMS, the guarded outbound client, Kafka and the notifications' settings, from the configuration. */
 function notificationPorts(config: Config, brokers: readonly string[], logger: KafkaLogger) {
@@ -31,6 +32,12 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
       },
     },
   };
+}
+
+/** The audit feed's settings beside the notifications'. */
+function withAudit<T extends { settings: ModuleSettings }>(config: Config, ports: T): T {
+  const audit = { maxStreams: config.AUDIT_STREAMS_MAX, maxStreamsPerCaller: config.AUDIT_STREAMS_PER_CALLER, heartbeatMs: config.AUDIT_HEARTBEAT_MS };
+  return { ...ports, settings: { ...ports.settings, audit } };
 }
 
 async function main(): Promise<void> {
@@ -75,7 +82,7 @@ async function main(): Promise<void> {
     batchSize: config.PROJECTION_BATCH_SIZE,
     role: config.ROLE,
     documents,
-    ...notificationPorts(config, brokers, logTo),
+    ...withAudit(config, notificationPorts(config, brokers, logTo)),
   });
   log.to = service.app.log;
 

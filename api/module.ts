@@ -55,6 +55,15 @@ export type ModuleSettings = {
     /** Base URLs of microservices by code, for relative evalNotificationUrl (MICROSERVICE_URLS). */
     microserviceUrls?: Readonly<Record<string, string>>;
   };
+  /** The audit feed's live streams (api/modules/audit.ts). */
+  audit?: {
+    /** Streams (text/event-stream) open at once in this process (AUDIT_STREAMS_MAX); beyond: 503. */
+    maxStreams?: number;
+    /** Streams one caller (the token's subject) may hold open at once (AUDIT_STREAMS_PER_CALLER); beyond: 429. */
+    maxStreamsPerCaller?: number;
+    /** Longest silence on a stream before a heartbeat comment (AUDIT_HEARTBEAT_MS). */
+    heartbeatMs?: number;
+  };
 };
 
 /** Something a worker process keeps running (a Kafka consumer, a dispatcher). */
@@ -109,6 +118,8 @@ export type AppDeps = {
    * an OIDC issuer, and then there is no login route. */
   issueToken?: (caller: Caller) => Promise<string>;
   modules: readonly Module[];
+  /** Settings of the modules beyond the ports (from the configuration). */
+  settings?: ModuleSettings;
   /** Chromium for PDF, LibreOffice for office formats; a format whose renderer is absent is a 503. */
   documents?: DocumentRenderers;
   /** False for processes whose ROLE serves no API (projector, worker): only /health and the docs. */

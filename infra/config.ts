@@ -64,6 +64,11 @@ export const ConfigSchema = z
     RENDER_RECYCLE_AFTER: z.coerce.number().int().min(1).default(500),
     ROLE: z.enum(['all', 'api', 'projector', 'worker']).default('all'),
     PROJECTION_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1000),
+    // Live audit streams (text/event-stream): open at once in this process (beyond: 503), held by
+    // one caller (beyond: 429), and the longest silence before a heartbeat comment.
+    AUDIT_STREAMS_MAX: z.coerce.number().int().min(0).max(10_000).default(32),
+    AUDIT_STREAMS_PER_CALLER: z.coerce.number().int().min(0).max(10_000).default(4),
+    AUDIT_HEARTBEAT_MS: z.coerce.number().int().min(1000).max(300_000).default(15_000),
     BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(6 * 1024 * 1024),
     // Export, import and diff apply: the largest import file (and body of export/diff and
     // diff/apply; 413 beyond), and the entries of a diff above which applying it runs as a job.

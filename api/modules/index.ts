@@ -2,6 +2,7 @@
 // a line here: compose.ts builds the routes, read models, reactors, schedules and workers from it.
 
 import type { Module } from '../module.ts';
+import { auditModule } from './audit.ts';
 import { formatterModule } from './formatter.ts';
 import { jobsModule } from './jobs.ts';
 import { readModelAdminModule } from './readModelAdmin.ts';
@@ -26,4 +27,5 @@ export const modules: readonly Module[] = [
   notificationTriggersModule,
   jobsModule,
   readModelAdminModule,
+  auditModule,
 ];

@@ -70,7 +70,7 @@ export const user: ResourceDefinition = defineResource({
     authentication: z.enum(Authentications).default('PASSWORD').meta({ description: 'default PASSWORD (see the resource description)' }),
     description: longText(4000).optional(),
     groups: distinct(z.array(code()).max(1000)).optional().meta({ description: 'codes of existing user groups, each once; adding one whose associatedUserRoleId is set takes an admin' }),
-    roles: distinct(z.array(text()).max(1000)).optional().meta({ description: 'role codes, each once: built-in (admin, editor, viewer) or access rule codes; only an admin may change them' }),
+    roles: distinct(z.array(text()).max(1000)).optional().meta({ description: 'role codes, each once: built-in (admin, editor, viewer, auditor) or access rule codes; only an admin may change them' }),
     dataTags: stringList(100).optional(),
     chars: jsonMap().meta({ description: 'characteristics by code; their shape depends on the user type' }),
     supervisorId: uuid().optional(),

@@ -129,9 +129,7 @@ async function* historyOf(def: ResourceDefinition, store: EventStore, stream: st
       state = evolve(def, state, e);
       if (e.revision < from) continue;
       const after = state.status === 'active' ? state.fields : {};
-      const kind = kindOf(def, e.type);
-      const data = kind === undefined ? e.data : upcast(def, kind, e.data, e.schemaVersion);
-      const entry: HistoryEntry = { version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: withoutHidden(def, data), changes: diffJson(before, after) };
+      const entry: HistoryEntry = { version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: shownEventData(def, e), changes: diffJson(before, after) };
       if (e.metadata.requestId !== undefined) entry.requestId = e.metadata.requestId;
       if (e.metadata.correlationId !== undefined) entry.correlationId = e.metadata.correlationId;
       yield entry;
@@ -147,8 +145,11 @@ export const shown = (def: ResourceDefinition, state: RecordState & { status: 'a
   return { ...rest, ...def.readOnly, auditInfo };
 };
 
-/** What history shows of an event's data: never a hidden part (a password hash). */
-function withoutHidden(def: ResourceDefinition, data: JsonObject): JsonObject {
+/** What history and the audit feed show of an event's data: its type's current shape, never a
+ * hidden part (a password hash, a thumbnail's ref). The one definition of what of an event is secret. */
+export function shownEventData(def: ResourceDefinition, event: Pick<RecordedEvent, 'type' | 'data' | 'schemaVersion'>): JsonObject {
+  const kind = kindOf(def, event.type);
+  const data = kind === undefined ? event.data : upcast(def, kind, event.data, event.schemaVersion);
   if (def.hidden.length === 0) return data;
   return Object.fromEntries(Object.entries(data).filter(([k]) => !def.hidden.includes(k)));
 }
