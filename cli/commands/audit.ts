@@ -93,6 +93,7 @@ async function follow(client: ApiClient, o: TailOptions, signal: AbortSignal, em
   const stopped = () => signal.aborted;
   const at = { lastId: o.after, connected: false };
   for (let attempt = 0; !stopped(); attempt++) {
+    let reason = 'the feed\'s connection ended';
     try {
       await readStream(client, o, at, signal, emit);
       attempt = 0;
@@ -100,10 +101,11 @@ async function follow(client: ApiClient, o: TailOptions, signal: AbortSignal, em
       if (stopped()) return;
       // The first connection must work: a wrong URL or token is an error, not a retry loop.
       if (!at.connected || (error instanceof CliError && error.exitCode !== EXIT.network)) throw error;
+      reason = error instanceof CliError ? error.message : 'the feed\'s connection dropped';
     }
     if (stopped()) return;
     const wait = RECONNECT_MS[Math.min(attempt, RECONNECT_MS.length - 1)] ?? 5000;
-    writeErr(`admin: the feed's connection dropped; resuming after position ${at.lastId ?? '(none yet)'} in ${String(wait)} ms`);
+    writeErr(`admin: ${reason}; resuming after position ${at.lastId ?? '(none yet)'} in ${String(wait)} ms`);
     await sleep(wait, undefined, { signal }).catch(() => undefined);
   }
 }
