@@ -7,7 +7,7 @@ import { InvalidArgumentError } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chunksOf, type ApiClient } from '../client.ts';
 import { actorOf, contextOf, resourcePath } from '../context.ts';
-import { CliError, EXIT, cell, printJson, progressBar, writeErr, writeOut } from '../output.ts';
+import { CliError, EXIT, cell, progressBar, writeErr, writeOut } from '../output.ts';
 import type { FeedEvent } from '../replay.ts';
 
 type FeedPage = { events: FeedEvent[]; next: string };
@@ -82,7 +82,8 @@ export function registerAudit(program: Command): void {
         filtering: [],
         data: r.records,
       }));
-      printJson(path === undefined ? exported : exported[0]);
+      // Compact, as the service writes an export: a file for `admin import`, whose size is limited.
+      writeOut(JSON.stringify(path === undefined ? exported : exported[0]));
     });
 }
 
