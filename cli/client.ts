@@ -117,7 +117,10 @@ async function httpError(response: Response): Promise<CliError> {
   }
   const code = typeof body.code === 'string' ? body.code : typeof body.status === 'string' ? body.status : response.statusText;
   const message = typeof body.message === 'string' ? body.message : '';
-  const details = Array.isArray(body.errors) ? body.errors.filter((e): e is string => typeof e === 'string') : [];
+  // Detail lines the message already says (`(body): <the message>`) are left out.
+  const details = (Array.isArray(body.errors) ? body.errors : []).filter(
+    (e): e is string => typeof e === 'string' && !message.startsWith(e.replace(/^[^:]*: /, '').replace(/ \(UTF-8\)/, '')),
+  );
   const detail = details.length === 0 ? '' : ` (${details.slice(0, 3).join('; ')}${details.length > 3 ? '; …' : ''})`;
   return new CliError(`${String(response.status)} ${code}${message === '' ? '' : `: ${message}`}${detail}`, EXIT.server);
 }
