@@ -173,7 +173,7 @@ function filterOf(catalog: Catalog, query: Pick<Query, 'types' | 'streams'>): Fe
 /** The position to start after: `Last-Event-ID` (a reconnecting client), else `after`; one the log
  * has not reached was never handed out (400). */
 async function startOf(store: EventStore, request: FastifyRequest, after: string | undefined): Promise<Position | undefined> {
-  const header = request.headers['last-event-id'];
+  const header = request.raw.headers['last-event-id'];
   const lastEventId = Array.isArray(header) ? header[0] : header;
   if (lastEventId !== undefined && !/^\d{1,40}$/.test(lastEventId)) {
     throw validationFailed('Invalid Last-Event-ID', ['header.Last-Event-ID: expected a log position (the id of an event received)']);
@@ -376,7 +376,7 @@ function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
         const first = await readFeed(deps.eventStore, after ?? 0n, Math.min(STREAM_PAGE, limit), filter);
         return sendBody(reply.type('application/json; charset=utf-8'), Readable.from(pageText(deps.eventStore, first, limit, filter, show)));
       }
-      const authorization = request.headers.authorization;
+      const authorization = request.raw.headers.authorization;
       const signal = streams.admit({
         caller: request.caller?.sub ?? '',
         reply,
