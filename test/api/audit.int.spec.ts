@@ -239,6 +239,32 @@ describe('audit feed', () => {
     controller.abort();
   });
 
+  it('streams live events of one record only, when its stream is named', async () => {
+    const created = await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code: 'ONE_STREAM', name: 'One' } });
+    const id = created.json<{ id: string }>().id;
+    const controller = new AbortController();
+    const res = await openStream(`${base}/api/v1/audit/events?streams=logType-${id}&types=LogTypePatched,LogTypeDeleted`, { authorization: auditor }, controller);
+    if (res.body === null) throw new Error('no body');
+    const messages = messagesOf(res.body);
+    await messages.next();
+    for (const name of ['Two', 'Three']) {
+      await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code: `OTHER_${name.toUpperCase()}`, name } });
+      await t.call({ method: 'PATCH', url: `/api/v1/log-types/${id}`, payload: { name } });
+    }
+    await t.call({ method: 'DELETE', url: `/api/v1/log-types/${id}`, as: 'editor' });
+    const got: AuditEvent[] = [];
+    while (got.length < 3) {
+      const m = (await messages.next()).value;
+      if (m?.data !== undefined) got.push(JSON.parse(m.data) as AuditEvent);
+    }
+    controller.abort();
+    expect(got.map((e) => [e.stream, e.version, e.type, e.actor, e.data])).toEqual([
+      [`logType-${id}`, 1, 'LogTypePatched', 'alice-admin', { patch: { name: 'Two' } }],
+      [`logType-${id}`, 2, 'LogTypePatched', 'alice-admin', { patch: { name: 'Three' } }],
+      [`logType-${id}`, 3, 'LogTypeDeleted', 'eddie-editor', {}],
+    ]);
+  });
+
   it('a client disconnected 20 times during a write load, reconnecting with Last-Event-ID, sees every event once and in order', async () => {
     const start = await store.headPosition();
     let writing = true;
