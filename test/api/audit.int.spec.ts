@@ -427,6 +427,34 @@ describe('audit stream backpressure', () => {
   });
 });
 
+describe('audit stream of a client that stops reading', () => {
+  it('is cut once its socket has not drained for AUDIT_STALL_MS, freeing its slot', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'admin-audit-stall-'));
+    const stores = openEmbeddedStores(dataDir);
+    const t = await startTestApp({ dataDir, stores, extra: { settings: { audit: { maxStreamsPerCaller: 1, heartbeatMs: 100, stallMs: 500 } } } });
+    try {
+      // Far more than loopback's socket buffers hold (a few MB while the reader takes nothing).
+      for (let batch = 0; batch < 80; batch++) {
+        const events = Array.from({ length: 100 }, (_, i) => ({ id: randomUUID(), type: 'Filled', schemaVersion: 1, data: { n: i }, metadata: { actor: 'x'.repeat(2500), at: new Date(0).toISOString() } }));
+        await stores.eventStore.append({ stream: `auditTest-${randomUUID()}`, expected: 'no_stream', events });
+      }
+      const url = new URL(await t.listen());
+      const authorization = await bearer('slow-reader', ['auditor']);
+      const stuck = connect(Number(url.port), '127.0.0.1');
+      await new Promise((resolve) => stuck.once('connect', resolve));
+      stuck.write(`GET /api/v1/audit/events?after=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\nAccept: text/event-stream\r\n\r\n`);
+      stuck.pause();
+      // Its slot is taken (one stream per caller here) until the server cuts it.
+      const res = await openStream(`${url.origin}/api/v1/audit/events`, { authorization });
+      expect(res.status).toBe(200);
+      await res.body?.cancel();
+      stuck.destroy();
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('audit stream at shutdown', () => {
   it('ends open streams, and cuts connections that never sent a request, so closing the service ends', async () => {
     const t = await startTestApp();
