@@ -77,7 +77,7 @@ describe('audit feed', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'admin-audit-'));
     const stores = openEmbeddedStores(dataDir);
     store = stores.eventStore;
-    t = await startTestApp({ dataDir, stores, extra: { settings: { audit: { maxStreams: 6, maxStreamsPerCaller: 3, heartbeatMs: 200 } } } });
+    t = await startTestApp({ dataDir, stores, extra: { settings: { audit: { heartbeatMs: 200 } } } });
     base = await t.listen();
     auditor = await bearer('audra-auditor', ['auditor']);
     await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
@@ -199,7 +199,7 @@ describe('audit feed', () => {
     expect(events[2]).toMatchObject({ version: 2, requestId, correlationId: requestId });
 
     const controller = new AbortController();
-    const res = await fetch(`${base}/api/v1/audit/events?after=0&streams=user-${id}`, { headers: { authorization: auditor, accept: 'text/event-stream' }, signal: controller.signal });
+    const res = await openStream(`${base}/api/v1/audit/events?after=0&streams=user-${id}`, { authorization: auditor }, controller);
     let text = '';
     const decoder = new TextDecoder();
     if (res.body === null) throw new Error('no body');
@@ -218,7 +218,7 @@ describe('audit feed', () => {
     const log = await wholeLog(store);
     const from = log[log.length - 3]?.position ?? 0n;
     const controller = new AbortController();
-    const res = await fetch(`${base}/api/v1/audit/events?after=${from.toString()}`, { headers: { authorization: auditor, accept: 'text/event-stream' }, signal: controller.signal });
+    const res = await openStream(`${base}/api/v1/audit/events?after=${from.toString()}`, { authorization: auditor }, controller);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     if (res.body === null) throw new Error('no body');
@@ -311,33 +311,6 @@ describe('audit feed', () => {
     expect(received).toEqual(expected);
   });
 
-  it('caps streams per caller (429) and per instance (503), with the error body and Retry-After', async () => {
-    const open: AbortController[] = [];
-    const connect = async (authorization: string) => {
-      const controller = new AbortController();
-      const res = await fetch(`${base}/api/v1/audit/events`, { headers: { authorization, accept: 'text/event-stream' }, signal: controller.signal });
-      if (res.status === 200) {
-        open.push(controller);
-        return { status: res.status };
-      }
-      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as ErrorBody };
-    };
-    try {
-      const one = await bearer('cap-one', ['auditor']);
-      for (let i = 0; i < 3; i++) expect((await connect(one)).status).toBe(200);
-      const fourth = await connect(one);
-      expect(fourth).toMatchObject({ status: 429, retryAfter: '5', body: { status: 'TOO_MANY_REQUESTS', code: 'AUDIT.TOO_MANY_STREAMS_OF_CALLER' } });
-      const two = await bearer('cap-two', ['auditor']);
-      for (let i = 0; i < 3; i++) expect((await connect(two)).status).toBe(200);
-      const beyond = await connect(await bearer('cap-three', ['admin']));
-      expect(beyond).toMatchObject({ status: 503, retryAfter: '5', body: { status: 'SERVICE_UNAVAILABLE', code: 'AUDIT.TOO_MANY_STREAMS' } });
-      // JSON pages are not streams: still served.
-      expect((await feed('?limit=1')).status).toBe(200);
-    } finally {
-      for (const c of open) c.abort();
-    }
-  });
-
   it('ends a stream once its caller may no longer read the feed (a login session whose user is disabled)', async () => {
     const code = `aud-${randomUUID().slice(0, 8)}`;
     expect((await t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: 'A', chars: {}, roles: ['auditor'] } })).statusCode).toBe(201);
@@ -367,6 +340,38 @@ describe('audit feed', () => {
     }
     controller.abort();
     expect(text).toMatch(/^retry: 2000\nid: \d+\n\n(: heartbeat\n\n){3,}$/);
+  });
+});
+
+describe('audit stream caps', () => {
+  it('caps streams per caller (429) and per instance (503), with the error body and Retry-After', async () => {
+    const open: AbortController[] = [];
+    const connect = async (authorization: string) => {
+      const controller = new AbortController();
+      const res = await fetch(`${base}/api/v1/audit/events`, { headers: { authorization, accept: 'text/event-stream' }, signal: controller.signal });
+      if (res.status === 200) {
+        open.push(controller);
+        return { status: res.status };
+      }
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as ErrorBody };
+    };
+    const t = await startTestApp({ extra: { settings: { audit: { maxStreams: 6, maxStreamsPerCaller: 3 } } } });
+    const base = await t.listen();
+    try {
+      const one = await bearer('cap-one', ['auditor']);
+      for (let i = 0; i < 3; i++) expect((await connect(one)).status).toBe(200);
+      const fourth = await connect(one);
+      expect(fourth).toMatchObject({ status: 429, retryAfter: '5', body: { status: 'TOO_MANY_REQUESTS', code: 'AUDIT.TOO_MANY_STREAMS_OF_CALLER' } });
+      const two = await bearer('cap-two', ['auditor']);
+      for (let i = 0; i < 3; i++) expect((await connect(two)).status).toBe(200);
+      const beyond = await connect(await bearer('cap-three', ['admin']));
+      expect(beyond).toMatchObject({ status: 503, retryAfter: '5', body: { status: 'SERVICE_UNAVAILABLE', code: 'AUDIT.TOO_MANY_STREAMS' } });
+      // JSON pages are not streams: still served.
+      expect((await fetch(`${base}/api/v1/audit/events?limit=1`, { headers: { authorization: one } })).status).toBe(200);
+    } finally {
+      for (const c of open) c.abort();
+      await t.close();
+    }
   });
 });
 
