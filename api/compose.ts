@@ -24,10 +24,10 @@ import type { AppDeps, Module, ModuleContext, ModuleSettings, Worker } from './m
 import { modules as allModules } from './modules/index.ts';
 
 export const Roles = ['all', 'api', 'projector', 'worker'] as const;
+export type Role = (typeof Roles)[number];
 
 /** How long a shutdown lets requests in progress finish before it closes their connections. */
 const SHUTDOWN_GRACE_MS = 10_000;
-export type Role = (typeof Roles)[number];
 
 export type ComposeOptions = {
   eventStore: EventStore;

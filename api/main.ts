@@ -36,7 +36,7 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
 
 /** The audit feed's settings beside the notifications'. */
 function withAudit<T extends { settings: ModuleSettings }>(config: Config, ports: T): T {
-  const audit = { maxStreams: config.AUDIT_STREAMS_MAX, maxStreamsPerCaller: config.AUDIT_STREAMS_PER_CALLER, heartbeatMs: config.AUDIT_HEARTBEAT_MS };
+  const audit = { maxStreams: config.AUDIT_STREAMS_MAX, maxStreamsPerCaller: config.AUDIT_STREAMS_PER_CALLER, heartbeatMs: config.AUDIT_HEARTBEAT_MS, stallMs: config.AUDIT_STALL_MS };
   return { ...ports, settings: { ...ports.settings, audit } };
 }
 

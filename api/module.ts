@@ -63,6 +63,8 @@ export type ModuleSettings = {
     maxStreamsPerCaller?: number;
     /** Longest silence on a stream before a heartbeat comment (AUDIT_HEARTBEAT_MS). */
     heartbeatMs?: number;
+    /** How long a stream's socket may go without draining before it is cut (AUDIT_STALL_MS). */
+    stallMs?: number;
   };
 };
 

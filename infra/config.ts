@@ -69,6 +69,8 @@ export const ConfigSchema = z
     AUDIT_STREAMS_MAX: z.coerce.number().int().min(0).max(10_000).default(32),
     AUDIT_STREAMS_PER_CALLER: z.coerce.number().int().min(0).max(10_000).default(4),
     AUDIT_HEARTBEAT_MS: z.coerce.number().int().min(1000).max(300_000).default(15_000),
+    // A live audit stream whose client has not taken its data for this long is cut (it holds a slot).
+    AUDIT_STALL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
     BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(6 * 1024 * 1024),
     // Export, import and diff apply: the largest import file (and body of export/diff and
     // diff/apply; 413 beyond), and the entries of a diff above which applying it runs as a job.

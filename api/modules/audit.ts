@@ -27,9 +27,8 @@ export const AUDIT_MAX_LIMIT = 1000;
 const STREAM_PAGE = 100;
 /** SSE messages made ahead of the socket: with one page of the log, all a stream holds. */
 const STREAM_AHEAD = 8;
-export const AUDIT_STREAM_DEFAULTS = { maxStreams: 32, maxStreamsPerCaller: 4, heartbeatMs: 15_000 } as const;
-/** A client whose socket has not drained for this long is disconnected (it holds a slot). */
-const STALL_MS = 60_000;
+/** `stallMs`: a client whose socket has not drained for this long is disconnected (it holds a slot). */
+export const AUDIT_STREAM_DEFAULTS = { maxStreams: 32, maxStreamsPerCaller: 4, heartbeatMs: 15_000, stallMs: 60_000 } as const;
 /** How long shutdown lets a stream end by itself before its connection is cut. */
 const SHUTDOWN_GRACE_MS = 2000;
 /** The reconnection delay a stream tells EventSource clients. */
@@ -173,7 +172,7 @@ function filterOf(catalog: Catalog, query: Pick<Query, 'types' | 'streams'>): Fe
 /** The position to start after: `Last-Event-ID` (a reconnecting client), else `after`; one the log
  * has not reached was never handed out (400). */
 async function startOf(store: EventStore, request: FastifyRequest, after: string | undefined): Promise<Position | undefined> {
-  const header = request.headers['last-event-id'];
+  const header = request.raw.headers['last-event-id'];
   const lastEventId = Array.isArray(header) ? header[0] : header;
   if (lastEventId !== undefined && !/^\d{1,40}$/.test(lastEventId)) {
     throw validationFailed('Invalid Last-Event-ID', ['header.Last-Event-ID: expected a log position (the id of an event received)']);
@@ -241,6 +240,8 @@ type Admission = {
   allowed: () => Promise<boolean>;
   /** How often the stream's connection and its caller are checked. */
   checkMs: number;
+  /** How long its socket may go without draining. */
+  stallMs: number;
 };
 
 /** The live streams of one app: admission against the caps, a watchdog per stream, and their end
@@ -254,7 +255,7 @@ class Streams {
   }
 
   /** Takes a slot for the caller, or refuses: 503 when the process is full, 429 when the caller is. */
-  admit({ caller, reply, allowed, checkMs }: Admission): AbortSignal {
+  admit({ caller, reply, allowed, checkMs, stallMs }: Admission): AbortSignal {
     if (this.#open.size >= this.#limits.maxStreams) {
       throw new DomainError('AUDIT.TOO_MANY_STREAMS', 'SERVICE_UNAVAILABLE', `This instance serves at most ${String(this.#limits.maxStreams)} audit streams at once (AUDIT_STREAMS_MAX); retry later or page with JSON`, [], { retryAfterSeconds: 5 });
     }
@@ -274,7 +275,7 @@ class Streams {
     };
     const stream: OpenStream = { caller, end };
     this.#open.add(stream);
-    const watchdog = this.#watch(raw, allowed, end);
+    const watchdog = this.#watch(raw, stallMs, allowed, end);
     const timer = setInterval(watchdog, checkMs);
     timer.unref();
     void closed.then(() => {
@@ -286,8 +287,8 @@ class Streams {
   }
 
   /** A client that stops reading holds its slot: it is cut once its socket has not drained for
-   * STALL_MS. A caller whose token expires or whose login session ends loses its stream. */
-  #watch(raw: FastifyReply['raw'], allowed: () => Promise<boolean>, end: () => Promise<void>): () => void {
+   * `stallMs`. A caller whose token expires or whose login session ends loses its stream. */
+  #watch(raw: FastifyReply['raw'], stallMs: number, allowed: () => Promise<boolean>, end: () => Promise<void>): () => void {
     let stalledSince: number | undefined;
     let checking = false;
     raw.on('drain', () => {
@@ -296,7 +297,7 @@ class Streams {
     return () => {
       if (!raw.writableNeedDrain) stalledSince = undefined;
       else if (stalledSince === undefined) stalledSince = Date.now();
-      else if (Date.now() - stalledSince >= STALL_MS) raw.destroy();
+      else if (Date.now() - stalledSince >= stallMs) raw.destroy();
       if (checking) return;
       checking = true;
       void allowed()
@@ -349,7 +350,7 @@ function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
           'before until a page has fewer than `limit` events. `types` and `streams` narrow it. Secrets (password hashes) are never in it. ' +
           SSE_DESCRIPTION +
           ' Streams are capped per instance (`AUDIT_STREAMS_MAX`, 503 `AUDIT.TOO_MANY_STREAMS` beyond) and per caller (`AUDIT_STREAMS_PER_CALLER`, 429 ' +
-          '`AUDIT.TOO_MANY_STREAMS_OF_CALLER`), both with `Retry-After`; a client that stops reading is disconnected after 60 s; the stream ends when the caller\'s token ' +
+          '`AUDIT.TOO_MANY_STREAMS_OF_CALLER`), both with `Retry-After`; a client that stops reading is disconnected after `AUDIT_STALL_MS` (60 s); the stream ends when the caller\'s token ' +
           'expires or its login session ends (checked every heartbeat interval), and when the server shuts down.',
         querystring,
         headers: z.object({
@@ -376,12 +377,13 @@ function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
         const first = await readFeed(deps.eventStore, after ?? 0n, Math.min(STREAM_PAGE, limit), filter);
         return sendBody(reply.type('application/json; charset=utf-8'), Readable.from(pageText(deps.eventStore, first, limit, filter, show)));
       }
-      const authorization = request.headers.authorization;
+      const authorization = request.raw.headers.authorization;
       const signal = streams.admit({
         caller: request.caller?.sub ?? '',
         reply,
         allowed: () => stillAllowed(deps, authorization),
-        checkMs: Math.min(settings.heartbeatMs, STALL_MS / 6),
+        checkMs: Math.min(settings.heartbeatMs, settings.stallMs / 6),
+        stallMs: settings.stallMs,
       });
       const start = after ?? (await deps.eventStore.headPosition());
       void reply

@@ -77,7 +77,7 @@ describe('audit feed', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'admin-audit-'));
     const stores = openEmbeddedStores(dataDir);
     store = stores.eventStore;
-    t = await startTestApp({ dataDir, stores, extra: { settings: { audit: { maxStreams: 6, maxStreamsPerCaller: 3, heartbeatMs: 200 } } } });
+    t = await startTestApp({ dataDir, stores, extra: { settings: { audit: { heartbeatMs: 200 } } } });
     base = await t.listen();
     auditor = await bearer('audra-auditor', ['auditor']);
     await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
@@ -199,7 +199,7 @@ describe('audit feed', () => {
     expect(events[2]).toMatchObject({ version: 2, requestId, correlationId: requestId });
 
     const controller = new AbortController();
-    const res = await fetch(`${base}/api/v1/audit/events?after=0&streams=user-${id}`, { headers: { authorization: auditor, accept: 'text/event-stream' }, signal: controller.signal });
+    const res = await openStream(`${base}/api/v1/audit/events?after=0&streams=user-${id}`, { authorization: auditor }, controller);
     let text = '';
     const decoder = new TextDecoder();
     if (res.body === null) throw new Error('no body');
@@ -218,7 +218,7 @@ describe('audit feed', () => {
     const log = await wholeLog(store);
     const from = log[log.length - 3]?.position ?? 0n;
     const controller = new AbortController();
-    const res = await fetch(`${base}/api/v1/audit/events?after=${from.toString()}`, { headers: { authorization: auditor, accept: 'text/event-stream' }, signal: controller.signal });
+    const res = await openStream(`${base}/api/v1/audit/events?after=${from.toString()}`, { authorization: auditor }, controller);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     if (res.body === null) throw new Error('no body');
@@ -237,6 +237,32 @@ describe('audit feed', () => {
     expect(live?.id).toBe(write.headers['x-event-position']);
     expect(JSON.parse(live?.data ?? '{}')).toMatchObject({ type: 'LogTypeCreated', position: live?.id, actor: 'alice-admin', data: { code: 'LIVE_ONE' } });
     controller.abort();
+  });
+
+  it('streams live events of one record only, when its stream is named', async () => {
+    const created = await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code: 'ONE_STREAM', name: 'One' } });
+    const id = created.json<{ id: string }>().id;
+    const controller = new AbortController();
+    const res = await openStream(`${base}/api/v1/audit/events?streams=logType-${id}&types=LogTypePatched,LogTypeDeleted`, { authorization: auditor }, controller);
+    if (res.body === null) throw new Error('no body');
+    const messages = messagesOf(res.body);
+    await messages.next();
+    for (const name of ['Two', 'Three']) {
+      await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code: `OTHER_${name.toUpperCase()}`, name } });
+      await t.call({ method: 'PATCH', url: `/api/v1/log-types/${id}`, payload: { name } });
+    }
+    await t.call({ method: 'DELETE', url: `/api/v1/log-types/${id}`, as: 'editor' });
+    const got: AuditEvent[] = [];
+    while (got.length < 3) {
+      const m = (await messages.next()).value;
+      if (m?.data !== undefined) got.push(JSON.parse(m.data) as AuditEvent);
+    }
+    controller.abort();
+    expect(got.map((e) => [e.stream, e.version, e.type, e.actor, e.data])).toEqual([
+      [`logType-${id}`, 1, 'LogTypePatched', 'alice-admin', { patch: { name: 'Two' } }],
+      [`logType-${id}`, 2, 'LogTypePatched', 'alice-admin', { patch: { name: 'Three' } }],
+      [`logType-${id}`, 3, 'LogTypeDeleted', 'eddie-editor', {}],
+    ]);
   });
 
   it('a client disconnected 20 times during a write load, reconnecting with Last-Event-ID, sees every event once and in order', async () => {
@@ -285,33 +311,6 @@ describe('audit feed', () => {
     expect(received).toEqual(expected);
   });
 
-  it('caps streams per caller (429) and per instance (503), with the error body and Retry-After', async () => {
-    const open: AbortController[] = [];
-    const connect = async (authorization: string) => {
-      const controller = new AbortController();
-      const res = await fetch(`${base}/api/v1/audit/events`, { headers: { authorization, accept: 'text/event-stream' }, signal: controller.signal });
-      if (res.status === 200) {
-        open.push(controller);
-        return { status: res.status };
-      }
-      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as ErrorBody };
-    };
-    try {
-      const one = await bearer('cap-one', ['auditor']);
-      for (let i = 0; i < 3; i++) expect((await connect(one)).status).toBe(200);
-      const fourth = await connect(one);
-      expect(fourth).toMatchObject({ status: 429, retryAfter: '5', body: { status: 'TOO_MANY_REQUESTS', code: 'AUDIT.TOO_MANY_STREAMS_OF_CALLER' } });
-      const two = await bearer('cap-two', ['auditor']);
-      for (let i = 0; i < 3; i++) expect((await connect(two)).status).toBe(200);
-      const beyond = await connect(await bearer('cap-three', ['admin']));
-      expect(beyond).toMatchObject({ status: 503, retryAfter: '5', body: { status: 'SERVICE_UNAVAILABLE', code: 'AUDIT.TOO_MANY_STREAMS' } });
-      // JSON pages are not streams: still served.
-      expect((await feed('?limit=1')).status).toBe(200);
-    } finally {
-      for (const c of open) c.abort();
-    }
-  });
-
   it('ends a stream once its caller may no longer read the feed (a login session whose user is disabled)', async () => {
     const code = `aud-${randomUUID().slice(0, 8)}`;
     expect((await t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: 'A', chars: {}, roles: ['auditor'] } })).statusCode).toBe(201);
@@ -328,7 +327,7 @@ describe('audit feed', () => {
     expect((await feed('', `Bearer ${token}`)).status).toBe(401);
   });
 
-  it('sends heartbeat comments while nothing happens', async () => {
+  it('sends heartbeat comments while nothing happens, and keeps a caller that may still read', async () => {
     const controller = new AbortController();
     const res = await openStream(`${base}/api/v1/audit/events?types=UserGroupDeleted`, { authorization: auditor }, controller);
     if (res.body === null) throw new Error('no body');
@@ -336,10 +335,43 @@ describe('audit feed', () => {
     let text = '';
     for await (const chunk of res.body as ReadableStream<Uint8Array>) {
       text += decoder.decode(chunk, { stream: true });
-      if (text.includes(': heartbeat\n\n')) break;
+      // Three heartbeats: the stream outlives the checks of its caller (one per heartbeat interval).
+      if (text.split(': heartbeat\n\n').length > 3) break;
     }
     controller.abort();
-    expect(text).toMatch(/^retry: 2000\nid: \d+\n\n(: heartbeat\n\n)+$/);
+    expect(text).toMatch(/^retry: 2000\nid: \d+\n\n(: heartbeat\n\n){3,}$/);
+  });
+});
+
+describe('audit stream caps', () => {
+  it('caps streams per caller (429) and per instance (503), with the error body and Retry-After', async () => {
+    const open: AbortController[] = [];
+    const connect = async (authorization: string) => {
+      const controller = new AbortController();
+      const res = await fetch(`${base}/api/v1/audit/events`, { headers: { authorization, accept: 'text/event-stream' }, signal: controller.signal });
+      if (res.status === 200) {
+        open.push(controller);
+        return { status: res.status };
+      }
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as ErrorBody };
+    };
+    const t = await startTestApp({ extra: { settings: { audit: { maxStreams: 6, maxStreamsPerCaller: 3 } } } });
+    const base = await t.listen();
+    try {
+      const one = await bearer('cap-one', ['auditor']);
+      for (let i = 0; i < 3; i++) expect((await connect(one)).status).toBe(200);
+      const fourth = await connect(one);
+      expect(fourth).toMatchObject({ status: 429, retryAfter: '5', body: { status: 'TOO_MANY_REQUESTS', code: 'AUDIT.TOO_MANY_STREAMS_OF_CALLER' } });
+      const two = await bearer('cap-two', ['auditor']);
+      for (let i = 0; i < 3; i++) expect((await connect(two)).status).toBe(200);
+      const beyond = await connect(await bearer('cap-three', ['admin']));
+      expect(beyond).toMatchObject({ status: 503, retryAfter: '5', body: { status: 'SERVICE_UNAVAILABLE', code: 'AUDIT.TOO_MANY_STREAMS' } });
+      // JSON pages are not streams: still served.
+      expect((await fetch(`${base}/api/v1/audit/events?limit=1`, { headers: { authorization: one } })).status).toBe(200);
+    } finally {
+      for (const c of open) c.abort();
+      await t.close();
+    }
   });
 });
 
@@ -396,6 +428,34 @@ describe('audit stream backpressure', () => {
       await eventStore.close();
       await readStore.close();
       await blobStore.close();
+    }
+  });
+});
+
+describe('audit stream of a client that stops reading', () => {
+  it('is cut once its socket has not drained for AUDIT_STALL_MS, freeing its slot', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'admin-audit-stall-'));
+    const stores = openEmbeddedStores(dataDir);
+    const t = await startTestApp({ dataDir, stores, extra: { settings: { audit: { maxStreamsPerCaller: 1, heartbeatMs: 100, stallMs: 500 } } } });
+    try {
+      // Far more than loopback's socket buffers hold (a few MB while the reader takes nothing).
+      for (let batch = 0; batch < 80; batch++) {
+        const events = Array.from({ length: 100 }, (_, i) => ({ id: randomUUID(), type: 'Filled', schemaVersion: 1, data: { n: i }, metadata: { actor: 'x'.repeat(2500), at: new Date(0).toISOString() } }));
+        await stores.eventStore.append({ stream: `auditTest-${randomUUID()}`, expected: 'no_stream', events });
+      }
+      const url = new URL(await t.listen());
+      const authorization = await bearer('slow-reader', ['auditor']);
+      const stuck = connect(Number(url.port), '127.0.0.1');
+      await new Promise((resolve) => stuck.once('connect', resolve));
+      stuck.write(`GET /api/v1/audit/events?after=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\nAccept: text/event-stream\r\n\r\n`);
+      stuck.pause();
+      // Its slot is taken (one stream per caller here) until the server cuts it.
+      const res = await openStream(`${url.origin}/api/v1/audit/events`, { authorization });
+      expect(res.status).toBe(200);
+      await res.body?.cancel();
+      stuck.destroy();
+    } finally {
+      await t.close();
     }
   });
 });
