@@ -122,5 +122,5 @@ async function httpError(response: Response): Promise<CliError> {
     (e): e is string => typeof e === 'string' && !message.startsWith(e.replace(/^[^:]*: /, '').replace(/ \(UTF-8\)/, '')),
   );
   const detail = details.length === 0 ? '' : ` (${details.slice(0, 3).join('; ')}${details.length > 3 ? '; …' : ''})`;
-  return new CliError(`${String(response.status)} ${code}${message === '' ? '' : `: ${message}`}${detail}`, EXIT.server);
+  return new CliError(`${String(response.status)} ${code}${message === '' ? '' : `: ${message}`}${detail}`, EXIT.server, response.status);
 }

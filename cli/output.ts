@@ -19,10 +19,13 @@ export const EXIT = {
 
 export class CliError extends Error {
   readonly exitCode: number;
+  /** The HTTP status the server answered with, when it did. */
+  readonly status: number | undefined;
 
-  constructor(message: string, exitCode: number) {
+  constructor(message: string, exitCode: number, status?: number) {
     super(message);
     this.exitCode = exitCode;
+    this.status = status;
   }
 }
 

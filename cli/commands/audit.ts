@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chunksOf, type ApiClient } from '../client.ts';
+import { chunksOf, unreachable, type ApiClient } from '../client.ts';
 import { actorOf, contextOf, resourcePath } from '../context.ts';
 import { CliError, EXIT, cell, progressBar, writeErr, writeOut } from '../output.ts';
 import type { FeedEvent } from '../replay.ts';
@@ -87,6 +87,8 @@ export function registerAudit(program: Command): void {
     });
 }
 
+const retriable = (error: CliError): boolean => error.exitCode === EXIT.network || error.status === 429 || error.status === 503;
+
 type TailOptions = { types?: string[]; streams?: string[]; after?: string };
 
 /** Reads the live stream until stopped; reconnects with Last-Event-ID once it has been connected. */
@@ -100,9 +102,10 @@ async function follow(client: ApiClient, o: TailOptions, signal: AbortSignal, em
       attempt = 0;
     } catch (error) {
       if (stopped()) return;
-      // The first connection must work: a wrong URL or token is an error, not a retry loop.
-      if (!at.connected || (error instanceof CliError && error.exitCode !== EXIT.network)) throw error;
-      reason = error instanceof CliError ? error.message : 'the feed\'s connection dropped';
+      // The first connection must work: a wrong URL or token is an error, not a retry loop. Later,
+      // an unreachable or restarting server (503, or 429 while its old stream is let go) is waited for.
+      if (!at.connected || !(error instanceof CliError) || !retriable(error)) throw error;
+      reason = error.message;
     }
     if (stopped()) return;
     const wait = RECONNECT_MS[Math.min(attempt, RECONNECT_MS.length - 1)] ?? 5000;
@@ -119,7 +122,17 @@ async function readStream(client: ApiClient, o: TailOptions, at: { lastId: strin
     signal,
   });
   at.connected = true;
-  for await (const message of serverSentEvents(response)) {
+  const messages = serverSentEvents(response);
+  for (;;) {
+    let next: IteratorResult<ServerSentEvent>;
+    try {
+      next = await messages.next();
+    } catch (error) {
+      // The connection broke mid-stream (the server stopped): resumable, like a refused connect.
+      throw unreachable(client.base, error);
+    }
+    if (next.done === true) return;
+    const message = next.value;
     if (message.id !== undefined) at.lastId = message.id;
     if (message.data !== '') emit(JSON.parse(message.data) as FeedEvent);
   }

@@ -95,3 +95,34 @@ describe('admin tail', () => {
     expect(run.stderr).toMatch(/^admin: 401 [^\n]+\n$/);
   });
 });
+
+describe('admin tail across a restart of the service', () => {
+  it('resumes after the last event it printed once the service is back, saying so on stderr', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'admin-cli-tail-restart-'));
+    const first = await startTestApp({ dataDir });
+    const url = await first.listen();
+    const port = Number(new URL(url).port);
+    const tail = startCli(['tail', '--json', '--types', 'UserGroupTypeCreated'], { ADMIN_URL: url, ADMIN_TOKEN: first.tokens.admin });
+    const code = uniqueCode('RESTART');
+    let lines: string[] = [];
+    for (let i = 0; lines.length === 0; i++) {
+      expect((await first.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `${code}_${String(i)}`, name: 'before', registry: {} } })).statusCode).toBe(201);
+      lines = await Promise.race([tail.lines(1), new Promise<string[]>((resolve) => setTimeout(() => { resolve([]); }, 300))]);
+    }
+    await first.close({ keepData: true });
+    await tail.stderrMatching(/resuming after position \d+/);
+
+    const second = await startTestApp({ dataDir });
+    try {
+      await second.app.listen({ port, host: '127.0.0.1' });
+      expect((await second.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `${code}_AFTER`, name: 'after', registry: {} } })).statusCode).toBe(201);
+      const seen = (await tail.lines(lines.length + 1)).map((l) => JSON.parse(l) as { type: string; data: { code: string } });
+      // Nothing twice, nothing lost: every event before the restart once, then the new one.
+      expect(seen.at(-1)?.data.code).toBe(`${code}_AFTER`);
+      expect(new Set(seen.map((e) => e.data.code)).size).toBe(seen.length);
+      expect(await tail.stop()).toBe(0);
+    } finally {
+      await second.close();
+    }
+  });
+});

@@ -102,6 +102,11 @@ export function startCli(args: readonly string[], env: Record<string, string | u
         await new Promise<void>((resolve) => waiters.push(resolve));
       }
     },
+    /** Resolves once stderr matches (or the process ended). */
+    async stderrMatching(pattern: RegExp): Promise<string> {
+      while (!pattern.test(out.stderr) && child.exitCode === null) await new Promise<void>((resolve) => waiters.push(resolve));
+      return out.stderr;
+    },
     async stop(): Promise<number | null> {
       child.kill('SIGINT');
       return closed;
