@@ -2,6 +2,7 @@
 // moving a bar: a read-model rebuild (events folded, then the catch-up to the head) or a diff
 // applied as a job (entries done).
 
+import { InvalidArgumentError } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from './client.ts';
 import type { Progress } from './output.ts';
@@ -12,6 +13,13 @@ export type JobRecord = {
   jobType?: string;
   data?: { progress?: Record<string, unknown>; result?: Record<string, unknown>; failure?: string };
 };
+
+/** `--interval <ms>` of the commands that follow a job. */
+export function milliseconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('a whole number of milliseconds above 0');
+  return n;
+}
 
 export const isEnded = (job: JobRecord): boolean => job.status === 'COMPLETED' || job.status === 'FAILED';
 

@@ -10,8 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { contextOf, resourcePath } from '../context.ts';
 import { CliError, EXIT, cell, printJson, progressBar, table, writeErr, writeOut, type Progress } from '../output.ts';
 import { chunksOf, unreachable, type ApiClient } from '../client.ts';
-import { followJob } from '../jobs.ts';
-import { positiveInt } from './indexes.ts';
+import { followJob, milliseconds } from '../jobs.ts';
 import { deepEqual } from '../../domain/shared/json.ts';
 
 const OPERATORS = ['EQ', 'NOT_EQ', 'LIKE', 'NOT_LIKE', 'IN', 'NOT_IN', 'GT', 'GTE', 'LT', 'LTE', 'IS_NULL', 'IS_NOT_NULL'] as const;
@@ -78,7 +77,7 @@ export function registerExchange(program: Command): void {
     .option('--save', 'apply the diff (create, replace, delete); without it nothing is written', false)
     .option('--compare-field <field>', 'the field that matches an incoming record with a stored one', 'id')
     .addOption(new Option('--show <n>', 'diff entries listed in the table (the summary counts all)').default(20).argParser(wholeNumber))
-    .option('--interval <ms>', 'how often to read the job a large --save runs as', positiveInt, 500)
+    .option('--interval <ms>', 'how often to read the job a large --save runs as', milliseconds, 500)
     .addHelpText('after', '\nExamples:\n  admin import user-groups groups.json            # dry run: the diff only\n  admin import user-groups groups.json --save --compare-field code')
     .addHelpText('after', '\nExits 1 when an entry could not be saved (the others were). Above the service\'s DIFF_APPLY_JOB_THRESHOLD a --save runs as a job: its progress bar is shown until it ends.')
     .action(async (resource: string, file: string, options: ImportOptions, command: Command) => {

@@ -2,9 +2,8 @@
 // (POST /api/v1/indexes/{name}/recreate) and follows the job (GET /api/v1/jobs/{id}) until it ends.
 
 import type { Command } from 'commander';
-import { InvalidArgumentError } from 'commander';
 import { contextOf } from '../context.ts';
-import { followJob } from '../jobs.ts';
+import { followJob, milliseconds } from '../jobs.ts';
 import { CliError, EXIT, cell, printJson, progressBar, table, writeOut } from '../output.ts';
 
 type ReadModel = { name: string; state: string; documents: number; position: string; lag: number; lagMs: number; generation: number | null; building: number | null; jobId: string | null };
@@ -30,7 +29,7 @@ export function registerIndexes(program: Command): void {
     .description('Recreate a read model from the log as a job (the live one keeps serving until the new one swaps in) and follow it to its end')
     .argument('<index>', 'the read model\'s name, as `admin indexes` lists it')
     .option('--no-wait', 'print the job id and return at once')
-    .option('--interval <ms>', 'how often to read the job', positiveInt, 500)
+    .option('--interval <ms>', 'how often to read the job', milliseconds, 500)
     .addHelpText('after', '\nExits 0 when the job COMPLETED, 1 when it FAILED (with its reason).\n\nExamples:\n  admin rebuild user_groups\n  admin rebuild users --json')
     .action(async (index: string, options: { wait: boolean; interval: number }, command: Command) => {
       const { client, json } = contextOf(command);
@@ -48,10 +47,4 @@ export function registerIndexes(program: Command): void {
         writeOut(table(['JOB', 'STATUS', ...Object.keys(result).map((k) => k.toUpperCase())], [[job.id, job.status, ...Object.values(result).map((v) => cell(v, 40))]]));
       }
     });
-}
-
-export function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('a whole number of milliseconds above 0');
-  return n;
 }
