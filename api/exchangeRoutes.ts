@@ -24,7 +24,7 @@ import { narrowed, toQuery, type FilterItem, type Query } from '../domain/shared
 import type { JsonObject } from '../domain/shared/json.ts';
 import { readScope } from './access.ts';
 import { applyEntry, appliedItems, diffEntryInput, failureOf, runningApplies, startApplyJob, type ApplyEnv } from './diffApply.ts';
-import { documentsOf, sendItems } from './documentStream.ts';
+import { sendItems } from './documentStream.ts';
 import { ErrorBodySchema, jsonProblem } from './errorHandler.ts';
 import type { AppDeps, ExchangeSettings } from './module.ts';
 import { position } from './readModelWait.ts';
@@ -74,29 +74,17 @@ const MAX_FILE_DEPTH = 32;
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /** The records here a filtering selects (with the caller's read scope), in id order, a keyset page
- * at a time: however many there are, one page is held. */
+ * at a time (ReadStore.scan, along the id index): however many there are, one page is held, and
+ * paging through them is one pass over the read model whatever the filter. */
 async function* recordsHere(kit: RouteKit, filter: readonly FilterItem[], request: FastifyRequest): AsyncGenerator<Document> {
   const { deps, def } = kit;
   const scope = await readScope(deps, request, def);
-  const plain = filter.length === 0 && scope === undefined;
-  const page = async (after: string | undefined): Promise<{ docs: Document[]; last: string | undefined; full: boolean }> => {
-    const from = kit.collection();
-    if (plain) {
-      const docs = await deps.readStore.scan(from, { ...(after === undefined ? {} : { after }), limit: EXPORT_PAGE });
-      return { docs, last: docs.at(-1)?.id, full: docs.length === EXPORT_PAGE };
-    }
-    const keyset: FilterItem[] = after === undefined ? [] : [{ column: 'id', operator: 'GT', value: after }];
-    const q = narrowed(toQuery({ filter: [...filter, ...keyset], sort: [{ column: 'id', order: 'ASC' }] }, def.columns, def.defaultSort), scope);
-    const ids = await deps.readStore.findIds(from, q, { offset: 0, limit: EXPORT_PAGE });
-    const docs: Document[] = [];
-    for await (const doc of documentsOf(deps.readStore, from, ids)) docs.push(doc);
-    return { docs, last: ids.at(-1), full: ids.length === EXPORT_PAGE };
-  };
+  const query = filter.length === 0 && scope === undefined ? undefined : narrowed(checkedFilter(kit, filter), scope);
   for (let after: string | undefined; ; ) {
-    const { docs, last, full } = await page(after);
-    yield* docs;
-    if (!full) return;
-    after = last;
+    const page = await deps.readStore.scan(kit.collection(), { ...(after === undefined ? {} : { after }), limit: EXPORT_PAGE, ...(query === undefined ? {} : { query }) });
+    yield* page;
+    if (page.length < EXPORT_PAGE) return;
+    after = page.at(-1)?.id;
   }
 }
 
