@@ -4,6 +4,8 @@
 // incoming data set with the records here that its filtering selects; applying is diffApply.ts.
 
 import { Readable } from 'node:stream';
+import fastifyMultipart from '@fastify/multipart';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Permission } from './auth.ts';
 import { z } from 'zod';
@@ -369,7 +371,14 @@ export function exchangeRoutes(kit: RouteKit): void {
   const limits = exchangeSettings(kit.deps);
   if (kit.offers('export')) exportRoute(kit);
   if (kit.offers('exportDiff')) exportDiffRoute(kit, limits);
-  if (kit.offers('import')) importRoute(kit, limits);
+  // multipart/form-data only where a file is taken (other routes still answer it 415): one file,
+  // at most IMPORT_MAX_BYTES (413 beyond).
+  if (kit.offers('import')) {
+    void kit.app.register(async (scope) => {
+      await scope.register(fastifyMultipart, { limits: { fileSize: limits.importMaxBytes, files: 1, fields: 10, parts: 11 } });
+      importRoute({ ...kit, app: scope, r: scope.withTypeProvider<ZodTypeProvider>() }, limits);
+    });
+  }
   if (kit.offers('applyDiff')) {
     applyRoute(kit, limits);
     kit.app.addHook('onClose', async () => {
