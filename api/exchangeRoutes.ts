@@ -58,6 +58,8 @@ const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, E
 
 /** Records read per page of an export or a diff's scan. */
 const EXPORT_PAGE = 500;
+/** Bytes of JSON per chunk of an export's answer. */
+const CHUNK_BYTES = 64 * 1024;
 /** Bytes of an export written between two turns of the event loop (see documentStream.ts). */
 const TURN_BYTES = 256 * 1024;
 /** Values a JSON body of export/diff or diff/apply may hold (its byte limit bounds it first). */
@@ -96,19 +98,28 @@ const checkedFilter = (kit: RouteKit, filter: readonly FilterItem[]): Query => t
 /** The export object as JSON text, its data written as it is read. */
 async function* exportText(head: JsonObject, records: AsyncIterable<Document>): AsyncGenerator<string> {
   yield `${JSON.stringify(head).slice(0, -1)},"data":[`;
-  let n = 0;
+  // Records joined into chunks of about CHUNK_BYTES: one stream chunk and one socket write per
+  // chunk rather than per record (fewer objects alive while the socket drains).
+  let chunk: string[] = [];
+  let bytes = 0;
   let sinceTurn = 0;
+  let first = true;
   for await (const doc of records) {
-    const text = (n === 0 ? '' : ',') + JSON.stringify(doc);
-    n++;
-    sinceTurn += text.length;
-    yield text;
+    const text = JSON.stringify(doc);
+    chunk.push(first ? text : `,${text}`);
+    first = false;
+    bytes += text.length;
+    if (bytes < CHUNK_BYTES) continue;
+    yield chunk.join('');
+    chunk = [];
+    sinceTurn += bytes;
+    bytes = 0;
     if (sinceTurn >= TURN_BYTES) {
       sinceTurn = 0;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
-  yield ']}';
+  yield `${chunk.join('')}]}`;
 }
 
 function exportRoute(kit: RouteKit): void {
