@@ -5,11 +5,13 @@
 
 import { Readable } from 'node:stream';
 import fastifyMultipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Permission } from './auth.ts';
 import { z } from 'zod';
 import type { Document } from '../domain/ports.ts';
+import type { Operation, ResourceDefinition } from '../domain/resource/defineResource.ts';
+import type { ResourceService } from '../domain/resource/service.ts';
+import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import {
   checkCompareField,
   diffAgainst,
@@ -28,13 +30,9 @@ import { readScope } from './access.ts';
 import { applyEntry, appliedItems, diffEntryInput, failureOf, runningApplies, startApplyJob, type ApplyEnv } from './diffApply.ts';
 import { sendItems } from './documentStream.ts';
 import { ErrorBodySchema, jsonProblem } from './errorHandler.ts';
-import type { AppDeps, ExchangeSettings } from './module.ts';
+import type { Permission } from './auth.ts';
+import type { AppDeps, ExchangeSettings, ZodRoutes } from './module.ts';
 import { position } from './readModelWait.ts';
-import type { ResourceDefinition, Operation } from '../domain/resource/defineResource.ts';
-import type { ResourceService } from '../domain/resource/service.ts';
-import type { CommandContext } from '../domain/shared/commandHandler.ts';
-import type { FastifyInstance } from 'fastify';
-import type { ZodRoutes } from './module.ts';
 
 /** What the derived routes of a resource share (resourceRoutes.ts's route kit). */
 export type RouteKit = {
@@ -71,6 +69,10 @@ export const exchangeSettings = (deps: Pick<AppDeps, 'exchange'>): ExchangeSetti
 
 const compareFieldQuery = z.string().min(1).max(255).optional().meta({ description: 'the field records are matched by: id (default), code, or another field unique on both sides' });
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
+
+const DiffEntryFailureSchema = z
+  .object({ index: z.int(), diffType: z.string(), error: ErrorBodySchema })
+  .meta({ id: 'DiffEntryFailure', description: 'In place of the record of an entry that could not be applied: its index in the request, and why.' });
 
 const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'DiffApplyJobAcknowledgement' });
 
@@ -342,9 +344,6 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
 
 function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
   const { r, def, base, tags, write, record } = kit;
-  const failure = z
-    .object({ index: z.int(), diffType: z.string(), error: ErrorBodySchema })
-    .meta({ id: 'DiffEntryFailure', description: 'In place of the record of an entry that could not be applied: its index in the request, and why.' });
   r.post(
     `${base}/diff/apply`,
     {
@@ -364,7 +363,7 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
           `with other fields is 409 DIFF.ALREADY_EXISTS for that entry. ${JOB_TEXT(limits)}`,
         querystring: z.strictObject({ compareField: compareFieldQuery }),
         body: z.array(diffEntryInput),
-        response: { 200: z.array(z.union([record, failure])), 202: JobAckSchema, ...errors(400, 413) },
+        response: { 200: z.array(z.union([record, DiffEntryFailureSchema])), 202: JobAckSchema, ...errors(400, 413) },
       },
     },
     async (request, reply) => {
