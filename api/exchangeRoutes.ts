@@ -353,7 +353,8 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
         tags,
         summary: `Apply a diff of ${def.name} records`,
         description:
-          'NEW creates `right` (keeping its id), CHANGE replaces the record here matched by `compareField` with `right`, REMOVE deletes the ' +
+          'NEW creates `right` (keeping its id, of any UUID version, or with one derived from the entry when it has none; a record deleted here ' +
+          'under that id is made again on its stream), CHANGE replaces the record here matched by `compareField` with `right`, REMOVE deletes the ' +
           'record matched by `left`; each is an ordinary event of the caller, all under the request\'s correlation id. The answer holds one ' +
           'item per entry, in order: the record as it now is (for REMOVE, as it was before its delete), or a DiffEntryFailure ' +
           '`{ index, diffType, error }` for an entry that failed (an invalid record, a missing one, a conflict, no access); the others are ' +
