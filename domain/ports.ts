@@ -166,8 +166,12 @@ export type ReadStore = {
   size(collection: string): Promise<number>;
   /** Live documents in `id` order (binary) strictly after `after`, at most `limit`: a keyset page,
    * for export and rebuild. Paging on from the last id of each page returns every document live
-   * throughout exactly once, whatever is written or deleted between pages. */
-  scan(collection: string, options: { after?: string; limit: number }): Promise<Document[]>;
+   * throughout exactly once, whatever is written or deleted between pages. With `query`, only the
+   * documents its conditions select (its sort is ignored: always id order), read along the id
+   * index, so paging through a whole selection is one pass over the collection whatever the
+   * filter (an export of a filtered selection; a page by the filter's own index sorted by id would
+   * sort every match again for each page). */
+  scan(collection: string, options: { after?: string; limit: number; query?: Query }): Promise<Document[]>;
   /** Replaces a collection's documents and tombstones with `documents` (each id at most once, or
    * the load fails) and sets the projection's checkpoint (named after the collection unless given),
    * for a rebuild that folded the log in memory. Indexes are dropped for the load and built after
