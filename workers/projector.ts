@@ -3,10 +3,43 @@
 // crash mid-batch replays the batch, and the version guard makes the replay harmless.
 
 import type { DocumentWrite, EventStore, Position, ReadStore, RecordedEvent } from '../domain/ports.ts';
+import type { Query } from '../domain/shared/filtering.ts';
+import { matchesAll } from '../domain/shared/matchQuery.ts';
 import { storedOf, type Projection, type ReadModelStatus, type StoredDocument } from '../projections/projection.ts';
 import { LogProcessor, type Batch, type BatchContext, type ProcessorHandler, type ProcessorOptions } from './processor.ts';
 
 export type ProjectorOptions = ProcessorOptions;
+
+/** Ids of a selecting query, read a page at a time. */
+const SELECT_PAGE = 10_000;
+
+/** The documents a query selects as the model stands before an event of the batch: those written
+ * earlier in the batch judged as they are now (in memory), the others as stored. Their stored
+ * versions join `current`. */
+async function selected(projection: Projection, reads: ReadStore, query: Query, current: Map<string, StoredDocument>, writes: ReadonlyMap<string, DocumentWrite>): Promise<string[]> {
+  const inBatch = [...writes.values()].flatMap((w) => (w.kind === 'upsert' && matchesAll(w.doc, query.conditions) ? [w.id] : []));
+  const stored: string[] = [];
+  for (let offset = 0; ; offset += SELECT_PAGE) {
+    const page = await reads.findIds(projection.collection, query, { offset, limit: SELECT_PAGE });
+    stored.push(...page.filter((id) => !writes.has(id)));
+    if (page.length < SELECT_PAGE) break;
+  }
+  const missing = stored.filter((id) => !current.has(id));
+  for (const [id, doc] of await reads.getMany(projection.collection, missing)) current.set(id, doc);
+  return [...inBatch, ...stored];
+}
+
+/** The ids an event changes, by name and by query; an event that cannot be routed is recorded. */
+async function routeOf(projection: Projection, reads: ReadStore, e: RecordedEvent, named: readonly string[], current: Map<string, StoredDocument>, writes: ReadonlyMap<string, DocumentWrite>, ctx: BatchContext): Promise<readonly string[]> {
+  if (projection.selectDocuments === undefined) return named;
+  try {
+    const query = projection.selectDocuments(e);
+    return query === undefined ? named : [...named, ...(await selected(projection, reads, query, current, writes))];
+  } catch (error) {
+    ctx.recordFailure(e, error);
+    return named;
+  }
+}
 
 /** Folds a batch onto the documents it touches: the writes to make, in one batch. */
 async function fold(projection: Projection, reads: ReadStore, events: readonly RecordedEvent[], ctx: BatchContext): Promise<DocumentWrite[]> {
@@ -21,8 +54,8 @@ async function fold(projection: Projection, reads: ReadStore, events: readonly R
   const ids = new Set(routed.flat());
   const current = new Map<string, StoredDocument>(await reads.getMany(projection.collection, [...ids]));
   const writes = new Map<string, DocumentWrite>();
-  events.forEach((e, i) => {
-    for (const id of routed[i] ?? []) {
+  for (const [i, e] of events.entries()) {
+    for (const id of await routeOf(projection, reads, e, routed[i] ?? [], current, writes, ctx)) {
       try {
         const write = projection.evolve(current.get(id), e, id);
         if (write === undefined) continue;
@@ -32,7 +65,7 @@ async function fold(projection: Projection, reads: ReadStore, events: readonly R
         ctx.recordFailure(e, error);
       }
     }
-  });
+  }
   return [...writes.values()];
 }
 
