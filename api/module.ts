@@ -55,6 +55,11 @@ export type ModuleSettings = {
     /** Base URLs of microservices by code, for relative evalNotificationUrl (MICROSERVICE_URLS). */
     microserviceUrls?: Readonly<Record<string, string>>;
   };
+  logs?: {
+    /** Days after a "delete old logs" before the retention pass purges the deleted logs' events
+     * (LOG_RETENTION_DAYS; default 30; 0: at the next tick). */
+    retentionDays?: number;
+  };
 };
 
 /** Something a worker process keeps running (a Kafka consumer, a dispatcher). */

@@ -29,13 +29,14 @@ export function logsProjection(): Projection {
     evolve(current, event, id) {
       if (event.type === DELETION_EVENT) {
         const upTo = BigInt(String(event.data.upTo));
-        const last: Position | undefined = current?.position;
-        if (current?.doc == null || last === undefined || last > upTo) return undefined;
+        // A document written without a position (none here) counts as written before any deletion.
+        const last: Position = current?.position ?? 0n;
+        if (current?.doc == null || last > upTo) return undefined;
         // Above the log's own revision, so that no later event of its stream brings it back.
         return { kind: 'delete', id, version: current.version + 1, position: event.position };
       }
       // A deleted log stays deleted.
-      if (current !== undefined && current.doc === null) return undefined;
+      if (current?.doc === null) return undefined;
       const write = base.evolve(current, event, id);
       return write === undefined ? undefined : { ...write, position: event.position };
     },

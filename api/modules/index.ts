@@ -7,6 +7,7 @@ import { jobsModule } from './jobs.ts';
 import { readModelAdminModule } from './readModelAdmin.ts';
 import { registriesModule } from './registries.ts';
 import { loginModule } from './login.ts';
+import { logsModule } from './logs.ts';
 import { notificationsModule } from './notifications.ts';
 import { notificationTriggersModule } from './notificationTriggers.ts';
 import { sharingModule } from './sharing.ts';
@@ -26,4 +27,5 @@ export const modules: readonly Module[] = [
   notificationTriggersModule,
   jobsModule,
   readModelAdminModule,
+  logsModule,
 ];
