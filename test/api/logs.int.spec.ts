@@ -210,7 +210,7 @@ describe('delete old logs', () => {
     expect((await t.call({ method: 'GET', url: `/api/v1/logs/${deleted[0]?.id ?? ''}/history` })).json<unknown[]>()).toHaveLength(1);
 
     const bytesBefore = fileBytes();
-    const headBefore = BigInt(String((await create(aLog())).at));
+    const headBefore = BigInt((await create(aLog())).at);
     const before = await snapshot('logs');
     clock.advance(2 * 24 * HOUR);
     await t.service.scheduler.tick();
