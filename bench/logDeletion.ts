@@ -1,4 +1,4 @@
-// `node bench/logDeletion.ts [--logs N] [--kept N]`: "delete old logs" at scale, on the embedded
+// `npm exec -- node bench/logDeletion.ts [--logs N] [--kept N]`: "delete old logs" at scale, on the embedded
 // stores in a temporary folder, through the real HTTP app (inject): N matching logs (default
 // 100,000) and `kept` others are created 64 at a time; one DELETE removes the N; then the retention
 // pass (LOG_RETENTION_DAYS=0) purges their events; then the logs' read model is rebuilt from the
