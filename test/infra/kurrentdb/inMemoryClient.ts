@@ -95,6 +95,8 @@ export class InMemoryKurrentClient implements KurrentClient {
   #position = 0n;
   /** Every read (of a stream, or of '$all') with its options, for tests that check how the adapter reads. */
   readonly reads: { stream: string; options: ReadStreamOptions | ReadAllOptions }[] = [];
+  /** Every stream metadata written (setStreamMetadata), in order. */
+  readonly metadataWrites: { stream: string; metadata: StreamMetadata }[] = [];
   /** Every append as received, written or not. */
   readonly appends: AppendCall[] = [];
 
@@ -237,6 +239,7 @@ export class InMemoryKurrentClient implements KurrentClient {
 
   /** Stream truncation (`$tb`): reads of the stream skip the revisions before it, as the server's do. */
   setStreamMetadata(stream: string, metadata: StreamMetadata): Promise<AppendResult> {
+    this.metadataWrites.push({ stream, metadata });
     if (typeof metadata.truncateBefore === 'number') this.#truncated.set(stream, BigInt(metadata.truncateBefore));
     this.#position += 1n;
     return Promise.resolve({ success: true, nextExpectedRevision: 0n, position: { commit: this.#position, prepare: this.#position } });
