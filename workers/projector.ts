@@ -10,8 +10,9 @@ import { LogProcessor, type Batch, type BatchContext, type ProcessorHandler, typ
 
 export type ProjectorOptions = ProcessorOptions;
 
-/** Ids of a selecting query, read a page at a time. */
-const SELECT_PAGE = 10_000;
+/** Ids of a selecting query, read a page at a time: large, since each page past the first
+ * re-reads the ones before it (offset). */
+const SELECT_PAGE = 50_000;
 
 /** The documents a query selects as the model stands before an event of the batch: those written
  * earlier in the batch judged as they are now (in memory), the others as stored. Their stored

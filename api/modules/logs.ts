@@ -43,7 +43,10 @@ export const LOG_RETENTION_ACTOR = 'system:log-retention';
 export const DEFAULT_LOG_RETENTION_DAYS = 30;
 /** Ids per blob of a deletion's list (36 bytes and a separator each: under 4 MiB a blob). */
 const IDS_PER_BLOB = 100_000;
+/** Documents or streams handled per read or purge. */
 const PAGE = 5000;
+/** Ids of a selection read per query: large, since each page past the first re-reads the ones before (offset). */
+const ID_PAGE = 50_000;
 const DELETION_WAIT_MS = 5000;
 
 /** What create and replace accept: the log's fields with `logTypeCode` optional, since `logType`
@@ -245,10 +248,10 @@ function readRoutes(r: ZodRoutes, deps: AppDeps): void {
 async function idsToDelete(reads: ReadStore, collection: string, filter: DeletionFilter, upTo: Position): Promise<string[]> {
   const query = toQuery({ filter: deletionFilter(filter), sort: [] }, log.columns, log.defaultSort);
   const matching: string[] = [];
-  for (let offset = 0; ; offset += PAGE) {
-    const page = await reads.findIds(collection, query, { offset, limit: PAGE });
+  for (let offset = 0; ; offset += ID_PAGE) {
+    const page = await reads.findIds(collection, query, { offset, limit: ID_PAGE });
     matching.push(...page);
-    if (page.length < PAGE) break;
+    if (page.length < ID_PAGE) break;
   }
   const kept: string[] = [];
   for (let i = 0; i < matching.length; i += PAGE) {
