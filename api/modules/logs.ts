@@ -83,7 +83,8 @@ class DeletionLog {
   }
 
   current(): Promise<readonly Deletion[]> {
-    this.#reading = this.#reading.then(() => this.#readOn());
+    // A failed read (a store down) fails its callers, not every later one.
+    this.#reading = this.#reading.catch(() => undefined).then(() => this.#readOn());
     return this.#reading.then(() => this.#list);
   }
 
