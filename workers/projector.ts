@@ -13,6 +13,8 @@ export type ProjectorOptions = ProcessorOptions;
 /** Ids of a selecting query, read a page at a time: large, since each page past the first
  * re-reads the ones before it (offset). */
 const SELECT_PAGE = 50_000;
+/** Documents read, or written, per read-store call when a batch touches many (a selection). */
+const WRITE_PART = 2000;
 
 /** The documents a query selects as the model stands before an event of the batch: those written
  * earlier in the batch judged as they are now (in memory), the others as stored. Their stored
@@ -26,7 +28,10 @@ async function selected(projection: Projection, reads: ReadStore, query: Query, 
     if (page.length < SELECT_PAGE) break;
   }
   const missing = stored.filter((id) => !current.has(id));
-  for (const [id, doc] of await reads.getMany(projection.collection, missing)) current.set(id, doc);
+  for (let i = 0; i < missing.length; i += WRITE_PART) {
+    for (const [id, doc] of await reads.getMany(projection.collection, missing.slice(i, i + WRITE_PART))) current.set(id, doc);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
   return [...inBatch, ...stored];
 }
 
@@ -75,7 +80,17 @@ async function fold(projection: Projection, reads: ReadStore, events: readonly R
 async function apply(projection: Projection, reads: ReadStore, writes: readonly DocumentWrite[], batch: Batch, ctx: BatchContext): Promise<void> {
   const { collection, name } = projection;
   try {
-    await reads.applyBatch(collection, writes, batch.to, name);
+    // A batch of many writes (a deletion selecting 100,000 documents) goes in parts, the event loop
+    // let go between them, and only the last part moves the checkpoint: a crash in between folds
+    // the batch again, which the version guard makes harmless.
+    const parts: (readonly DocumentWrite[])[] = [];
+    for (let i = WRITE_PART; i < writes.length; i += WRITE_PART) parts.push(writes.slice(i - WRITE_PART, i));
+    for (const part of parts) {
+      await reads.applyBatch(collection, part, batch.from, name);
+      await new Promise((resolve) => setImmediate(resolve));
+      ctx.assertLease();
+    }
+    await reads.applyBatch(collection, writes.slice(parts.length * WRITE_PART), batch.to, name);
     return;
   } catch (error) {
     if (writes.length === 0) throw error;

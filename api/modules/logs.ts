@@ -23,6 +23,7 @@ import { toQuery, type FilterItem } from '../../domain/shared/filtering.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
 import { KeyedLocks } from '../../domain/shared/keyedLocks.ts';
+import { forgetFolds } from '../../domain/shared/streamFold.ts';
 import { logsProjection } from '../../projections/logs.ts';
 import { dueInReadModel, type Schedule } from '../../workers/scheduler.ts';
 import { assertReadable, assertWritable, readScope, writeContext } from '../access.ts';
@@ -45,6 +46,8 @@ export const DEFAULT_LOG_RETENTION_DAYS = 30;
 const IDS_PER_BLOB = 100_000;
 /** Documents or streams handled per read or purge. */
 const PAGE = 5000;
+/** Streams checked or purged between two turns of the event loop. */
+const PURGE_PART = 1000;
 /** Ids of a selection read per query: large, since each page past the first re-reads the ones before (offset). */
 const ID_PAGE = 50_000;
 const DELETION_WAIT_MS = 5000;
@@ -258,6 +261,7 @@ async function idsToDelete(reads: ReadStore, collection: string, filter: Deletio
   for (let i = 0; i < matching.length; i += PAGE) {
     const stored = await reads.getMany(collection, matching.slice(i, i + PAGE));
     for (const [id, s] of stored) if (s.doc !== null && (s.position ?? 0n) <= upTo) kept.push(id);
+    await turn();
   }
   return kept;
 }
@@ -269,6 +273,10 @@ async function idBlobs(blobs: BlobStore, ids: readonly string[]): Promise<BlobRe
   }
   return refs;
 }
+
+/** Lets the event loop go (the embedded stores answer synchronously: a long loop of their calls
+ * would hold every request meanwhile). */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 const sameFilter = (a: JsonObject, f: DeletionFilter): boolean =>
   a.logTypeCode === f.logTypeCode && a.olderThan === f.olderThan && a.ownerType === f.ownerType && a.ownerId === f.ownerId;
@@ -363,13 +371,19 @@ function retentionSchedule(ctx: ModuleContext): Schedule {
     run: async (item, now) => {
       const upTo = BigInt(String(item.upTo));
       const streams: string[] = [];
-      for (const id of await idsIn(ctx.blobStore, (item.deletedIds ?? []) as JsonObject[])) {
+      for (const [i, id] of (await idsIn(ctx.blobStore, (item.deletedIds ?? []) as JsonObject[])).entries()) {
         const stream = streamOf(log, id);
         const last = (await ctx.eventStore.readStream(stream)).at(-1);
         if (last !== undefined && last.position <= upTo) streams.push(stream);
+        if (i % PURGE_PART === 0) await turn();
       }
       let events = 0;
-      for (let i = 0; i < streams.length; i += PAGE) events += await ctx.eventStore.purge(streams.slice(i, i + PAGE));
+      for (let i = 0; i < streams.length; i += PURGE_PART) {
+        const part = streams.slice(i, i + PURGE_PART);
+        events += await ctx.eventStore.purge(part);
+        forgetFolds(ctx.eventStore, part.map((stream) => ({ resource: log.errorPrefix, stream })));
+        await turn();
+      }
       await deletions.execute(item.id, { type: 'Purge', streams: streams.length, events }, { actor: LOG_RETENTION_ACTOR, now, newId: ctx.newId, requestId: ctx.newId(), idempotencyKey: `purge:${item.id}` });
       return true;
     },

@@ -77,6 +77,44 @@ async function live(batchSize: number): Promise<Map<string, VersionedDocument>> 
 }
 
 describe('the logs projection', () => {
+  it('deletes thousands of logs, stored and in its own batch, writing them in parts; the checkpoint moves once all are written', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'logs-projection-'));
+    const stores = openEmbeddedStores(dir);
+    try {
+      const store = stores.eventStore;
+      const createAll = (ids: readonly string[], ownerId: string) =>
+        Promise.all(ids.map((id) => store.append({ stream: `${log.category}-${id}`, expected: 'no_stream', events: [event(log.createdEvent, { id, ...fields(ownerId, '2026-10-01T00:00:00.000Z') })] })));
+      const stored = Array.from({ length: 2500 }, () => randomUUID());
+      await createAll(stored, 'T-9');
+      const keptId = randomUUID();
+      await createAll([keptId], 'T-8');
+      const first = new Projector(logsProjection(), store, stores.readStore, { batchSize: 10_000 });
+      await first.start();
+      expect(await first.waitFor(await store.headPosition(), 30_000)).toBe(true);
+      await first.stop();
+      // Then more, and the deletion, folded together in one batch.
+      await createAll(Array.from({ length: 2500 }, () => randomUUID()), 'T-9');
+      const id = randomUUID();
+      const upTo = await store.headPosition();
+      const deletion = await store.append({
+        stream: `${logDeletion.category}-${id}`,
+        expected: 'no_stream',
+        events: [event(logDeletion.createdEvent, { id, logTypeCode: 'HTTP', olderThan: '2026-10-15T00:00:00.000Z', ownerType: 'TICKET', ownerId: 'T-9', upTo: upTo.toString(), deleted: 5000, deletedIds: [] })],
+      });
+      const second = new Projector(logsProjection(), store, stores.readStore, { batchSize: 10_000 });
+      await second.start();
+      expect(await second.waitFor(deletion.position, 30_000)).toBe(true);
+      await second.stop();
+      expect((await stores.readStore.scan(log.collection, { limit: 100 })).map((d) => d.id)).toEqual([keptId]);
+      expect(await stores.readStore.checkpoint(log.collection)).toBe(deletion.position);
+    } finally {
+      await stores.eventStore.close();
+      await stores.readStore.close();
+      await stores.blobStore.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('deletes exactly the matching logs last written at or before the deletion, in any batching and in memory', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'logs-projection-'));
     const stores = openEmbeddedStores(dir);
