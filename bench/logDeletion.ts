@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { hs256Verifier, signHs256 } from '../api/auth.ts';
 import { composeService } from '../api/compose.ts';
@@ -76,18 +77,27 @@ try {
   await call('POST', '/api/v1/indexes/refresh');
   const sizeBefore = bytes();
 
+  // The longest the event loop was held (every request waits that long) during the deletion and
+  // during the retention pass.
+  const stalls = monitorEventLoopDelay({ resolution: 10 });
+  const stall = (): string => {
+    const max = stalls.max / 1e6;
+    stalls.reset();
+    return `longest event-loop stall ${max.toFixed(0)} ms`;
+  };
+  stalls.enable();
   started = performance.now();
   const headBefore = BigInt((await service.readStore.checkpoint('logs')).toString());
   const res = await call('DELETE', `/api/v1/logs?code=BULK&olderThan=${encodeURIComponent(new Date().toISOString())}&ownerType=ORDER&ownerId=O-DELETE`);
   const at = BigInt(String(res.headers['x-event-position']));
   const deleted = res.json<{ deleted: number }>().deleted;
   console.log(`DELETE /api/v1/logs: ${seconds(started)}, deleted ${String(deleted)}, events appended by it: ${String(at - headBefore)}`);
-  checks.push([`deleted = ${String(N)}`, deleted === N]);
-  checks.push(['one event appended', at - headBefore === 1n]);
   started = performance.now();
   await call('POST', '/api/v1/indexes/refresh');
+  console.log(`  read model folded the deletion within ${seconds(started)} more; ${stall()}`);
+  checks.push([`deleted = ${String(N)}`, deleted === N]);
+  checks.push(['one event appended', at - headBefore === 1n]);
   const count = async (owner: string) => (await call('POST', '/api/v1/logs/count', { filter: [{ column: 'ownerId', value: owner }] })).json<number>();
-  console.log(`read model folded the deletion within ${seconds(started)} more`);
   checks.push(['no deleted log left in the read model', (await count('O-DELETE')) === 0]);
   checks.push([`${String(KEPT)} others kept`, (await count('O-KEEP')) === KEPT]);
   const live = await snapshot();
@@ -96,7 +106,8 @@ try {
   await service.scheduler.tick();
   const sizeAfter = bytes();
   const deletion = (await call('POST', '/api/v1/log-deletions/search', { filter: [{ column: 'ownerId', value: 'O-DELETE' }] })).json<{ purgedEvents?: number }[]>()[0];
-  console.log(`retention pass: ${seconds(started)}, purged events ${String(deletion?.purgedEvents)}; log file ${mib(sizeBefore)} before, ${mib(sizeAfter)} after`);
+  console.log(`retention pass: ${seconds(started)}, purged events ${String(deletion?.purgedEvents)}; log file ${mib(sizeBefore)} before, ${mib(sizeAfter)} after; ${stall()}`);
+  stalls.disable();
   checks.push([`${String(N)} events purged`, deletion?.purgedEvents === N]);
   checks.push(['the log file shrank', sizeAfter < sizeBefore]);
   const after = await call('POST', '/api/v1/logs', body('O-LATER'));
