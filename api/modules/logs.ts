@@ -296,10 +296,11 @@ async function earlierDeletion(deps: AppDeps, actor: string, key: string | undef
 
 async function deleteOldLogs(deps: AppDeps, request: FastifyRequest, filter: DeletionFilter): Promise<{ deleted: number; at: Position | undefined }> {
   const ctx = await writeContext(deps, request, logDeletion);
-  const earlier = await earlierDeletion(deps, ctx.actor, ctx.idempotencyKey, filter);
-  if (earlier !== undefined) return { deleted: Number(earlier.deleted), at: undefined };
   const release = await stateOf(deps.eventStore).locks.acquire([{ name: LOCK, exclusive: true }]);
   try {
+    // Under the lock, so that a retry racing its first request finds it.
+    const earlier = await earlierDeletion(deps, ctx.actor, ctx.idempotencyKey, filter);
+    if (earlier !== undefined) return { deleted: Number(earlier.deleted), at: undefined };
     const upTo = await deps.eventStore.headPosition();
     await waitForReadModelAt(deps, log.collection, upTo);
     const ids = await idsToDelete(deps.readStore, deps.readModels.collectionOf(log.collection), filter, upTo);
