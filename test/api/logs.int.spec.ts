@@ -131,6 +131,28 @@ describe('logs', () => {
   });
 });
 
+describe('delete old logs racing replaces', () => {
+  it('deletes exactly the logs it counts: each log is either deleted (404) or replaced (200), never both, never neither', async () => {
+    const owner = `R-${randomUUID()}`;
+    const ids: string[] = [];
+    for (let i = 0; i < 120; i++) ids.push((await create(aLog({ ownerId: owner, startDate: at(30) }))).log.id);
+    const olderThan = encodeURIComponent(at(24));
+    // Each replace moves its log out of the filter (startDate now recent); all race the deletion.
+    const replaces = ids.map((id) => t.call({ method: 'PUT', url: `/api/v1/logs/${id}`, payload: aLog({ ownerId: owner, startDate: at(1) }) }));
+    const deletion = t.call({ method: 'DELETE', url: `/api/v1/logs?code=HTTP_OUT&olderThan=${olderThan}&ownerType=TICKET&ownerId=${owner}` });
+    const [answers, res] = await Promise.all([Promise.all(replaces), deletion]);
+    expect(res.statusCode, res.body).toBe(200);
+    const { deleted } = res.json<{ deleted: number }>();
+    const replaced = answers.filter((a) => a.statusCode === 200).length;
+    expect(answers.every((a) => a.statusCode === 200 || a.statusCode === 404)).toBe(true);
+    expect(replaced + deleted).toBe(ids.length);
+    const gets = await Promise.all(ids.map((id) => t.call({ method: 'GET', url: `/api/v1/logs/${id}` })));
+    expect(gets.filter((g) => g.statusCode === 404)).toHaveLength(deleted);
+    const left = await t.call({ method: 'GET', url: `/api/v1/logs/by-owner?ownerType=TICKET&ownerId=${owner}&minPosition=${String(res.headers['x-event-position'])}` });
+    expect(left.json<Log[]>()).toHaveLength(replaced);
+  });
+});
+
 describe('delete old logs', () => {
   const owner = `T-${randomUUID()}`;
   const made: { id: string; deleted: boolean }[] = [];
