@@ -30,6 +30,7 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
         groupId: config.KAFKA_GROUP_ID,
         microserviceUrls: microserviceUrls(config.MICROSERVICE_URLS),
       },
+      logs: { retentionDays: config.LOG_RETENTION_DAYS },
     },
   };
 }

@@ -108,6 +108,13 @@ export type EventStore = {
   /** How far `to` is ahead of `from`, for lag figures: events in the embedded log, bytes of the
    * transaction log in KurrentDB; 0 when `to` is not ahead. */
   distance(from: Position, to: Position): number;
+  /** Removes every event of the given streams for good (log retention) and answers how many it
+   * removed (KurrentDB: how many the stream truncation covers; the server frees them at its next
+   * scavenge). Afterwards a read of such a stream answers nothing, positions are never handed out
+   * again (an append gets a position above every earlier one) and headPosition never goes back.
+   * readAll may still return purged events until the store has reclaimed them (KurrentDB before a
+   * scavenge), so a follower of the log must fold the same result with or without them. */
+  purge(streams: readonly string[]): Promise<number>;
   /** Called after every committed append; the log's live subscription is built on it. */
   onAppended(listener: (position: Position) => void): () => void;
   close(): Promise<void>;
