@@ -4,12 +4,22 @@
 // context, so a caller's `traceparent` becomes the parent of the request's span.
 
 import { FastifyOtelInstrumentation } from '@fastify/otel';
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import { metrics, NodeSDK } from '@opentelemetry/sdk-node';
 import type { TelemetryPlan } from './settings.ts';
 import { setRunningTelemetry } from './state.ts';
 
 /** The probes are asked every few seconds by orchestrators: no trace of them. */
 const isProbe = (route: { url: string }): boolean => route.url.startsWith('/health/');
+
+/** OTEL_METRICS_EXPORTER=console alone: the SDK's console reader ignores OTEL_METRIC_EXPORT_INTERVAL
+ * (it prints every 60 s), this one honours it. Any other choice is the SDK's to build. */
+function consoleMetrics(): { metricReaders?: metrics.MetricReader[] } {
+  if (process.env.OTEL_METRICS_EXPORTER?.trim().toLowerCase() !== 'console') return {};
+  const interval = Number(process.env.OTEL_METRIC_EXPORT_INTERVAL ?? '60000');
+  const exportIntervalMillis = Number.isFinite(interval) && interval > 0 ? interval : 60_000;
+  const exporter = new metrics.ConsoleMetricExporter();
+  return { metricReaders: [new metrics.PeriodicExportingMetricReader({ exporter, exportIntervalMillis, exportTimeoutMillis: Math.min(30_000, exportIntervalMillis) })] };
+}
 
 export function startTelemetry(plan: TelemetryPlan): void {
   const sdk = new NodeSDK({
@@ -20,7 +30,7 @@ export function startTelemetry(plan: TelemetryPlan): void {
     ...(plan.traces ? {} : { spanProcessors: [] }),
     // Metrics: the SDK's readers of OTEL_METRICS_EXPORTER (otlp by default) only when asked for:
     // traces on the console must not start pushing metrics to an OTLP collector nobody runs.
-    ...(plan.metrics ? {} : { metricReaders: [] }),
+    ...(plan.metrics ? consoleMetrics() : { metricReaders: [] }),
     // The service logs through pino to stdout; nothing goes through the OpenTelemetry logs API.
     logRecordProcessors: [],
     instrumentations: plan.traces
