@@ -78,7 +78,7 @@ function spansIn(output: string): Span[] {
     if (traceId === undefined || id === undefined || name === undefined) return [];
     const parent = /\n {2}parentSpanContext: (undefined|\{[\s\S]*?\})/.exec(block)?.[1];
     const parentId = parent === undefined ? undefined : /spanId: '([0-9a-f]{16})'/.exec(parent)?.[1];
-    return [{ traceId, id, name, parentId, parentRemote: parent !== undefined && parent.includes('isRemote: true'), block }];
+    return [{ traceId, id, name, parentId, parentRemote: parent?.includes('isRemote: true') === true, block }];
   });
 }
 
