@@ -48,6 +48,9 @@
 //      against raw puppeteer on one reused page (G), and the pool's throughput with 2 pages against 1.
 //   8. notifications (bench/notifications.ts): REST trigger to SENT (in-app, e-mail to a local SMTP
 //      server) beside a plain create (H), and Kafka trigger ingest against a raw kafkajs consumer (I).
+//   9. telemetry (bench/telemetry.ts): HTTP get one with the telemetry preload present but off (no
+//      OTEL_*) against the service without it (T), goal within 3%; and with traces on (OTLP to a
+//      local sink), no goal. 2 x --rounds rounds of 2 x --duration per side, in alternating order.
 //
 // Every server runs in its own child process (bench/server.ts, bench/emmett/server.ts) so autocannon,
 // in this process, does not compete with it for a core. Each figure's time is split into rounds, each round running the
@@ -78,6 +81,7 @@ import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
 import { ensurePeerInstalled, type PeerInstall } from './emmett/install.ts';
 import { notificationFigure, notificationRows, type NotificationFigure } from './notifications.ts';
 import { pdfFigure, pdfRows, type PdfFigure } from './pdf.ts';
+import { telemetryFigure, telemetryRows, type TelemetryFigure } from './telemetry.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -634,7 +638,7 @@ function lagRow(l: LagFigure): Row {
   ];
 }
 
-function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure, notifications: NotificationFigure): string {
+function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure, notifications: NotificationFigure, telemetry: TelemetryFigure): string {
   const { create, get } = h;
   const rows: Row[] = [
     [`HTTP create, ${String(CONNECTIONS)} conn`, `${fmt(create.base.rate)}/s (A)`, `${fmt(create.measured.rate)}/s`, x(create.ratio), '≥ 1.3x', create.ratio >= 1.3],
@@ -647,6 +651,7 @@ function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, p
     lagRow(l),
     ...pdfRows(pdf),
     ...notificationRows(notifications),
+    ...telemetryRows(telemetry),
   ];
   const lines = rows.map(([f, b, m, r, g, ok]) => `| ${f} | ${b} | ${m} | ${r} | ${g} | ${ok ? 'yes' : 'NO'} |`);
   return ['| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...lines].join('\n');
@@ -684,7 +689,11 @@ async function main(): Promise<void> {
   console.log('');
   console.log(`Notifications: ${String(ROUNDS)} rounds of 50 REST triggers per channel, 5,000 Kafka messages per round`);
   const notifications = await notificationFigure({ rounds: ROUNDS, triggers: 50, kafkaMessages: 5000 });
-  console.log(`\n${table(h, s, p, l, pdf, notifications)}\n`);
+  console.log('');
+  // A 3% bound needs more rounds than the other figures: twice as many, twice as long.
+  console.log(`Telemetry: HTTP get one, ${String(CONNECTIONS)} connections, ${String(2 * ROUNDS)} rounds of ${((2 * DURATION) / (2 * ROUNDS)).toFixed(1)} s per side`);
+  const telemetry = await telemetryFigure({ duration: 2 * DURATION, warmup: WARMUP, rounds: 2 * ROUNDS, connections: CONNECTIONS });
+  console.log(`\n${table(h, s, p, l, pdf, notifications, telemetry)}\n`);
   if ('skipped' in p) console.log(`(peer figures not measured: ${p.skipped})`);
   else if (install?.ok === true && install.installSeconds !== undefined) console.log(`(Emmett was installed first, in ${install.installSeconds.toFixed(0)} s, not counted below)`);
   const failed = failures(h.create, h.get, ...('skipped' in p ? [] : [p.create, p.get])) + l.failed;

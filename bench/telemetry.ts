@@ -1,0 +1,207 @@
+// The telemetry figures of `npm run bench` (figure 9; alone: `npm run bench:telemetry`): HTTP get
+// one (GET /api/v1/user-group-types/{id}, 50 connections, rotating over records created first) on
+// three services run side by side, each bench/server.ts `service` in its own process on fresh data:
+//
+//   T  baseline: the service started without the preload (`node bench/server.ts service`), no OTEL_*
+//      variable: what ran before telemetry existed, but for the few lines of it in the app's code.
+//      With --before DIR, T is instead DIR's own bench/server.ts: DIR a copy of an earlier commit
+//      (e.g. the one before telemetry came), so T runs that commit's code, not this one's.
+//   U  the service under the preload (`node --import ./infra/telemetry/register.ts …`), no OTEL_*
+//      variable: telemetry off, as `npm start` runs it by default. Goal: at least 97% of T.
+//   V  the preload with traces on: OTLP over HTTP to a sink in this process that answers 200 and
+//      keeps nothing (the SDK's batch processor, its default queue and batch sizes). No goal: what
+//      tracing every request costs.
+//
+// Each round runs every side for --duration/--rounds seconds, in an order reversed every round
+// (T U V, V U T, …) so that a drift of the machine's load weighs on all alike; each ratio is the
+// median of the rounds' ratios. With --before, DIR needs node_modules (a symlink to this one):
+//
+//   mkdir /tmp/before && git archive <commit> | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/
+//   npm run bench:telemetry -- --before /tmp/before
+//
+// Flags: --duration S (per side, default 20), --warmup S (default 3), --rounds N (default 8),
+// --connections N (default 50), --before DIR.
+
+import { spawn } from 'node:child_process';
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon, { type Options, type Request } from 'autocannon';
+
+export type TelemetryFigure = { off: number; on: number; rates: { base: number; off: number; on: number }; before: string | undefined; spansReceived: number };
+
+type Server = { url: string; token: string; stop: () => Promise<void> };
+const RESOURCE = '/api/v1/user-group-types';
+const root = join(import.meta.dirname, '..');
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? NaN) + (s[mid] ?? NaN)) / 2;
+};
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+
+/** The environment without any OTEL_* of the caller's, plus `extra`. */
+const envWith = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_'))),
+  ...extra,
+});
+
+async function startService(dir: string, nodeFlags: string[], env: Record<string, string>): Promise<Server> {
+  const child = spawn(process.execPath, [...nodeFlags, join(dir, 'bench', 'server.ts'), 'service'], { cwd: dir, env: envWith(env), stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((done) => child.once('exit', () => { done(); }));
+  const lines = createInterface({ input: child.stdout });
+  const ready = await new Promise<string>((ok, fail) => {
+    lines.on('line', (line) => {
+      if (line.startsWith('READY ')) ok(line.slice('READY '.length));
+    });
+    void exited.then(() => { fail(new Error(`bench server in ${dir} exited before it was ready`)); });
+  });
+  const info = JSON.parse(ready) as { url: string; token: string };
+  return {
+    ...info,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** An OTLP/HTTP endpoint that answers every export with 200 and keeps nothing but a count of exports. */
+async function otlpSink(): Promise<{ url: string; received: () => number; close: () => Promise<void> }> {
+  let exports = 0;
+  const server: HttpServer = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      exports++;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${String(port)}`,
+    received: () => exports,
+    close: () => new Promise((ok) => server.close(() => { ok(); })),
+  };
+}
+
+async function rate(options: Options, seconds: number, connections: number): Promise<number> {
+  const r = await autocannon({ connections, timeout: 10, ...options, duration: seconds });
+  const failed = r.non2xx + r.errors + r.timeouts;
+  if (failed > 0) console.log(`    ! ${String(failed)} requests failed`);
+  return r['2xx'] / r.duration;
+}
+
+/** Creates records for `seconds` and answers up to 5,000 of their ids. */
+async function seed(server: Server, seconds: number, connections: number): Promise<string[]> {
+  const ids: string[] = [];
+  const tag = Math.random().toString(36).slice(2, 8);
+  let n = 0;
+  const create: Request = {
+    method: 'POST',
+    path: RESOURCE,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${server.token}` },
+    setupRequest: (req) => ({ ...req, body: JSON.stringify({ code: `TEL-${tag}-${String(n++)}`, name: 'Telemetry bench', registry: {} }) }),
+    onResponse: (status, body) => {
+      if (status === 201 && ids.length < 5000) ids.push((JSON.parse(body) as { id: string }).id);
+    },
+  };
+  await rate({ url: server.url, requests: [create] }, seconds, connections);
+  if (ids.length === 0) throw new Error('no record was created');
+  // Let the projector fold them before the reads.
+  for (const id of ids.slice(-1)) {
+    for (let i = 0; i < 500; i++) {
+      const res = await fetch(`${server.url}${RESOURCE}/${id}`, { headers: { authorization: `Bearer ${server.token}` } });
+      if (res.ok) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  return ids;
+}
+
+function rotatingGet(server: Server, ids: readonly string[]): Options {
+  let next = 0;
+  const get: Request = { method: 'GET', headers: { authorization: `Bearer ${server.token}` }, setupRequest: (req) => ({ ...req, path: `${RESOURCE}/${ids[next++ % ids.length] ?? ''}` }) };
+  return { url: server.url, requests: [get] };
+}
+
+export async function telemetryFigure(options: { duration: number; warmup: number; rounds: number; connections: number; before?: string }): Promise<TelemetryFigure> {
+  const { duration, warmup, rounds, connections } = options;
+  const preload = ['--import', './infra/telemetry/register.ts'];
+  const sink = await otlpSink();
+  const sides: [string, Server][] = [];
+  try {
+    sides.push([options.before === undefined ? 'T no preload' : `T ${options.before}`, await startService(options.before ?? root, [], {})]);
+    sides.push(['U preload, off', await startService(root, preload, {})]);
+    sides.push(['V traces on', await startService(root, preload, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' })]);
+    const loads: Options[] = [];
+    for (const [, server] of sides) {
+      const ids = await seed(server, warmup, connections);
+      loads.push(rotatingGet(server, ids));
+    }
+    for (const load of loads) await rate(load, warmup, connections);
+    const perRound: number[][] = [];
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? [0, 1, 2] : [2, 1, 0];
+      const r: number[] = [NaN, NaN, NaN];
+      for (const i of order) r[i] = await rate(loads[i] ?? { url: '' }, duration / rounds, connections);
+      perRound.push(r);
+      const [t = NaN, u = NaN, v = NaN] = r;
+      console.log(`  round ${String(round + 1)}: T ${fmt(t)}/s | U ${fmt(u)}/s (${(u / t).toFixed(3)}) | V ${fmt(v)}/s (${(v / t).toFixed(3)})`);
+    }
+    const col = (i: number) => perRound.map((r) => r[i] ?? NaN);
+    return {
+      off: median(perRound.map(([t = NaN, u = NaN]) => u / t)),
+      on: median(perRound.map(([t = NaN, , v = NaN]) => v / t)),
+      rates: { base: median(col(0)), off: median(col(1)), on: median(col(2)) },
+      before: options.before,
+      spansReceived: sink.received(),
+    };
+  } finally {
+    for (const [, server] of sides) await server.stop();
+    await sink.close();
+  }
+}
+
+export function telemetryRows(f: TelemetryFigure): [string, string, string, string, string, boolean][] {
+  const pct = (r: number): string => `${(r * 100).toFixed(1)}%`;
+  const base = f.before === undefined ? 'no preload' : `commit in ${f.before}`;
+  return [
+    ['HTTP get one, telemetry off (preload present)', `${fmt(f.rates.base)}/s (T, ${base})`, `${fmt(f.rates.off)}/s`, pct(f.off), '≥ 97%', f.off >= 0.97],
+    ['HTTP get one, traces on (OTLP to a local sink)', `${fmt(f.rates.base)}/s (T, ${base})`, `${fmt(f.rates.on)}/s`, pct(f.on), 'none', true],
+  ];
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      duration: { type: 'string', default: '20' },
+      warmup: { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '8' },
+      connections: { type: 'string', default: '50' },
+      before: { type: 'string' },
+    },
+  });
+  const options = {
+    duration: Number(values.duration),
+    warmup: Number(values.warmup),
+    rounds: Math.max(1, Math.round(Number(values.rounds))),
+    connections: Math.round(Number(values.connections)),
+    ...(values.before === undefined ? {} : { before: resolve(values.before) }),
+  };
+  console.log(`Telemetry: HTTP get one, ${String(options.connections)} connections, ${String(options.rounds)} rounds of ${(options.duration / options.rounds).toFixed(1)} s per side`);
+  const f = await telemetryFigure(options);
+  const rows = telemetryRows(f).map(([a, b, c, d, e, ok]) => `| ${a} | ${b} | ${c} | ${d} | ${e} | ${ok ? 'yes' : 'NO'} |`);
+  console.log(['', '| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...rows].join('\n'));
+  console.log(`(V's sink took ${String(f.spansReceived)} OTLP exports)`);
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+    process.exitCode = 1;
+  });
+}
