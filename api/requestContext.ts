@@ -45,9 +45,9 @@ export function installRequestContext(app: FastifyInstance): void {
   // With traces on (the preload registered @fastify/otel, which decorates every request), the id is
   // that of the request's span: the caller's when its traceparent is valid, else the one the SDK
   // drew. Decided once here, so with telemetry off a request does exactly what it did without it.
-  const traced = app.hasRequestDecorator('opentelemetry');
+  const tracing = app.hasRequestDecorator('opentelemetry');
   app.addHook('onRequest', (request, reply, done) => {
-    request.traceId = (traced ? activeTraceId() : undefined) ?? traceIdOf(request.headers.traceparent);
+    request.traceId = (tracing ? activeTraceId() : undefined) ?? traceIdOf(request.headers.traceparent);
     request.correlationId = headerId(request.headers['x-correlation-id']) ?? request.id;
     void reply.header('x-request-id', request.id).header('x-correlation-id', request.correlationId);
     done();

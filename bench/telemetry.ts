@@ -13,8 +13,12 @@
 //      tracing every request costs.
 //
 // Each round runs every side for --duration/--rounds seconds, in an order reversed every round
-// (T U V, V U T, …) so that a drift of the machine's load weighs on all alike; each ratio is the
-// median of the rounds' ratios. With --before, DIR needs node_modules (a symlink to this one):
+// (T U V, V U T, …) so that a drift of the machine's load weighs on all alike; each throughput
+// ratio is the median of the rounds' ratios. On a shared machine other processes' bursts move
+// throughput by far more than 3% from one round to the next, so each side's CPU time per request
+// is measured too (the server process's user + system time from /proc/<pid>/stat over its rounds,
+// divided by the requests answered; Linux only): what one request costs the service, whatever
+// else the machine runs. With --before, DIR needs node_modules (a symlink to this one):
 //
 //   mkdir /tmp/before && git archive <commit> | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/
 //   npm run bench:telemetry -- --before /tmp/before
@@ -23,6 +27,7 @@
 // --connections N (default 50), --before DIR.
 
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -31,9 +36,18 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon, { type Options, type Request } from 'autocannon';
 
-export type TelemetryFigure = { off: number; on: number; rates: { base: number; off: number; on: number }; before: string | undefined; spansReceived: number };
+/** Per side: requests per second (median of rounds) and CPU ms per request (all rounds; NaN
+ * where /proc is absent). Ratios against T: throughput ratio median of rounds, CPU ratio of totals. */
+export type TelemetryFigure = {
+  off: number;
+  on: number;
+  rates: { base: number; off: number; on: number };
+  cpu: { base: number; off: number; on: number };
+  before: string | undefined;
+  spansReceived: number;
+};
 
-type Server = { url: string; token: string; stop: () => Promise<void> };
+type Server = { url: string; token: string; pid: number | undefined; stop: () => Promise<void> };
 const RESOURCE = '/api/v1/user-group-types';
 const root = join(import.meta.dirname, '..');
 const median = (xs: readonly number[]): number => {
@@ -62,6 +76,7 @@ async function startService(dir: string, nodeFlags: string[], env: Record<string
   const info = JSON.parse(ready) as { url: string; token: string };
   return {
     ...info,
+    pid: child.pid,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
@@ -88,11 +103,27 @@ async function otlpSink(): Promise<{ url: string; received: () => number; close:
   };
 }
 
-async function rate(options: Options, seconds: number, connections: number): Promise<number> {
+/** CPU time (user + system, ms) the process has used, from /proc; NaN where there is none. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every mainstream kernel build. */
+const CLOCK_TICKS = 100;
+
+type Run = { rate: number; ok: number; cpuMs: number };
+
+async function rate(options: Options, seconds: number, connections: number, pid?: number): Promise<Run> {
+  const before = cpuMs(pid);
   const r = await autocannon({ connections, timeout: 10, ...options, duration: seconds });
   const failed = r.non2xx + r.errors + r.timeouts;
   if (failed > 0) console.log(`    ! ${String(failed)} requests failed`);
-  return r['2xx'] / r.duration;
+  return { rate: r['2xx'] / r.duration, ok: r['2xx'], cpuMs: cpuMs(pid) - before };
 }
 
 /** Creates records for `seconds` and answers up to 5,000 of their ids. */
@@ -143,20 +174,26 @@ export async function telemetryFigure(options: { duration: number; warmup: numbe
       loads.push(rotatingGet(server, ids));
     }
     for (const load of loads) await rate(load, warmup, connections);
-    const perRound: number[][] = [];
+    const perRound: Run[][] = [];
+    const none: Run = { rate: NaN, ok: 0, cpuMs: NaN };
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? [0, 1, 2] : [2, 1, 0];
-      const r: number[] = [NaN, NaN, NaN];
-      for (const i of order) r[i] = await rate(loads[i] ?? { url: '' }, duration / rounds, connections);
+      const r: Run[] = [none, none, none];
+      for (const i of order) r[i] = await rate(loads[i] ?? { url: '' }, duration / rounds, connections, sides[i]?.[1].pid);
       perRound.push(r);
-      const [t = NaN, u = NaN, v = NaN] = r;
-      console.log(`  round ${String(round + 1)}: T ${fmt(t)}/s | U ${fmt(u)}/s (${(u / t).toFixed(3)}) | V ${fmt(v)}/s (${(v / t).toFixed(3)})`);
+      const [t = none, u = none, v = none] = r;
+      const us = (x: Run): string => `${((x.cpuMs * 1000) / x.ok).toFixed(0)} µs CPU/req`;
+      console.log(
+        `  round ${String(round + 1)}: T ${fmt(t.rate)}/s ${us(t)} | U ${fmt(u.rate)}/s ${us(u)} (${(u.rate / t.rate).toFixed(3)}) | V ${fmt(v.rate)}/s ${us(v)} (${(v.rate / t.rate).toFixed(3)})`,
+      );
     }
-    const col = (i: number) => perRound.map((r) => r[i] ?? NaN);
+    const col = (i: number) => perRound.map((r) => r[i] ?? none);
+    const cpuPerRequest = (i: number): number => col(i).reduce((n, x) => n + x.cpuMs, 0) / col(i).reduce((n, x) => n + x.ok, 0);
     return {
-      off: median(perRound.map(([t = NaN, u = NaN]) => u / t)),
-      on: median(perRound.map(([t = NaN, , v = NaN]) => v / t)),
-      rates: { base: median(col(0)), off: median(col(1)), on: median(col(2)) },
+      off: median(perRound.map(([t = none, u = none]) => u.rate / t.rate)),
+      on: median(perRound.map(([t = none, , v = none]) => v.rate / t.rate)),
+      rates: { base: median(col(0).map((x) => x.rate)), off: median(col(1).map((x) => x.rate)), on: median(col(2).map((x) => x.rate)) },
+      cpu: { base: cpuPerRequest(0), off: cpuPerRequest(1), on: cpuPerRequest(2) },
       before: options.before,
       spansReceived: sink.received(),
     };
@@ -169,9 +206,17 @@ export async function telemetryFigure(options: { duration: number; warmup: numbe
 export function telemetryRows(f: TelemetryFigure): [string, string, string, string, string, boolean][] {
   const pct = (r: number): string => `${(r * 100).toFixed(1)}%`;
   const base = f.before === undefined ? 'no preload' : `commit in ${f.before}`;
+  const us = (ms: number): string => `${(ms * 1000).toFixed(1)} µs`;
+  const cpuRows: [string, string, string, string, string, boolean][] = Number.isNaN(f.cpu.base)
+    ? []
+    : [
+        ['CPU per get one, telemetry off (preload present)', `${us(f.cpu.base)} (T)`, us(f.cpu.off), pct(f.cpu.off / f.cpu.base), '≤ 103%', f.cpu.off / f.cpu.base <= 1.03],
+        ['CPU per get one, traces on', `${us(f.cpu.base)} (T)`, us(f.cpu.on), pct(f.cpu.on / f.cpu.base), 'none', true],
+      ];
   return [
     ['HTTP get one, telemetry off (preload present)', `${fmt(f.rates.base)}/s (T, ${base})`, `${fmt(f.rates.off)}/s`, pct(f.off), '≥ 97%', f.off >= 0.97],
     ['HTTP get one, traces on (OTLP to a local sink)', `${fmt(f.rates.base)}/s (T, ${base})`, `${fmt(f.rates.on)}/s`, pct(f.on), 'none', true],
+    ...cpuRows,
   ];
 }
 

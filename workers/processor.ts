@@ -279,7 +279,9 @@ export class LogProcessor {
     if (events.length === 0) await this.handler.handle(events, batch, this.#context);
     else {
       const attributes = { 'processor.name': this.handler.name, 'processor.events': events.length, 'processor.from': batch.from.toString(), 'processor.to': batch.to.toString() };
-      await traced(`batch ${this.handler.name}`, attributes, () => this.handler.handle(events, batch, this.#context));
+      // A trace of its own: a processor started by a request (a rebuild's swap) must not file every
+      // later batch under that request.
+      await traced(`batch ${this.handler.name}`, attributes, () => this.handler.handle(events, batch, this.#context), { root: true });
     }
     this.#advanceTo(next);
     return complete;
