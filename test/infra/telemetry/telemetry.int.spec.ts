@@ -8,6 +8,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -185,6 +187,60 @@ describe('the service with OTEL_TRACES_EXPORTER=console', () => {
 
   it('stops on SIGTERM with the telemetry flushed', async () => {
     expect(await stop(s)).toBe(0);
+  });
+});
+
+describe('the service with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
+  type Received = { path: string; body: unknown };
+  let received: Received[] = [];
+  let collector: Server;
+  beforeAll(async () => {
+    // A collector: OTLP over HTTP with JSON bodies, every export kept.
+    collector = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      req.on('end', () => {
+        received.push({ path: req.url ?? '', body: JSON.parse(text) as unknown });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((ok) => collector.listen(0, '127.0.0.1', ok));
+  });
+  afterAll(async () => {
+    await new Promise((ok) => collector.close(ok));
+  });
+
+  type OtlpSpan = { traceId: string; name: string };
+  const spansSent = (): OtlpSpan[] =>
+    received
+      .filter((r) => r.path === '/v1/traces')
+      .flatMap((r) => (r.body as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans)
+      .flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans));
+  const metricNames = (): string[] =>
+    received
+      .filter((r) => r.path === '/v1/metrics')
+      .flatMap((r) => (r.body as { resourceMetrics: { scopeMetrics: { metrics: { name: string }[] }[] }[] }).resourceMetrics)
+      .flatMap((rm) => rm.scopeMetrics.flatMap((sm) => sm.metrics.map((m) => m.name)));
+
+  it('exports traces and the lag gauges there, and the last spans on SIGTERM', async () => {
+    received = [];
+    const { port } = collector.address() as AddressInfo;
+    // Batches and metrics wait 10 minutes: the spans of the request below and a metric reading
+    // leave only because SIGTERM flushes them.
+    const s = await start({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${String(port)}`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '600000',
+      OTEL_METRIC_EXPORT_INTERVAL: '600000',
+    });
+    expect(s.output()).toContain(`telemetry: traces to otlp, metrics to otlp (OTLP endpoint http://127.0.0.1:${String(port)})`);
+    const callerTrace = hex(32);
+    const res = await fetch(`${s.url}${RESOURCE}/NO-SUCH-${hex(8)}`, { headers: { authorization: `Bearer ${s.token}`, traceparent: `00-${callerTrace}-${hex(16)}-01` } });
+    expect(res.status).toBe(404);
+    expect(spansSent()).toEqual([]);
+    expect(await stop(s)).toBe(0);
+    expect(spansSent()).toContainEqual(expect.objectContaining({ traceId: callerTrace, name: `GET ${RESOURCE}/:idOrCode` }));
+    expect(metricNames()).toEqual(expect.arrayContaining(['projection.lag', 'projection.lag.duration']));
   });
 });
 
