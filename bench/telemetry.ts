@@ -23,8 +23,12 @@
 //   mkdir /tmp/before && git archive <commit> | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/
 //   npm run bench:telemetry -- --before /tmp/before
 //
+// --calibrate starts U exactly as T (no preload): an A/A run whose ratios show how far two processes
+// of the same code differ here (JIT and heap layout, the neighbours' load), the resolution of the
+// figure on this machine.
+//
 // Flags: --duration S (per side, default 20), --warmup S (default 3), --rounds N (default 8),
-// --connections N (default 50), --before DIR.
+// --connections N (default 50), --before DIR, --calibrate.
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -49,6 +53,7 @@ export type TelemetryFigure = {
 
 type Server = { url: string; token: string; pid: number | undefined; stop: () => Promise<void> };
 const RESOURCE = '/api/v1/user-group-types';
+const PRELOAD = ['--import', './infra/telemetry/register.ts'];
 const root = join(import.meta.dirname, '..');
 const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -159,15 +164,16 @@ function rotatingGet(server: Server, ids: readonly string[]): Options {
   return { url: server.url, requests: [get] };
 }
 
-export async function telemetryFigure(options: { duration: number; warmup: number; rounds: number; connections: number; before?: string }): Promise<TelemetryFigure> {
+export async function telemetryFigure(options: { duration: number; warmup: number; rounds: number; connections: number; before?: string; calibrate?: boolean }): Promise<TelemetryFigure> {
   const { duration, warmup, rounds, connections } = options;
-  const preload = ['--import', './infra/telemetry/register.ts'];
   const sink = await otlpSink();
   const sides: [string, Server][] = [];
   try {
-    sides.push([options.before === undefined ? 'T no preload' : `T ${options.before}`, await startService(options.before ?? root, [], {})]);
-    sides.push(['U preload, off', await startService(root, preload, {})]);
-    sides.push(['V traces on', await startService(root, preload, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' })]);
+    const t = options.before ?? root;
+    sides.push([`T ${t}`, await startService(t, [], {})]);
+    // Calibration: U as T, an A/A run.
+    sides.push(options.calibrate === true ? ['U = T', await startService(t, [], {})] : ['U preload, off', await startService(root, PRELOAD, {})]);
+    sides.push(['V traces on', await startService(root, PRELOAD, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' })]);
     const loads: Options[] = [];
     for (const [, server] of sides) {
       const ids = await seed(server, warmup, connections);
@@ -228,6 +234,7 @@ async function main(): Promise<void> {
       rounds: { type: 'string', default: '8' },
       connections: { type: 'string', default: '50' },
       before: { type: 'string' },
+      calibrate: { type: 'boolean', default: false },
     },
   });
   const options = {
@@ -236,7 +243,9 @@ async function main(): Promise<void> {
     rounds: Math.max(1, Math.round(Number(values.rounds))),
     connections: Math.round(Number(values.connections)),
     ...(values.before === undefined ? {} : { before: resolve(values.before) }),
+    calibrate: values.calibrate,
   };
+  if (options.calibrate) console.log('Calibration: U is started exactly as T (no preload); its ratios are those of two processes of the same code.');
   console.log(`Telemetry: HTTP get one, ${String(options.connections)} connections, ${String(options.rounds)} rounds of ${(options.duration / options.rounds).toFixed(1)} s per side`);
   const f = await telemetryFigure(options);
   const rows = telemetryRows(f).map(([a, b, c, d, e, ok]) => `| ${a} | ${b} | ${c} | ${d} | ${e} | ${ok ? 'yes' : 'NO'} |`);
