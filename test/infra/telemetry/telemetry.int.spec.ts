@@ -174,7 +174,15 @@ describe('the service with OTEL_TRACES_EXPORTER=console', () => {
     const res = await call('POST', RESOURCE, { traceparent: `00-${callerTrace}-${hex(16)}-01` }, { code, name: 'Same code', registry: {} });
     expect(res.status).toBe(409);
     expect(((await res.json()) as { traceId: string }).traceId).toBe(callerTrace);
-    await until('the HTTP span of the refused create', () => spansIn(s.output()).find((x) => x.traceId === callerTrace && x.name === `POST ${RESOURCE}`));
+    // That trace is the request's: its HTTP span (409) holds the append the code's claim refused.
+    const { http, append } = await until('the HTTP span of the refused create with its append', () => {
+      const all = spansIn(s.output());
+      const h = all.find((x) => x.traceId === callerTrace && x.name === `POST ${RESOURCE}`);
+      const a = all.find((x) => x.traceId === callerTrace && x.name === 'event_store.append');
+      return h !== undefined && a !== undefined && within(a, h, all) ? { http: h, append: a } : undefined;
+    });
+    expect(http.block).toContain("'http.response.status_code': 409");
+    expect(append.block).toMatch(/status: \{ code: 2, message: 'code .* is taken' \}/);
   });
 
   it('exports the projection lag of every read model as gauges', async () => {
