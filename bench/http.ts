@@ -50,7 +50,8 @@
 //      server) beside a plain create (H), and Kafka trigger ingest against a raw kafkajs consumer (I).
 //   9. telemetry (bench/telemetry.ts): HTTP get one with the telemetry preload present but off (no
 //      OTEL_*) against the service without it (T), goal within 3%; and with traces on (OTLP to a
-//      local sink), no goal. 2 x --rounds rounds of 2 x --duration per side, in alternating order.
+//      local sink), no goal. 2 x --rounds rounds of 2 x --duration per side, in alternating order,
+//      the three services started afresh every round (about 35 s a round).
 //
 // Every server runs in its own child process (bench/server.ts, bench/emmett/server.ts) so autocannon,
 // in this process, does not compete with it for a core. Each figure's time is split into rounds, each round running the
