@@ -53,6 +53,10 @@
 //      reference checked in the log) with a fresh correlationId, 100 owners in turn and a request
 //      and response of about 300 characters. Goal: at least 2,000/s (the issue's, absolute), so the
 //      ratio to A is printed beside it. `--only logs` runs this figure alone.
+//  10. telemetry (bench/telemetry.ts): HTTP get one with the telemetry preload present but off (no
+//      OTEL_*) against the service without it (T), goal within 3%; and with traces on (OTLP to a
+//      local sink), no goal. 2 x --rounds rounds of 2 x --duration per side, in alternating order,
+//      the three services started afresh every round (about 35 s a round).
 //
 // Every server runs in its own child process (bench/server.ts, bench/emmett/server.ts) so autocannon,
 // in this process, does not compete with it for a core. Each figure's time is split into rounds, each round running the
@@ -83,6 +87,7 @@ import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
 import { ensurePeerInstalled, type PeerInstall } from './emmett/install.ts';
 import { notificationFigure, notificationRows, type NotificationFigure } from './notifications.ts';
 import { pdfFigure, pdfRows, type PdfFigure } from './pdf.ts';
+import { telemetryFigure, telemetryRows, type TelemetryFigure } from './telemetry.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -695,7 +700,7 @@ function lagRow(l: LagFigure): Row {
 const tableOf = (rows: readonly Row[]): string =>
   ['| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...rows.map(([f, b, m, r, g, ok]) => `| ${f} | ${b} | ${m} | ${r} | ${g} | ${ok ? 'yes' : 'NO'} |`)].join('\n');
 
-function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure, notifications: NotificationFigure, logs: Pair): string {
+function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure, notifications: NotificationFigure, logs: Pair, telemetry: TelemetryFigure): string {
   const { create, get } = h;
   const rows: Row[] = [
     [`HTTP create, ${String(CONNECTIONS)} conn`, `${fmt(create.base.rate)}/s (A)`, `${fmt(create.measured.rate)}/s`, x(create.ratio), '≥ 1.3x', create.ratio >= 1.3],
@@ -709,6 +714,7 @@ function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, p
     ...pdfRows(pdf),
     ...notificationRows(notifications),
     ...logRows(logs),
+    ...telemetryRows(telemetry),
   ];
   return tableOf(rows);
 }
@@ -753,7 +759,11 @@ async function main(): Promise<void> {
   const notifications = await notificationFigure({ rounds: ROUNDS, triggers: 50, kafkaMessages: 5000 });
   console.log('');
   const logs = await logFigure();
-  console.log(`\n${table(h, s, p, l, pdf, notifications, logs)}\n`);
+  console.log('');
+  // A 3% bound needs more rounds than the other figures: twice as many, twice as long.
+  console.log(`Telemetry: HTTP get one, ${String(CONNECTIONS)} connections, ${String(2 * ROUNDS)} rounds of ${((2 * DURATION) / (2 * ROUNDS)).toFixed(1)} s per side`);
+  const telemetry = await telemetryFigure({ duration: 2 * DURATION, warmup: WARMUP, rounds: 2 * ROUNDS, connections: CONNECTIONS });
+  console.log(`\n${table(h, s, p, l, pdf, notifications, logs, telemetry)}\n`);
   if ('skipped' in p) console.log(`(peer figures not measured: ${p.skipped})`);
   else if (install?.ok === true && install.installSeconds !== undefined) console.log(`(Emmett was installed first, in ${install.installSeconds.toFixed(0)} s, not counted below)`);
   const failed = failures(h.create, h.get, logs, ...('skipped' in p ? [] : [p.create, p.get])) + l.failed;
