@@ -67,4 +67,5 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/health/live', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "api/main.ts"]
+# The preload starts OpenTelemetry when OTEL_* ask for it (README, Observability), else nothing.
+CMD ["node", "--import", "./infra/telemetry/register.ts", "api/main.ts"]

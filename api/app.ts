@@ -3,7 +3,6 @@
 
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import fastifyMultipart from '@fastify/multipart';
 import Fastify, { type FastifyInstance } from 'fastify';
 import {
   jsonSchemaTransform,
@@ -21,7 +20,6 @@ import type { AppDeps } from './module.ts';
 import { installJsonParsing } from './jsonBody.ts';
 import { withProtocol } from './openapiProtocol.ts';
 import { resourceRoutes } from './resourceRoutes.ts';
-import { exchangeSettings } from './exchangeRoutes.ts';
 import { genReqId, installRequestContext } from './requestContext.ts';
 import { validatorCompiler } from './validation.ts';
 
@@ -127,8 +125,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     transformObject: (document) => withProtocol(jsonSchemaTransformObject(document) as Record<string, unknown>),
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
-  // multipart/form-data for imports (one file, at most IMPORT_MAX_BYTES; 413 beyond).
-  await app.register(fastifyMultipart, { limits: { fileSize: exchangeSettings(deps).importMaxBytes, files: 1, fields: 10, parts: 11 } });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   app.addHook('onRequest', async (request) => {

@@ -41,7 +41,7 @@ export const diffEntryInput = z
     left: z.record(z.string(), z.unknown()).optional().meta({ description: 'the record as stored here (REMOVE and CHANGE)' }),
     right: z.record(z.string(), z.unknown()).optional().meta({ description: 'the record as it is to be (NEW and CHANGE)' }),
   })
-  .meta({ id: 'DiffEntryInput', description: 'A diff entry to apply; members other than these (an `error` of an earlier answer) are ignored.' });
+  .meta({ id: 'DiffEntryToApply', description: 'A diff entry to apply; members other than these (an `error` of an earlier answer) are ignored.' });
 
 export type EntryOutcome =
   | { kind: 'applied' | 'unchanged'; record: JsonObject }

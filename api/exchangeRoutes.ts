@@ -4,10 +4,14 @@
 // incoming data set with the records here that its filtering selects; applying is diffApply.ts.
 
 import { Readable } from 'node:stream';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Permission } from './auth.ts';
+import fastifyMultipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Document } from '../domain/ports.ts';
+import type { Operation, ResourceDefinition } from '../domain/resource/defineResource.ts';
+import type { ResourceService } from '../domain/resource/service.ts';
+import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import {
   checkCompareField,
   diffAgainst,
@@ -24,15 +28,11 @@ import { narrowed, toQuery, type FilterItem, type Query } from '../domain/shared
 import type { JsonObject } from '../domain/shared/json.ts';
 import { readScope } from './access.ts';
 import { applyEntry, appliedItems, diffEntryInput, failureOf, runningApplies, startApplyJob, type ApplyEnv } from './diffApply.ts';
-import { documentsOf, sendItems } from './documentStream.ts';
+import { sendItems } from './documentStream.ts';
 import { ErrorBodySchema, jsonProblem } from './errorHandler.ts';
-import type { AppDeps, ExchangeSettings } from './module.ts';
+import type { Permission } from './auth.ts';
+import type { AppDeps, ExchangeSettings, ZodRoutes } from './module.ts';
 import { position } from './readModelWait.ts';
-import type { ResourceDefinition, Operation } from '../domain/resource/defineResource.ts';
-import type { ResourceService } from '../domain/resource/service.ts';
-import type { CommandContext } from '../domain/shared/commandHandler.ts';
-import type { FastifyInstance } from 'fastify';
-import type { ZodRoutes } from './module.ts';
 
 /** What the derived routes of a resource share (resourceRoutes.ts's route kit). */
 export type RouteKit = {
@@ -56,6 +56,8 @@ const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, E
 
 /** Records read per page of an export or a diff's scan. */
 const EXPORT_PAGE = 500;
+/** Bytes of JSON per chunk of an export's answer. */
+const CHUNK_BYTES = 64 * 1024;
 /** Bytes of an export written between two turns of the event loop (see documentStream.ts). */
 const TURN_BYTES = 256 * 1024;
 /** Values a JSON body of export/diff or diff/apply may hold (its byte limit bounds it first). */
@@ -68,35 +70,27 @@ export const exchangeSettings = (deps: Pick<AppDeps, 'exchange'>): ExchangeSetti
 const compareFieldQuery = z.string().min(1).max(255).optional().meta({ description: 'the field records are matched by: id (default), code, or another field unique on both sides' });
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 
+const DiffEntryFailureSchema = z
+  .object({ index: z.int(), diffType: z.string(), error: ErrorBodySchema })
+  .meta({ id: 'DiffEntryFailure', description: 'In place of the record of an entry that could not be applied: its index in the request, and why.' });
+
 const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'DiffApplyJobAcknowledgement' });
 
 const MAX_FILE_DEPTH = 32;
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /** The records here a filtering selects (with the caller's read scope), in id order, a keyset page
- * at a time: however many there are, one page is held. */
+ * at a time (ReadStore.scan, along the id index): however many there are, one page is held, and
+ * paging through them is one pass over the read model whatever the filter. */
 async function* recordsHere(kit: RouteKit, filter: readonly FilterItem[], request: FastifyRequest): AsyncGenerator<Document> {
   const { deps, def } = kit;
   const scope = await readScope(deps, request, def);
-  const plain = filter.length === 0 && scope === undefined;
-  const page = async (after: string | undefined): Promise<{ docs: Document[]; last: string | undefined; full: boolean }> => {
-    const from = kit.collection();
-    if (plain) {
-      const docs = await deps.readStore.scan(from, { ...(after === undefined ? {} : { after }), limit: EXPORT_PAGE });
-      return { docs, last: docs.at(-1)?.id, full: docs.length === EXPORT_PAGE };
-    }
-    const keyset: FilterItem[] = after === undefined ? [] : [{ column: 'id', operator: 'GT', value: after }];
-    const q = narrowed(toQuery({ filter: [...filter, ...keyset], sort: [{ column: 'id', order: 'ASC' }] }, def.columns, def.defaultSort), scope);
-    const ids = await deps.readStore.findIds(from, q, { offset: 0, limit: EXPORT_PAGE });
-    const docs: Document[] = [];
-    for await (const doc of documentsOf(deps.readStore, from, ids)) docs.push(doc);
-    return { docs, last: ids.at(-1), full: ids.length === EXPORT_PAGE };
-  };
+  const query = filter.length === 0 && scope === undefined ? undefined : narrowed(checkedFilter(kit, filter), scope);
   for (let after: string | undefined; ; ) {
-    const { docs, last, full } = await page(after);
-    yield* docs;
-    if (!full) return;
-    after = last;
+    const page = await deps.readStore.scan(kit.collection(), { ...(after === undefined ? {} : { after }), limit: EXPORT_PAGE, ...(query === undefined ? {} : { query }) });
+    yield* page;
+    if (page.length < EXPORT_PAGE) return;
+    after = page.at(-1)?.id;
   }
 }
 
@@ -106,19 +100,28 @@ const checkedFilter = (kit: RouteKit, filter: readonly FilterItem[]): Query => t
 /** The export object as JSON text, its data written as it is read. */
 async function* exportText(head: JsonObject, records: AsyncIterable<Document>): AsyncGenerator<string> {
   yield `${JSON.stringify(head).slice(0, -1)},"data":[`;
-  let n = 0;
+  // Records joined into chunks of about CHUNK_BYTES: one stream chunk and one socket write per
+  // chunk rather than per record (fewer objects alive while the socket drains).
+  let chunk: string[] = [];
+  let bytes = 0;
   let sinceTurn = 0;
+  let first = true;
   for await (const doc of records) {
-    const text = (n === 0 ? '' : ',') + JSON.stringify(doc);
-    n++;
-    sinceTurn += text.length;
-    yield text;
+    const text = JSON.stringify(doc);
+    chunk.push(first ? text : `,${text}`);
+    first = false;
+    bytes += text.length;
+    if (bytes < CHUNK_BYTES) continue;
+    yield chunk.join('');
+    chunk = [];
+    sinceTurn += bytes;
+    bytes = 0;
     if (sinceTurn >= TURN_BYTES) {
       sinceTurn = 0;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
-  yield ']}';
+  yield `${chunk.join('')}]}`;
 }
 
 function exportRoute(kit: RouteKit): void {
@@ -341,9 +344,6 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
 
 function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
   const { r, def, base, tags, write, record } = kit;
-  const failure = z
-    .object({ index: z.int(), diffType: z.string(), error: ErrorBodySchema })
-    .meta({ id: 'DiffEntryFailure', description: 'In place of the record of an entry that could not be applied: its index in the request, and why.' });
   r.post(
     `${base}/diff/apply`,
     {
@@ -353,7 +353,8 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
         tags,
         summary: `Apply a diff of ${def.name} records`,
         description:
-          'NEW creates `right` (keeping its id), CHANGE replaces the record here matched by `compareField` with `right`, REMOVE deletes the ' +
+          'NEW creates `right` (keeping its id, of any UUID version, or with one derived from the entry when it has none; a record deleted here ' +
+          'under that id is made again on its stream), CHANGE replaces the record here matched by `compareField` with `right`, REMOVE deletes the ' +
           'record matched by `left`; each is an ordinary event of the caller, all under the request\'s correlation id. The answer holds one ' +
           'item per entry, in order: the record as it now is (for REMOVE, as it was before its delete), or a DiffEntryFailure ' +
           '`{ index, diffType, error }` for an entry that failed (an invalid record, a missing one, a conflict, no access); the others are ' +
@@ -363,7 +364,7 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
           `with other fields is 409 DIFF.ALREADY_EXISTS for that entry. ${JOB_TEXT(limits)}`,
         querystring: z.strictObject({ compareField: compareFieldQuery }),
         body: z.array(diffEntryInput),
-        response: { 200: z.array(z.union([record, failure])), 202: JobAckSchema, ...errors(400, 413) },
+        response: { 200: z.array(z.union([record, DiffEntryFailureSchema])), 202: JobAckSchema, ...errors(400, 413) },
       },
     },
     async (request, reply) => {
@@ -381,7 +382,14 @@ export function exchangeRoutes(kit: RouteKit): void {
   const limits = exchangeSettings(kit.deps);
   if (kit.offers('export')) exportRoute(kit);
   if (kit.offers('exportDiff')) exportDiffRoute(kit, limits);
-  if (kit.offers('import')) importRoute(kit, limits);
+  // multipart/form-data only where a file is taken (other routes still answer it 415): one file,
+  // at most IMPORT_MAX_BYTES (413 beyond).
+  if (kit.offers('import')) {
+    void kit.app.register(async (scope) => {
+      await scope.register(fastifyMultipart, { limits: { fileSize: limits.importMaxBytes, files: 1, fields: 10, parts: 11 } });
+      importRoute({ ...kit, app: scope, r: scope.withTypeProvider<ZodTypeProvider>() }, limits);
+    });
+  }
   if (kit.offers('applyDiff')) {
     applyRoute(kit, limits);
     kit.app.addHook('onClose', async () => {

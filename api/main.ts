@@ -11,6 +11,7 @@ import { hs256Secret } from '../infra/authSecret.ts';
 import { openStores } from '../infra/stores.ts';
 import { openDocumentRenderers } from '../infra/documentRenderers.ts';
 import { SmtpMailSender } from '../infra/mail/smtpSender.ts';
+import { flushTelemetry, instrumentPorts, instrumentService, telemetryDescription } from '../infra/telemetry/instrument.ts';
 import { composeService } from './compose.ts';
 import { hs256Verifier, oidcVerifier, signHs256, type Caller, type TokenVerifier } from './auth.ts';
 import type { ModuleSettings } from './module.ts';
@@ -30,6 +31,7 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
         groupId: config.KAFKA_GROUP_ID,
         microserviceUrls: microserviceUrls(config.MICROSERVICE_URLS),
       },
+      logs: { retentionDays: config.LOG_RETENTION_DAYS },
     },
   };
 }
@@ -69,10 +71,10 @@ async function main(): Promise<void> {
   const documents = openDocumentRenderers(config, { info: (o, m) => log.to?.info(o, m), warn: (o, m) => log.to?.warn(o, m) });
   const logTo = { error: (o: object, m: string) => log.to?.error(o, m), warn: (o: object, m: string) => log.to?.warn(o, m) };
   const brokers = config.KAFKA_BROKERS === undefined ? [] : brokerList(config.KAFKA_BROKERS);
+  // With traces running (the preload started them), the ports come wrapped in spans.
+  const ports = instrumentPorts({ eventStore: stores.eventStore, readStore: stores.readStore, blobStore: stores.blobStore, documents, ...withAudit(config, notificationPorts(config, brokers, logTo)) });
   const service = await composeService({
-    eventStore: stores.eventStore,
-    readStore: stores.readStore,
-    blobStore: stores.blobStore,
+    ...ports,
     verifyToken,
     ...(issueToken === undefined ? {} : { issueToken }),
     logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
@@ -81,14 +83,17 @@ async function main(): Promise<void> {
     trustProxy: config.TRUST_PROXY,
     batchSize: config.PROJECTION_BATCH_SIZE,
     role: config.ROLE,
-    documents,
-    ...withAudit(config, notificationPorts(config, brokers, logTo)),
   });
   log.to = service.app.log;
+  instrumentService(service);
 
   const shutdown = async (signal: string): Promise<void> => {
     service.app.log.info({ signal }, 'shutting down');
     await service.close();
+    // The spans of the last requests and a last metric reading leave before the process does.
+    await flushTelemetry().catch((error: unknown) => {
+      service.app.log.warn({ err: error }, 'telemetry could not be flushed');
+    });
     process.exit(0);
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
@@ -105,6 +110,7 @@ async function main(): Promise<void> {
   console.log(`\nAdministration API listening on ${address}  (docs: ${address}/docs, OpenAPI: ${address}/openapi.json)`);
   console.log(`runtime: Node ${process.version}`);
   for (const line of stores.description) console.log(line);
+  console.log(telemetryDescription());
   console.log(brokers.length === 0 ? 'notification triggers: REST and SYSTEM rules (KAFKA_BROKERS unset: no Kafka)' : `notification triggers: REST, SYSTEM rules and Kafka topic ${config.KAFKA_TRIGGER_TOPIC} at ${brokers.join(',')} (dead letters: ${config.KAFKA_DEAD_LETTER_TOPIC}; events out: ${config.KAFKA_EVENTS_TOPIC})`);
   if (adminToken) console.log(`Admin token (valid 12 h):\n  Authorization: Bearer ${await adminToken}\n`);
 }

@@ -66,6 +66,11 @@ export type ModuleSettings = {
     /** How long a stream's socket may go without draining before it is cut (AUDIT_STALL_MS). */
     stallMs?: number;
   };
+  logs?: {
+    /** Days after a "delete old logs" before the retention pass purges the deleted logs' events
+     * (LOG_RETENTION_DAYS; default 30; 0: at the next tick). */
+    retentionDays?: number;
+  };
 };
 
 /** Something a worker process keeps running (a Kafka consumer, a dispatcher). */

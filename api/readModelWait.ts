@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { Position } from '../domain/ports.ts';
 import { unavailable, validationFailed } from '../domain/shared/errors.ts';
+import { traced } from '../workers/tracing.ts';
 import type { AppDeps } from './module.ts';
 
 const MIN_POSITION_WAIT_MS = 5000;
@@ -17,7 +18,12 @@ export const position = z
 /** Waits (bounded) until a read model reflects a position; 503 READ_MODEL.LAGGING after. */
 export async function waitForReadModelAt(deps: Pick<AppDeps, 'eventStore' | 'readModels'>, readModel: string, at: Position | undefined): Promise<void> {
   if (at === undefined) return;
-  const ok = await deps.readModels.waitFor(readModel, at, MIN_POSITION_WAIT_MS);
+  const attributes = { 'read_model.name': readModel, 'read_model.position': at.toString() };
+  const ok = await traced('readModel.wait', attributes, async (span) => {
+    const reached = await deps.readModels.waitFor(readModel, at, MIN_POSITION_WAIT_MS);
+    span.setAttribute('read_model.reached', reached);
+    return reached;
+  });
   if (!ok) throw unavailable('READ_MODEL.LAGGING', `Read model ${readModel} did not reach position ${at.toString()} in time`);
 }
 

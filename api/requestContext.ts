@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { validationFailed } from '../domain/shared/errors.ts';
 import type { Clock, IdGenerator } from '../domain/ports.ts';
+import { activeTraceId } from '../workers/tracing.ts';
 import { allows, type Caller } from './auth.ts';
 
 declare module 'fastify' {
@@ -41,8 +42,12 @@ export function installRequestContext(app: FastifyInstance): void {
   app.decorateRequest('traceId', '');
   app.decorateRequest('correlationId', '');
   app.decorateRequest('caller', undefined);
+  // With traces on (the preload registered @fastify/otel, which decorates every request), the id is
+  // that of the request's span: the caller's when its traceparent is valid, else the one the SDK
+  // drew. Decided once here, so with telemetry off a request does exactly what it did without it.
+  const tracing = app.hasRequestDecorator('opentelemetry');
   app.addHook('onRequest', (request, reply, done) => {
-    request.traceId = traceIdOf(request.headers.traceparent);
+    request.traceId = (tracing ? activeTraceId() : undefined) ?? traceIdOf(request.headers.traceparent);
     request.correlationId = headerId(request.headers['x-correlation-id']) ?? request.id;
     void reply.header('x-request-id', request.id).header('x-correlation-id', request.correlationId);
     done();

@@ -1,23 +1,26 @@
 // `npm run bench:export`: memory of a streamed export over HTTP (POST /api/v1/R/export).
 //
-//   1. Starts the whole service (composeService on the embedded stores, in a temporary folder) in
-//      this process, and loads --records worklog types (default 1,000,000) straight into the read
-//      model serving them (ReadStore.bulkLoad; the export reads the read model only).
-//   2. Collects garbage and takes the process's RSS as the baseline, split as Linux counts it
-//      (/proc/self/status): RssAnon (heap, buffers, SQLite's page cache: the process's own memory)
-//      and RssFile (pages of files mapped into the process: the read store maps its database file,
-//      PRAGMA mmap_size = 1 GiB, so pages of it the export reads count there; the kernel's cache,
-//      shared and reclaimable).
-//   3. Exports every record over real HTTP (a loopback socket) with a client in this same process
-//      that counts the bytes and records as they arrive and keeps none of them, sampling RSS every
-//      50 ms; once the export is whole, reports the peak of each above the baseline. Then a second
-//      export the same way (the database's pages and SQLite's page cache are warm by then).
+//   1. Loads --records worklog types (default 1,000,000) into the read model serving them, in this
+//      process (composeService over the embedded stores in a temporary folder, then
+//      ReadStore.bulkLoad: the export reads the read model only), and closes it.
+//   2. Starts the service as `npm start` runs it (node api/main.ts, a child process) over that
+//      folder, waits for /health/live, lets it settle and takes its RSS as the baseline, split as
+//      Linux counts it (/proc/<pid>/status): RssAnon (heap, buffers, SQLite's page cache: the
+//      process's own memory) and RssFile (pages of files mapped into it: the read store maps its
+//      database file, PRAGMA mmap_size = 1 GiB, so the pages the export reads count there: the
+//      kernel's cache, shared and reclaimable).
+//   3. Exports every record over HTTP with a client in this process that counts bytes and records
+//      as they arrive and keeps none, sampling the service's RSS every 50 ms (with --filtered,
+//      through a filter every record matches: a scan with a query instead of a plain scan); then a
+//      second export the same way, with the caches warm (`--rounds N`: N exports in all). `--node-options` passes V8 flags to the
+//      service (`--node-options=--max-semi-space-size=4` shows V8's share of the growth).
 //
-// The client shares the process, so the growth printed is that of the server and the client
-// together: an upper bound of the server's. Exits non-zero when an export is not whole or the
-// anonymous RSS grew by 50 MB or more.
+// Prints the growth of each part at the peak above the baseline. Exits non-zero when an export is
+// not whole or the service's anonymous RSS grew by 50 MB or more.
 
-import { request } from 'node:http';
+import { spawn } from 'node:child_process';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,16 +31,17 @@ import type { VersionedDocument } from '../domain/ports.ts';
 import { worklogType } from '../domain/registries/worklogType.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
 
-const { values: flags } = parseArgs({ options: { records: { type: 'string', default: '1000000' } } });
+const { values: flags } = parseArgs({
+  options: { records: { type: 'string', default: '1000000' }, filtered: { type: 'boolean', default: false }, 'node-options': { type: 'string', default: '' }, rounds: { type: 'string', default: '2' } },
+});
 const RECORDS = Math.round(Number(flags.records));
 if (!(RECORDS >= 1)) throw new Error(`--records must be a positive number, got "${flags.records}"`);
 const LIMIT_MB = 50;
-const SECRET = new TextEncoder().encode('export-bench-secret-0123456789-0123456789');
+const SECRET_TEXT = 'export-bench-secret-0123456789-0123456789';
+const SECRET = new TextEncoder().encode(SECRET_TEXT);
 const MB = 1024 * 1024;
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 const mb = (bytes: number): string => `${(bytes / MB).toFixed(1)} MB`;
-const { gc } = globalThis as { gc?: () => void };
-if (gc === undefined) throw new Error('run with --expose-gc (npm run bench:export does)');
 
 const dir = mkdtempSync(join(tmpdir(), 'export-bench-'));
 const stores = openEmbeddedStores(dir);
@@ -65,29 +69,55 @@ function* documents(): Generator<VersionedDocument> {
 const loadStarted = performance.now();
 const serving = service.readModels.serving(worklogType.collection);
 await service.readStore.bulkLoad(serving.collection, documents(), await stores.eventStore.headPosition(), serving.name);
+await service.close();
 console.log(`loaded ${fmt(RECORDS)} worklog types into ${serving.collection} in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
 
-const address = await service.app.listen({ port: 0, host: '127.0.0.1' });
+/** A port free now, for the service to listen on. */
+const port = await new Promise<number>((resolve, reject) => {
+  const probe = createServer();
+  probe.once('error', reject);
+  probe.listen(0, '127.0.0.1', () => {
+    const { port: free } = probe.address() as AddressInfo;
+    probe.close(() => {
+      resolve(free);
+    });
+  });
+});
+const address = `http://127.0.0.1:${String(port)}`;
+const child = spawn(process.execPath, ['api/main.ts'], {
+  // --node-options: V8 flags for the service (e.g. --max-semi-space-size=4, to see V8's share).
+  env: { ...process.env, ...(flags['node-options'] === '' ? {} : { NODE_OPTIONS: flags['node-options'] }), DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', AUTH_JWT_SECRET: SECRET_TEXT, LOG_LEVEL: 'warn' },
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
+const pid = child.pid ?? 0;
+process.on('exit', () => child.kill('SIGKILL'));
+for (let tries = 0; ; tries++) {
+  const up = await fetch(`${address}/health/live`).then((r) => r.ok, () => false);
+  if (up) break;
+  if (tries > 600 || child.exitCode !== null) throw new Error('the service did not start');
+  await new Promise((r) => setTimeout(r, 100));
+}
 const token = await signHs256(SECRET, { sub: 'bench', roles: ['admin'] });
+
 type Rss = { anon: number; file: number; total: number };
 
-/** RSS as /proc/self/status splits it (Linux); elsewhere all of it as anonymous. */
+/** The service's RSS as /proc/<pid>/status splits it (Linux only). */
 function rss(): Rss {
-  try {
-    const status = readFileSync('/proc/self/status', 'utf8');
-    const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
-    return { anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem'), total: kb('VmRSS') };
-  } catch {
-    const total = process.memoryUsage().rss;
-    return { anon: total, file: 0, total };
-  }
+  const status = readFileSync(`/proc/${String(pid)}/status`, 'utf8');
+  const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  return { anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem'), total: kb('VmRSS') };
 }
 
 async function measured(round: number): Promise<boolean> {
-  gc?.();
-  await new Promise((r) => setTimeout(r, 200));
-  gc?.();
-  const baseline = rss();
+  // Settled: the start's own allocations done (the baseline is taken when RSS holds still).
+  let baseline = rss();
+  for (let i = 0; i < 50; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    const now = rss();
+    const still = Math.abs(now.total - baseline.total) < MB;
+    baseline = now;
+    if (still) break;
+  }
   const peak = { ...baseline };
   const sample = () => {
     const now = rss();
@@ -103,7 +133,7 @@ async function measured(round: number): Promise<boolean> {
   sample();
   console.log(`export ${String(round)}: HTTP ${String(result.status)}, ${fmt(result.records)} records, ${mb(result.bytes)} in ${seconds.toFixed(1)} s (${fmt(result.records / seconds)} records/s)`);
   console.log(
-    `  RSS baseline ${mb(baseline.total)} (anon ${mb(baseline.anon)}, file ${mb(baseline.file)}); growth at the peak: ` +
+    `  service RSS baseline ${mb(baseline.total)} (anon ${mb(baseline.anon)}, file ${mb(baseline.file)}); growth at the peak: ` +
       `anon ${mb(peak.anon - baseline.anon)}, file ${mb(peak.file - baseline.file)}, total ${mb(peak.total - baseline.total)}`,
   );
   const whole = result.status === 200 && result.records === RECORDS && result.tail === ']}';
@@ -116,7 +146,8 @@ async function measured(round: number): Promise<boolean> {
 /** Streams the export and counts it: bytes, records (each holds one `"auditInfo":`), its ending. */
 function exportAll(): Promise<{ status: number; bytes: number; records: number; tail: string }> {
   return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ entityType: 'WorklogType' });
+    // --filtered: a filter every record matches, so the export pages by a scan with a query.
+    const body = JSON.stringify({ entityType: 'WorklogType', ...(flags.filtered ? { filtering: [{ column: 'code', operator: 'LIKE', value: 'WT-%' }] } : {}) });
     const req = request(`${address}/api/v1/worklog-types/export`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
@@ -144,7 +175,10 @@ function exportAll(): Promise<{ status: number; bytes: number; records: number; 
   });
 }
 
-const ok = [await measured(1), await measured(2)].every(Boolean);
-await service.close();
+const results: boolean[] = [];
+for (let round = 1; round <= Math.max(1, Number(flags.rounds)); round++) results.push(await measured(round));
+const ok = results.every(Boolean);
+child.kill('SIGTERM');
+await new Promise((r) => child.once('exit', r));
 rmSync(dir, { recursive: true, force: true });
 process.exit(ok ? 0 : 1);

@@ -48,6 +48,15 @@
 //      against raw puppeteer on one reused page (G), and the pool's throughput with 2 pages against 1.
 //   8. notifications (bench/notifications.ts): REST trigger to SENT (in-app, e-mail to a local SMTP
 //      server) beside a plain create (H), and Kafka trigger ingest against a raw kafkajs consumer (I).
+//   9. Log creates over HTTP, 50 connections: baseline A again (one INSERT transaction per request);
+//      measured is POST /api/v1/logs on a fresh service, each a new log of one log type (its
+//      reference checked in the log) with a fresh correlationId, 100 owners in turn and a request
+//      and response of about 300 characters. Goal: at least 2,000/s (the issue's, absolute), so the
+//      ratio to A is printed beside it. `--only logs` runs this figure alone.
+//  10. telemetry (bench/telemetry.ts): HTTP get one with the telemetry preload present but off (no
+//      OTEL_*) against the service without it (T), goal within 3%; and with traces on (OTLP to a
+//      local sink), no goal. 2 x --rounds rounds of 2 x --duration per side, in alternating order,
+//      the three services started afresh every round (about 35 s a round).
 //
 // Every server runs in its own child process (bench/server.ts, bench/emmett/server.ts) so autocannon,
 // in this process, does not compete with it for a core. Each figure's time is split into rounds, each round running the
@@ -78,6 +87,7 @@ import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
 import { ensurePeerInstalled, type PeerInstall } from './emmett/install.ts';
 import { notificationFigure, notificationRows, type NotificationFigure } from './notifications.ts';
 import { pdfFigure, pdfRows, type PdfFigure } from './pdf.ts';
+import { telemetryFigure, telemetryRows, type TelemetryFigure } from './telemetry.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -93,6 +103,7 @@ const { values: flags } = parseArgs({
     'pdf-renders': { type: 'string', default: '50' },
     'pdf-seconds': { type: 'string', default: '3' },
     profile: { type: 'string' },
+    only: { type: 'string' },
   },
   allowNegative: true,
 });
@@ -306,6 +317,58 @@ async function httpFigures(): Promise<HttpFigures> {
   } finally {
     await service.stop();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9: log creates
+
+const LOG_TYPE = `BENCH_${runTag}`;
+/** Creates a second achieves at least this (the issue's goal for logs). */
+const LOG_CREATE_GOAL = 2000;
+let logCounter = 0;
+function logBody(): string {
+  const n = logCounter++;
+  const startDate = new Date(Date.now() - 1500).toISOString();
+  return JSON.stringify({
+    ownerType: 'ORDER',
+    ownerId: `O-${String(n % 100)}`,
+    logTypeCode: LOG_TYPE,
+    startDate,
+    endDate: new Date().toISOString(),
+    request: `POST /orders/${String(n)} ${'{"item":"x","quantity":1}'.repeat(6)}`,
+    response: `201 Created ${'{"status":"accepted"}'.repeat(6)}`,
+    resultCode: '201',
+    correlationId: randomUUID(),
+    module: 'bench',
+  });
+}
+
+async function logFigure(): Promise<Pair> {
+  const service = await startServer('service');
+  const raw = await startServer('raw-insert');
+  try {
+    const headers = { ...json, authorization: `Bearer ${service.token}` };
+    const type = await fetch(`${service.url}/api/v1/log-types`, { method: 'POST', headers, body: JSON.stringify({ code: LOG_TYPE, name: 'Bench log type' }) });
+    if (type.status !== 201) throw new Error(`the bench's log type was refused: ${String(type.status)} ${await type.text()}`);
+    const logs: Request[] = [{ method: 'POST', path: '/api/v1/logs', headers, setupRequest: (req) => ({ ...req, body: logBody() }) }];
+    console.log(`HTTP log create: ${String(CONNECTIONS)} connections, ${String(ROUNDS)} rounds of ${(DURATION / ROUNDS).toFixed(1)} s per side`);
+    let catchUp = 0;
+    const pair = await alternate(['A raw insert', 'POST logs'], { url: raw.url, requests: creates('/raw', json) }, { url: service.url, requests: logs }, async () => {
+      catchUp = Math.max(catchUp, await waitForProjections(service));
+    });
+    console.log(`  (projections caught up within ${catchUp.toFixed(0)} ms after each round)`);
+    return pair;
+  } finally {
+    await raw.stop();
+    await service.stop();
+  }
+}
+
+function logRows(l: Pair): Row[] {
+  return [
+    [`HTTP log create, ${String(CONNECTIONS)} conn`, `${fmt(l.base.rate)}/s (A)`, `${fmt(l.measured.rate)}/s`, x(l.ratio), `≥ ${fmt(LOG_CREATE_GOAL)}/s`, l.measured.rate >= LOG_CREATE_GOAL],
+    ['HTTP log create p99', `${String(l.base.p99)} ms (A)`, `${String(l.measured.p99)} ms`, '—', 'reported', true],
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -634,7 +697,10 @@ function lagRow(l: LagFigure): Row {
   ];
 }
 
-function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure, notifications: NotificationFigure): string {
+const tableOf = (rows: readonly Row[]): string =>
+  ['| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...rows.map(([f, b, m, r, g, ok]) => `| ${f} | ${b} | ${m} | ${r} | ${g} | ${ok ? 'yes' : 'NO'} |`)].join('\n');
+
+function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure, notifications: NotificationFigure, logs: Pair, telemetry: TelemetryFigure): string {
   const { create, get } = h;
   const rows: Row[] = [
     [`HTTP create, ${String(CONNECTIONS)} conn`, `${fmt(create.base.rate)}/s (A)`, `${fmt(create.measured.rate)}/s`, x(create.ratio), '≥ 1.3x', create.ratio >= 1.3],
@@ -647,9 +713,10 @@ function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, p
     lagRow(l),
     ...pdfRows(pdf),
     ...notificationRows(notifications),
+    ...logRows(logs),
+    ...telemetryRows(telemetry),
   ];
-  const lines = rows.map(([f, b, m, r, g, ok]) => `| ${f} | ${b} | ${m} | ${r} | ${g} | ${ok ? 'yes' : 'NO'} |`);
-  return ['| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...lines].join('\n');
+  return tableOf(rows);
 }
 
 /** 4 and 5 once Emmett is installed (main installs it before any figure, so that its compile
@@ -669,6 +736,12 @@ const failures = (...pairs: Pair[]): number => pairs.reduce((n, p) => n + p.base
 async function main(): Promise<void> {
   const cpu = cpus();
   console.log(`Node ${process.version}, ${String(cpu.length)} x ${cpu[0]?.model ?? 'unknown CPU'}, temp folder ${tmpdir()}\n`);
+  if (flags.only === 'logs') {
+    const logs = await logFigure();
+    console.log(`\n${tableOf(logRows(logs))}\n\n(${String(failures(logs))} failed requests; each figure the median of ${String(ROUNDS)} rounds, the ratio the median of the rounds' ratios)`);
+    return;
+  }
+  if (flags.only !== undefined) throw new Error(`--only takes "logs", got "${flags.only}"`);
   const install = flags.peer ? ensurePeerInstalled() : undefined;
   const started = performance.now();
   const h = await httpFigures();
@@ -684,10 +757,16 @@ async function main(): Promise<void> {
   console.log('');
   console.log(`Notifications: ${String(ROUNDS)} rounds of 50 REST triggers per channel, 5,000 Kafka messages per round`);
   const notifications = await notificationFigure({ rounds: ROUNDS, triggers: 50, kafkaMessages: 5000 });
-  console.log(`\n${table(h, s, p, l, pdf, notifications)}\n`);
+  console.log('');
+  const logs = await logFigure();
+  console.log('');
+  // A 3% bound needs more rounds than the other figures: twice as many, twice as long.
+  console.log(`Telemetry: HTTP get one, ${String(CONNECTIONS)} connections, ${String(2 * ROUNDS)} rounds of ${((2 * DURATION) / (2 * ROUNDS)).toFixed(1)} s per side`);
+  const telemetry = await telemetryFigure({ duration: 2 * DURATION, warmup: WARMUP, rounds: 2 * ROUNDS, connections: CONNECTIONS });
+  console.log(`\n${table(h, s, p, l, pdf, notifications, logs, telemetry)}\n`);
   if ('skipped' in p) console.log(`(peer figures not measured: ${p.skipped})`);
   else if (install?.ok === true && install.installSeconds !== undefined) console.log(`(Emmett was installed first, in ${install.installSeconds.toFixed(0)} s, not counted below)`);
-  const failed = failures(h.create, h.get, ...('skipped' in p ? [] : [p.create, p.get])) + l.failed;
+  const failed = failures(h.create, h.get, logs, ...('skipped' in p ? [] : [p.create, p.get])) + l.failed;
   const took = ((performance.now() - started) / 1000).toFixed(0);
   console.log(
     `(${took} s in all; ${String(failed)} failed requests; every figure but the lag is the median of ${String(ROUNDS)} rounds, each ratio the median of the rounds' ratios; the lag is one run of ${String(LAG_DURATION)} s, no baseline)`,

@@ -64,7 +64,7 @@ async function seed(): Promise<void> {
 }
 
 async function start(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['api/main.ts'], {
+  const child = spawn(process.execPath, ['--import', './infra/telemetry/register.ts', 'api/main.ts'], {
     env: { ...process.env, DATA_DIR: dir, PORT: '0', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -4,7 +4,8 @@
 //   raw-insert  baseline A: a bare fastify route, one INSERT (its own transaction) per request into a
 //               node:sqlite file in WAL with synchronous=FULL
 //   const       baseline B: a bare fastify route returning constant JSON
-// Prints one line `READY {"url":…,"token":…,"dataDir":…}` once listening; on SIGTERM or SIGINT it
+// `service` under `node --import ./infra/telemetry/register.ts` traces as `npm start` does when OTEL_*
+// ask for it. Prints one line `READY {"url":…,"token":…,"dataDir":…}` once listening; on SIGTERM or SIGINT it
 // closes everything, removes its temporary folder and exits.
 
 import { randomUUID } from 'node:crypto';
@@ -16,16 +17,27 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { hs256Verifier, signHs256 } from '../api/auth.ts';
 import { composeService } from '../api/compose.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
+import { flushTelemetry, instrumentPorts, instrumentService } from '../infra/telemetry/instrument.ts';
 import { closeWithParent, LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
 
 type Started = { app: FastifyInstance; token: string; close: () => Promise<void> };
 
 async function startService(dataDir: string): Promise<Started> {
   const secret = new TextEncoder().encode(`bench-${randomUUID()}-${randomUUID()}`);
-  const service = await composeService({ ...openEmbeddedStores(dataDir), verifyToken: hs256Verifier(secret) });
+  // As api/main.ts composes it: the ports traced when the preload started traces (bench/telemetry.ts
+  // runs this server with and without it), untouched otherwise.
+  const service = await composeService({ ...instrumentPorts(openEmbeddedStores(dataDir)), verifyToken: hs256Verifier(secret) });
+  instrumentService(service);
   await service.startProjectors();
   const token = await signHs256(secret, { sub: 'bench-admin', roles: ['admin'] });
-  return { app: service.app, token, close: service.close };
+  return {
+    app: service.app,
+    token,
+    close: async () => {
+      await service.close();
+      await flushTelemetry();
+    },
+  };
 }
 
 function startRawInsert(dataDir: string): Started {

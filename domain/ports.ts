@@ -108,6 +108,13 @@ export type EventStore = {
   /** How far `to` is ahead of `from`, for lag figures: events in the embedded log, bytes of the
    * transaction log in KurrentDB; 0 when `to` is not ahead. */
   distance(from: Position, to: Position): number;
+  /** Removes every event of the given streams for good (log retention) and answers how many it
+   * removed (KurrentDB: how many the stream truncation covers; the server frees them at its next
+   * scavenge). Afterwards a read of such a stream answers nothing, positions are never handed out
+   * again (an append gets a position above every earlier one) and headPosition never goes back.
+   * readAll may still return purged events until the store has reclaimed them (KurrentDB before a
+   * scavenge), so a follower of the log must fold the same result with or without them. */
+  purge(streams: readonly string[]): Promise<number>;
   /** Called after every committed append; the log's live subscription is built on it. */
   onAppended(listener: (position: Position) => void): () => void;
   close(): Promise<void>;
@@ -166,8 +173,12 @@ export type ReadStore = {
   size(collection: string): Promise<number>;
   /** Live documents in `id` order (binary) strictly after `after`, at most `limit`: a keyset page,
    * for export and rebuild. Paging on from the last id of each page returns every document live
-   * throughout exactly once, whatever is written or deleted between pages. */
-  scan(collection: string, options: { after?: string; limit: number }): Promise<Document[]>;
+   * throughout exactly once, whatever is written or deleted between pages. With `query`, only the
+   * documents its conditions select (its sort is ignored: always id order), read along the id
+   * index, so paging through a whole selection is one pass over the collection whatever the
+   * filter (an export of a filtered selection; a page by the filter's own index sorted by id would
+   * sort every match again for each page). */
+  scan(collection: string, options: { after?: string; limit: number; query?: Query }): Promise<Document[]>;
   /** Replaces a collection's documents and tombstones with `documents` (each id at most once, or
    * the load fails) and sets the projection's checkpoint (named after the collection unless given),
    * for a rebuild that folded the log in memory. Indexes are dropped for the load and built after

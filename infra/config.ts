@@ -63,6 +63,8 @@ export const ConfigSchema = z
     RENDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
     RENDER_RECYCLE_AFTER: z.coerce.number().int().min(1).default(500),
     ROLE: z.enum(['all', 'api', 'projector', 'worker']).default('all'),
+    // Days after a "delete old logs" before the retention pass removes the deleted logs' events for good.
+    LOG_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(30),
     PROJECTION_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1000),
     // Live audit streams (text/event-stream): open at once in this process (beyond: 503), held by
     // one caller (beyond: 429), and the longest silence before a heartbeat comment.

@@ -3,6 +3,7 @@
 // several (a job with its steps: the global log position guards them, multiStreamProjection).
 
 import type { Document, DocumentWrite, Position, RecordedEvent } from '../domain/ports.ts';
+import type { Query } from '../domain/shared/filtering.ts';
 
 export type StoredDocument = { version: number; doc: Document | null; position?: Position };
 
@@ -24,6 +25,11 @@ export type Projection = {
   readonly textPaths?: readonly string[];
   /** The documents an event changes (none when the event is not this model's). */
   documentIds(event: RecordedEvent): readonly string[];
+  /** Documents an event changes that no id names: those a query selects in the read model as it
+   * stands just before the event (a deletion by filter). Each is then folded with `evolve`; the
+   * live projector asks the read store, a rebuild evaluates the query in memory (matchQuery.ts),
+   * so both select the same documents. */
+  selectDocuments?(event: RecordedEvent): Query | undefined;
   /** Folds one event into one of its documents; may throw on bad data (the runner records the
    * event as skipped and goes on). */
   evolve(current: StoredDocument | undefined, event: RecordedEvent, id: string): DocumentWrite | undefined;

@@ -8,6 +8,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { EventStore, Position, ReadStore, RecordedEvent } from '../domain/ports.ts';
+import { traced } from './tracing.ts';
 
 export type Logger = { error: (obj: object, msg: string) => void };
 
@@ -274,7 +275,14 @@ export class LogProcessor {
     const next = complete && head > last ? head : last;
     if (next === this.#checkpoint) return true;
     this.#assertLeaseValid();
-    await this.handler.handle(events, { from: this.#checkpoint, to: next }, this.#context);
+    const batch = { from: this.#checkpoint, to: next };
+    if (events.length === 0) await this.handler.handle(events, batch, this.#context);
+    else {
+      const attributes = { 'processor.name': this.handler.name, 'processor.events': events.length, 'processor.from': batch.from.toString(), 'processor.to': batch.to.toString() };
+      // A trace of its own: a processor started by a request (a rebuild's swap) must not file every
+      // later batch under that request.
+      await traced(`batch ${this.handler.name}`, attributes, () => this.handler.handle(events, batch, this.#context), { root: true });
+    }
     this.#advanceTo(next);
     return complete;
   }

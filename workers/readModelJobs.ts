@@ -14,6 +14,7 @@ import { DomainError } from '../domain/shared/errors.ts';
 import { uuidV5 } from '../domain/shared/ids.ts';
 import { toQuery, type ColumnCatalog, type Filtering, type Query } from '../domain/shared/filtering.ts';
 import { deepEqual, type JsonObject } from '../domain/shared/json.ts';
+import { matchesAll } from '../domain/shared/matchQuery.ts';
 import type { Logger } from './processor.ts';
 import { Projector } from './projector.ts';
 import { atGeneration, type ReadModelSet } from './readModels.ts';
@@ -392,7 +393,9 @@ function foldFrom(projection: Projection, id: string, events: readonly RecordedE
 /** One event into the documents it changes; a poison event is noted and skipped. */
 export function foldOne(projection: Projection, documents: Map<string, VersionedDocument>, e: RecordedEvent, notePoison: (e: RecordedEvent, error: unknown) => void): void {
   try {
-    for (const id of projection.documentIds(e)) {
+    const query = projection.selectDocuments?.(e);
+    const selected = query === undefined ? [] : [...documents.values()].flatMap((d) => (d.doc !== null && matchesAll(d.doc, query.conditions) ? [d.id] : []));
+    for (const id of [...projection.documentIds(e), ...selected]) {
       const write = projection.evolve(documents.get(id), e, id);
       if (write !== undefined) documents.set(id, { id, ...storedOf(write) });
     }

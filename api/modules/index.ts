@@ -8,6 +8,7 @@ import { jobsModule } from './jobs.ts';
 import { readModelAdminModule } from './readModelAdmin.ts';
 import { registriesModule } from './registries.ts';
 import { loginModule } from './login.ts';
+import { logsModule } from './logs.ts';
 import { notificationsModule } from './notifications.ts';
 import { notificationTriggersModule } from './notificationTriggers.ts';
 import { sharingModule } from './sharing.ts';
@@ -28,4 +29,5 @@ export const modules: readonly Module[] = [
   jobsModule,
   readModelAdminModule,
   auditModule,
+  logsModule,
 ];

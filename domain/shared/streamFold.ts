@@ -76,7 +76,7 @@ function cacheOf(store: EventStore): FoldCache {
   return cache;
 }
 
-const nameOf = (spec: FoldSpec<unknown>): string => `${spec.resource}|${spec.stream}`;
+const nameOf = (spec: Pick<FoldSpec<unknown>, 'resource' | 'stream'>): string => `${spec.resource}|${spec.stream}`;
 
 /** Folds events onto a folded state. */
 export function foldOnto<S>(spec: FoldSpec<S>, base: Folded<S>, events: readonly RecordedEvent[]): Folded<S> {
@@ -90,7 +90,7 @@ export function foldOnto<S>(spec: FoldSpec<S>, base: Folded<S>, events: readonly
 /** The stream's current state: the cached fold plus the events after it. */
 export async function foldStream<S>(spec: FoldSpec<S>, store: EventStore): Promise<Folded<S>> {
   const cache = cacheOf(store);
-  const name = nameOf(spec as FoldSpec<unknown>);
+  const name = nameOf(spec);
   const cached = cache.get(name) as Folded<S> | undefined;
   const base: Folded<S> = cached ?? { state: spec.initial(), version: undefined, position: undefined, keys: new Set() };
   const from = base.version === undefined ? 0 : base.version + 1;
@@ -103,5 +103,12 @@ export async function foldStream<S>(spec: FoldSpec<S>, store: EventStore): Promi
 
 /** Keeps what a command just wrote, so the next use reads nothing before it. */
 export function rememberFold<S>(spec: FoldSpec<S>, store: EventStore, folded: Folded<S>): void {
-  cacheOf(store).set(nameOf(spec as FoldSpec<unknown>), folded);
+  cacheOf(store).set(nameOf(spec), folded);
+}
+
+/** Forgets the cached folds of streams whose events were purged from the log (retention), so
+ * reads of them find nothing instead of the state folded before. */
+export function forgetFolds(store: EventStore, folds: readonly Pick<FoldSpec<unknown>, 'resource' | 'stream'>[]): void {
+  const cache = cacheOf(store);
+  for (const f of folds) cache.delete(nameOf(f));
 }

@@ -30,6 +30,7 @@ import {
   type ReadAllOptions as ClientReadAllOptions,
   type ReadStreamOptions,
   type ResolvedEvent,
+  type StreamMetadata,
   type SubscribeToAllOptions,
 } from '@kurrent/kurrentdb-client';
 import {
@@ -79,6 +80,8 @@ export type KurrentClient = {
   readStream(streamName: string, options?: ReadStreamOptions): AsyncIterableIterator<ResolvedEvent>;
   readAll(options?: ClientReadAllOptions): AsyncIterableIterator<AllStreamResolvedEvent>;
   subscribeToAll(options?: SubscribeToAllOptions): AllStreamSubscription;
+  /** Writes a stream's metadata (`$tb`, truncate before: the log retention's purge). */
+  setStreamMetadata(streamName: string, metadata: StreamMetadata): Promise<ClientAppendResult>;
   dispose(): Promise<void>;
 };
 
@@ -367,6 +370,28 @@ export class KurrentEventStore implements EventStore {
   async readStream(stream: string, options: { from?: number; limit?: number } = {}): Promise<RecordedEvent[]> {
     if (options.limit !== undefined && options.limit <= 0) return [];
     return (await this.#readMarked(stream, options.from ?? 0, options.limit)).map((m) => m.event);
+  }
+
+  /**
+   * Truncates each stream before its next revision (`$tb` in the stream's metadata): reads of it
+   * answer nothing from then on, and the server's next scavenge removes the events from disk (their
+   * positions in $all are never reused; until the scavenge, $all reads still return them). The
+   * stream itself may be appended to again, from the next revision. Answers the events truncated.
+   */
+  async purge(streams: readonly string[]): Promise<number> {
+    let removed = 0;
+    for (const stream of streams) {
+      const events = await this.#readMarked(stream);
+      const last = events.at(-1)?.event.revision;
+      if (last === undefined) continue;
+      try {
+        await this.#client.setStreamMetadata(stream, { truncateBefore: last + 1 });
+      } catch (error) {
+        throw translateError(error);
+      }
+      removed += events.length;
+    }
+    return removed;
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {

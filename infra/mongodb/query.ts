@@ -399,9 +399,13 @@ export function compileFilter(query: Query): MongoFilter {
   return { $and: [LIVE, ...query.conditions.map(condition), ...groups] };
 }
 
-/** A keyset page of a scan: live documents after `after` in `_id` order (the `_id` index). */
-export function compileScan(after: string | undefined): { filter: MongoFilter; sort: SortPair[] } {
-  return { filter: after === undefined ? LIVE : { deleted: false, _id: { $gt: after } }, sort: [['_id', 1]] };
+/** A keyset page of a scan: live documents after `after` in `_id` order (the `_id` index), only
+ * those a query's conditions select when one is given (its sort ignored). */
+export function compileScan(after: string | undefined, query?: Query): { filter: MongoFilter; sort: SortPair[] } {
+  const sort: SortPair[] = [['_id', 1]];
+  if (query === undefined) return { filter: after === undefined ? LIVE : { deleted: false, _id: { $gt: after } }, sort };
+  const selected = compileFilter(query);
+  return { filter: after === undefined ? selected : { $and: [selected, { _id: { $gt: after } }] }, sort };
 }
 
 /** The sort keys in order, `_id` last unless the query sorts by id. MongoDB orders missing and

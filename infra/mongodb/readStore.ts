@@ -264,14 +264,17 @@ export class MongoReadStore implements ReadStore {
     return this.#run(() => documents.countDocuments(asFilter<PositionedDocument>(LIVE)));
   }
 
-  async scan(collection: string, options: { after?: string; limit: number }): Promise<Document[]> {
+  async scan(collection: string, options: { after?: string; limit: number; query?: Query }): Promise<Document[]> {
     const documents = this.#documents(collection);
     const limit = Math.floor(options.limit);
     // A limit of 0 means "no limit" to MongoDB.
     if (!(limit > 0)) return [];
-    const { filter, sort } = compileScan(options.after);
+    const { filter, sort } = compileScan(options.after, options.query);
+    // Along the _id index even with a filter (another index would sort all its matches per page).
     const rows = await this.#run(() =>
-      documents.find(asFilter<PositionedDocument>(filter), { sort, limit, projection: { doc: 1 }, maxTimeMS: QUERY_TIME_LIMIT_MS }).toArray(),
+      documents
+        .find(asFilter<PositionedDocument>(filter), { sort, limit, hint: { _id: 1 }, projection: { doc: 1 }, maxTimeMS: QUERY_TIME_LIMIT_MS })
+        .toArray(),
     );
     return rows.flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
   }

@@ -74,6 +74,9 @@ type Row = {
   metadata: string;
 };
 
+/** Streams deleted per statement (SQLite's default limit of bound parameters is 32,766). */
+const PURGE_CHUNK = 500;
+
 type Pending = {
   request: AppendRequest;
   resolve: (r: AppendResult) => void;
@@ -102,6 +105,10 @@ export class SqliteEventStore implements EventStore {
 
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
+    // A new log gives freed pages back to the file system (the retention pass): only possible
+    // before its first table; an older log is converted by its first purge (purge below).
+    const tables = this.#db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
+    if (tables.n === 0) this.#db.exec('PRAGMA auto_vacuum = INCREMENTAL');
     this.#db.exec(EVENT_LOG_PRAGMAS);
     addAutoincrement(this.#db);
     this.#db.exec(EVENT_LOG_SCHEMA);
@@ -256,8 +263,43 @@ export class SqliteEventStore implements EventStore {
   }
 
   headPosition(): Promise<Position> {
-    const r = this.#stmt('SELECT max(position) AS p FROM events').get() as { p: bigint | null };
+    // The AUTOINCREMENT counter, not max(position): a purge of the newest events must not move the head back.
+    const r = this.#stmt("SELECT max(coalesce((SELECT max(position) FROM events), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) AS p").get() as { p: bigint | null };
     return Promise.resolve(r.p ?? 0n);
+  }
+
+  /**
+   * Deletes the streams' events (and any code their streams hold) in one transaction, between two
+   * group commits (the connection is synchronous, so no append interleaves), then gives the freed
+   * pages back: incremental vacuum, and a WAL checkpoint that truncates the -wal file. Positions are
+   * AUTOINCREMENT, so none is handed out again. A log created before auto_vacuum was set is rewritten
+   * once by a full VACUUM (it then stays incremental).
+   */
+  purge(streams: readonly string[]): Promise<number> {
+    if (this.#closed) return Promise.reject(new Error('event store is closed'));
+    let removed = 0;
+    this.#db.exec('BEGIN IMMEDIATE');
+    try {
+      for (let i = 0; i < streams.length; i += PURGE_CHUNK) {
+        const chunk = streams.slice(i, i + PURGE_CHUNK);
+        const marks = chunk.map(() => '?').join(', ');
+        removed += Number(this.#db.prepare(`DELETE FROM events WHERE stream IN (${marks})`).run(...chunk).changes);
+        this.#db.prepare(`DELETE FROM codes WHERE stream IN (${marks})`).run(...chunk);
+      }
+      this.#db.exec('COMMIT');
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    if (removed > 0) this.#reclaim();
+    return Promise.resolve(removed);
+  }
+
+  #reclaim(): void {
+    const mode = this.#db.prepare('PRAGMA auto_vacuum').get() as { auto_vacuum: number };
+    if (mode.auto_vacuum === 0) this.#db.exec('PRAGMA auto_vacuum = INCREMENTAL; VACUUM');
+    else this.#db.exec('PRAGMA incremental_vacuum');
+    this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   }
 
   findCode(reservation: CodeReservation): Promise<string | undefined> {

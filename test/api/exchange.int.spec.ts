@@ -192,6 +192,18 @@ describe('worklog types (a registry)', () => {
     expect((await t.call({ method: 'GET', url: `${base}/by-code/${prefix}_F` })).json()).toMatchObject({ name: 'From a file' });
   });
 
+  it('imports with save=true, marking an entry that could not be applied with its error', async () => {
+    const taken = made[0]?.code ?? '';
+    const file = JSON.stringify({ data: [{ id: randomUUID(), code: taken, name: 'Same code, other id' }, { id: randomUUID(), code: `${prefix}_G`, name: 'Fine' }], filtering: [{ column: 'code', operator: 'IN', values: [`${prefix}_NONE`] }] });
+    const res = await importFile(base, file, 'save=true');
+    expect(res.statusCode, res.body).toBe(200);
+    const entries = res.json<Entry[]>();
+    expect(entries).toHaveLength(2);
+    expect(entries[0]).toMatchObject({ diffType: 'DIFF_TYPE_NEW', right: { code: taken }, error: { status: 'CONFLICT' } });
+    expect(entries[1]?.error).toBeUndefined();
+    expect((await t.call({ method: 'GET', url: `${base}/by-code/${prefix}_G` })).statusCode).toBe(200);
+  });
+
   it('refuses a file over the limit (413) and a malformed one (400 saying what is wrong)', async () => {
     const big = await importFile(base, JSON.stringify({ data: [], filtering: [], name: 'x'.repeat(IMPORT_LIMIT) }), 'save=false');
     expect(big.statusCode, big.body).toBe(413);

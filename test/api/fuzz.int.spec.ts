@@ -39,8 +39,8 @@ function expectDocumented(res: { statusCode: number; body: string; json: () => u
 const served = modules
   .flatMap((m) => m.resources ?? [])
   .map((r) => r.definition)
-  // Triggers are made by POST /notification-rules/{code}/trigger, not by a POST of their own.
-  .filter((def) => def.path !== 'notification-triggers');
+  // Triggers are made by POST /notification-rules/{code}/trigger, log deletions by DELETE /logs.
+  .filter((def) => def.path !== 'notification-triggers' && def.path !== 'log-deletions');
 
 describe.each(served.map((def) => [def.path, def] as const))('%s', (path, def) => {
   const base = `/api/v1/${path}`;

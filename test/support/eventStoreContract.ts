@@ -180,6 +180,30 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       expect(await store.readAll({ after: 0n, limit: 10, categories: [c], types: [] })).toEqual([]);
     });
 
+    it('purges streams for good: reads answer nothing, positions are never handed out again', async () => {
+      const store = await open();
+      const c = freshCategory();
+      const gone = `${c}-${randomUUID()}`;
+      const kept = `${c}-${randomUUID()}`;
+      await store.append({ stream: gone, expected: 'no_stream', events: [anEvent('A'), anEvent('B')] });
+      const last = await store.append({ stream: kept, expected: 'no_stream', events: [anEvent('C')] });
+      // The newest event of the log purged too: the head must not go back, nor a position come again.
+      const newest = await store.append({ stream: gone, expected: 1, events: [anEvent('D')] });
+      const headBefore = await store.headPosition();
+      expect(await store.purge([gone, `${c}-${randomUUID()}`])).toBe(3);
+      expect(await store.readStream(gone)).toEqual([]);
+      expect((await store.readStream(kept)).map((e) => e.type)).toEqual(['C']);
+      expect(await store.headPosition()).toBeGreaterThanOrEqual(headBefore);
+      const after = await store.append({ stream: `${c}-${randomUUID()}`, expected: 'no_stream', events: [anEvent('E')] });
+      expect(after.position > newest.position && after.position > last.position).toBe(true);
+      // A second purge finds nothing left to remove.
+      expect(await store.purge([gone])).toBe(0);
+      // readAll may still return purged events until the store reclaims them (KurrentDB's
+      // scavenge), never any other change: the kept and later events are there in order.
+      const all = (await store.readAll({ after: 0n, limit: 100, categories: [c] })).map((e) => e.type);
+      expect(all.filter((t) => t === 'C' || t === 'E')).toEqual(['C', 'E']);
+    });
+
     it('tells listeners of every committed append', async () => {
       const store = await open();
       const seen: bigint[] = [];

@@ -342,6 +342,22 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         });
       }
 
+      it('scans the documents each fixture selects in id order, a keyset page at a time', async () => {
+        for (const fixture of filteringFixtures) {
+          const query = fixtureQuery(fixture.body);
+          const seen: Document[] = [];
+          for (let page = await store.scan(c, { limit: 2, query }); page.length > 0; page = await store.scan(c, { after: seen.at(-1)?.id ?? '', limit: 2, query })) {
+            expect(page.length, fixture.name).toBeLessThanOrEqual(2);
+            seen.push(...page);
+          }
+          expect(idsOf(seen), fixture.name).toEqual([...fixture.ids].sort(binary));
+          expect(seen, fixture.name).toEqual([...(await store.find(c, query, everything))].sort((a, b) => binary(a.id, b.id)));
+        }
+        // The query's sort is ignored: always id order.
+        const descending = fixtureQuery({ sort: [{ column: 'code', order: 'DESC' }] });
+        expect(idsOf(await store.scan(c, { limit: 100, query: descending }))).toEqual(idsOf(await store.scan(c, { limit: 100 })));
+      });
+
       it('returns whole documents', async () => {
         const found = await store.find(c, fixtureQuery({ filter: [{ column: 'id', value: D1 }] }), everything);
         expect(found).toEqual([fixtureDocuments.find((d) => d.id === D1)]);

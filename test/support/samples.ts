@@ -36,7 +36,7 @@ function sample(schema: z.core.$ZodType, key: string): unknown {
 }
 
 /** Records a sample of another resource must name (made by `makeSampleReferences`). */
-export type SampleReferences = { userGroupType: string; userGroupId: string; jobId: string; notificationTemplate: string };
+export type SampleReferences = { userGroupType: string; userGroupId: string; jobId: string; notificationTemplate: string; logType: string };
 
 /** What a sample of each resource with references names, so that the sample is a valid record. */
 const referenced = (def: ResourceDefinition, refs: SampleReferences | undefined): Record<string, unknown> => {
@@ -48,6 +48,8 @@ const referenced = (def: ResourceDefinition, refs: SampleReferences | undefined)
       return { userGroupId: refs.userGroupId };
     case 'job-steps':
       return { jobId: refs.jobId };
+    case 'logs':
+      return { logTypeCode: refs.logType };
     default:
       return {};
   }
@@ -88,7 +90,8 @@ export async function makeSampleReferences(call: (o: { method: 'POST'; url: stri
   const job = await made('/api/v1/jobs', { startDate: '2026-03-01T10:00:00.000Z', status: 'NEW', jobType: 'SAMPLE' });
   const notificationTemplate = `${suffix}_NOTE`;
   await made('/api/v1/notification-templates', { code: notificationTemplate, name: 'Note', configTypeId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5', status: 'ACTIVE', subject: 'About {{code}}', content: 'Hello' });
-  return { userGroupType: `${suffix}_TEAM`, userGroupId: group.id, jobId: job.id, notificationTemplate };
+  await made('/api/v1/log-types', { code: `${suffix}_LOG`, name: 'Log' });
+  return { userGroupType: `${suffix}_TEAM`, userGroupId: group.id, jobId: job.id, notificationTemplate, logType: `${suffix}_LOG` };
 }
 
 /** An enumerated field of the resource with one valid and one invalid value, if it has one. */

@@ -29,7 +29,7 @@ afterAll(() => {
 });
 
 async function startService(batchSize = 1000): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['api/main.ts'], {
+  const child = spawn(process.execPath, ['--import', './infra/telemetry/register.ts', 'api/main.ts'], {
     env: { ...process.env, DATA_DIR: dataDir, PORT: '0', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'silent', PROJECTION_BATCH_SIZE: String(batchSize) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -23,7 +23,7 @@ const root = join(import.meta.dirname, '../../..');
 type Running = { child: ChildProcess; url: string; token: string };
 
 async function start(env: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, [join(root, 'api/main.ts')], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', './infra/telemetry/register.ts', join(root, 'api/main.ts')], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));

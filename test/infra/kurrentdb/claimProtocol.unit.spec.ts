@@ -73,6 +73,17 @@ describe('the KurrentDB claim protocol under interleavings (in-memory stand-in o
     expect(client.reads.filter((r) => r.stream === S).at(-1)?.options).toMatchObject({ fromRevision: 3n, requiresLeader: true });
   });
 
+  it('purges streams by truncating each before its next revision ($tb): reads answer nothing, a missing stream counts 0', async () => {
+    await store.append({ stream: S, expected: 'no_stream', events: [anEvent(), anEvent(), anEvent()] });
+    await store.append({ stream: T, expected: 'no_stream', events: [anEvent()] });
+    expect(await store.purge([S, 'user-none'])).toBe(3);
+    expect(client.metadataWrites).toEqual([{ stream: S, metadata: { truncateBefore: 3 } }]);
+    expect(await store.readStream(S)).toEqual([]);
+    expect(await store.readStream(T)).toHaveLength(1);
+    expect(await store.purge([S])).toBe(0);
+    expect(client.metadataWrites).toHaveLength(1);
+  });
+
   it('keeps the code with the record that landed when two appends of one stream claim it and the first is refused', async () => {
     const a1 = anEvent();
     const b1 = anEvent();

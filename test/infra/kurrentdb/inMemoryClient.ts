@@ -26,6 +26,7 @@ import {
   type AllStreamResolvedEvent,
   type AllStreamSubscription,
   type AppendResult,
+  type StreamMetadata,
   type AppendStreamState,
   type AppendToStreamOptions,
   type CurrentStreamState,
@@ -84,6 +85,7 @@ export type InMemoryClientOptions = {
 export class InMemoryKurrentClient implements KurrentClient {
   readonly #streams = new Map<string, AllStreamRecordedEvent[]>();
   readonly #all: AllStreamRecordedEvent[] = [];
+  readonly #truncated = new Map<string, bigint>();
   readonly #holds: Hold[] = [];
   readonly #readHolds: ReadHold[] = [];
   readonly #clock: () => number;
@@ -93,6 +95,8 @@ export class InMemoryKurrentClient implements KurrentClient {
   #position = 0n;
   /** Every read (of a stream, or of '$all') with its options, for tests that check how the adapter reads. */
   readonly reads: { stream: string; options: ReadStreamOptions | ReadAllOptions }[] = [];
+  /** Every stream metadata written (setStreamMetadata), in order. */
+  readonly metadataWrites: { stream: string; metadata: StreamMetadata }[] = [];
   /** Every append as received, written or not. */
   readonly appends: AppendCall[] = [];
 
@@ -195,6 +199,7 @@ export class InMemoryKurrentClient implements KurrentClient {
   readStream(stream: string, options: ReadStreamOptions = {}): AsyncIterableIterator<ResolvedEvent> {
     this.reads.push({ stream, options });
     const streams = this.#streams;
+    const truncatedBefore = this.#truncated.get(stream) ?? 0n;
     const index = this.#readHolds.findIndex((h) => h.match(stream));
     const hold = index < 0 ? undefined : this.#readHolds.splice(index, 1)[0];
     return (async function* () {
@@ -204,8 +209,9 @@ export class InMemoryKurrentClient implements KurrentClient {
         const failure = await hold.wait;
         if (failure !== undefined) throw failure;
       }
-      const events = streams.get(stream);
-      if (events === undefined) throw new StreamNotFoundError(undefined, stream);
+      const stored = streams.get(stream);
+      if (stored === undefined) throw new StreamNotFoundError(undefined, stream);
+      const events = stored.filter((e) => e.revision >= truncatedBefore);
       const backwards = options.direction === BACKWARDS;
       const from = options.fromRevision ?? (backwards ? END : START);
       const ordered = backwards ? [...events].reverse() : [...events];
@@ -229,6 +235,14 @@ export class InMemoryKurrentClient implements KurrentClient {
       });
       yield* selected.slice(0, Number(options.maxCount ?? selected.length)).map((event) => ({ event }));
     })();
+  }
+
+  /** Stream truncation (`$tb`): reads of the stream skip the revisions before it, as the server's do. */
+  setStreamMetadata(stream: string, metadata: StreamMetadata): Promise<AppendResult> {
+    this.metadataWrites.push({ stream, metadata });
+    if (typeof metadata.truncateBefore === 'number') this.#truncated.set(stream, BigInt(metadata.truncateBefore));
+    this.#position += 1n;
+    return Promise.resolve({ success: true, nextExpectedRevision: 0n, position: { commit: this.#position, prepare: this.#position } });
   }
 
   subscribeToAll(): AllStreamSubscription {

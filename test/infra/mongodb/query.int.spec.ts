@@ -155,6 +155,30 @@ describe('MongoDB query language through mingo', () => {
     }
   });
 
+  it('scans the documents each fixture selects by _id as the SQLite store scans them by id', async () => {
+    for (const fixture of filteringFixtures) {
+      const query = fixtureQuery(fixture.body);
+      const page = (after: string | undefined): Document[] => {
+        const { filter, sort } = compileScan(after, query);
+        return mingoFind<StoredDocument>(stored, filter)
+          .sort(sortDocument(sort))
+          .limit(3)
+          .all()
+          .flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
+      };
+      let after: string | undefined;
+      const seen: string[] = [];
+      for (;;) {
+        const expected = await sqlite.scan(c, after === undefined ? { limit: 3, query } : { after, limit: 3, query });
+        expect(page(after), fixture.name).toEqual(expected);
+        if (expected.length === 0) break;
+        seen.push(...idsOf(expected));
+        after = expected.at(-1)?.id;
+      }
+      expect(seen.sort(), fixture.name).toEqual([...fixture.ids].sort());
+    }
+  });
+
   it('evaluates every fixture in memory (domain/shared/matchQuery) as the stores do', () => {
     for (const fixture of filteringFixtures) {
       const query = fixtureQuery(fixture.body);

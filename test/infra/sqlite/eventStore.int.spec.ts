@@ -1,10 +1,10 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openSqliteEventStore, type SqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
+import { EVENT_LOG_PRAGMAS, EVENT_LOG_SCHEMA, openSqliteEventStore, type SqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
 import { eventStoreContract } from '../../support/eventStoreContract.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'events-'));
@@ -50,6 +50,43 @@ describe('SQLite event log', () => {
     const next = await store.append({ stream: `g-${randomUUID()}`, expected: 'no_stream', events: [event()] });
     expect(next.position).toBe(newest.position + 1n);
     await store.close();
+  });
+
+  it('gives purged pages back to the file system, a new log incrementally, an older one after one full VACUUM', async () => {
+    const size = (path: string) => [path, `${path}-wal`].reduce((n, f) => n + (statSync(f, { throwIfNoEntry: false })?.size ?? 0), 0);
+    const fill = async (store: SqliteEventStore): Promise<string[]> => {
+      const streams = Array.from({ length: 400 }, () => `big-${randomUUID()}`);
+      await Promise.all(streams.map((stream) => store.append({ stream, expected: 'no_stream', events: [{ ...event(), data: { text: 'x'.repeat(4000) } }] })));
+      return streams;
+    };
+    const autoVacuum = (path: string) => {
+      const db = new DatabaseSync(path);
+      const mode = (db.prepare('PRAGMA auto_vacuum').get() as { auto_vacuum: number }).auto_vacuum;
+      db.close();
+      return mode;
+    };
+    // A log made before auto_vacuum was set: SQLite's default, NONE.
+    const oldPath = join(dir, `novacuum-${randomUUID()}.db`);
+    const raw = new DatabaseSync(oldPath);
+    raw.exec(EVENT_LOG_PRAGMAS);
+    raw.exec(EVENT_LOG_SCHEMA);
+    raw.close();
+    for (const [path, modeAtOpen] of [[join(dir, `vacuum-${randomUUID()}.db`), 2], [oldPath, 0]] as const) {
+      const store = openSqliteEventStore(path);
+      expect(autoVacuum(path)).toBe(modeAtOpen);
+      const streams = await fill(store);
+      const keptStream = `kept-${randomUUID()}`;
+      await store.append({ stream: keptStream, expected: 'no_stream', events: [event()] });
+      const before = size(path);
+      expect(await store.purge(streams.slice(0, 380))).toBe(380);
+      const after = size(path);
+      expect(after, path).toBeLessThan(before - 380 * 4000 * 0.8);
+      expect(await store.readStream(keptStream)).toHaveLength(1);
+      expect(await store.readStream(streams[0] ?? '')).toEqual([]);
+      expect(await store.readAll({ after: 0n, limit: 1000 })).toHaveLength(21);
+      await store.close();
+      expect(autoVacuum(path)).toBe(2);
+    }
   });
 
   it('rebuilds a log made before positions were AUTOINCREMENT, keeping every position', async () => {

@@ -1,0 +1,167 @@
+// The traced ports (infra/telemetry/traced.ts) over real adapters, with an SDK tracer provider
+// registered in this process and its spans kept in memory: a call inside a span is its child with
+// the port's attributes, a call outside any span makes none; Kafka's context travels in the
+// messages' headers from the publish to the consumer's span.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { trace } from '@opentelemetry/api';
+import { node } from '@opentelemetry/sdk-node';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { IncomingMessage, MessageOutcome, Messaging, PublishedMessage } from '../../../domain/ports.ts';
+import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
+import { openSqliteReadStore } from '../../../infra/sqlite/readStore.ts';
+import { tracedDocumentRenderers, tracedEventStore, tracedMessaging, tracedReadStore } from '../../../infra/telemetry/traced.ts';
+import { WorkerTemplateRunner } from '../../../infra/templates/templateRunner.ts';
+
+const exporter = new node.InMemorySpanExporter();
+const provider = new node.NodeTracerProvider({ spanProcessors: [new node.SimpleSpanProcessor(exporter)] });
+const tracer = trace.getTracer('test');
+let dir: string;
+
+beforeAll(() => {
+  provider.register();
+  dir = mkdtempSync(join(tmpdir(), 'traced-'));
+});
+afterAll(async () => {
+  await provider.shutdown();
+  trace.disable();
+  rmSync(dir, { recursive: true, force: true });
+});
+beforeEach(() => {
+  exporter.reset();
+});
+
+/** Runs `work` inside a parent span; answers the parent's ids. */
+async function inParent(work: () => Promise<unknown>): Promise<{ traceId: string; spanId: string }> {
+  return tracer.startActiveSpan('parent', async (span) => {
+    await work();
+    span.end();
+    return span.spanContext();
+  });
+}
+
+const spans = (name: string) => exporter.getFinishedSpans().filter((s) => s.name === name);
+
+describe('traced stores', () => {
+  it('makes the append and the reads children of the active span, with their attributes', async () => {
+    const events = tracedEventStore(openSqliteEventStore(join(dir, 'events.db')));
+    const stream = `thing-${crypto.randomUUID()}`;
+    const event = { id: crypto.randomUUID(), type: 'ThingCreated', schemaVersion: 1, data: {}, metadata: { actor: 't', at: new Date().toISOString() } };
+    const parent = await inParent(async () => {
+      await events.append({ stream, expected: 'no_stream', events: [event] });
+      await events.readStream(stream);
+    });
+    const [append] = spans('event_store.append');
+    expect(append?.spanContext().traceId).toBe(parent.traceId);
+    expect(append?.parentSpanContext?.spanId).toBe(parent.spanId);
+    expect(append?.attributes).toMatchObject({ 'event_store.stream': stream, 'event_store.events': 1, 'event_store.event_types': ['ThingCreated'], 'event_store.duplicate': false });
+    expect(spans('event_store.readStream')).toHaveLength(1);
+
+    // Outside any span (the scheduler's polling, idle reads): no span.
+    exporter.reset();
+    await events.readStream(stream);
+    expect(exporter.getFinishedSpans()).toEqual([]);
+    await events.close();
+  });
+
+  it('records a failed call as an error of its span', async () => {
+    const events = tracedEventStore(openSqliteEventStore(join(dir, 'events2.db')));
+    const stream = `thing-${crypto.randomUUID()}`;
+    const event = () => ({ id: crypto.randomUUID(), type: 'ThingCreated', schemaVersion: 1, data: {}, metadata: { actor: 't', at: new Date().toISOString() } });
+    await events.append({ stream, expected: 'no_stream', events: [event()] });
+    await inParent(() => events.append({ stream, expected: 'no_stream', events: [event()] }).catch(() => undefined));
+    const [append] = spans('event_store.append');
+    expect(append?.status.code).toBe(2);
+    expect(append?.events.some((e) => e.name === 'exception')).toBe(true);
+    await events.close();
+  });
+
+  it('traces read-store queries and batches with their collection', async () => {
+    const reads = tracedReadStore(openSqliteReadStore({ path: join(dir, 'reads.db') }));
+    await reads.ensureCollection('things', ['code']);
+    await inParent(async () => {
+      await reads.applyBatch('things', [{ kind: 'upsert', id: 'a', version: 0, doc: { id: 'a', code: 'A' } }], 1n);
+      await reads.find('things', { conditions: [], sort: [] }, { offset: 0, limit: 10 });
+      await reads.count('things', { conditions: [], sort: [] });
+    });
+    expect(spans('read_store.applyBatch')[0]?.attributes).toMatchObject({ 'read_store.collection': 'things', 'read_store.writes': 1, 'read_store.checkpoint': '1' });
+    expect(spans('read_store.find')[0]?.attributes).toMatchObject({ 'read_store.collection': 'things', 'read_store.limit': 10 });
+    expect(spans('read_store.count')).toHaveLength(1);
+    await reads.close();
+  });
+});
+
+describe('traced renders', () => {
+  it('gives a template evaluation a span', async () => {
+    const documents = tracedDocumentRenderers({ templates: new WorkerTemplateRunner() });
+    let text = '';
+    await inParent(async () => {
+      text = (await documents.templates?.text({ kind: 'handlebars', key: 't', version: 1, source: 'Hello {{name}}', data: { name: 'there' }, mode: 'text' })) ?? '';
+    });
+    expect(text).toBe('Hello there');
+    expect(spans('render.template')[0]?.attributes).toMatchObject({ 'render.kind': 'handlebars' });
+    await documents.templates?.close();
+  });
+});
+
+describe('traced Kafka', () => {
+  /** Topics in memory: what is published is what a consumer of the topic is handed. */
+  function inMemoryMessaging(): Messaging & { deliver(topic: string): Promise<MessageOutcome[]> } {
+    const topics = new Map<string, PublishedMessage[]>();
+    const handlers = new Map<string, (m: IncomingMessage) => Promise<MessageOutcome>>();
+    return {
+      consumer: ({ topic }) => ({
+        start: (handle) => {
+          handlers.set(topic, handle);
+          return Promise.resolve();
+        },
+        stop: () => Promise.resolve(),
+      }),
+      publisher: {
+        publish: (topic, messages) => {
+          topics.set(topic, [...(topics.get(topic) ?? []), ...messages]);
+          return Promise.resolve();
+        },
+        close: () => Promise.resolve(),
+      },
+      close: () => Promise.resolve(),
+      deliver: async (topic) => {
+        const handle = handlers.get(topic);
+        if (handle === undefined) throw new Error('no consumer');
+        const messages = topics.get(topic) ?? [];
+        return Promise.all(messages.map((m, i) => handle({ topic, partition: 0, offset: String(i), key: m.key, headers: { ...m.headers }, value: Buffer.from(m.value) })));
+      },
+    };
+  }
+
+  it('carries the publisher’s context in the headers to the consumer’s span', async () => {
+    const raw = inMemoryMessaging();
+    const messaging = tracedMessaging(raw);
+    await messaging.consumer({ groupId: 'g', topic: 'events', deadLetterTopic: 'dead' }).start((m) => Promise.resolve(m.key === 'bad' ? { kind: 'dead', reason: 'unreadable' } : { kind: 'handled' }));
+    const parent = await inParent(() => messaging.publisher.publish('events', [{ key: 'k', id: '1', value: '{}' }, { key: 'bad', id: '2', value: '{}' }]));
+    const [send] = spans('send events');
+    expect(send?.spanContext().traceId).toBe(parent.traceId);
+    expect(send?.attributes).toMatchObject({ 'messaging.destination.name': 'events', 'messaging.batch.message_count': 2 });
+
+    expect(await raw.deliver('events')).toEqual([{ kind: 'handled' }, { kind: 'dead', reason: 'unreadable' }]);
+    const processed = spans('process events');
+    expect(processed).toHaveLength(2);
+    for (const p of processed) {
+      expect(p.spanContext().traceId).toBe(parent.traceId);
+      expect(p.parentSpanContext?.spanId).toBe(send?.spanContext().spanId);
+    }
+    expect(processed.some((p) => p.attributes['messaging.dead_letter_reason'] === 'unreadable')).toBe(true);
+  });
+
+  it('starts a trace of its own for a message that carries none', async () => {
+    const raw = inMemoryMessaging();
+    const messaging = tracedMessaging(raw);
+    await messaging.consumer({ groupId: 'g', topic: 'plain', deadLetterTopic: 'dead' }).start(() => Promise.resolve({ kind: 'handled' }));
+    await raw.publisher.publish('plain', [{ key: 'k', id: '1', value: '{}' }]);
+    await raw.deliver('plain');
+    const [p] = spans('process plain');
+    expect(p?.parentSpanContext).toBeUndefined();
+  });
+});
