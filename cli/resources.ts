@@ -7,6 +7,7 @@ import { userGroup } from '../domain/identity/userGroup.ts';
 import { userGroupRegion } from '../domain/identity/userGroupRegion.ts';
 import { notification } from '../domain/notifications/notification.ts';
 import { notificationTrigger } from '../domain/notifications/trigger.ts';
+import { log, logDeletion } from '../domain/logs/log.ts';
 import { registries } from '../domain/registries/index.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { sharing } from '../domain/sharing/sharing.ts';
@@ -21,4 +22,6 @@ export const resources: readonly ResourceDefinition[] = [
   notificationTrigger,
   job,
   jobStep,
+  log,
+  logDeletion,
 ];
