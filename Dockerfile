@@ -53,6 +53,8 @@ COPY domain ./domain
 COPY infra ./infra
 COPY projections ./projections
 COPY workers ./workers
+# The CLI (npx admin), a client of the REST API: usable inside the container too.
+COPY cli ./cli
 
 # The embedded stores and the generated auth secret live in DATA_DIR: the one writable place.
 RUN mkdir -p /data && chown node:node /data
