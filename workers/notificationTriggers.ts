@@ -18,7 +18,7 @@ import { withinPeriod } from '../domain/shared/fields.ts';
 import { notification } from '../domain/notifications/notification.ts';
 import { renderNotification, type RenderEnv } from '../domain/notifications/render.ts';
 import { notificationTrigger, type TriggerOutcome } from '../domain/notifications/trigger.ts';
-import { OutboundFailed, type BlobStore, type DocumentRenderers, type EventStore, type OutboundClient, type ReadStore, type RecordedEvent } from '../domain/ports.ts';
+import { OutboundFailed, type BlobStore, type Document, type DocumentRenderers, type EventStore, type OutboundClient, type ReadStore, type RecordedEvent } from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { keyedRecordId, resourceService } from '../domain/resource/service.ts';
 import { notificationRule } from '../domain/registries/notificationRule.ts';
@@ -212,6 +212,27 @@ export function systemRuleReactor(deps: TriggerDeps, resources: readonly Resourc
   const byCategory = new Map(followed.map((r) => [r.category, r]));
   const triggers = resourceService(notificationTrigger, deps.eventStore);
   const rulesQuery = toQuery({ filter: [{ column: 'eventType', operator: 'EQ', value: 'SYSTEM' }], sort: [] }, notificationRule.columns, notificationRule.defaultSort);
+  // The SYSTEM rules as read once the rules' read model had folded at least `upTo`: good for every
+  // event up to there, so a batch of events (a burst of log creates) costs one query, not one each.
+  let read: { upTo: bigint; rules: readonly Document[] } | undefined;
+  const servesRules = (): boolean => {
+    try {
+      deps.readModels.collectionOf(notificationRule.collection);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const systemRulesAt = async (position: bigint): Promise<readonly Document[]> => {
+    if (read !== undefined && position <= read.upTo) return read.rules;
+    await deps.readModels.waitFor(notificationRule.collection, position, 10_000);
+    const folded = deps.readModels.statuses().find((s) => s.name === notificationRule.collection)?.position;
+    const upTo = folded === undefined || !/^\d+$/.test(folded) ? position : BigInt(folded) > position ? BigInt(folded) : position;
+    const rules = await dueInReadModel(deps.readStore, deps.readModels, notificationRule.collection, rulesQuery, 1000);
+    // Not kept while the rules' read model is being rebuilt (none is served: no rule is found).
+    if (servesRules()) read = { upTo, rules };
+    return rules;
+  };
   return {
     name: SYSTEM_RULES,
     categories: [...byCategory.keys()],
@@ -222,9 +243,8 @@ export function systemRuleReactor(deps: TriggerDeps, resources: readonly Resourc
       if (def === undefined || recordId === undefined) return;
       // The rules as they stood at the event: the rules' read model caught up with it, and only
       // rules made before it and valid then (a rule made later, or a replay, fires for nothing older).
-      await deps.readModels.waitFor(notificationRule.collection, event.position, 10_000);
       const at = event.metadata.at;
-      const rules = (await dueInReadModel(deps.readStore, deps.readModels, notificationRule.collection, rulesQuery, 1000)).filter((rule) => {
+      const rules = (await systemRulesAt(event.position)).filter((rule) => {
         const types = isPlainObject(rule.config) ? rule.config.eventTypes : undefined;
         const made = (rule.auditInfo as { whenInserted?: string } | undefined)?.whenInserted;
         return Array.isArray(types) && types.includes(event.type) && made !== undefined && made <= at && withinPeriod(rule.validityFrom, rule.validityTo, new Date(at));
