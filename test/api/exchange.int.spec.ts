@@ -15,7 +15,7 @@ const JOB_THRESHOLD = 5;
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp({ extra: { exchange: { importMaxBytes: IMPORT_LIMIT, applyJobThreshold: JOB_THRESHOLD } } });
+  t = await startTestApp({ extra: { exchange: { importMaxBytes: IMPORT_LIMIT, importFileMaxBytes: IMPORT_LIMIT, applyJobThreshold: JOB_THRESHOLD } } });
 });
 afterAll(async () => {
   await t.close();
