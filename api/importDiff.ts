@@ -147,6 +147,31 @@ export type ImportSource = {
 /** The diff of an imported file, its entries in a temporary file. */
 export type ImportedDiff = { compareField: string; count: number; entries: () => AsyncIterable<DiffEntry>; close: () => void };
 
+/** Whether a prefix of a JSON text may still begin a valid one (its only fault is that it ends). */
+function fineSoFar(text: string, length: number): boolean {
+  try {
+    JSON.parse(text.slice(0, length));
+    return true;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : '';
+    const at = /at position (\d+)/.exec(message)?.[1];
+    return message.includes('Unexpected end') || (at !== undefined && Number(at) >= length);
+  }
+}
+
+/** Where in a text JSON.parse refuses goes wrong (V8 names no position for an unexpected token):
+ * the shortest prefix that can no longer begin a valid text, found by halving (an error path only). */
+function problemAt(text: string): number {
+  let fine = 0;
+  let bad = text.length;
+  while (bad - fine > 1) {
+    const mid = Math.floor((fine + bad) / 2);
+    if (fineSoFar(text, mid)) fine = mid;
+    else bad = mid;
+  }
+  return bad - 1;
+}
+
 /** A syntax error inside one value of the file, at its position in the file. */
 function itemJson(text: string, at: number): unknown {
   try {
@@ -155,7 +180,8 @@ function itemJson(text: string, at: number): unknown {
     const problem = jsonProblem(error instanceof Error ? error.message : String(error));
     const local = /at position (\d+)/.exec(problem)?.[1];
     const what = problem.replace(/ at position \d+.*$/, '');
-    throw notJsonAt(what === 'unexpected end of input' ? 'unexpected end of a value' : what, at + (local === undefined ? 0 : Number(local)));
+    if (what === 'unexpected end of input') throw notJsonAt('unexpected end of a value', at + text.length);
+    throw notJsonAt(what, at + (local === undefined ? problemAt(text) : Number(local)));
   }
 }
 
