@@ -288,6 +288,25 @@ describe('worklog types (a registry)', () => {
     expect(cut.json<{ message: string }>().message).toContain('unexpected end');
   });
 
+  it('imports with save=true as a job when the diff is large, reading its entries back from the import\'s temporary file', async () => {
+    const job = uniqueCode('IJ');
+    const data = Array.from({ length: JOB_THRESHOLD + 2 }, (_, i) => ({ id: randomUUID(), code: `${job}_${String(i)}`, name: `Job import ${String(i)}` }));
+    const file = JSON.stringify({ data, filtering: [{ column: 'code', operator: 'LIKE', value: `${job}%` }] });
+    const res = await importFile(base, file, 'save=true');
+    expect(res.statusCode, res.body).toBe(202);
+    const { jobId } = res.json<{ jobId: string }>();
+    for (;;) {
+      const state = (await t.call({ method: 'GET', url: `/api/v1/jobs/${jobId}` })).json<{ status: string; data: Record<string, unknown> }>();
+      if (state.status !== 'IN_PROGRESS') {
+        expect(state).toMatchObject({ status: 'COMPLETED', data: { entries: data.length, result: { done: data.length, applied: data.length, failed: 0 } } });
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const last = data.at(-1);
+    expect((await t.call({ method: 'GET', url: `${base}/by-code/${last?.code ?? ''}` })).json()).toMatchObject({ id: last?.id, name: last?.name });
+  });
+
   it('lets a viewer export and diff but not import or apply', async () => {
     expect((await t.call({ method: 'POST', url: `${base}/diff/apply`, payload: [], as: 'viewer' })).statusCode).toBe(403);
     expect((await importFile(base, JSON.stringify(exported), 'save=false', 'viewer')).statusCode).toBe(403);
