@@ -325,13 +325,32 @@ async function* appliedEntries(env: ApplyEnv, entries: AsyncIterable<DiffEntry>)
   }
 }
 
-/** The items, then the import's temporary files deleted (also when the answer is cut short). */
-async function* closing<T>(diff: ImportedDiff, items: AsyncIterable<T>): AsyncGenerator<T> {
-  try {
-    yield* items;
-  } finally {
-    diff.close();
-  }
+/** The items, then the import's temporary files deleted: at their end, on an error, and when the
+ * answer is cut short (its stream destroyed, even before its first item: Readable.from calls
+ * `return`, which a generator not yet started would ignore). */
+function closing<T>(diff: ImportedDiff, items: AsyncIterable<T>): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]: () => {
+      const it = items[Symbol.asyncIterator]();
+      return {
+        next: async () => {
+          try {
+            const step = await it.next();
+            if (step.done === true) diff.close();
+            return step;
+          } catch (error) {
+            diff.close();
+            throw error;
+          }
+        },
+        return: async (value?: unknown) => {
+          diff.close();
+          await it.return?.();
+          return { done: true, value: value as T };
+        },
+      };
+    },
+  };
 }
 
 function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {

@@ -299,7 +299,10 @@ export async function importDiff(source: ImportSource, chunks: AsyncIterable<Buf
   const dir = mkdtempSync(join(tmpdir(), 'import-'));
   const items = new Spool(dir, 'items.jsonl');
   const entries = new Spool(dir, 'entries.jsonl');
+  let closed = false;
   const close = () => {
+    if (closed) return;
+    closed = true;
     items.close();
     entries.close();
     rmSync(dir, { recursive: true, force: true });
