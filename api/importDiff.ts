@@ -25,7 +25,7 @@ import { ExportFileParser, notJsonAt } from './exportFileParser.ts';
 
 const MAX_PROBLEMS = 100;
 const MAX_ITEM_DEPTH = 30;
-const WRITE_BUFFER = 256 * 1024;
+const WRITE_BUFFER = 32 * 1024;
 
 /** An append-only file of JSON lines with the offset of each, read back by index or in order. */
 class Spool {
@@ -254,7 +254,7 @@ class Incoming {
   }
 }
 
-async function readFile(chunks: AsyncIterable<Buffer>, incoming: Incoming): Promise<void> {
+async function readFile(chunks: AsyncIterable<Buffer> | Iterable<Buffer>, incoming: Incoming): Promise<void> {
   const parser = new ExportFileParser();
   const decoder = new TextDecoder('utf-8', { fatal: true });
   const decode = (bytes: Buffer | undefined): string => {
@@ -295,7 +295,7 @@ async function settled(source: ImportSource, incoming: Incoming): Promise<{ fiel
 }
 
 /** Reads the file and writes its diff; the caller closes the answer (its temporary files). */
-export async function importDiff(source: ImportSource, chunks: AsyncIterable<Buffer>): Promise<ImportedDiff> {
+export async function importDiff(source: ImportSource, chunks: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<ImportedDiff> {
   const dir = mkdtempSync(join(tmpdir(), 'import-'));
   const items = new Spool(dir, 'items.jsonl');
   const entries = new Spool(dir, 'entries.jsonl');
