@@ -4,6 +4,7 @@
 // incoming data set with the records here that its filtering selects; applying is diffApply.ts.
 
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import fastifyMultipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -75,7 +76,6 @@ const DiffEntryFailureSchema = z
   .meta({ id: 'DiffEntryFailure', description: 'In place of the record of an entry that could not be applied: its index in the request, and why.' });
 
 const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'DiffApplyJobAcknowledgement' });
-
 
 /** The records here a filtering selects (with the caller's read scope), in id order, a keyset page
  * at a time (ReadStore.scan, along the id index): however many there are, one page is held, and
@@ -239,7 +239,9 @@ async function importedDiff(kit: RouteKit, request: FastifyRequest, limits: Exch
     for await (const part of request.parts()) {
       if (part.type !== 'file') continue;
       if (part.fieldname !== 'file' || diff !== undefined) {
-        await part.toBuffer();
+        // Another file field: read and dropped, never held.
+        part.file.resume();
+        await finished(part.file);
         continue;
       }
       try {

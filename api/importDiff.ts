@@ -205,7 +205,10 @@ class Incoming {
     const value = itemJson(piece.text, piece.at);
     const scan = scanJsonText(piece.text, MAX_ITEM_DEPTH, 5);
     const where = piece.kind === 'item' ? `data[${String(piece.index)}]` : piece.key;
-    if (scan.errors.length > 0) throw validationFailed('The file would not be stored as sent', scan.errors.map((e) => `file: ${where}: ${e}`));
+    if (scan.errors.length > 0) {
+      const message = scan.tooDeep ? `The file nests deeper than ${String(MAX_ITEM_DEPTH + 2)} levels` : 'The file would not be stored as sent';
+      throw validationFailed(message, scan.errors.map((e) => `file: ${where}: ${e}`));
+    }
     if (piece.kind === 'member') {
       this.head[piece.key] = value;
       return;

@@ -218,6 +218,9 @@ describe('worklog types (a registry)', () => {
     const badEntry = await importFile(base, JSON.stringify({ data: [{ code: 'OK_1', name: 'fine' }, { code: 'OK_2', name: 7 }], filtering: [] }), 'save=false');
     expect(badEntry.statusCode, badEntry.body).toBe(400);
     expect(badEntry.json<{ errors: string[] }>().errors).toEqual([expect.stringContaining('data[1].name')]);
+    const deep = await importFile(base, `{"data":[{"code":"D","name":"d","x":${'['.repeat(40)}${']'.repeat(40)}}],"filtering":[]}`, 'save=false');
+    expect(deep.statusCode, deep.body).toBe(400);
+    expect(deep.json<{ message: string; errors: string[] }>()).toMatchObject({ message: expect.stringContaining('nests deeper'), errors: [expect.stringContaining('data[0]')] });
     const noFile = await t.call({ method: 'POST', url: `${base}/import`, payload: {} });
     expect(noFile.statusCode, noFile.body).toBe(400);
     // Lines ending in LF alone are no multipart body: a 400, not a 500.
