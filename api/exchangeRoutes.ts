@@ -292,7 +292,7 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
         summary: `Import an export of ${def.name} records: its diff, and with save=true its application`,
         description:
           `The multipart field \`file\` holds an export object as JSON (at most ${String(limits.importFileMaxBytes)} bytes, IMPORT_FILE_MAX_BYTES: 413 beyond). ` +
-          'The file is read as it arrives, one item of `data` at a time, and compared in bounded memory (the items and the diff are kept in ' +
+          'The file is read as it arrives, one item of `data` at a time, and compared holding no record but the one at hand and an index of about 33 bytes per record (the items and the diff are kept in ' +
           'temporary files, deleted when the answer ends), so an export of any size can be imported. ' +
           'A file that is not UTF-8 JSON (400 naming the position), not an export object, or holds an item of `data` that is not a valid record is a 400 saying which ' +
           `(\`data[i].field\`). The answer is its diff: ${DIFF_DESCRIPTION} With save=true the diff is applied as by diff/apply, and an entry ` +

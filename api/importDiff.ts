@@ -1,7 +1,7 @@
-// The diff of an imported export file of any size, in bounded memory. The file is read as it
+// The diff of an imported export file of any size, holding no record but the one at hand. The file is read as it
 // arrives (ExportFileParser: one item of `data` at a time); each item, checked against the
 // resource's schema, is appended to a temporary file (one JSON line per item) and indexed by a
-// 48-bit hash of its compare-field value in typed arrays (about 30 bytes per item: no string per
+// 48-bit hash of its compare-field value in typed arrays (about 33 bytes per item: no string per
 // item is kept in memory). The records here are then read a keyset page at a time: each is matched
 // through the index (the candidate items read back from the temporary file and their values
 // compared, so a hash collision never matches wrong records), CHANGE and REMOVE entries are

@@ -136,7 +136,7 @@ export type AppDeps = {
 export type ExchangeSettings = {
   /** The largest body of export/diff and diff/apply (read whole). */
   importMaxBytes: number;
-  /** The largest import file (read as it arrives, in bounded memory). */
+  /** The largest import file (read as it arrives, one record at a time). */
   importFileMaxBytes: number;
   /** Entries of a diff above which its application runs as a job (202). */
   applyJobThreshold: number;
