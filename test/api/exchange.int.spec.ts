@@ -389,6 +389,14 @@ describe('user groups', () => {
     });
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json()).toMatchObject({ code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE' });
+    // The same through an import, which finds repeats here through its index: both only here, and
+    // one matched by an incoming record.
+    const filtering = [{ column: 'code', operator: 'LIKE', value: `${prefix}%` }];
+    for (const data of [[], [{ code: `${prefix}_9`, name: 'x', type, chars: {}, description: 'same' }]]) {
+      const imported = await importFile(base, JSON.stringify({ data, filtering }), 'save=false&compareField=description');
+      expect(imported.statusCode, imported.body).toBe(400);
+      expect(imported.json()).toMatchObject({ code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE', errors: expect.arrayContaining([expect.stringContaining('description same is held by another record too')]) });
+    }
   });
 });
 
