@@ -199,10 +199,26 @@ export const runningApplies = (deps: AppDeps): Set<Promise<void>> => {
 
 type Counts = { done: number; applied: number; unchanged: number; failed: number };
 
+/** The entries of a job: an array, or entries read back one at a time (an import's temporary file,
+ * closed when the job ends). */
+export type EntrySource = { length: number; items: () => AsyncIterable<DiffEntry> | Iterable<DiffEntry>; close?: () => void };
+
+const sourceOf = (entries: readonly DiffEntry[] | EntrySource): EntrySource => ('items' in entries ? entries : { length: entries.length, items: () => entries });
+
 /** Starts a DIFF_APPLY job for a large apply and runs it here in the background; answers the job's
  * id. The job's lease (`job:<id>`) is taken before the job exists and renewed while it runs, so
  * the schedule below can tell a job whose process ended (its lease free) from a running one. */
-export async function startApplyJob(env: ApplyEnv, entries: readonly DiffEntry[]): Promise<string> {
+export async function startApplyJob(env: ApplyEnv, given: readonly DiffEntry[] | EntrySource): Promise<string> {
+  const entries = sourceOf(given);
+  try {
+    return await startJob(env, entries);
+  } catch (error) {
+    entries.close?.();
+    throw error;
+  }
+}
+
+async function startJob(env: ApplyEnv, entries: EntrySource): Promise<string> {
   const jobs = serviceOf(env.deps, jobDefinition);
   const { idempotencyKey: _key, requestHash: _hash, admit: _admit, visible: _visible, ...plain } = env.ctx;
   const id = randomUUID();
@@ -231,7 +247,7 @@ export async function startApplyJob(env: ApplyEnv, entries: readonly DiffEntry[]
 
 type JobRun = { jobs: ResourceService; id: string; lease: { name: string; owner: string }; plain: CommandContext };
 
-async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, entries: readonly DiffEntry[]): Promise<void> {
+async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, entries: EntrySource): Promise<void> {
   const started = Date.now();
   const jobCtx = (): CommandContext => ({ ...plain, now: env.deps.clock.now() });
   const counts: Counts = { done: 0, applied: 0, unchanged: 0, failed: 0 };
@@ -247,7 +263,9 @@ async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, en
   }, LEASE_MS / 3);
   try {
     let reported = Date.now();
-    for (const [index, entry] of entries.entries()) {
+    let index = -1;
+    for await (const entry of entries.items()) {
+      index++;
       // The lease lapsed (a stalled process): the job was failed as orphaned; apply nothing more.
       if (held.lost) throw new Error('the job lease lapsed while it ran');
       const outcome = await applyEntry(env, entry, index);
@@ -265,6 +283,7 @@ async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, en
     const reason = `${error instanceof Error ? error.message : String(error)} (after ${String(counts.done)} of ${String(entries.length)} entries; applying the diff again is safe)`;
     await jobs.execute(id, { type: 'Fail', reason }, jobCtx()).catch(() => undefined);
   } finally {
+    entries.close?.();
     clearInterval(renew);
     await env.deps.readStore.releaseLease(lease.name, lease.owner).catch(() => undefined);
   }

@@ -4,6 +4,7 @@
 // incoming data set with the records here that its filtering selects; applying is diffApply.ts.
 
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import fastifyMultipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -18,18 +19,18 @@ import {
   exportObjectSchema,
   ExportRequestSchema,
   indexIncoming,
-  parseExportObject,
   type DiffEntry,
   type ExportObject,
 } from '../domain/resource/exchange.ts';
 import { isDomainError, tooLarge, validationFailed } from '../domain/shared/errors.ts';
-import { scanJsonText } from '../domain/shared/jsonText.ts';
 import { narrowed, toQuery, type FilterItem, type Query } from '../domain/shared/filtering.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import { readScope } from './access.ts';
-import { applyEntry, appliedItems, diffEntryInput, failureOf, runningApplies, startApplyJob, type ApplyEnv } from './diffApply.ts';
+import { applyEntry, appliedItems, diffEntryInput, failureOf, runningApplies, startApplyJob, type ApplyEnv, type EntrySource } from './diffApply.ts';
+import { importDiff, type ImportedDiff, type ImportSource } from './importDiff.ts';
+import { readModelLookup } from './services.ts';
 import { sendItems } from './documentStream.ts';
-import { ErrorBodySchema, jsonProblem } from './errorHandler.ts';
+import { ErrorBodySchema } from './errorHandler.ts';
 import type { Permission } from './auth.ts';
 import type { AppDeps, ExchangeSettings, ZodRoutes } from './module.ts';
 import { position } from './readModelWait.ts';
@@ -63,7 +64,7 @@ const TURN_BYTES = 256 * 1024;
 /** Values a JSON body of export/diff or diff/apply may hold (its byte limit bounds it first). */
 const EXCHANGE_JSON_VALUES = 50_000_000;
 
-export const DEFAULT_EXCHANGE: ExchangeSettings = { importMaxBytes: 32 * 1024 * 1024, applyJobThreshold: 1000 };
+export const DEFAULT_EXCHANGE: ExchangeSettings = { importMaxBytes: 32 * 1024 * 1024, importFileMaxBytes: 4 * 1024 * 1024 * 1024, applyJobThreshold: 1000 };
 
 export const exchangeSettings = (deps: Pick<AppDeps, 'exchange'>): ExchangeSettings => ({ ...DEFAULT_EXCHANGE, ...deps.exchange });
 
@@ -75,9 +76,6 @@ const DiffEntryFailureSchema = z
   .meta({ id: 'DiffEntryFailure', description: 'In place of the record of an entry that could not be applied: its index in the request, and why.' });
 
 const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'DiffApplyJobAcknowledgement' });
-
-const MAX_FILE_DEPTH = 32;
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /** The records here a filtering selects (with the caller's read scope), in id order, a keyset page
  * at a time (ReadStore.scan, along the id index): however many there are, one page is held, and
@@ -215,74 +213,52 @@ function exportDiffRoute(kit: RouteKit, limits: ExchangeSettings): void {
   );
 }
 
-/** Whether a prefix of a JSON text may still begin a valid one (its only fault is that it ends). */
-function fineSoFar(text: string, length: number): boolean {
-  try {
-    JSON.parse(text.slice(0, length));
-    return true;
-  } catch (error) {
-    const message = error instanceof Error ? error.message : '';
-    const at = /at position (\d+)/.exec(message)?.[1];
-    return message.includes('Unexpected end') || (at !== undefined && Number(at) >= length);
-  }
+const tooBig = (limits: ExchangeSettings) => tooLarge('IMPORT', 'The file', limits.importFileMaxBytes + 1, limits.importFileMaxBytes);
+
+/** An error of reading the form: 413 for a file over the limit; the form's own limits (parts,
+ * files: 413) keep their status; the parser's other errors are the form's fault. */
+function importError(error: unknown, limits: ExchangeSettings): unknown {
+  const { code, statusCode } = error as { code?: string; statusCode?: number };
+  if (code === 'FST_REQ_FILE_TOO_LARGE') return tooBig(limits);
+  if (isDomainError(error) || (typeof statusCode === 'number' && statusCode < 500)) return error;
+  return validationFailed(`Malformed multipart/form-data: ${error instanceof Error ? error.message.slice(0, 200) : 'unreadable'}`, ['file: a multipart/form-data body (lines end with CRLF)']);
 }
 
-/** Where a text JSON.parse refuses goes wrong (V8 names no position for an unexpected token): the
- * shortest prefix that can no longer begin a valid text, found by halving (an error path only). */
-function problemAt(text: string): string {
-  let fine = 0;
-  let bad = text.length;
-  while (bad - fine > 1) {
-    const mid = Math.floor((fine + bad) / 2);
-    if (fineSoFar(text, mid)) fine = mid;
-    else bad = mid;
-  }
-  const at = bad - 1;
-  const before = text.slice(0, at);
-  const line = before.split('\n').length;
-  return `at position ${String(at)} (line ${String(line)} column ${String(at - before.lastIndexOf('\n'))})`;
-}
-
-/** The JSON of an uploaded file, or a 400 saying what is wrong with it. */
-function fileJson(bytes: Buffer): unknown {
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch {
-    throw validationFailed('The file is not UTF-8 text', ['file: bytes that are not UTF-8']);
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text) as unknown;
-  } catch (error) {
-    const problem = jsonProblem(error instanceof Error ? error.message : String(error));
-    const where = problem.includes(' at position ') || problem === 'unexpected end of input' ? '' : ` ${problemAt(text)}`;
-    throw validationFailed(`The file is not JSON: ${problem}${where}`, ['file: expected an export object as JSON']);
-  }
-  // As for JSON bodies: numbers a double cannot hold exactly and repeated keys are refused, not changed.
-  const scan = scanJsonText(text, MAX_FILE_DEPTH, 20);
-  if (scan.errors.length > 0) throw validationFailed(scan.tooDeep ? `The file nests deeper than ${String(MAX_FILE_DEPTH)} levels` : 'The file would not be stored as sent', scan.errors.map((e) => `file: ${e}`));
-  return value;
-}
-
-/** The uploaded `file` field: 400 when absent, 413 beyond the limit. */
-async function uploadedFile(request: FastifyRequest, limits: ExchangeSettings): Promise<Buffer> {
+/** The diff of the uploaded `file` field, read as it arrives: 400 when absent, 413 beyond the limit. */
+async function importedDiff(kit: RouteKit, request: FastifyRequest, limits: ExchangeSettings): Promise<ImportedDiff> {
   if (!request.isMultipart()) throw validationFailed('An import is multipart/form-data with a field `file`', ['file: required']);
-  let bytes: Buffer | undefined;
+  const source: ImportSource = {
+    def: kit.def,
+    asked: request.query === null ? undefined : (request.query as { compareField?: string }).compareField,
+    checkFilter: (filter) => checkedFilter(kit, filter),
+    here: (filter) => recordsHere(kit, filter, request),
+    heldTwice: async (field, key) => (await readModelLookup(kit.deps)(kit.def, [{ column: field, operator: 'EQ', value: key }], 2)).length > 1,
+  };
+  let diff: ImportedDiff | undefined;
   try {
     for await (const part of request.parts()) {
-      if (part.type === 'file' && part.fieldname === 'file' && bytes === undefined) bytes = await part.toBuffer();
-      else if (part.type === 'file') await part.toBuffer();
+      if (part.type !== 'file') continue;
+      if (part.fieldname !== 'file' || diff !== undefined) {
+        // Another file field: read and dropped, never held.
+        part.file.resume();
+        await finished(part.file);
+        continue;
+      }
+      try {
+        diff = await importDiff(source, part.file);
+      } catch (error) {
+        // The rest of the file is read and dropped, so the answer is the 400, not a stalled upload.
+        part.file.resume();
+        throw part.file.truncated ? tooBig(limits) : error;
+      }
+      if (part.file.truncated) throw tooBig(limits);
     }
   } catch (error) {
-    const { code, statusCode } = error as { code?: string; statusCode?: number };
-    if (code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge('IMPORT', 'The file', limits.importMaxBytes + 1, limits.importMaxBytes);
-    // The form's own limits (parts, files: 413) keep their status; the parser's other errors are the form's fault.
-    if (isDomainError(error) || (typeof statusCode === 'number' && statusCode < 500)) throw error;
-    throw validationFailed(`Malformed multipart/form-data: ${error instanceof Error ? error.message.slice(0, 200) : 'unreadable'}`, ['file: a multipart/form-data body (lines end with CRLF)']);
+    diff?.close();
+    throw importError(error, limits);
   }
-  if (bytes === undefined) throw validationFailed('An import is multipart/form-data with a field `file`', ['file: required']);
-  return bytes;
+  if (diff === undefined) throw validationFailed('An import is multipart/form-data with a field `file`', ['file: required']);
+  return diff;
 }
 
 const applyEnv = async (kit: RouteKit, request: FastifyRequest, compareField: string): Promise<ApplyEnv> => ({
@@ -294,7 +270,7 @@ const applyEnv = async (kit: RouteKit, request: FastifyRequest, compareField: st
   request,
 });
 
-const answerJob = async (reply: FastifyReply, env: ApplyEnv, entries: readonly DiffEntry[]): Promise<FastifyReply> => {
+const answerJob = async (reply: FastifyReply, env: ApplyEnv, entries: readonly DiffEntry[] | EntrySource): Promise<FastifyReply> => {
   const jobId = await startApplyJob(env, entries);
   return reply.code(202).header('location', `/api/v1/jobs/${jobId}`).send({ acknowledge: true, jobId });
 };
@@ -315,8 +291,10 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
         tags,
         summary: `Import an export of ${def.name} records: its diff, and with save=true its application`,
         description:
-          `The multipart field \`file\` holds an export object as JSON (at most ${String(limits.importMaxBytes)} bytes, IMPORT_MAX_BYTES: 413 beyond). ` +
-          'A file that is not UTF-8 JSON, not an export object, or holds an item of `data` that is not a valid record is a 400 saying which ' +
+          `The multipart field \`file\` holds an export object as JSON (at most ${String(limits.importFileMaxBytes)} bytes, IMPORT_FILE_MAX_BYTES: 413 beyond). ` +
+          'The file is read as it arrives, one item of `data` at a time, and compared holding no record but the one at hand and an index of about 33 bytes per record (the items and the diff are kept in ' +
+          'temporary files, deleted when the answer ends), so an export of any size can be imported. ' +
+          'A file that is not UTF-8 JSON (400 naming the position), not an export object, or holds an item of `data` that is not a valid record is a 400 saying which ' +
           `(\`data[i].field\`). The answer is its diff: ${DIFF_DESCRIPTION} With save=true the diff is applied as by diff/apply, and an entry ` +
           `that failed carries \`error\`. ${JOB_TEXT(limits)}`,
         consumes: ['multipart/form-data'],
@@ -326,20 +304,55 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
       },
     },
     async (request, reply) => {
-      const exported = parseExportObject(def, fileJson(await uploadedFile(request, limits)));
-      const { entries, compareField } = await diffOf(kit, request, exported, request.query.compareField);
-      if (!request.query.save) return sendItems(reply, entries);
-      const env = await applyEnv(kit, request, compareField);
-      if (entries.length > limits.applyJobThreshold) return answerJob(reply, env, entries);
-      async function* items(): AsyncGenerator<DiffEntry & { error?: unknown }> {
-        for (const [index, entry] of entries.entries()) {
-          const outcome = await applyEntry(env, entry, index);
-          yield outcome.kind === 'failed' ? { ...entry, error: failureOf(env, entry, index, outcome.error).error } : entry;
-        }
-      }
-      return sendItems(reply, items());
+      const diff = await importedDiff(kit, request, limits);
+      if (!request.query.save) return sendItems(reply, closing(diff, diff.entries()));
+      const env = await applyEnv(kit, request, diff.compareField).catch((error: unknown) => {
+        diff.close();
+        throw error;
+      });
+      // The job closes the import's files when it ends (or fails to start).
+      if (diff.count > limits.applyJobThreshold) return answerJob(reply, env, { length: diff.count, items: diff.entries, close: diff.close });
+      return sendItems(reply, closing(diff, appliedEntries(env, diff.entries())));
     },
   );
+}
+
+/** Each entry as applied, with `error` when it failed. */
+async function* appliedEntries(env: ApplyEnv, entries: AsyncIterable<DiffEntry>): AsyncGenerator<DiffEntry & { error?: unknown }> {
+  let index = 0;
+  for await (const entry of entries) {
+    const outcome = await applyEntry(env, entry, index);
+    yield outcome.kind === 'failed' ? { ...entry, error: failureOf(env, entry, index, outcome.error).error } : entry;
+    index++;
+  }
+}
+
+/** The items, then the import's temporary files deleted: at their end, on an error, and when the
+ * answer is cut short (its stream destroyed, even before its first item: Readable.from calls
+ * `return`, which a generator not yet started would ignore). */
+function closing<T>(diff: ImportedDiff, items: AsyncIterable<T>): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]: () => {
+      const it = items[Symbol.asyncIterator]();
+      return {
+        next: async () => {
+          try {
+            const step = await it.next();
+            if (step.done === true) diff.close();
+            return step;
+          } catch (error) {
+            diff.close();
+            throw error;
+          }
+        },
+        return: async (value?: unknown) => {
+          diff.close();
+          await it.return?.();
+          return { done: true, value: value as T };
+        },
+      };
+    },
+  };
 }
 
 function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
@@ -383,10 +396,10 @@ export function exchangeRoutes(kit: RouteKit): void {
   if (kit.offers('export')) exportRoute(kit);
   if (kit.offers('exportDiff')) exportDiffRoute(kit, limits);
   // multipart/form-data only where a file is taken (other routes still answer it 415): one file,
-  // at most IMPORT_MAX_BYTES (413 beyond).
+  // at most IMPORT_FILE_MAX_BYTES (413 beyond).
   if (kit.offers('import')) {
     void kit.app.register(async (scope) => {
-      await scope.register(fastifyMultipart, { limits: { fileSize: limits.importMaxBytes, files: 1, fields: 10, parts: 11 } });
+      await scope.register(fastifyMultipart, { limits: { fileSize: limits.importFileMaxBytes, files: 1, fields: 10, parts: 11 } });
       importRoute({ ...kit, app: scope, r: scope.withTypeProvider<ZodTypeProvider>() }, limits);
     });
   }

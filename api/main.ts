@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     ...(issueToken === undefined ? {} : { issueToken }),
     logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
     bodyLimit: config.BODY_LIMIT_BYTES,
-    exchange: { importMaxBytes: config.IMPORT_MAX_BYTES, applyJobThreshold: config.DIFF_APPLY_JOB_THRESHOLD },
+    exchange: { importMaxBytes: config.IMPORT_MAX_BYTES, importFileMaxBytes: config.IMPORT_FILE_MAX_BYTES, applyJobThreshold: config.DIFF_APPLY_JOB_THRESHOLD },
     trustProxy: config.TRUST_PROXY,
     batchSize: config.PROJECTION_BATCH_SIZE,
     role: config.ROLE,

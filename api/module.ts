@@ -134,13 +134,15 @@ export type AppDeps = {
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
   trustProxy?: boolean | string;
-  /** Limits of export, import and diff apply (IMPORT_MAX_BYTES, DIFF_APPLY_JOB_THRESHOLD). */
+  /** Limits of export, import and diff apply (IMPORT_MAX_BYTES, IMPORT_FILE_MAX_BYTES, DIFF_APPLY_JOB_THRESHOLD). */
   exchange?: Partial<ExchangeSettings>;
 };
 
 export type ExchangeSettings = {
-  /** The largest import file, and the largest body of export/diff and diff/apply. */
+  /** The largest body of export/diff and diff/apply (read whole). */
   importMaxBytes: number;
+  /** The largest import file (read as it arrives, one record at a time). */
+  importFileMaxBytes: number;
   /** Entries of a diff above which its application runs as a job (202). */
   applyJobThreshold: number;
 };

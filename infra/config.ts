@@ -77,6 +77,7 @@ export const ConfigSchema = z
     // Export, import and diff apply: the largest import file (and body of export/diff and
     // diff/apply; 413 beyond), and the entries of a diff above which applying it runs as a job.
     IMPORT_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(32 * 1024 * 1024),
+    IMPORT_FILE_MAX_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(4 * 1024 * 1024 * 1024),
     DIFF_APPLY_JOB_THRESHOLD: z.coerce.number().int().min(1).max(10_000_000).default(1000),
     // Behind a reverse proxy: which X-Forwarded-For hops to believe for the client's address (the
     // login limit per address): `true` (every hop) or the proxies' addresses and CIDRs, comma-separated.

@@ -83,7 +83,7 @@ export function keyOf(record: JsonObject, field: string): string | undefined {
   return typeof value === 'number' || typeof value === 'boolean' ? JSON.stringify(value) : undefined;
 }
 
-const notUnique = (side: string, field: string, problems: readonly string[]): DomainError =>
+export const notUnique = (side: string, field: string, problems: readonly string[]): DomainError =>
   new DomainError('DIFF.COMPARE_FIELD_NOT_UNIQUE', 'BAD_REQUEST', `compareField ${field} does not identify one record ${side}: choose a unique field`, problems.slice(0, MAX_PROBLEMS));
 
 /** The incoming records by their compare-field value; 400 when one lacks a value or two share one. */

@@ -11,11 +11,12 @@ type Entry = { diffType: string; left?: Rec; right?: Rec; error?: { status: stri
 type ExportObject = { name: string; whenExported: string; exportedBy: string; entityType: string; compareField: string; filtering: unknown[]; data: Rec[] };
 
 const IMPORT_LIMIT = 64 * 1024;
+const IMPORT_FILE_LIMIT = 8 * 1024 * 1024;
 const JOB_THRESHOLD = 5;
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp({ extra: { exchange: { importMaxBytes: IMPORT_LIMIT, applyJobThreshold: JOB_THRESHOLD } } });
+  t = await startTestApp({ extra: { exchange: { importMaxBytes: IMPORT_LIMIT, importFileMaxBytes: IMPORT_FILE_LIMIT, applyJobThreshold: JOB_THRESHOLD } } });
 });
 afterAll(async () => {
   await t.close();
@@ -205,7 +206,7 @@ describe('worklog types (a registry)', () => {
   });
 
   it('refuses a file over the limit (413) and a malformed one (400 saying what is wrong)', async () => {
-    const big = await importFile(base, JSON.stringify({ data: [], filtering: [], name: 'x'.repeat(IMPORT_LIMIT) }), 'save=false');
+    const big = await importFile(base, JSON.stringify({ data: [], filtering: [], name: 'x'.repeat(IMPORT_FILE_LIMIT) }), 'save=false');
     expect(big.statusCode, big.body).toBe(413);
     expect(big.json()).toMatchObject({ status: 'PAYLOAD_TOO_LARGE', message: expect.any(String), traceId: expect.any(String) });
     const notJson = await importFile(base, '{"data": [,]}', 'save=false');
@@ -217,6 +218,9 @@ describe('worklog types (a registry)', () => {
     const badEntry = await importFile(base, JSON.stringify({ data: [{ code: 'OK_1', name: 'fine' }, { code: 'OK_2', name: 7 }], filtering: [] }), 'save=false');
     expect(badEntry.statusCode, badEntry.body).toBe(400);
     expect(badEntry.json<{ errors: string[] }>().errors).toEqual([expect.stringContaining('data[1].name')]);
+    const deep = await importFile(base, `{"data":[{"code":"D","name":"d","x":${'['.repeat(40)}${']'.repeat(40)}}],"filtering":[]}`, 'save=false');
+    expect(deep.statusCode, deep.body).toBe(400);
+    expect(deep.json<{ message: string; errors: string[] }>()).toMatchObject({ message: expect.stringContaining('nests deeper'), errors: [expect.stringContaining('data[0]')] });
     const noFile = await t.call({ method: 'POST', url: `${base}/import`, payload: {} });
     expect(noFile.statusCode, noFile.body).toBe(400);
     // Lines ending in LF alone are no multipart body: a 400, not a 500.
@@ -229,6 +233,81 @@ describe('worklog types (a registry)', () => {
     });
     expect(broken.statusCode, broken.body).toBe(400);
     expect(broken.json<{ message: string }>().message).toContain('Malformed multipart');
+  });
+
+  it('imports a file of 20,000 records as a diff, read as it arrives, listing exactly the changes', async () => {
+    const big = uniqueCode('BIG');
+    const here: Rec[] = [];
+    for (let i = 0; i < 40; i++) here.push(await create(`${big}_${String(i).padStart(2, '0')}`));
+    const original = await exportOf(base, big, lastPosition);
+    // The data set here changes: five renamed, five deleted, five added.
+    for (const r of here.slice(0, 5)) expect((await t.call({ method: 'PUT', url: `${base}/${r.id}`, payload: { code: r.code, name: 'Renamed here' } })).statusCode).toBe(200);
+    for (const r of here.slice(5, 10)) expect((await t.call({ method: 'DELETE', url: `${base}/${r.id}` })).statusCode).toBe(204);
+    const added: Rec[] = [];
+    for (let i = 0; i < 5; i++) added.push(await create(`${big}_ADDED_${String(i)}`));
+    await t.call({ method: 'GET', url: `${base}?minPosition=${lastPosition}` });
+    // The file: the export (as it was) and 19,960 records only in it (ids of their own), matched by
+    // code, a compare field the file names after its data.
+    const generated = Array.from({ length: 19_960 }, (_, i) => ({ id: randomUUID(), code: `${big}_N${String(i)}`, name: `Generated ${String(i)}`, description: 'x'.repeat(i % 50) }));
+    const data = [...original.data, ...generated];
+    const file = `{"name":"big","data":[\n${data.map((r) => JSON.stringify(r)).join(',\n')}\n],"filtering":${JSON.stringify(original.filtering)},"compareField":"code"}`;
+    const res = await importFile(base, file, 'save=false');
+    expect(res.statusCode, res.body.slice(0, 500)).toBe(200);
+    const want = [
+      ...here.slice(0, 5).map((r) => `DIFF_TYPE_CHANGE:${r.code}`),
+      ...here.slice(5, 10).map((r) => `DIFF_TYPE_NEW:${r.code}`),
+      ...added.map((r) => `DIFF_TYPE_REMOVE:${r.code}`),
+      ...generated.map((r) => `DIFF_TYPE_NEW:${r.code}`),
+    ].sort();
+    const entries = res.json<Entry[]>();
+    expect(byType(entries)).toEqual(want);
+    const change = entries.find((e) => e.diffType === 'DIFF_TYPE_CHANGE');
+    expect(change).toMatchObject({ left: { name: 'Renamed here' }, right: { name: expect.stringMatching(/^Name of /) } });
+    // NEW in the order of the file, after CHANGE and REMOVE.
+    expect(entries.at(-1)?.right?.code).toBe(`${big}_N19959`);
+
+    // The same file with a syntax error deep inside: 400 naming its position in the file.
+    const broken = file.replace(`"code":"${big}_N15000"`, `"code":@"${big}_N15000"`);
+    const syntax = await importFile(base, broken, 'save=false');
+    expect(syntax.statusCode, syntax.body).toBe(400);
+    expect(syntax.json<{ message: string }>().message).toBe(`The file is not JSON: unexpected character at position ${String(broken.indexOf('@'))}`);
+    // An invalid record deep inside: 400 naming data[i].field.
+    const invalid = file.replace(`"name":"Generated 17000"`, '"name":17000');
+    const schema = await importFile(base, invalid, 'save=false');
+    expect(schema.statusCode, schema.body).toBe(400);
+    expect(schema.json<{ errors: string[] }>().errors).toEqual([expect.stringContaining(`data[${String(17_000 + original.data.length)}].name`)]);
+    // A repeated key inside a record, and a code that two records share.
+    const repeated = file.replace(`"name":"Generated 18000"`, '"name":"Generated 18000","name":"again"');
+    const twice = await importFile(base, repeated, 'save=false');
+    expect(twice.statusCode, twice.body).toBe(400);
+    expect(twice.json<{ errors: string[] }>().errors.join()).toContain(`data[${String(18_000 + original.data.length)}]`);
+    const shared = file.replace(`"code":"${big}_N19000"`, `"code":"${big}_N3"`);
+    const clash = await importFile(base, shared, 'save=false');
+    expect(clash.statusCode, clash.body).toBe(400);
+    expect(clash.json()).toMatchObject({ code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE', errors: [`data[${String(19_000 + original.data.length)}].code: ${big}_N3 is also the value of data[${String(3 + original.data.length)}]`] });
+    // Cut short: the end of input.
+    const cut = await importFile(base, file.slice(0, 1_000_000), 'save=false');
+    expect(cut.statusCode, cut.body).toBe(400);
+    expect(cut.json<{ message: string }>().message).toContain('unexpected end');
+  });
+
+  it('imports with save=true as a job when the diff is large, reading its entries back from the import\'s temporary file', async () => {
+    const job = uniqueCode('IJ');
+    const data = Array.from({ length: JOB_THRESHOLD + 2 }, (_, i) => ({ id: randomUUID(), code: `${job}_${String(i)}`, name: `Job import ${String(i)}` }));
+    const file = JSON.stringify({ data, filtering: [{ column: 'code', operator: 'LIKE', value: `${job}%` }] });
+    const res = await importFile(base, file, 'save=true');
+    expect(res.statusCode, res.body).toBe(202);
+    const { jobId } = res.json<{ jobId: string }>();
+    for (;;) {
+      const state = (await t.call({ method: 'GET', url: `/api/v1/jobs/${jobId}` })).json<{ status: string; data: Record<string, unknown> }>();
+      if (state.status !== 'IN_PROGRESS') {
+        expect(state).toMatchObject({ status: 'COMPLETED', data: { entries: data.length, result: { done: data.length, applied: data.length, failed: 0 } } });
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const last = data.at(-1);
+    expect((await t.call({ method: 'GET', url: `${base}/by-code/${last?.code ?? ''}` })).json()).toMatchObject({ id: last?.id, name: last?.name });
   });
 
   it('lets a viewer export and diff but not import or apply', async () => {
@@ -310,6 +389,14 @@ describe('user groups', () => {
     });
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json()).toMatchObject({ code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE' });
+    // The same through an import, which finds repeats here through its index: both only here, and
+    // one matched by an incoming record.
+    const filtering = [{ column: 'code', operator: 'LIKE', value: `${prefix}%` }];
+    for (const data of [[], [{ code: `${prefix}_9`, name: 'x', type, chars: {}, description: 'same' }]]) {
+      const imported = await importFile(base, JSON.stringify({ data, filtering }), 'save=false&compareField=description');
+      expect(imported.statusCode, imported.body).toBe(400);
+      expect(imported.json()).toMatchObject({ code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE', errors: expect.arrayContaining([expect.stringContaining('description same is held by another record too')]) });
+    }
   });
 });
 
