@@ -235,6 +235,9 @@ async function importedDiff(kit: RouteKit, request: FastifyRequest, limits: Exch
     heldTwice: async (field, key) => (await readModelLookup(kit.deps)(kit.def, [{ column: field, operator: 'EQ', value: key }], 2)).length > 1,
   };
   let diff: ImportedDiff | undefined;
+  // An error of the diff itself (the store, our code) keeps its own status: only the form
+  // parser's errors are the form's fault.
+  const failed = { inDiff: false };
   try {
     for await (const part of request.parts()) {
       if (part.type !== 'file') continue;
@@ -249,13 +252,14 @@ async function importedDiff(kit: RouteKit, request: FastifyRequest, limits: Exch
       } catch (error) {
         // The rest of the file is read and dropped, so the answer is the 400, not a stalled upload.
         part.file.resume();
+        failed.inDiff = !part.file.truncated;
         throw part.file.truncated ? tooBig(limits) : error;
       }
       if (part.file.truncated) throw tooBig(limits);
     }
   } catch (error) {
     diff?.close();
-    throw importError(error, limits);
+    throw failed.inDiff ? error : importError(error, limits);
   }
   if (diff === undefined) throw validationFailed('An import is multipart/form-data with a field `file`', ['file: required']);
   return diff;

@@ -80,7 +80,9 @@ class Spool {
   /** Every line in order. */
   async *lines(): AsyncGenerator<JsonObject> {
     this.flush();
-    const input = createReadStream(this.path, { encoding: 'utf8', start: 0, ...(this.written === 0 ? { end: -1 } : { end: this.written - 1 }) });
+    // Nothing written (an empty data array, an empty diff): no line (a read stream takes no end of -1).
+    if (this.written === 0) return;
+    const input = createReadStream(this.path, { encoding: 'utf8', start: 0, end: this.written - 1 });
     const reader = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
     try {
       for await (const line of reader) if (line !== '') yield JSON.parse(line) as JsonObject;

@@ -193,6 +193,12 @@ describe('worklog types (a registry)', () => {
     expect((await t.call({ method: 'GET', url: `${base}/by-code/${prefix}_F` })).json()).toMatchObject({ name: 'From a file' });
   });
 
+  it('imports a file with no data over nothing here as an empty diff', async () => {
+    const none = await importFile(base, JSON.stringify({ ...exported, data: [], filtering: [{ column: 'code', operator: 'EQ', value: `${prefix}_NOTHING` }] }), 'save=false');
+    expect(none.statusCode, none.body).toBe(200);
+    expect(none.json<Entry[]>()).toEqual([]);
+  });
+
   it('imports with save=true, marking an entry that could not be applied with its error', async () => {
     const taken = made[0]?.code ?? '';
     const file = JSON.stringify({ data: [{ id: randomUUID(), code: taken, name: 'Same code, other id' }, { id: randomUUID(), code: `${prefix}_G`, name: 'Fine' }], filtering: [{ column: 'code', operator: 'IN', values: [`${prefix}_NONE`] }] });
