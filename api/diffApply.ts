@@ -177,12 +177,59 @@ export const failureOf = (env: ApplyEnv, entry: DiffEntry, index: number, error:
   error: errorBody(error, env.request.traceId, env.deps.clock.now()),
 });
 
+/** Entries applied at once: different records, so their appends share the log's group commits
+ * (one at a time, 100,000 entries took 22 minutes on a loaded 2-core machine). */
+const APPLY_CONCURRENCY = 8;
+
+type Numbered = { entry: DiffEntry; index: number };
+
+/** The records an entry may touch: its sides' compare-field values and ids. */
+function touched(env: ApplyEnv, entry: DiffEntry): Set<string> {
+  const keys = new Set<string>();
+  for (const side of [entry.left, entry.right]) {
+    if (side === undefined) continue;
+    keys.add(`k:${JSON.stringify(side[env.compareField] ?? null)}`);
+    if (side.id !== undefined) keys.add(`i:${JSON.stringify(side.id)}`);
+  }
+  return keys;
+}
+
+/** A window of entries, applied at once when no two touch the same record, else one by one in
+ * order (a hand-made diff may name a record twice); outcomes in the entries' order. */
+async function applyWindow(env: ApplyEnv, window: readonly Numbered[]): Promise<EntryOutcome[]> {
+  const seen = new Set<string>();
+  let disjoint = true;
+  for (const { entry } of window) {
+    for (const key of touched(env, entry)) {
+      if (seen.has(key)) disjoint = false;
+      seen.add(key);
+    }
+  }
+  if (disjoint) return Promise.all(window.map(({ entry, index }) => applyEntry(env, entry, index)));
+  const outcomes: EntryOutcome[] = [];
+  for (const { entry, index } of window) outcomes.push(await applyEntry(env, entry, index));
+  return outcomes;
+}
+
+/** Entries in windows of APPLY_CONCURRENCY, each window's outcomes in order. */
+async function* appliedInWindows(env: ApplyEnv, entries: AsyncIterable<DiffEntry> | Iterable<DiffEntry>): AsyncGenerator<Numbered & { outcome: EntryOutcome }> {
+  let window: Numbered[] = [];
+  let index = 0;
+  const flush = async function* (): AsyncGenerator<Numbered & { outcome: EntryOutcome }> {
+    const outcomes = await applyWindow(env, window);
+    for (const [i, numbered] of window.entries()) yield { ...numbered, outcome: outcomes[i] as EntryOutcome };
+    window = [];
+  };
+  for await (const entry of entries) {
+    window.push({ entry, index: index++ });
+    if (window.length >= APPLY_CONCURRENCY) yield* flush();
+  }
+  if (window.length > 0) yield* flush();
+}
+
 /** Apply's answer, one item per entry in order, made as they are applied. */
 export async function* appliedItems(env: ApplyEnv, entries: readonly DiffEntry[]): AsyncGenerator<JsonObject | EntryFailure> {
-  for (const [index, entry] of entries.entries()) {
-    const outcome = await applyEntry(env, entry, index);
-    yield outcome.kind === 'failed' ? failureOf(env, entry, index, outcome.error) : outcome.record;
-  }
+  for await (const { entry, index, outcome } of appliedInWindows(env, entries)) yield outcome.kind === 'failed' ? failureOf(env, entry, index, outcome.error) : outcome.record;
 }
 
 /** Jobs applying diffs in this process, per app (awaited when it closes). */
@@ -263,12 +310,9 @@ async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, en
   }, LEASE_MS / 3);
   try {
     let reported = Date.now();
-    let index = -1;
-    for await (const entry of entries.items()) {
-      index++;
-      // The lease lapsed (a stalled process): the job was failed as orphaned; apply nothing more.
+    for await (const { entry, index, outcome } of appliedInWindows(env, entries.items())) {
+      // The lease lapsed (a stalled process): the job was failed as orphaned; apply no further window.
       if (held.lost) throw new Error('the job lease lapsed while it ran');
-      const outcome = await applyEntry(env, entry, index);
       counts.done++;
       counts[outcome.kind]++;
       if (outcome.kind === 'failed' && failures.length < FAILURES_KEPT) failures.push(failureOf(env, entry, index, outcome.error));

@@ -141,6 +141,23 @@ describe('worklog types (a registry)', () => {
     expect(items[3]).toMatchObject({ code: `${prefix}_E`, name: 'New one', auditInfo: { version: 0 } });
   });
 
+  it('applies entries naming the same record one after another, in order, and distinct ones at once', async () => {
+    // Outside the prefix the other tests export.
+    const other = uniqueCode('TW');
+    const record = await create(`${other}_TWICE`);
+    const { auditInfo: _a, ...fields } = record;
+    const entries = [
+      { diffType: 'DIFF_TYPE_CHANGE', left: record, right: { ...fields, name: 'First' } },
+      ...Array.from({ length: 3 }, (_, i) => ({ diffType: 'DIFF_TYPE_NEW', right: { code: `${other}_W${String(i)}`, name: `Window ${String(i)}` } })),
+      { diffType: 'DIFF_TYPE_CHANGE', left: record, right: { ...fields, name: 'Second' } },
+    ];
+    const res = await t.call({ method: 'POST', url: `${base}/diff/apply?compareField=code`, payload: entries });
+    expect(res.statusCode, res.body).toBe(200);
+    const items = res.json<Rec[]>();
+    expect(items.map((r) => r.name)).toEqual(['First', ...Array.from({ length: 3 }, (_, i) => `Window ${String(i)}`), 'Second']);
+    expect((await t.call({ method: 'GET', url: `${base}/${record.id}` })).json()).toMatchObject({ name: 'Second', auditInfo: { version: 2 } });
+  });
+
   it('makes a record again when the same NEW is applied after its delete', async () => {
     const code = `${prefix}_AGAIN`;
     const add = [{ diffType: 'DIFF_TYPE_NEW', right: { code, name: 'Again' } }];
