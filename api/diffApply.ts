@@ -183,13 +183,15 @@ const APPLY_CONCURRENCY = 8;
 
 type Numbered = { entry: DiffEntry; index: number };
 
-/** The records an entry may touch: its sides' compare-field values and ids. */
+/** The records an entry may touch: its sides' compare-field values, ids and codes. */
 function touched(env: ApplyEnv, entry: DiffEntry): Set<string> {
   const keys = new Set<string>();
   for (const side of [entry.left, entry.right]) {
     if (side === undefined) continue;
     keys.add(`k:${JSON.stringify(side[env.compareField] ?? null)}`);
     if (side.id !== undefined) keys.add(`i:${JSON.stringify(side.id)}`);
+    // Two entries claiming one code: the first in order gets it, as one by one.
+    if (side.code !== undefined) keys.add(`c:${JSON.stringify(side.code)}`);
   }
   return keys;
 }
