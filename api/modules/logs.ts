@@ -17,7 +17,7 @@ import { logType } from '../../domain/registries/logType.ts';
 import type { BlobRef, BlobStore, EventStore, Position, ReadStore } from '../../domain/ports.ts';
 import { streamOf } from '../../domain/resource/decider.ts';
 import { keyedRecordId, resourceService, type WriteResult } from '../../domain/resource/service.ts';
-import { idempotencyKeyReused, isDomainError, malformedUuid, notFound, referenceMissing, validationFailed } from '../../domain/shared/errors.ts';
+import { DomainError, idempotencyKeyReused, isDomainError, malformedUuid, notFound, referenceMissing, validationFailed } from '../../domain/shared/errors.ts';
 import { dateTime, text } from '../../domain/shared/fields.ts';
 import { toQuery, type FilterItem } from '../../domain/shared/filtering.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
@@ -165,7 +165,10 @@ function writeRoutes(r: ZodRoutes, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const result = await logs.create(await withTypeCode(deps, request.body), await writeContext(deps, request, log));
+      const body = await withTypeCode(deps, request.body);
+      const ctx = await writeContext(deps, request, log);
+      await refusePurgedId(deps, typeof body.id === 'string' ? body.id.toLowerCase() : ctx.idempotencyKey === undefined ? undefined : keyedRecordId(log, ctx.actor, ctx.idempotencyKey));
+      const result = await logs.create(body, ctx);
       const created = result.record;
       if (created === undefined) throw new Error('a create of a log left no record');
       await answerWrite(deps, reply, result, request.query.immediatelyRefresh);
@@ -202,6 +205,17 @@ function writeRoutes(r: ZodRoutes, deps: AppDeps): void {
       }
     },
   );
+}
+
+/** A log whose events the retention pass purged keeps its id: its stream is empty again, but the
+ * logs' read model remembers the deletion, so a log made again under that id would be confirmed
+ * and never shown (nor counted the same by a rebuild). Refused instead: ids are not used twice. */
+async function refusePurgedId(deps: AppDeps, id: string | undefined): Promise<void> {
+  if (id === undefined || !isUuid(id)) return;
+  const stored = (await deps.readStore.getMany(deps.readModels.collectionOf(log.collection), [id])).get(id);
+  if (stored?.doc !== null) return;
+  if ((await deps.eventStore.readStream(streamOf(log, id), { limit: 1 })).length > 0) return;
+  throw new DomainError('LOG.ALREADY_EXISTS', 'CONFLICT', `Log ${id} was deleted and its events purged by the retention pass: its id is not used again`, [`id: ${id} was a deleted log`]);
 }
 
 function readRoutes(r: ZodRoutes, deps: AppDeps): void {
