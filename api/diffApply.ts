@@ -16,6 +16,7 @@ import type { ResourceService } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { DomainError, isDomainError, notFound, validationFailed } from '../domain/shared/errors.ts';
 import { canonicalJson, type JsonObject } from '../domain/shared/json.ts';
+import { uuidV5 } from '../domain/shared/ids.ts';
 import { issueLines } from '../domain/shared/validation.ts';
 import { accessTo, assertWritable } from './access.ts';
 import { errorBody, toDomainError, type ErrorBody } from './errorHandler.ts';
@@ -156,8 +157,12 @@ export async function applyEntry(env: ApplyEnv, entry: DiffEntry, index: number)
     const remove = entry.diffType === 'DIFF_TYPE_REMOVE';
     const record = remove ? checked(env, index, 'left', entry.left) : checked(env, index, 'right', entry.right);
     const key = keyOf(record, env.compareField);
-    // A new record without an id gets one derived from the entry (the same on a second apply).
-    if (key === undefined && entry.diffType === 'DIFF_TYPE_NEW' && env.compareField === 'id') return await createNew(env, entry, record, canonicalJson(record));
+    // A new record without an id gets one derived from the entry's content alone, so a second
+    // apply, by anyone, finds the record the first made instead of making another.
+    if (key === undefined && entry.diffType === 'DIFF_TYPE_NEW' && env.compareField === 'id') {
+      const id = uuidV5(`${env.def.category}|diff-new|${canonicalJson(record)}`);
+      return await applyNew(env, entry, { ...record, id }, id);
+    }
     if (key === undefined) throw validationFailed(`Entry ${String(index)} has no ${env.compareField}`, [`[${String(index)}].${remove ? 'left' : 'right'}.${env.compareField}: required to match the record`]);
     if (entry.diffType === 'DIFF_TYPE_NEW') return await applyNew(env, entry, record, key);
     if (entry.diffType === 'DIFF_TYPE_CHANGE') return await applyChange(env, entry, record, key);

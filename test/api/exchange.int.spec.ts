@@ -158,6 +158,17 @@ describe('worklog types (a registry)', () => {
     expect((await t.call({ method: 'GET', url: `${base}/${record.id}` })).json()).toMatchObject({ name: 'Second', auditInfo: { version: 2 } });
   });
 
+  it('gives a NEW entry without an id the same record whoever applies it', async () => {
+    const entries = [{ diffType: 'DIFF_TYPE_NEW', right: { code: uniqueCode('NOID'), name: 'No id given' } }];
+    const first = await t.call({ method: 'POST', url: `${base}/diff/apply`, payload: entries });
+    expect(first.statusCode, first.body).toBe(200);
+    const [made] = first.json<Rec[]>();
+    await t.call({ method: 'POST', url: '/api/v1/indexes/refresh' });
+    const byEditor = await t.call({ method: 'POST', url: `${base}/diff/apply`, payload: entries, as: 'editor' });
+    expect(byEditor.statusCode, byEditor.body).toBe(200);
+    expect(byEditor.json<Rec[]>()).toEqual([expect.objectContaining({ id: made?.id, auditInfo: expect.objectContaining({ version: 0 }) })]);
+  });
+
   it('makes a record again when the same NEW is applied after its delete', async () => {
     const code = `${prefix}_AGAIN`;
     const add = [{ diffType: 'DIFF_TYPE_NEW', right: { code, name: 'Again' } }];
