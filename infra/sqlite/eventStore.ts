@@ -53,6 +53,8 @@ CREATE TABLE IF NOT EXISTS events (
   UNIQUE (stream, revision)
 );
 CREATE INDEX IF NOT EXISTS events_by_category ON events (category, position);
+-- readAll by types (the audit feed's ?types=): a rare type without it scanned the whole log.
+CREATE INDEX IF NOT EXISTS events_by_type ON events (type, position);
 CREATE TABLE IF NOT EXISTS codes (
   scope TEXT NOT NULL,
   code TEXT NOT NULL,
