@@ -2,9 +2,11 @@
 // resources' own evolve (domain/resource/decider.ts), the code GET ?asOf= folds with
 // (domain/resource/service.ts stateAt): an event counts when its `at` is at or before the time.
 
+import { deletedBy, deletionOf, log, logDeletion } from '../domain/logs/log.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { evolve, initialState, type RecordState, type ResourceRecord } from '../domain/resource/decider.ts';
 import { shown } from '../domain/resource/service.ts';
+import { toQuery, type FilterItem } from '../domain/shared/filtering.ts';
 import { categoryOf } from '../domain/shared/streams.ts';
 
 /** One event of GET /api/v1/audit/events (API.md "Audit feed"). */
@@ -25,7 +27,7 @@ export type Replayed = { resource: ResourceDefinition; records: ResourceRecord[]
 export class Replay {
   readonly #until: number;
   readonly #byCategory: ReadonlyMap<string, ResourceDefinition>;
-  readonly #states = new Map<string, { def: ResourceDefinition; state: RecordState }>();
+  readonly #states = new Map<string, { def: ResourceDefinition; state: RecordState; position: bigint }>();
   #folded = 0;
 
   constructor(resources: readonly ResourceDefinition[], until: Date) {
@@ -41,6 +43,7 @@ export class Replay {
    * not the chosen resources' records, are passed over. */
   add(event: FeedEvent): void {
     if (Date.parse(event.at) > this.#until) return;
+    if (event.type === logDeletion.createdEvent) this.#deleteLogs(event);
     const def = this.#byCategory.get(categoryOf(event.stream));
     if (def === undefined) return;
     const current = this.#states.get(event.stream) ?? { def, state: initialState() };
@@ -51,8 +54,17 @@ export class Replay {
       metadata: { actor: event.actor, at: event.at },
       ...(event.schemaVersion === undefined ? {} : { schemaVersion: event.schemaVersion }),
     });
-    this.#states.set(event.stream, { def, state });
+    this.#states.set(event.stream, { def, state, position: BigInt(event.position) });
     this.#folded++;
+  }
+
+  /** A "delete old logs" by then: the logs it removed (as GET /logs/{id}?asOf= answers them) are gone. */
+  #deleteLogs(event: FeedEvent): void {
+    const deletion = deletionOf(event.data, (filter: FilterItem[]) => toQuery({ filter, sort: [] }, log.columns, log.defaultSort).conditions);
+    if (deletion === undefined) return;
+    for (const [stream, { def, state, position }] of this.#states) {
+      if (def === log && state.status === 'active' && deletedBy(deletion, shown(def, state), position)) this.#states.delete(stream);
+    }
   }
 
   /** The records live at the time, per resource, ordered by code then id. */

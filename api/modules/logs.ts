@@ -78,14 +78,14 @@ const conditionsOf = (filter: FilterItem[]) => toQuery({ filter, sort: [] }, log
 class DeletionLog {
   readonly #store: EventStore;
   #after: Position = 0n;
-  #list: Deletion[] = [];
+  #list: (Deletion & { at: string })[] = [];
   #reading: Promise<void> = Promise.resolve();
 
   constructor(store: EventStore) {
     this.#store = store;
   }
 
-  current(): Promise<readonly Deletion[]> {
+  current(): Promise<readonly (Deletion & { at: string })[]> {
     // A failed read (a store down) fails its callers, not every later one.
     this.#reading = this.#reading.catch(() => undefined).then(() => this.#readOn());
     return this.#reading.then(() => this.#list);
@@ -96,7 +96,7 @@ class DeletionLog {
       const batch = await this.#store.readAll({ after: this.#after, limit: 500, categories: [logDeletion.category], types: [logDeletion.createdEvent] });
       for (const e of batch) {
         const deletion = deletionOf(e.data, conditionsOf);
-        if (deletion !== undefined) this.#list = [...this.#list, deletion];
+        if (deletion !== undefined) this.#list = [...this.#list, { ...deletion, at: e.metadata.at }];
       }
       this.#after = batch.at(-1)?.position ?? this.#after;
       if (batch.length < 500) return;
@@ -104,9 +104,11 @@ class DeletionLog {
   }
 }
 
-/** 404 for a log a deletion removed (its stream still holds it until the retention pass). */
-async function assertNotDeleted(deps: AppDeps, record: JsonObject & { id: string; auditInfo: { version: number } }): Promise<void> {
-  const deletions = await stateOf(deps.eventStore).deletions.current();
+/** 404 for a log a deletion removed (its stream still holds it until the retention pass); with
+ * `asOf`, only deletions made by then count. */
+async function assertNotDeleted(deps: AppDeps, record: JsonObject & { id: string; auditInfo: { version: number } }, asOf?: string): Promise<void> {
+  const all = await stateOf(deps.eventStore).deletions.current();
+  const deletions = asOf === undefined ? all : all.filter((d) => Date.parse(d.at) <= Date.parse(asOf));
   if (deletions.length === 0) return;
   const [last] = await deps.eventStore.readStream(streamOf(log, record.id), { from: record.auditInfo.version, limit: 1 });
   if (last === undefined || deletions.some((d) => deletedBy(d, record, last.position))) throw notFound(log.errorPrefix, record.id);
@@ -143,9 +145,9 @@ const uuidOf = (id: string): string => {
   return id.toLowerCase();
 };
 
-async function liveLog(deps: AppDeps, request: FastifyRequest, id: string) {
-  const record = await assertReadable(deps, request, log, await serviceOf(deps, log).get(id));
-  await assertNotDeleted(deps, record);
+async function liveLog(deps: AppDeps, request: FastifyRequest, id: string, asOf?: string) {
+  const record = await assertReadable(deps, request, log, await serviceOf(deps, log).get(id, asOf === undefined ? {} : { asOf }));
+  await assertNotDeleted(deps, record, asOf);
   return record;
 }
 
@@ -226,13 +228,16 @@ function readRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'Get a Log',
-        description: 'Folded from the log: reflects every acknowledged write. A log a deletion removed is a 404.',
+        description:
+          'Folded from the log: reflects every acknowledged write. A log a deletion removed is a 404. `asOf` answers the log as it was at that ' +
+          'time (404 when it did not exist yet or a deletion made by then removed it; after the retention pass purged it, 404 at any time).',
         params: idParams,
+        querystring: z.strictObject({ asOf: dateTime().optional() }),
         response: { 200: log.record, ...errors(400, 404) },
       },
     },
     async (request, reply) => {
-      const found = await liveLog(deps, request, uuidOf(request.params.id));
+      const found = await liveLog(deps, request, uuidOf(request.params.id), request.query.asOf);
       return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
     },
   );

@@ -63,7 +63,9 @@ export function registerAudit(program: Command): void {
       try {
         // A page shorter than the limit reached the log's end (API: `next` is then its head).
         for (let after: string | undefined; ;) {
-          const { body }: { body: FeedPage } = await client.json<FeedPage>('/api/v1/audit/events', { query: { after, limit: PAGE, streams: path } });
+          // Logs go with their deletions ("delete old logs" removes logs without an event of theirs).
+          const streams = path === 'logs' ? 'logs,log-deletions' : path;
+          const { body }: { body: FeedPage } = await client.json<FeedPage>('/api/v1/audit/events', { query: { after, limit: PAGE, streams } });
           for (const e of body.events) replay.add(e);
           read += body.events.length;
           bar.setTotal(read);

@@ -23,6 +23,39 @@ afterAll(async () => {
 });
 
 describe('admin replay', () => {
+  it('equals GET /logs/{id}?asOf=T for logs, a "delete old logs" made before T removing them and one made after T not', async () => {
+    const HOUR = 3_600_000;
+    const code = uniqueCode('REPLAY_LT');
+    expect((await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code, name: 'replayed' } })).statusCode).toBe(201);
+    const at = (h: number) => new Date(clock.now().getTime() - h * HOUR).toISOString();
+    const aLog = (ownerId: string) => ({ ownerType: 'TICKET', ownerId, logTypeCode: code, startDate: at(48), endDate: at(47), request: 'r', response: 's', correlationId: uniqueCode('c') });
+    const ids: string[] = [];
+    for (const owner of ['R-1', 'R-1', 'R-2', 'R-3']) {
+      const res = await t.call({ method: 'POST', url: '/api/v1/logs', payload: aLog(owner) });
+      expect(res.statusCode, res.body).toBe(201);
+      ids.push(res.json<{ id: string }>().id);
+    }
+    clock.advance(60_000);
+    expect((await t.call({ method: 'DELETE', url: `/api/v1/logs?code=${code}&olderThan=${encodeURIComponent(at(1))}&ownerType=TICKET&ownerId=R-1` })).json()).toEqual({ deleted: 2 });
+    clock.advance(60_000);
+    const between = clock.now().toISOString();
+    clock.advance(60_000);
+    expect((await t.call({ method: 'DELETE', url: `/api/v1/logs?code=${code}&olderThan=${encodeURIComponent(at(1))}&ownerType=TICKET&ownerId=R-2` })).json()).toEqual({ deleted: 1 });
+    clock.advance(60_000);
+    const run = await runCli(['replay', '--until', between, '--resource', 'logs'], env);
+    expect(run.stderr).toBe('');
+    const replayed = new Map((JSON.parse(run.stdout) as Exported).data.map((r) => [r.id, r]));
+    const shownAt = await Promise.all(ids.map(async (id) => {
+      const res = await t.call({ method: 'GET', url: `/api/v1/logs/${id}?asOf=${encodeURIComponent(between)}` });
+      return res.statusCode === 200 ? res.json<{ id: string }>() : undefined;
+    }));
+    // R-1's two deleted by then; R-2's deleted only after; R-3's never.
+    expect(shownAt.map((r) => r !== undefined)).toEqual([false, false, true, true]);
+    for (const [i, id] of ids.entries()) expect(replayed.get(id), id).toEqual(shownAt[i]);
+    // Now, the later deletion counts too.
+    expect((await t.call({ method: 'GET', url: `/api/v1/logs/${ids[2] ?? ''}?asOf=${encodeURIComponent(clock.now().toISOString())}` })).statusCode).toBe(404);
+  });
+
   it('equals GET ?asOf=T one by one, for records created, replaced, patched and deleted before and after T', async () => {
     const { until, touched } = await replayTimeline(t, clock);
     const run = await runCli(['replay', '--until', until], env);
