@@ -14,11 +14,16 @@ const node = join(root, 'node_modules', '.bin', 'node');
 
 export type CliRun = { code: number | null; stdout: string; stderr: string };
 
+/** `node cli/admin.ts …` with the test's environment. Not inherited: a developer's own
+ * ADMIN_URL/ADMIN_TOKEN must not leak into a test. */
+function spawnCli(args: readonly string[], env: Record<string, string | undefined>) {
+  const { ADMIN_URL: _url, ADMIN_TOKEN: _token, ...inherited } = process.env;
+  return spawn(node, [join(root, 'cli', 'admin.ts'), ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
 export function runCli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    // Not inherited: a developer's own ADMIN_URL/ADMIN_TOKEN must not leak into a test.
-    const { ADMIN_URL: _url, ADMIN_TOKEN: _token, ...inherited } = process.env;
-    const child = spawn(node, [join(root, 'cli', 'admin.ts'), ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnCli(args, env);
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -84,8 +89,7 @@ export async function replayTimeline(t: TestApp, clock: ReturnType<typeof manual
 
 /** A long-running CLI (admin tail): its output so far, a wait for a line, and a stop by signal. */
 export function startCli(args: readonly string[], env: Record<string, string | undefined>) {
-  const { ADMIN_URL: _url, ADMIN_TOKEN: _token, ...inherited } = process.env;
-  const child = spawn(node, [join(root, 'cli', 'admin.ts'), ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnCli(args, env);
   const out = { stdout: '', stderr: '' };
   const waiters: (() => void)[] = [];
   const wake = () => { for (const w of waiters.splice(0)) w(); };

@@ -7,38 +7,21 @@
 // KAFKA_CRASH_MESSAGES sets the number of valid distinct messages (default 2,000; the issue's figure
 // is 10,000: `KAFKA_CRASH_MESSAGES=10000 npx vitest run test/api/notifications/kafkaCrash.int.spec.ts`).
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { startServiceProcess, type ServiceProcess } from '../../support/serviceProcess.ts';
 import { describeKafka, produceMessages, readTopic, requireKafkaBrokers, uniqueName, type TestMessage } from '../../support/kafka.ts';
 
 const VALID = Number(process.env.KAFKA_CRASH_MESSAGES ?? 2000);
 const COPIES = Math.round(VALID / 50);
 const INVALID = Math.round(VALID / 100);
 const configTypeId = '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
-const root = join(import.meta.dirname, '../../..');
 
-type Running = { child: ChildProcess; url: string; token: string };
+type Running = ServiceProcess;
 
-async function start(env: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, ['--import', './infra/telemetry/register.ts', join(root, 'api/main.ts')], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const url = /listening on (http:\/\/[^\s]+)/.exec(out)?.[1];
-    const token = /Authorization: Bearer (\S+)/.exec(out)?.[1];
-    if (url !== undefined && token !== undefined) return { child, url, token };
-    if (child.exitCode !== null) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`the service did not start:\n${out}\n${err}`);
-}
+const start = (env: Record<string, string>): Promise<Running> => startServiceProcess({ ...process.env, ...env });
 
 const api = async (s: Running, method: string, path: string, body?: unknown) => {
   const res = await fetch(s.url + path, { method, headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });

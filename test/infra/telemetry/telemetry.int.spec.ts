@@ -5,7 +5,7 @@
 // its trace, and the projection lag gauges reach the metric exporter. Without OTEL_* the preload
 // starts nothing.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -13,35 +13,19 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServiceProcess, type ServiceProcess } from '../../support/serviceProcess.ts';
 
 const root = join(import.meta.dirname, '../../..');
 const PRELOAD = './infra/telemetry/register.ts';
 
-type Running = { child: ChildProcess; url: string; token: string; output: () => string; dataDir: string };
+type Running = ServiceProcess & { dataDir: string };
 
 async function start(env: Record<string, string>): Promise<Running> {
   const dataDir = mkdtempSync(join(tmpdir(), 'otel-'));
   // Only the variables given here: an OTEL_* of the test runner's own must not leak in.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')));
-  const child = spawn(process.execPath, ['--import', PRELOAD, 'api/main.ts'], {
-    cwd: root,
-    env: { ...inherited, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'warn', AUTH_JWT_SECRET: `otel-test-${randomUUID()}-${randomUUID()}`, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
-    const token = /Authorization: Bearer (\S+)/.exec(out)?.[1];
-    if (url !== undefined && token !== undefined) return { child, url, token, output: () => out, dataDir };
-    if (child.exitCode !== null) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`the service did not start:\n${out}\n${err}`);
+  const started = await startServiceProcess({ ...inherited, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'warn', AUTH_JWT_SECRET: `otel-test-${randomUUID()}-${randomUUID()}`, ...env });
+  return { ...started, dataDir };
 }
 
 /** SIGTERM, as an orchestrator stops it: the service closes and flushes its telemetry. */

@@ -1,0 +1,29 @@
+// The real service as `npm start` runs it (the telemetry preload, then api/main.ts), in a child
+// process, for tests that kill it, signal it or read what it prints.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..', '..');
+
+export type ServiceProcess = { child: ChildProcess; url: string; token: string; output: () => string };
+
+/** Starts the service with exactly this environment and waits for its banner (URL and admin
+ * token); a service that exits or does not start within a minute fails with what it printed. */
+export async function startServiceProcess(env: NodeJS.ProcessEnv): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', './infra/telemetry/register.ts', 'api/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
+    const token = /Authorization: Bearer (\S+)/.exec(out)?.[1];
+    if (url !== undefined && token !== undefined) return { child, url, token, output: () => out };
+    if (child.exitCode !== null) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`the service did not start:\n${out}\n${err}`);
+}
