@@ -25,36 +25,44 @@ export type Folded<S> = {
   keys: ReadonlySet<string>;
 };
 
-type Entry = Folded<unknown> & { bytes: number };
+type Entry = Folded<unknown> & { bytes: number; used: boolean };
 
 /** Total size of the states kept per log (their JSON). */
 const BUDGET_BYTES = 64 * 1024 * 1024;
+/** An eviction frees down to this, so the next ones are many writes away. */
+const EVICT_TO_BYTES = (BUDGET_BYTES / 8) * 7;
 
 export const keyOf = (actor: string, idempotencyKey: string): string => `${actor}\n${idempotencyKey}`;
 
+/**
+ * Least recently used, approximately (the "second chance" clock): a hit only marks its entry, and
+ * the Map is reordered only when it is over budget. Moving an entry to the back on every hit (delete
+ * and set again) left a deleted slot behind each time, and V8's Map walks those until it rehashes:
+ * a log type read by every log create made each lookup 60 µs slower after 70,000 creates, and log
+ * creates fell from 2,700/s to 1,400/s in a minute.
+ */
 class FoldCache {
   readonly #entries = new Map<string, Entry>();
   #bytes = 0;
 
   get(name: string): Entry | undefined {
     const entry = this.#entries.get(name);
-    if (entry === undefined) return undefined;
-    this.#entries.delete(name);
-    this.#entries.set(name, entry);
+    if (entry !== undefined) entry.used = true;
     return entry;
   }
 
   set(name: string, folded: Folded<unknown>): void {
-    this.delete(name);
     const bytes = jsonBytes(folded.state);
-    if (bytes > BUDGET_BYTES / 4) return;
-    this.#entries.set(name, { ...folded, bytes });
-    this.#bytes += bytes;
-    for (const [oldest, entry] of this.#entries) {
-      if (this.#bytes <= BUDGET_BYTES) break;
-      this.#entries.delete(oldest);
-      this.#bytes -= entry.bytes;
+    if (bytes > BUDGET_BYTES / 4) {
+      this.delete(name);
+      return;
     }
+    // Replacing a key's value keeps its place (no deleted slot), so it counts as used; a new key
+    // is at the back already.
+    const old = this.#entries.get(name);
+    this.#bytes += bytes - (old?.bytes ?? 0);
+    this.#entries.set(name, { ...folded, bytes, used: old !== undefined });
+    if (this.#bytes > BUDGET_BYTES) this.#evict();
   }
 
   delete(name: string): void {
@@ -62,6 +70,20 @@ class FoldCache {
     if (entry === undefined) return;
     this.#entries.delete(name);
     this.#bytes -= entry.bytes;
+  }
+
+  /** Oldest first: an entry used since it was last passed moves to the back once, the others go. */
+  #evict(): void {
+    for (const [name, entry] of this.#entries) {
+      if (this.#bytes <= EVICT_TO_BYTES) return;
+      this.#entries.delete(name);
+      if (entry.used) {
+        entry.used = false;
+        this.#entries.set(name, entry);
+      } else {
+        this.#bytes -= entry.bytes;
+      }
+    }
   }
 }
 

@@ -64,4 +64,25 @@ describe('the fold cache', () => {
     expect(await log.readStream(stream, { from: 3 })).toEqual([]);
     expect(await log.readStream(`counter-${randomUUID()}`, { from: 5 })).toEqual([]);
   });
+
+  it('keeps a stream read often and forgets the least recently used ones when over its 64 MB', async () => {
+    // Each state is 1 MB of JSON (one shared string, so the test holds little memory).
+    const big = 'x'.repeat(1024 * 1024);
+    const large = (stream: string): CommandSpec<string> => ({ ...counter(stream), initial: () => '', evolve: () => big, decide: () => ({ events: [{ type: 'Added', data: {} }] }) });
+    const { store, reads } = counting(log);
+    const hot = `large-${randomUUID()}`;
+    await handleCommand(large(hot), ctx(), store);
+    const cold: string[] = [];
+    for (let i = 0; i < 80; i++) {
+      cold.push(`large-${randomUUID()}`);
+      await handleCommand(large(cold[i] ?? ''), ctx(), store);
+      await foldStream(large(hot), store);
+    }
+    reads.length = 0;
+    // Cached: an empty tail. Forgotten: the whole stream (one event) read again.
+    await foldStream(large(hot), store);
+    await foldStream(large(cold[0] ?? ''), store);
+    await foldStream(large(cold[79] ?? ''), store);
+    expect(reads).toEqual([0, 1, 0]);
+  });
 });
