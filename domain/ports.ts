@@ -148,6 +148,9 @@ export type CollectionOptions = {
   textPaths?: readonly string[] | undefined;
 };
 
+/** A keyset page of documents as JSON text (ReadStore.scanJson). */
+export type JsonPage = { json: string; count: number; last: string | undefined };
+
 export type ReadStore = {
   /** Declares a collection and the column paths worth an index; idempotent. Indexes missing from a
    * collection that has documents are built from them. */
@@ -179,6 +182,11 @@ export type ReadStore = {
    * filter (an export of a filtered selection; a page by the filter's own index sorted by id would
    * sort every match again for each page). */
   scan(collection: string, options: { after?: string; limit: number; query?: Query }): Promise<Document[]>;
+  /** The same page as `scan`, as JSON text: the documents' JSON joined by commas (the inside of an
+   * array; empty for no document), how many, and the last id. An export writes it as it is: no
+   * document is parsed and serialized again, so a page is one string rather than thousands of
+   * objects. */
+  scanJson(collection: string, options: { after?: string; limit: number; query?: Query }): Promise<JsonPage>;
   /** Replaces a collection's documents and tombstones with `documents` (each id at most once, or
    * the load fails) and sets the projection's checkpoint (named after the collection unless given),
    * for a rebuild that folded the log in memory. Indexes are dropped for the load and built after

@@ -21,7 +21,7 @@ import {
   type IndexDescriptionInfo,
   type UpdateFilter,
 } from 'mongodb';
-import type { CollectionOptions, Document, DocumentWrite, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
+import type { CollectionOptions, Document, DocumentWrite, JsonPage, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
 import { StoreUnavailableError } from '../../domain/shared/errors.ts';
 import { redactCredentials } from '../redact.ts';
 import type { Query } from '../../domain/shared/filtering.ts';
@@ -277,6 +277,12 @@ export class MongoReadStore implements ReadStore {
         .toArray(),
     );
     return rows.flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
+  }
+
+  /** The driver decodes each document from BSON whatever is asked: the page is `scan`'s, serialized. */
+  async scanJson(collection: string, options: { after?: string; limit: number; query?: Query }): Promise<JsonPage> {
+    const docs = await this.scan(collection, options);
+    return { json: docs.map((doc) => JSON.stringify(doc)).join(','), count: docs.length, last: docs.at(-1)?.id };
   }
 
   /**

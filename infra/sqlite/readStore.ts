@@ -6,7 +6,7 @@
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { DatabaseSync, type SQLOutputValue, type StatementSync } from 'node:sqlite';
-import type { CollectionOptions, Document, DocumentWrite, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
+import type { CollectionOptions, Document, DocumentWrite, JsonPage, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
 import { likePattern, type Query } from '../../domain/shared/filtering.ts';
 import { containerValues, containingValues, ranked, scanned, startingValues, type Statement } from './autocomplete.ts';
 import { likeMatcher, type LikeMatcher } from '../../domain/shared/likeMatcher.ts';
@@ -395,6 +395,22 @@ export class SqliteReadStore implements ReadStore {
           ? this.statement(`SELECT json(doc) AS doc FROM ${table} WHERE deleted = 0 ORDER BY id LIMIT ?`).all(limit)
           : this.statement(`SELECT json(doc) AS doc FROM ${table} WHERE deleted = 0 AND id > ? ORDER BY id LIMIT ?`).all(options.after, limit);
       return rows.map((row) => parseDocument(row.doc)).filter((d): d is Document => d !== null);
+    });
+  }
+
+  scanJson(collection: string, options: { after?: string; limit: number; query?: Query }): Promise<JsonPage> {
+    return settle(() => {
+      const limit = Math.floor(options.limit);
+      if (!(limit > 0)) return { json: '', count: 0, last: undefined };
+      const table = this.table(collection);
+      const { where, params } = options.query === undefined ? { where: 'deleted = 0', params: [] } : compile(options.query, this.searchIndexes(collection));
+      const pk = this.primaryKeyIndex(tableOf(collection));
+      // The page's documents joined by SQLite: one string crosses into JavaScript.
+      const row = this.statement(
+        `SELECT group_concat(json(doc), ',' ORDER BY id) AS json, count(*) AS n, max(id) AS last FROM
+           (SELECT id, doc FROM ${table} INDEXED BY "${pk}" WHERE ${where}${options.after === undefined ? '' : ' AND id > ?'} ORDER BY id LIMIT ?)`,
+      ).get(...params, ...(options.after === undefined ? [] : [options.after]), limit);
+      return { json: typeof row?.json === 'string' ? row.json : '', count: Number(row?.n ?? 0), last: typeof row?.last === 'string' ? row.last : undefined };
     });
   }
 

@@ -67,6 +67,7 @@ export function tracedReadStore(store: ReadStore): ReadStore {
     autocomplete: (collection, paths, term, limit) => inSpan(`${READS}.autocomplete`, on(collection, { 'read_store.limit': limit }), () => store.autocomplete(collection, paths, term, limit)),
     size: (collection) => inSpan(`${READS}.size`, on(collection), () => store.size(collection)),
     scan: (collection, options) => inSpan(`${READS}.scan`, on(collection, { 'read_store.limit': options.limit }), () => store.scan(collection, options)),
+    scanJson: (collection, options) => inSpan(`${READS}.scanJson`, on(collection, { 'read_store.limit': options.limit }), () => store.scanJson(collection, options)),
     bulkLoad: (collection, documents, checkpoint, projection) => inSpan(`${READS}.bulkLoad`, on(collection), () => store.bulkLoad(collection, documents, checkpoint, projection)),
     reset: (collection, projection) => store.reset(collection, projection),
     tryLease: (projection, owner, ttlMs) => store.tryLease(projection, owner, ttlMs),

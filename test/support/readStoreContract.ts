@@ -358,6 +358,23 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         expect(idsOf(await store.scan(c, { limit: 100, query: descending }))).toEqual(idsOf(await store.scan(c, { limit: 100 })));
       });
 
+      it('scanJson gives scan\'s pages as JSON text, with their count and last id', async () => {
+        for (const fixture of [...filteringFixtures, undefined]) {
+          const query = fixture === undefined ? undefined : fixtureQuery(fixture.body);
+          const name = fixture?.name ?? 'no query';
+          const asked = (after?: string) => ({ ...(after === undefined ? {} : { after }), limit: 2, ...(query === undefined ? {} : { query }) });
+          for (let after: string | undefined, pages = 0; pages < 100; pages++) {
+            const page = await store.scan(c, asked(after));
+            const text = await store.scanJson(c, asked(after));
+            expect(JSON.parse(`[${text.json}]`), name).toStrictEqual(page);
+            expect(text.count, name).toBe(page.length);
+            expect(text.last, name).toBe(page.at(-1)?.id);
+            if (page.length < 2) break;
+            after = text.last;
+          }
+        }
+      });
+
       it('returns whole documents', async () => {
         const found = await store.find(c, fixtureQuery({ filter: [{ column: 'id', value: D1 }] }), everything);
         expect(found).toEqual([fixtureDocuments.find((d) => d.id === D1)]);
@@ -524,6 +541,9 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>):
         expect(seen).toEqual(live);
         expect(await store.scan(c, { limit: 0 })).toEqual([]);
         expect(await store.scan(fresh(), { limit: 5 })).toEqual([]);
+        expect(await store.scanJson(c, { limit: 0 })).toEqual({ json: '', count: 0, last: undefined });
+        expect(await store.scanJson(fresh(), { limit: 5 })).toEqual({ json: '', count: 0, last: undefined });
+        expect(JSON.parse(`[${(await store.scanJson(c, { limit: 100 })).json}]`)).toStrictEqual(await store.scan(c, { limit: 100 }));
         expect((await store.scan(c, { after: live[0] ?? '', limit: 1 }))[0]).toEqual(docs.find((d) => d.id === live[1]));
       });
 
