@@ -70,4 +70,4 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
 
 ENTRYPOINT ["/usr/bin/tini", "--"]
 # The preload starts OpenTelemetry when OTEL_* ask for it (README, Observability), else nothing.
-CMD ["node", "--import", "./infra/telemetry/register.ts", "api/main.ts"]
+CMD ["node", "--max-semi-space-size=16", "--import", "./infra/telemetry/register.ts", "api/main.ts"]

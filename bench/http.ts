@@ -55,8 +55,9 @@
 //      ratio to A is printed beside it. `--only logs` runs this figure alone.
 //  10. telemetry (bench/telemetry.ts): HTTP get one with the telemetry preload present but off (no
 //      OTEL_*) against the service without it (T), goal within 3%; and with traces on (OTLP to a
-//      local sink), no goal. 2 x --rounds rounds of 2 x --duration per side, in alternating order,
-//      the three services started afresh every round (about 35 s a round).
+//      local sink), no goal. Rounds in sixes (6 for 4 --rounds), 2 x --duration per side, each of
+//      the six orders of the three sides in turn, the services started afresh every round (about
+//      35 s a round).
 //
 // Every server runs in its own child process (bench/server.ts, bench/emmett/server.ts) so autocannon,
 // in this process, does not compete with it for a core. Each figure's time is split into rounds, each round running the
@@ -87,6 +88,7 @@ import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
 import { ensurePeerInstalled, type PeerInstall } from './emmett/install.ts';
 import { notificationFigure, notificationRows, type NotificationFigure } from './notifications.ts';
 import { pdfFigure, pdfRows, type PdfFigure } from './pdf.ts';
+import { V8_FLAGS } from '../api/nodeFlags.ts';
 import { telemetryFigure, telemetryRows, type TelemetryFigure } from './telemetry.ts';
 
 const { values: flags } = parseArgs({
@@ -148,7 +150,8 @@ type Server = { url: string; token: string; durability?: Durability; stop: () =>
 /** `mode` is bench/server.ts's, or 'emmett' for the peer (bench/emmett/server.ts). */
 async function startServer(mode: 'service' | 'raw-insert' | 'const' | 'emmett', nodeFlags: string[] = []): Promise<Server> {
   const script = mode === 'emmett' ? [join(import.meta.dirname, 'emmett', 'server.ts')] : [join(import.meta.dirname, 'server.ts'), mode];
-  const child = spawn(process.execPath, [...nodeFlags, ...script], {
+  // The service runs with the V8 flags npm start gives it; the baselines with Node's defaults.
+  const child = spawn(process.execPath, [...(mode === 'service' ? V8_FLAGS : []), ...nodeFlags, ...script], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((done) => child.once('exit', () => { done(); }));
@@ -762,7 +765,9 @@ async function main(): Promise<void> {
   console.log('');
   // A 3% bound needs more rounds than the other figures: twice as many, twice as long.
   console.log(`Telemetry: HTTP get one, ${String(CONNECTIONS)} connections, ${String(2 * ROUNDS)} rounds of ${((2 * DURATION) / (2 * ROUNDS)).toFixed(1)} s per side`);
-  const telemetry = await telemetryFigure({ duration: 2 * DURATION, warmup: WARMUP, rounds: 2 * ROUNDS, connections: CONNECTIONS });
+  // Rounds in sixes: each of the six orders of the three sides as often.
+  const telemetryRounds = 6 * Math.max(1, Math.round(ROUNDS / 3));
+  const telemetry = await telemetryFigure({ duration: 2 * DURATION, warmup: WARMUP, rounds: telemetryRounds, connections: CONNECTIONS });
   console.log(`\n${table(h, s, p, l, pdf, notifications, logs, telemetry)}\n`);
   if ('skipped' in p) console.log(`(peer figures not measured: ${p.skipped})`);
   else if (install?.ok === true && install.installSeconds !== undefined) console.log(`(Emmett was installed first, in ${install.installSeconds.toFixed(0)} s, not counted below)`);

@@ -30,6 +30,7 @@ import { composeService } from '../api/compose.ts';
 import type { VersionedDocument } from '../domain/ports.ts';
 import { worklogType } from '../domain/registries/worklogType.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
+import { SERVICE_NODE_ARGS } from '../api/nodeFlags.ts';
 
 const { values: flags } = parseArgs({
   options: { records: { type: 'string', default: '1000000' }, changes: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '2' }, 'node-options': { type: 'string', default: '' } },
@@ -94,8 +95,9 @@ type Service = { child: ChildProcess; address: string };
 async function start(dir: string): Promise<Service> {
   const port = await freePort();
   const address = `http://127.0.0.1:${String(port)}`;
-  const child = spawn(process.execPath, ['api/main.ts'], {
-    // --node-options: V8 flags for the service (e.g. --max-semi-space-size=4, to see V8's share).
+  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, 'api/main.ts'], {
+    // As npm start runs it; --node-options adds V8 flags (NODE_OPTIONS; e.g. --max-semi-space-size=64,
+    // V8's own limit here).
     env: { ...process.env, ...(flags['node-options'] === '' ? {} : { NODE_OPTIONS: flags['node-options'] }), DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', AUTH_JWT_SECRET: SECRET_TEXT, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -28,6 +28,7 @@ import { openSqliteEventStore } from '../infra/sqlite/eventStore.ts';
 import { openSqliteReadStore } from '../infra/sqlite/readStore.ts';
 import { resourceProjection } from '../projections/resourceProjection.ts';
 import { GENERATIONS } from '../workers/readModels.ts';
+import { SERVICE_NODE_ARGS } from '../api/nodeFlags.ts';
 
 const { values: flags } = parseArgs({ options: { records: { type: 'string', default: '1000000' } } });
 const RECORDS = Number(flags.records);
@@ -64,7 +65,7 @@ async function seed(): Promise<void> {
 }
 
 async function start(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', './infra/telemetry/register.ts', 'api/main.ts'], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, 'api/main.ts'], {
     env: { ...process.env, DATA_DIR: dir, PORT: '0', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

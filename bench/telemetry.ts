@@ -15,9 +15,9 @@
 // Each round starts the three services afresh (two processes of the same code differ by several
 // per cent in steady state: JIT decisions, heap layout), creates records on each for --warmup
 // seconds, warms each up for --warmup seconds, then runs each for --duration/--rounds seconds, in
-// an order reversed every round (T U V, V U T, …) so that a drift of the machine's load weighs on
-// all alike; then stops them. Each throughput ratio is the median of the rounds' ratios. On a
-// shared machine other processes' bursts move
+// each of the six orders in turn (T U V, V T U, U V T, V U T, …) so that a drift of the machine's
+// load, and any advantage of a place in the order, weighs on all alike; then stops them. Each
+// throughput ratio is the median of the rounds' ratios. On a shared machine other processes' bursts move
 // throughput by far more than 3% from one round to the next, so each side's CPU time per request
 // is measured too (the server process's user + system time from /proc/<pid>/stat over its rounds,
 // divided by the requests answered; Linux only): what one request costs the service, whatever
@@ -30,7 +30,8 @@
 // of the same code differ here (JIT and heap layout, the neighbours' load), the resolution of the
 // figure on this machine.
 //
-// Flags: --duration S (per side, default 20), --warmup S (default 3), --rounds N (default 8),
+// Flags: --duration S (per side, default 30), --warmup S (default 3), --rounds N (default 12; a
+// multiple of 6 gives each order as often),
 // --connections N (default 50), --before DIR, --calibrate.
 
 import { spawn } from 'node:child_process';
@@ -41,6 +42,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { PRELOAD, V8_FLAGS } from '../api/nodeFlags.ts';
 import autocannon, { type Options, type Request } from 'autocannon';
 
 /** Per side: requests per second (median of rounds) and CPU ms per request (all rounds; NaN
@@ -58,7 +60,6 @@ export type TelemetryFigure = {
 
 type Server = { url: string; token: string; pid: number | undefined; stop: () => Promise<void> };
 const RESOURCE = '/api/v1/user-group-types';
-const PRELOAD = ['--import', './infra/telemetry/register.ts'];
 const root = join(import.meta.dirname, '..');
 const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -169,6 +170,18 @@ function rotatingGet(server: Server, ids: readonly string[]): Options {
   return { url: server.url, requests: [get] };
 }
 
+/** Every order of the three sides in turn, so that each side is first, second and third equally
+ * often over 6 rounds: with only T U V and V U T, U was always second, and an A/A run showed the
+ * second place worth about 3% (U = T at 101.6% throughput, 97.2% CPU per request). */
+const ORDERS = [
+  [0, 1, 2],
+  [2, 0, 1],
+  [1, 2, 0],
+  [2, 1, 0],
+  [0, 2, 1],
+  [1, 0, 2],
+] as const;
+
 type Options3 = { duration: number; warmup: number; rounds: number; connections: number; before?: string; calibrate?: boolean };
 type Side = { name: string; start: () => Promise<Server> };
 const none: Run = { rate: NaN, ok: 0, cpuMs: NaN };
@@ -198,14 +211,14 @@ export async function telemetryFigure(options: Options3): Promise<TelemetryFigur
   try {
     const t = options.before ?? root;
     const sides: Side[] = [
-      { name: `T ${t}`, start: () => startService(t, [], {}) },
+      { name: `T ${t}`, start: () => startService(t, [...V8_FLAGS], {}) },
       // Calibration: U as T, an A/A run.
-      options.calibrate === true ? { name: 'U = T', start: () => startService(t, [], {}) } : { name: 'U preload, off', start: () => startService(root, PRELOAD, {}) },
-      { name: 'V traces on', start: () => startService(root, PRELOAD, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }) },
+      options.calibrate === true ? { name: 'U = T', start: () => startService(t, [...V8_FLAGS], {}) } : { name: 'U preload, off', start: () => startService(root, [...V8_FLAGS, ...PRELOAD], {}) },
+      { name: 'V traces on', start: () => startService(root, [...V8_FLAGS, ...PRELOAD], { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }) },
     ];
     const perRound: Run[][] = [];
     for (let n = 0; n < options.rounds; n++) {
-      const r = await round(sides, n % 2 === 0 ? [0, 1, 2] : [2, 1, 0], options);
+      const r = await round(sides, ORDERS[n % ORDERS.length] ?? [0, 1, 2], options);
       perRound.push(r);
       const [tr = none, u = none, v = none] = r;
       const us = (x: Run): string => `${((x.cpuMs * 1000) / x.ok).toFixed(0)} µs CPU/req`;
@@ -250,9 +263,9 @@ export function telemetryRows(f: TelemetryFigure): [string, string, string, stri
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
-      duration: { type: 'string', default: '20' },
+      duration: { type: 'string', default: '30' },
       warmup: { type: 'string', default: '3' },
-      rounds: { type: 'string', default: '8' },
+      rounds: { type: 'string', default: '12' },
       connections: { type: 'string', default: '50' },
       before: { type: 'string' },
       calibrate: { type: 'boolean', default: false },

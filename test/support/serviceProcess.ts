@@ -1,8 +1,9 @@
-// The real service as `npm start` runs it (the telemetry preload, then api/main.ts), in a child
+// The real service as `npm start` runs it (its V8 flags and the telemetry preload, then api/main.ts), in a child
 // process, for tests that kill it, signal it or read what it prints.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { SERVICE_NODE_ARGS } from '../../api/nodeFlags.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -11,7 +12,7 @@ export type ServiceProcess = { child: ChildProcess; url: string; token: string; 
 /** Starts the service with exactly this environment and waits for its banner (URL and admin
  * token); a service that exits or does not start within a minute fails with what it printed. */
 export async function startServiceProcess(env: NodeJS.ProcessEnv): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', './infra/telemetry/register.ts', 'api/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, 'api/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));

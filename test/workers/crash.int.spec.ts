@@ -16,6 +16,7 @@ import type { ReadStore } from '../../domain/ports.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
 import { GENERATIONS } from '../../workers/readModels.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
+import { SERVICE_NODE_ARGS } from '../../api/nodeFlags.ts';
 
 const SECRET = 'crash-test-secret-0123456789-0123456789-abcdef';
 const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
@@ -29,7 +30,7 @@ afterAll(() => {
 });
 
 async function startService(batchSize = 1000): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', './infra/telemetry/register.ts', 'api/main.ts'], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, 'api/main.ts'], {
     env: { ...process.env, DATA_DIR: dataDir, PORT: '0', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'silent', PROJECTION_BATCH_SIZE: String(batchSize) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
