@@ -3,7 +3,7 @@
 //   1. Loads --records worklog types (default 1,000,000) into the read model serving them, in this
 //      process (composeService over the embedded stores in a temporary folder, then
 //      ReadStore.bulkLoad: the export reads the read model only), and closes it.
-//   2. Starts the service as `npm start` runs it (node api/main.ts, a child process) over that
+//   2. Starts the service as `npm start` runs it (api/nodeFlags.ts, api/main.ts, a child process) over that
 //      folder, waits for /health/live, lets it settle and takes its RSS as the baseline, split as
 //      Linux counts it (/proc/<pid>/status): RssAnon (heap, buffers, SQLite's page cache: the
 //      process's own memory) and RssFile (pages of files mapped into it: the read store maps its
@@ -85,10 +85,11 @@ const port = await new Promise<number>((resolve, reject) => {
   });
 });
 const address = `http://127.0.0.1:${String(port)}`;
-const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, 'api/main.ts'], {
-  // As npm start runs it; --node-options adds V8 flags (NODE_OPTIONS; e.g. --max-semi-space-size=64,
-    // V8's own limit here).
-  env: { ...process.env, ...(flags['node-options'] === '' ? {} : { NODE_OPTIONS: flags['node-options'] }), DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', AUTH_JWT_SECRET: SECRET_TEXT, LOG_LEVEL: 'warn' },
+// As npm start runs it; --node-options adds V8 flags after its own, so they win (e.g.
+// --max-semi-space-size=64, V8's own limit here).
+const extra = flags['node-options'] === '' ? [] : flags['node-options'].split(' ').filter((flag) => flag !== '');
+const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, ...extra, 'api/main.ts'], {
+  env: { ...process.env, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', AUTH_JWT_SECRET: SECRET_TEXT, LOG_LEVEL: 'warn' },
   stdio: ['ignore', 'ignore', 'inherit'],
 });
 const pid = child.pid ?? 0;

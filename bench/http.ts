@@ -763,10 +763,10 @@ async function main(): Promise<void> {
   console.log('');
   const logs = await logFigure();
   console.log('');
-  // A 3% bound needs more rounds than the other figures: twice as many, twice as long.
-  console.log(`Telemetry: HTTP get one, ${String(CONNECTIONS)} connections, ${String(2 * ROUNDS)} rounds of ${((2 * DURATION) / (2 * ROUNDS)).toFixed(1)} s per side`);
-  // Rounds in sixes: each of the six orders of the three sides as often.
+  // A 3% bound needs more rounds than the other figures, in sixes (each of the six orders of the
+  // three sides as often), and twice as long.
   const telemetryRounds = 6 * Math.max(1, Math.round(ROUNDS / 3));
+  console.log(`Telemetry: HTTP get one, ${String(CONNECTIONS)} connections, ${String(telemetryRounds)} rounds of ${((2 * DURATION) / telemetryRounds).toFixed(1)} s per side`);
   const telemetry = await telemetryFigure({ duration: 2 * DURATION, warmup: WARMUP, rounds: telemetryRounds, connections: CONNECTIONS });
   console.log(`\n${table(h, s, p, l, pdf, notifications, logs, telemetry)}\n`);
   if ('skipped' in p) console.log(`(peer figures not measured: ${p.skipped})`);

@@ -2,7 +2,7 @@
 //
 //   1. Loads --records worklog types (default 1,000,000) into the read model of a first data
 //      folder (composeService over the embedded stores, then ReadStore.bulkLoad), starts the service
-//      as `npm start` runs it (node api/main.ts) over it and saves the export of all of them
+//      as `npm start` runs it (api/nodeFlags.ts, api/main.ts) over it and saves the export of all of them
 //      (POST /api/v1/worklog-types/export) to a temporary file; stops that service.
 //   2. Loads a changed data set into a second folder: --changes records renamed (CHANGE), as many
 //      left out (NEW: only in the file) and as many added (REMOVE: only here).
@@ -95,10 +95,11 @@ type Service = { child: ChildProcess; address: string };
 async function start(dir: string): Promise<Service> {
   const port = await freePort();
   const address = `http://127.0.0.1:${String(port)}`;
-  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, 'api/main.ts'], {
-    // As npm start runs it; --node-options adds V8 flags (NODE_OPTIONS; e.g. --max-semi-space-size=64,
-    // V8's own limit here).
-    env: { ...process.env, ...(flags['node-options'] === '' ? {} : { NODE_OPTIONS: flags['node-options'] }), DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', AUTH_JWT_SECRET: SECRET_TEXT, LOG_LEVEL: 'warn' },
+  // As npm start runs it; --node-options adds V8 flags after its own, so they win (e.g.
+  // --max-semi-space-size=64, V8's own limit here).
+  const extra = flags['node-options'] === '' ? [] : flags['node-options'].split(' ').filter((flag) => flag !== '');
+  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, ...extra, 'api/main.ts'], {
+    env: { ...process.env, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', AUTH_JWT_SECRET: SECRET_TEXT, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   process.on('exit', () => child.kill('SIGKILL'));

@@ -4,7 +4,7 @@
 //   raw-insert  baseline A: a bare fastify route, one INSERT (its own transaction) per request into a
 //               node:sqlite file in WAL with synchronous=FULL
 //   const       baseline B: a bare fastify route returning constant JSON
-// `service` under `node --import ./infra/telemetry/register.ts` traces as `npm start` does when OTEL_*
+// `service` under `node --import ./infra/telemetry/register.ts` (api/nodeFlags.ts's PRELOAD) traces as `npm start` does when OTEL_*
 // ask for it. Prints one line `READY {"url":…,"token":…,"dataDir":…}` once listening; on SIGTERM or SIGINT it
 // closes everything, removes its temporary folder and exits.
 

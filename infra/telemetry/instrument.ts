@@ -36,7 +36,7 @@ export function telemetryDescription(env: NodeJS.ProcessEnv = process.env): stri
   const running = runningTelemetry();
   if (running === undefined) {
     return telemetryWanted(telemetryPlan(env))
-      ? 'telemetry: OFF although OTEL_* variables ask for it: start with `node --import ./infra/telemetry/register.ts api/main.ts` (as npm start does)'
+      ? 'telemetry: OFF although OTEL_* variables ask for it: start with `node --max-semi-space-size=16 --import ./infra/telemetry/register.ts api/main.ts` (as npm start does)'
       : 'telemetry: off (set OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=console, to trace)';
   }
   const traces = running.traces ? `traces to ${env.OTEL_TRACES_EXPORTER ?? 'otlp'}` : 'no traces';

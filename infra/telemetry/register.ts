@@ -1,4 +1,5 @@
-// The preload: `node --import ./infra/telemetry/register.ts api/main.ts` (npm start, the image).
+// The preload: `node --max-semi-space-size=16 --import ./infra/telemetry/register.ts api/main.ts`
+// (npm start, the image; api/nodeFlags.ts).
 // It must run before fastify is loaded so that @fastify/otel sees the app being created. When the
 // environment (or `.env`) asks for no telemetry it does nothing: the SDK is not even imported.
 

@@ -1,4 +1,4 @@
-// The service as `npm start` runs it (`node --import ./infra/telemetry/register.ts api/main.ts`, a
+// The service as `npm start` runs it (`node … --import ./infra/telemetry/register.ts api/main.ts`, a
 // child process on a temporary DATA_DIR) with OTEL_TRACES_EXPORTER=console: the console exporter's
 // output is parsed back into spans. One create shows its HTTP span with the append and the
 // read-model wait inside it, a caller's traceparent is kept, a failing request's error body names
