@@ -10,7 +10,9 @@ import { makeSampleReferences, sampleBody, uniqueCode } from '../support/samples
 import type { manualClock, TestApp } from '../support/testApp.ts';
 
 const root = join(import.meta.dirname, '..', '..');
-const node = join(root, 'node_modules', '.bin', 'node');
+// The Node running the tests (24, as npm test runs them): node_modules/.bin/node exists only where
+// npm install had to bring Node 24 (scripts/ensure-node.mjs), not where the system's Node is 24.
+const node = process.execPath;
 
 export type CliRun = { code: number | null; stdout: string; stderr: string };
 
