@@ -171,10 +171,7 @@ export class ExportFileParser {
       this.state = 'itemOrEnd';
       return i + 1;
     }
-    this.begin(chunk, i);
-    this.inItem = false;
-    this.state = 'value';
-    return this.scalar ? i : i + 1;
+    return this.startValue(chunk, i, false);
   }
 
   /** Between the items of `data`. */
@@ -189,8 +186,13 @@ export class ExportFileParser {
       this.state = 'afterMember';
       return i + 1;
     }
+    return this.startValue(chunk, i, true);
+  }
+
+  /** A value (an item of `data`, or another member's) begins at i. */
+  private startValue(chunk: string, i: number, inItem: boolean): number {
     this.begin(chunk, i);
-    this.inItem = true;
+    this.inItem = inItem;
     this.state = 'value';
     return this.scalar ? i : i + 1;
   }

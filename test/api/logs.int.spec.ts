@@ -8,9 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Document } from '../../domain/ports.ts';
 import { EVENT_LOG_FILE } from '../../infra/embedded.ts';
-import { manualClock, startTestApp, type TestApp } from '../support/testApp.ts';
+import { manualClock, readModelDocuments, startTestApp, type TestApp } from '../support/testApp.ts';
 
 const clock = manualClock(new Date());
 let t: TestApp;
@@ -50,17 +49,6 @@ async function create(body: Record<string, unknown>): Promise<{ log: Log; at: st
   const res = await t.call({ method: 'POST', url: '/api/v1/logs', payload: body });
   expect(res.statusCode, res.body).toBe(201);
   return { log: res.json<Log>(), at: String(res.headers['x-event-position']) };
-}
-
-async function snapshot(model: string): Promise<Document[]> {
-  const name = t.service.readModels.collectionOf(model);
-  const docs: Document[] = [];
-  for (let after: string | undefined; ; ) {
-    const page = await t.service.readStore.scan(name, { ...(after === undefined ? {} : { after }), limit: 500 });
-    docs.push(...page);
-    if (page.length < 500) return docs;
-    after = page.at(-1)?.id;
-  }
 }
 
 async function recreate(model: string): Promise<void> {
@@ -216,10 +204,10 @@ describe('delete old logs', () => {
 
   it('rebuilds the logs read model from the log into the same documents', async () => {
     await t.call({ method: 'POST', url: '/api/v1/indexes/refresh' });
-    const before = await snapshot('logs');
+    const before = await readModelDocuments(t, 'logs');
     expect(before.filter((d) => d.ownerId === owner)).toHaveLength(100);
     await recreate('logs');
-    expect(await snapshot('logs')).toEqual(before);
+    expect(await readModelDocuments(t, 'logs')).toEqual(before);
   }, 60_000);
 
   it('purges the deleted logs\' events after the retention period: the file shrinks, positions go on, the deletion stays', async () => {
@@ -233,7 +221,7 @@ describe('delete old logs', () => {
 
     const bytesBefore = fileBytes();
     const headBefore = BigInt((await create(aLog())).at);
-    const before = await snapshot('logs');
+    const before = await readModelDocuments(t, 'logs');
     clock.advance(2 * 24 * HOUR);
     await t.service.scheduler.tick();
     const bytesAfter = fileBytes();
@@ -252,7 +240,7 @@ describe('delete old logs', () => {
 
     // The read model is the same as before the purge (but for the log created since), and a rebuild
     // from the purged log gives it again.
-    const now = await snapshot('logs');
+    const now = await readModelDocuments(t, 'logs');
     expect(now.filter((d) => d.id !== after.log.id)).toEqual(before);
     // A purged log's id is not used again: its stream is empty, but the read model remembers the
     // deletion (a log made again there would be confirmed and never shown).
@@ -260,6 +248,6 @@ describe('delete old logs', () => {
     expect(again.statusCode, again.body).toBe(409);
     expect(again.json()).toMatchObject({ code: 'LOG.ALREADY_EXISTS' });
     await recreate('logs');
-    expect(await snapshot('logs')).toEqual(now);
+    expect(await readModelDocuments(t, 'logs')).toEqual(now);
   }, 60_000);
 });

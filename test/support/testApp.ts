@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { hs256Verifier, signHs256, type Caller } from '../../api/auth.ts';
-import type { BlobStore, Clock, DocumentRenderers, EventStore, MailSender, ReadStore } from '../../domain/ports.ts';
+import type { BlobStore, Clock, Document, DocumentRenderers, EventStore, MailSender, ReadStore } from '../../domain/ports.ts';
 import { openDocumentRenderers } from '../../infra/documentRenderers.ts';
 import { composeService, type ComposeOptions, type Role, type Service } from '../../api/compose.ts';
 import { BLOBS_FILE, openEmbeddedStores } from '../../infra/embedded.ts';
@@ -134,4 +134,17 @@ export async function startTestApp(
       if (!keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Every live document of a read model (the generation serving it), in id order: for comparing a
+ * model before and after a rebuild. */
+export async function readModelDocuments(t: TestApp, model: string): Promise<Document[]> {
+  const name = t.service.readModels.collectionOf(model);
+  const docs: Document[] = [];
+  for (let after: string | undefined; ; ) {
+    const page = await t.service.readStore.scan(name, { ...(after === undefined ? {} : { after }), limit: 500 });
+    docs.push(...page);
+    if (page.length < 500) return docs;
+    after = page.at(-1)?.id;
+  }
 }

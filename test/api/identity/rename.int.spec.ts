@@ -3,8 +3,7 @@
 // fresh rebuild of every identity read model equals the one built as the log grew.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Document } from '../../../domain/ports.ts';
-import { startTestApp, type TestApp } from '../../support/testApp.ts';
+import { readModelDocuments, startTestApp, type TestApp } from '../../support/testApp.ts';
 
 let t: TestApp;
 const USERS = 1000;
@@ -31,17 +30,6 @@ afterAll(async () => {
 
 type Group = { code: string; name: string };
 
-async function snapshot(collection: string): Promise<Document[]> {
-  const name = t.service.readModels.collectionOf(collection);
-  const docs: Document[] = [];
-  for (let after: string | undefined; ; ) {
-    const page = await t.service.readStore.scan(name, { ...(after === undefined ? {} : { after }), limit: 500 });
-    docs.push(...page);
-    if (page.length < 500) return docs;
-    after = page.at(-1)?.id;
-  }
-}
-
 describe('a group renamed under 1,000 members', () => {
   it('shows the new name in each user\'s groups, in by-users and in its region assignments', async () => {
     expect(userIds).toHaveLength(USERS);
@@ -64,13 +52,13 @@ describe('a group renamed under 1,000 members', () => {
   it('rebuilds every identity read model from the log into what the live fold made', async () => {
     await t.call({ method: 'POST', url: '/api/v1/indexes/refresh' });
     for (const model of ['users', 'user_groups', 'user_group_regions', 'user_types', 'user_group_types']) {
-      const before = await snapshot(model);
+      const before = await readModelDocuments(t, model);
       const ack = await t.call({ method: 'POST', url: `/api/v1/indexes/${model}/recreate` });
       expect(ack.statusCode, ack.body).toBe(202);
       await t.service.readModelJobs.idle();
       const job = await t.call({ method: 'GET', url: `/api/v1/jobs/${ack.json<{ jobId: string }>().jobId}` });
       expect(job.json()).toMatchObject({ status: 'COMPLETED' });
-      expect(await snapshot(model), model).toEqual(before);
+      expect(await readModelDocuments(t, model), model).toEqual(before);
     }
   }, 60_000);
 });
