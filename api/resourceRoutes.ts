@@ -29,7 +29,7 @@ import { ifMatchVersion } from './requestContext.ts';
 import { accessTo, assertReadable, assertWritable, readScope, writeContext } from './access.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
-import { pageSchema, historyEntrySchema } from './schemas.ts';
+import { pageSchema, historyEntrySchema, queryInteger } from './schemas.ts';
 import { exchangeRoutes } from './exchangeRoutes.ts';
 
 const MAX_HISTORY_PAGE = 1000;
@@ -41,13 +41,6 @@ const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 
 /** A whole number in a path or query: decimal digits only (not ' ', '1e3' or '0x10', which a plain
  * Number() reads as 0, 1000 and 16). */
-const wholeNumber = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,16}$/, { error: 'expected a whole number in decimal digits' })
-    .transform(Number)
-    .pipe(z.int().min(min).max(max));
-
 const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });
 const readModelQuery = z.strictObject({ minPosition: position.optional() });
 const idOrCodeParams = z.strictObject({ idOrCode: z.string().min(1).max(255) });
@@ -79,8 +72,8 @@ const newPatchSchema = (def: ResourceDefinition) =>
   z
     .strictObject({
       ...Object.fromEntries(Object.entries(def.fields.shape).map(([k, v]) => [k, patchValue(v as z.ZodType)])),
-      id: z.unknown().optional().meta({ description: 'Read-only: a patch naming it is refused.' }),
-      auditInfo: z.unknown().optional().meta({ description: 'Read-only: a patch naming it is refused.' }),
+      id: z.unknown().optional().meta({ readOnly: true, description: 'Read-only: a patch naming it is refused.' }),
+      auditInfo: z.unknown().optional().meta({ readOnly: true, description: 'Read-only: a patch naming it is refused.' }),
     })
     .meta({ id: `${def.name}Patch`, description: 'JSON merge patch (RFC 7396): null removes a field.' });
 
@@ -148,7 +141,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
         tags,
         summary: `Create a ${def.name}`,
         querystring: writeQuery,
-        body: def.input,
+        body: def.createInput,
         response: { 201: record, ...errors(400, 401, 403, 409, 415) },
       },
     },
@@ -288,7 +281,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       schema: {
         tags,
         summary: `A ${def.name} as it was at one version`,
-        params: z.strictObject({ idOrCode: z.string().min(1).max(255), version: wholeNumber(0, Number.MAX_SAFE_INTEGER) }),
+        params: z.strictObject({ idOrCode: z.string().min(1).max(255), version: queryInteger(0, Number.MAX_SAFE_INTEGER) }),
         response: { 200: record, ...errors(400, 404) },
       },
     },
@@ -314,8 +307,8 @@ function historyRoute({ r, def, deps, service, base, tags, read, offers, target,
           'when more follow, a `Link` header names the next page (`rel="next"`). History stays readable after a delete.',
         params: idOrCodeParams,
         querystring: z.strictObject({
-          page: wholeNumber(0, 1_000_000).default(0),
-          size: wholeNumber(1, MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),
+          page: queryInteger(0, 1_000_000).default(0),
+          size: queryInteger(1, MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),
         }),
         response: { 200: z.array(historyEntrySchema), ...errors(400, 404) },
       },
@@ -390,7 +383,7 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, o
         tags,
         summary: `Search ${def.name} records (unpaged)`,
         querystring: z.strictObject({
-          size: wholeNumber(1, MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
+          size: queryInteger(1, MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
           minPosition: position.optional(),
         }),
         body: FilteringSchema,
@@ -451,7 +444,7 @@ function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, co
         summary: 'Codes and names starting with or containing the search text, best first',
         querystring: z.strictObject({
           search: z.string().max(255).default(''),
-          size: wholeNumber(1, 100).default(10),
+          size: queryInteger(1, 100).default(10),
           minPosition: position.optional(),
         }),
         response: { 200: z.array(z.string()) },

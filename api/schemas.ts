@@ -3,6 +3,16 @@
 import { z } from 'zod';
 import { validationFailed } from '../domain/shared/errors.ts';
 
+/** A whole number in a query string: decimal digits on the wire (no sign, exponent or spaces),
+ * documented as the integer range it must fall in, which is what a client generates values from. */
+export const queryInteger = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, { error: 'expected a whole number in decimal digits' })
+    .transform(Number)
+    .pipe(z.int().min(min).max(max))
+    .meta({ type: 'integer', minimum: min, maximum: max, pattern: undefined });
+
 const sortInfo = z.object({ sorted: z.boolean(), unsorted: z.boolean(), empty: z.boolean() });
 
 export const pageSchema = <T extends z.ZodType>(item: T) =>

@@ -20,6 +20,7 @@ import { allows, authenticate } from '../auth.ts';
 import { zodRoutes, type AppDeps, type Module } from '../module.ts';
 import { position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
+import { queryInteger } from '../schemas.ts';
 
 export const AUDIT_DEFAULT_LIMIT = 100;
 export const AUDIT_MAX_LIMIT = 1000;
@@ -73,18 +74,12 @@ const SSE_DESCRIPTION =
   'A comment line `: heartbeat` comes after `AUDIT_HEARTBEAT_MS` (15 s) without events. It starts after `Last-Event-ID` (sent by a reconnecting EventSource), else after `after`, else at the ' +
   'log\'s head (new events only); every event after that position arrives once, in log order, whatever the disconnections. `limit` does not apply.';
 
-const wholeNumber = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,16}$/, { error: 'expected a whole number in decimal digits' })
-    .transform(Number)
-    .pipe(z.int().min(min).max(max));
-
 const querystring = z.strictObject({
   after: position.optional().meta({ description: 'the position to read after (exclusive): a `position` or `next` received before; default 0 (the whole log) for JSON, the head for a stream' }),
-  limit: wholeNumber(1, AUDIT_MAX_LIMIT).default(AUDIT_DEFAULT_LIMIT).meta({ description: `events per page: default ${String(AUDIT_DEFAULT_LIMIT)}, at most ${String(AUDIT_MAX_LIMIT)}` }),
-  types: z.string().max(20_000).optional().meta({ description: 'event types, comma-separated (e.g. `UserCreated,UserDeleted`); an unknown type is a 400' }),
-  streams: z.string().max(40_000).optional().meta({
+  limit: queryInteger(1, AUDIT_MAX_LIMIT).default(AUDIT_DEFAULT_LIMIT).meta({ description: `events per page: default ${String(AUDIT_DEFAULT_LIMIT)}, at most ${String(AUDIT_MAX_LIMIT)}` }),
+  // Bounded so that the longest valid request line fits Node's 16 KiB limit of the request head.
+  types: z.string().max(4000).regex(/^[A-Za-z0-9_,]*$/, { error: 'event type names, comma-separated' }).optional().meta({ description: 'event types, comma-separated (e.g. `UserCreated,UserDeleted`); an unknown type is a 400' }),
+  streams: z.string().max(7000).regex(/^[A-Za-z0-9_,-]*$/, { error: 'categories, paths or stream names, comma-separated' }).optional().meta({
     description:
       'comma-separated: a category (`user`, or the resource\'s path `users`: every stream of it) or a whole stream (`user-6f1c…`, one record); both kinds may be mixed. An unknown category is a 400',
   }),

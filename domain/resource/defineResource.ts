@@ -192,6 +192,8 @@ export type ResourceDefinition = {
   readonly record: z.ZodObject;
   /** What create and replace accept: the fields plus the read-only id and auditInfo a client may echo back. */
   readonly input: z.ZodObject;
+  /** `input` as a create documents it (the same validation): `id` is the client's choice there. */
+  readonly createInput: z.ZodObject;
   readonly description: string;
 };
 
@@ -368,16 +370,32 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     record: z
       .strictObject({ id: uuid(), ...shape, ...readOnlySchemas(spec), auditInfo: auditInfoSchema })
       .meta({ id: spec.name, description }),
-    input: z
-      .strictObject({
-        id: uuid().optional().meta({ description: 'Read-only, except that a create may choose it: a random UUID (version 4); a replace may echo the record\'s own.' }),
-        ...shape,
-        ...Object.fromEntries(Object.keys(spec.readOnly ?? {}).map((k) => [k, z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' })])),
-        auditInfo: z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' }),
-      })
-      .meta({ id: `${spec.name}Write` }),
+    input: inputOf(spec, 'Write'),
+    createInput: inputOf(spec, 'Create'),
     description,
   };
+}
+
+/** Random UUIDs (version 4): the ids a client may choose (service.ts checks it on create). */
+const UUID_V4_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
+
+/** What a write accepts: the fields, and the read-only members a client may echo back (a replace
+ * sends back what it read; `readOnly` in the document). Validated alike; documented apart, since a
+ * create may choose its id. */
+function inputOf(spec: ResourceSpec, kind: 'Write' | 'Create'): z.ZodObject {
+  const readOnly = { readOnly: true, description: 'Read-only: ignored when sent.' };
+  const id =
+    kind === 'Create'
+      ? { pattern: UUID_V4_PATTERN, description: 'The record\'s id, when the client chooses it: a random UUID (version 4).' }
+      : { readOnly: true, description: 'Read-only: a replace may echo the record\'s own id.' };
+  return z
+    .strictObject({
+      id: uuid().optional().meta(id),
+      ...spec.fields.shape,
+      ...Object.fromEntries(Object.keys(spec.readOnly ?? {}).map((k) => [k, z.unknown().optional().meta(readOnly)])),
+      auditInfo: z.unknown().optional().meta(readOnly),
+    })
+    .meta({ id: `${spec.name}${kind}` });
 }
 
 /** A coded-value registry: the shared operation set over records with a unique `code`. */
