@@ -15,6 +15,7 @@ import type { ResourceService } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import {
   checkCompareField,
+  compareFields,
   diffAgainst,
   exportObjectSchema,
   ExportRequestSchema,
@@ -69,7 +70,9 @@ export const DEFAULT_EXCHANGE: ExchangeSettings = { importMaxBytes: 32 * 1024 * 
 
 export const exchangeSettings = (deps: Pick<AppDeps, 'exchange'>): ExchangeSettings => ({ ...DEFAULT_EXCHANGE, ...deps.exchange });
 
-const compareFieldQuery = z.string().min(1).max(255).optional().meta({ description: 'the field records are matched by: id (default), code, or another field unique on both sides' });
+/** Checked by checkCompareField (its 400 names the fields); documented as their list. */
+const compareFieldQuery = (def: ResourceDefinition) =>
+  z.string().min(1).max(255).optional().meta({ enum: compareFields(def), description: 'the field records are matched by: id (default), code, or another field unique on both sides' });
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 
 const DiffEntryFailureSchema = z
@@ -213,7 +216,7 @@ function exportDiffRoute(kit: RouteKit, limits: ExchangeSettings): void {
         tags,
         summary: `Compare an export of ${def.name} records with the records here`,
         description: `${DIFF_DESCRIPTION} Each item of \`data\` must be a valid ${def.name} record (400 naming \`data[i]\` otherwise).`,
-        querystring: z.strictObject({ compareField: compareFieldQuery, minPosition: position.optional() }),
+        querystring: z.strictObject({ compareField: compareFieldQuery(def), minPosition: position.optional() }),
         body: exportObjectSchema(def),
         response: { 200: z.array(diffEntrySchema(def, record)), ...errors(400, 413) },
       },
@@ -315,8 +318,9 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
           `(\`data[i].field\`). The answer is its diff: ${DIFF_DESCRIPTION} With save=true the diff is applied as by diff/apply, and an entry ` +
           `that failed carries \`error\`. ${JOB_TEXT(limits)}`,
         consumes: ['multipart/form-data'],
-        querystring: z.strictObject({ save: bool.default(false), compareField: compareFieldQuery }),
-        body: z.object({ file: z.unknown().meta({ type: 'string', format: 'binary', description: 'the export object as JSON' }) }).nullish(),
+        querystring: z.strictObject({ save: bool.default(false), compareField: compareFieldQuery(def) }),
+        // Read as it arrives by importedDiff (multipart: fastify validates no body); documented as sent.
+        body: z.unknown().meta({ type: 'object', properties: { file: { type: 'string', format: 'binary', description: 'the export object as JSON' } }, required: ['file'] }),
         response: { 200: z.array(diffEntrySchema(def, record)), 202: JobAckSchema, ...errors(400, 413) },
       },
     },
@@ -392,7 +396,7 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
           'CHANGE to equal fields, REMOVE of a record that is gone), and each write carries an idempotency key derived from the entry and ' +
           'the version it changes, so the same diff applied twice, even at once, writes one set of events. A NEW whose record exists here ' +
           `with other fields is 409 DIFF.ALREADY_EXISTS for that entry. ${JOB_TEXT(limits)}`,
-        querystring: z.strictObject({ compareField: compareFieldQuery }),
+        querystring: z.strictObject({ compareField: compareFieldQuery(def) }),
         body: z.array(diffEntryInput),
         response: { 200: z.array(z.union([record, DiffEntryFailureSchema])), 202: JobAckSchema, ...errors(400, 413) },
       },

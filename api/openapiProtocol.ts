@@ -60,6 +60,7 @@ const ERROR_TEXT: Record<string, string> = {
   '400': 'Malformed request: the error body names each violated field',
   '401': 'No or invalid bearer token',
   '403': 'The token\'s roles do not allow this',
+  '409': 'A conflict: a unique value taken, the record still referred to, a move its state forbids, or the Idempotency-Key used for another request',
   '412': 'If-Match names a version that is not the current one',
   '413': 'Body or record over its limit (request bodies: BODY_LIMIT_BYTES; a record: 512 KiB of JSON)',
   '415': 'Not application/json',
@@ -91,6 +92,7 @@ function describeWrite(method: string, op: Operation, change: boolean): void {
   addParameters(op, change ? ['IdempotencyKey', 'IfMatch'] : ['IdempotencyKey']);
   addHeaders(op, !change ? ['Location', 'ETag', 'EventPosition'] : method === 'delete' ? ['EventPosition'] : ['ETag', 'EventPosition']);
   addError(op, '503');
+  addError(op, '409');
   if (change) addError(op, '412');
 }
 

@@ -10,7 +10,7 @@ import type { WriteResult } from '../domain/resource/service.ts';
 import { serviceOf } from './services.ts';
 import { catchUpTo, position, waitForReadModelAt } from './readModelWait.ts';
 import { isDomainError, malformedUuid } from '../domain/shared/errors.ts';
-import { isUuid } from '../domain/shared/ids.ts';
+import { isUuid, UUID_JSON_PATTERN } from '../domain/shared/ids.ts';
 import { dateTime, uuid } from '../domain/shared/fields.ts';
 import {
   DEFAULT_PAGE_SIZE,
@@ -44,15 +44,23 @@ const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });
 const readModelQuery = z.strictObject({ minPosition: position.optional() });
 const idOrCodeParams = z.strictObject({ idOrCode: z.string().min(1).max(255) });
+/** For a resource without codes, `{idOrCode}` is its id: checked by `target` (400 MALFORMED_UUID),
+ * documented as a UUID. */
+const idParams = z.strictObject({
+  idOrCode: z.string().min(1).max(255).meta({ format: 'uuid', pattern: UUID_JSON_PATTERN, description: 'the record\'s id (this resource has no code)' }),
+});
 
 export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
 
 /** A member of a merge patch: scalars as their field, objects and maps as a nested merge patch
  * (whose nulls remove members, RFC 7396); the merged result is validated in full by the decider. */
 function patchValue(field: z.ZodType): z.ZodType {
-  const inner = field instanceof z.ZodOptional ? (field.unwrap() as z.ZodType) : field;
+  const optional = field instanceof z.ZodOptional;
+  const inner = optional ? (field.unwrap() as z.ZodType) : field;
   const nested = inner instanceof z.ZodObject || inner instanceof z.ZodRecord;
-  return (nested ? z.record(z.string(), z.unknown()).meta({ description: 'merge patch of this object' }) : inner).nullable().optional();
+  const value = nested ? z.record(z.string(), z.unknown()).meta({ description: 'merge patch of this object' }) : inner;
+  // null removes a member: only an optional one may go (a required one would leave the record invalid).
+  return (optional ? value.nullable() : value).optional();
 }
 
 /** For validation of the top level and for the OpenAPI document; the merged result is validated in full.
@@ -96,6 +104,8 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
     return idOrCode;
   };
 
+  const recordParams = def.hasCode ? idOrCodeParams : idParams;
+
   const waitForReadModel = (at: Position | undefined) => waitForReadModelAt(deps, def.collection, at);
 
   const answerWrite = async (reply: FastifyReply, result: WriteResult, refresh: boolean | undefined): Promise<void> => {
@@ -127,11 +137,11 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
 
   const catchUp = (minPosition: string | undefined) => catchUpTo(deps, def.collection, minPosition);
 
-  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target };
+  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target, recordParams };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
-function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow }: RouteKit): void {
+function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow, recordParams }: RouteKit): void {
   if (offers('create'))
   r.post(
     base,
@@ -162,7 +172,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       schema: {
         tags,
         summary: `Replace a ${def.name}`,
-        params: idOrCodeParams,
+        params: recordParams,
         querystring: writeQuery,
         body: def.input,
         response: { 200: record, ...errors(400, 404, 409, 412) },
@@ -185,7 +195,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
         tags,
         summary: `Change some fields of a ${def.name} (JSON merge patch, RFC 7396)`,
         consumes: ['application/merge-patch+json', 'application/json'],
-        params: idOrCodeParams,
+        params: recordParams,
         querystring: writeQuery,
         body: patchSchema(def),
         response: { 200: record, ...errors(400, 404, 409, 412) },
@@ -204,7 +214,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
     `${base}/:idOrCode`,
     {
       config: write,
-      schema: { tags, summary: `Delete a ${def.name}`, params: idOrCodeParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
+      schema: { tags, summary: `Delete a ${def.name}`, params: recordParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
     },
     async (request, reply) => {
       const version = await writableNow(request, target(request.params.idOrCode));
@@ -216,7 +226,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
 }
 
 /** Reads of one record fold its stream, so they reflect every acknowledged write. */
-function recordRoutes({ r, def, service, base, tags, record, read, offers, target, visible }: RouteKit): void {
+function recordRoutes({ r, def, service, base, tags, record, read, offers, target, visible, recordParams }: RouteKit): void {
   if (offers('byCode'))
   r.get(
     `${base}/by-code/:code`,
@@ -262,7 +272,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       schema: {
         tags,
         summary: `Get a ${def.name} by id or code, optionally as it was at a time`,
-        params: idOrCodeParams,
+        params: recordParams,
         querystring: z.strictObject({ asOf: dateTime().optional() }),
         response: { 200: record, ...errors(400, 404) },
       },
@@ -293,7 +303,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
 }
 
 /** A record's versions, paged and written one at a time. */
-function historyRoute({ r, def, deps, service, base, tags, read, offers, target, visible }: RouteKit): void {
+function historyRoute({ r, def, deps, service, base, tags, read, offers, target, visible, recordParams }: RouteKit): void {
   if (offers('history'))
   r.get(
     `${base}/:idOrCode/history`,
@@ -305,7 +315,7 @@ function historyRoute({ r, def, deps, service, base, tags, read, offers, target,
         description:
           'Oldest first, in pages of `size` versions (default and at most 1000). `X-Total-Count` gives the number of versions; ' +
           'when more follow, a `Link` header names the next page (`rel="next"`). History stays readable after a delete.',
-        params: idOrCodeParams,
+        params: recordParams,
         querystring: z.strictObject({
           page: queryInteger(0, 1_000_000).default(0),
           size: queryInteger(1, MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),

@@ -52,8 +52,13 @@ export const historyEntrySchema = z
   })
   .meta({ id: 'HistoryEntry', description: 'One event of a record\'s stream; changes are JSON Patch ops from the previous version.' });
 
-/** `?expand=`: repeated or comma-separated values of a route's own list. */
-export const expandQuery = () => z.union([z.string().max(255), z.array(z.string().max(255)).max(10)]).optional();
+/** `?expand=`: repeated or comma-separated values of a route's own list (checked by parseExpand),
+ * documented as the repeated form with the values allowed. */
+export const expandQuery = (allowed: readonly string[]) =>
+  z
+    .union([z.string().max(255), z.array(z.string().max(255)).max(10)])
+    .optional()
+    .meta({ anyOf: undefined, type: 'array', items: { type: 'string', enum: [...allowed] }, maxItems: 10, description: `any of ${allowed.join(', ')}; repeated or comma-separated` });
 
 /** The values an `?expand=` names, each one of `allowed` (400 naming those that are not). */
 export function parseExpand<T extends string>(raw: string | string[] | undefined, allowed: readonly T[]): T[] {

@@ -44,7 +44,7 @@ export const jobsModule: Module = {
             '`expand` may be repeated or comma-separated; without JOB_STEPS `jobSteps` is empty.',
           params: z.strictObject({ id: z.string().max(255) }),
           querystring: z.strictObject({
-            expand: expandQuery(),
+            expand: expandQuery(['JOB_STEPS']),
             minPosition: position.optional(),
           }),
           response: { 200: job.record, ...errors(400, 403, 404, 503) },

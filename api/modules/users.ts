@@ -183,7 +183,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
         params: z.strictObject({ idOrCode: z.string().min(1).max(255) }),
         querystring: z.strictObject({
           asOf: dateTime().optional(),
-          expand: expandQuery(),
+          expand: expandQuery(['REGIONS', 'ROLES']),
           minPosition: position.optional(),
         }),
         response: { 200: expandedUser, ...errors(400, 404, 503) },

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Column, ColumnCatalog, ColumnType } from '../shared/filtering.ts';
 import { auditInfoSchema, uuid } from '../shared/fields.ts';
 import type { JsonObject } from '../shared/json.ts';
+import { UUID_V4_JSON_PATTERN } from '../shared/ids.ts';
 
 export type FieldRule = (fields: Record<string, unknown>) => string[];
 
@@ -376,9 +377,6 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
   };
 }
 
-/** Random UUIDs (version 4): the ids a client may choose (service.ts checks it on create). */
-const UUID_V4_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
-
 /** What a write accepts: the fields, and the read-only members a client may echo back (a replace
  * sends back what it read; `readOnly` in the document). Validated alike; documented apart, since a
  * create may choose its id. */
@@ -386,7 +384,7 @@ function inputOf(spec: ResourceSpec, kind: 'Write' | 'Create'): z.ZodObject {
   const readOnly = { readOnly: true, description: 'Read-only: ignored when sent.' };
   const id =
     kind === 'Create'
-      ? { pattern: UUID_V4_PATTERN, description: 'The record\'s id, when the client chooses it: a random UUID (version 4).' }
+      ? { pattern: UUID_V4_JSON_PATTERN, description: 'The record\'s id, when the client chooses it: a random UUID (version 4).' }
       : { readOnly: true, description: 'Read-only: a replace may echo the record\'s own id.' };
   return z
     .strictObject({
