@@ -274,7 +274,7 @@ export async function startApplyJob(env: ApplyEnv, given: readonly DiffEntry[] |
 
 async function startJob(env: ApplyEnv, entries: EntrySource): Promise<string> {
   const jobs = serviceOf(env.deps, jobDefinition);
-  const { idempotencyKey: _key, requestHash: _hash, admit: _admit, visible: _visible, ...plain } = env.ctx;
+  const { idempotencyKey: _key, requestHash: _hash, admit: _admit, visible: _visible, readScope: _scope, ...plain } = env.ctx;
   const id = randomUUID();
   const lease = { name: `job:${id}`, owner: `${String(process.pid)}-${randomUUID()}` };
   if (!(await env.deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS))) throw new Error(`the lease of new job ${id} is taken`);
