@@ -1,6 +1,8 @@
 // Records a caller may not read (access rules with row-level expressions) leak through no answer
 // about other records: a 409 STILL_REFERENCED counts every record that names the one changed but
-// names only those the caller may read, on each restricting reference.
+// names only those the caller may read, on each restricting reference; a diff entry touching a
+// hidden record answers what the plain create, replace or delete would, never its content; a diff
+// computed by the caller compares with the records it may read.
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +10,7 @@ import { signHs256 } from '../../../api/auth.ts';
 import { startTestApp, TEST_SECRET, type TestApp, type TestResponse } from '../../support/testApp.ts';
 
 type ErrorBody = { status: number; code: string; message: string; errors: string[] };
+type Group = { id: string; code: string; name: string; auditInfo: { version: number; whoInserted: string } };
 
 let t: TestApp;
 const ids: Record<string, string> = {};
@@ -158,5 +161,110 @@ describe('the other errors about other records name only what the request sent',
     expect([cycle.statusCode, cycle.json<ErrorBody>().code]).toEqual([422, 'USER_GROUP.REFERENCE_CYCLE']);
     expectNoneOf(code.body, ['Secret', secret]);
     for (const res of [dn, id, parent, cycle]) expectNoneOf(res.body, ['Secret', 'R_DN_HIDDEN', 'R_CY_MIDDLE', middle]);
+  });
+});
+
+/** The parts of an error body two requests answering alike share (not their trace or time). */
+const errorOf = (body: ErrorBody) => ({ status: body.status, code: body.code, message: body.message, errors: body.errors });
+
+describe('diff/apply, export/diff and import treat a record the caller may not read as the plain requests do', () => {
+  const secret = async (): Promise<Group> => (await admin('GET', `${base}/R_SECRET`)).json<Group>();
+
+  /** The one item diff/apply answers for one entry, as the caller. */
+  async function applied(entry: Record<string, unknown>, compareField = 'id'): Promise<Record<string, unknown>> {
+    const res = await (await as(['RW_PUBLIC_GROUPS']))('POST', `${base}/diff/apply?compareField=${compareField}`, [entry]);
+    expect(res.statusCode, res.body).toBe(200);
+    const [item] = res.json<Record<string, unknown>[]>();
+    if (item === undefined) throw new Error('no item');
+    return item;
+  }
+
+  it('NEW with the id of a hidden record, differing or equal to it: the plain create\'s 409, never the record', async () => {
+    const hidden = await secret();
+    const plain = await (await as(['RW_PUBLIC_GROUPS']))('POST', base, { ...hidden, name: 'Public now' });
+    expect(plain.statusCode).toBe(409);
+    for (const right of [{ ...hidden, name: 'Public now' }, hidden]) {
+      const item = await applied({ diffType: 'DIFF_TYPE_NEW', right });
+      expect(item).not.toHaveProperty('auditInfo');
+      expect(errorOf(item.error as ErrorBody)).toEqual(errorOf(plain.json<ErrorBody>()));
+      expect(JSON.stringify(item)).not.toContain(hidden.auditInfo.whoInserted);
+    }
+    expect((await secret()).auditInfo.version).toBe(hidden.auditInfo.version);
+  });
+
+  it('NEW matched by the code of a hidden record: the plain create\'s 409 CODE_TAKEN', async () => {
+    const hidden = await secret();
+    const right = { code: hidden.code, name: 'Public too', type: 'TEAM', chars: {} };
+    const plain = await (await as(['RW_PUBLIC_GROUPS']))('POST', base, right);
+    expect(plain.json<ErrorBody>().code).toBe('USER_GROUP.CODE_TAKEN');
+    const item = await applied({ diffType: 'DIFF_TYPE_NEW', right }, 'code');
+    expect(errorOf(item.error as ErrorBody)).toEqual(errorOf(plain.json<ErrorBody>()));
+  });
+
+  it('CHANGE and REMOVE of a hidden record: the plain replace\'s and delete\'s 404, naming what the entry named', async () => {
+    const hidden = await secret();
+    const call = await as(['RW_PUBLIC_GROUPS']);
+    const put = await call('PUT', `${base}/${hidden.id}`, { ...hidden, name: 'Public now' });
+    const del = await call('DELETE', `${base}/${hidden.id}`);
+    expect([put.statusCode, del.statusCode]).toEqual([404, 404]);
+    const change = await applied({ diffType: 'DIFF_TYPE_CHANGE', left: hidden, right: { ...hidden, name: 'Public now' } });
+    expect(errorOf(change.error as ErrorBody)).toEqual(errorOf(put.json<ErrorBody>()));
+    const remove = await applied({ diffType: 'DIFF_TYPE_REMOVE', left: hidden });
+    expect(errorOf(remove.error as ErrorBody)).toEqual(errorOf(del.json<ErrorBody>()));
+    const byCode = await call('DELETE', `${base}/${hidden.code}`);
+    const removeByCode = await applied({ diffType: 'DIFF_TYPE_REMOVE', left: hidden }, 'code');
+    expect(errorOf(removeByCode.error as ErrorBody)).toEqual(errorOf(byCode.json<ErrorBody>()));
+    expect((await secret()).auditInfo.version).toBe(hidden.auditInfo.version);
+  });
+
+  it('a REMOVE of a record the caller may read still deletes it, and a record named by others answers the 409 the caller may see', async () => {
+    const call = await as(['RW_PUBLIC_GROUPS']);
+    const root = (await admin('GET', `${base}/R_PUB`)).json<Group>();
+    const item = await applied({ diffType: 'DIFF_TYPE_REMOVE', left: root });
+    const plain = await call('DELETE', `${base}/R_PUB`);
+    expect(errorOf(item.error as ErrorBody)).toEqual(errorOf(plain.json<ErrorBody>()));
+    expectNoneOf(JSON.stringify(item), hiddenNames('R_HIDDEN_CHILD', 'R_HIDDEN_USER', 'assignment'));
+    const lone = await created(base, { code: 'R_PUB_LONE', name: 'Public lone', type: 'TEAM', chars: {} });
+    const removed = await applied({ diffType: 'DIFF_TYPE_REMOVE', left: (await admin('GET', `${base}/${lone}`)).json() });
+    expect(removed).toMatchObject({ id: lone, code: 'R_PUB_LONE' });
+    expect((await admin('GET', `${base}/${lone}`)).statusCode).toBe(404);
+  });
+
+  it('matching by a field a hidden record shares is no clash: only the records the caller may read are matched', async () => {
+    await rule('RW_OPEN_GROUPS', { entityName: 'user-groups', accessRule: 'READ_WRITE', expression: JSON.stringify([{ column: 'description', operator: 'EQ', value: 'open' }]) });
+    const open = await created(base, { code: 'D_OPEN', name: 'Twin', description: 'open', type: 'TEAM', chars: {} });
+    await created(base, { code: 'D_SHUT', name: 'Twin', description: 'shut', type: 'TEAM', chars: {} });
+    const current = (await admin('GET', `${base}/${open}`)).json<Group>();
+    const res = await (await as(['RW_OPEN_GROUPS']))('POST', `${base}/diff/apply?compareField=name`, [
+      { diffType: 'DIFF_TYPE_CHANGE', left: current, right: { ...current, email: 'twin@example.com' } },
+    ]);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json<Record<string, unknown>[]>()[0]).toMatchObject({ id: open, email: 'twin@example.com' });
+    expect(res.body).not.toContain('D_SHUT');
+  });
+
+  it('export/diff and a dry-run import compare with the records the caller may read: no REMOVE of a hidden one, no CHANGE showing it', async () => {
+    const hidden = await secret();
+    const call = await as(['RW_PUBLIC_GROUPS']);
+    const exported = { data: [{ ...hidden, name: 'Public now' }], filtering: [], compareField: 'id' };
+    const diff = await call('POST', `${base}/export/diff`, exported);
+    expect(diff.statusCode, diff.body).toBe(200);
+    const entries = diff.json<{ diffType: string; left?: Group; right?: Group }[]>();
+    const removed = entries.filter((e) => e.diffType === 'DIFF_TYPE_REMOVE').map((e) => e.left?.code);
+    expect(removed).toEqual(expect.arrayContaining(['R_PUB', 'R_PUB_CHILD', 'T_PUB']));
+    for (const e of entries) if (e.left !== undefined) expect(e.left.name).toMatch(/^Public/);
+    expect(entries.find((e) => e.right?.id === hidden.id)).toEqual({ diffType: 'DIFF_TYPE_NEW', right: { ...hidden, name: 'Public now' } });
+    expectNoneOf(diff.body, ['Secret', ...hiddenNames('R_HIDDEN_CHILD', 'T_HIDDEN')]);
+    const boundary = `----test${randomUUID()}`;
+    const file = JSON.stringify(exported);
+    const token = await signHs256(TEST_SECRET, { sub: 'caller-import', roles: ['RW_PUBLIC_GROUPS'] });
+    const imported = await t.app.inject({
+      method: 'POST',
+      url: `${base}/import`,
+      payload: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="e.json"\r\nContent-Type: application/json\r\n\r\n${file}\r\n--${boundary}--\r\n`,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, authorization: `Bearer ${token}` },
+    });
+    expect(imported.statusCode, imported.body).toBe(200);
+    expect(imported.json()).toEqual(entries);
   });
 });
