@@ -13,6 +13,7 @@ import {
 } from '../ports.ts';
 import { codeTaken, concurrentModification, idempotencyKeyReused, staleVersion, tooLarge } from './errors.ts';
 import { sha256, uuidV5 } from './ids.ts';
+import type { Alternatives } from './filtering.ts';
 import { canonicalJson, jsonBytes, type JsonObject } from './json.ts';
 import { foldOnto, foldStream, keyOf, rememberFold, type Folded } from './streamFold.ts';
 
@@ -33,6 +34,10 @@ export type CommandContext = {
   /** Whether the caller may read a record of a resource (by path), when access rules narrow what it
    * reads: a reference to a record it may not read is as missing as one that does not exist. */
   visible?: (resourcePath: string, record: JsonObject) => Promise<boolean>;
+  /** What of a resource (by path) the caller may read, as alternatives a read-model query is
+   * narrowed to (undefined: every record); set with `visible`, judged alike: a 409 names only the
+   * records it covers. */
+  readScope?: (resourcePath: string) => Promise<Alternatives | undefined>;
 };
 
 export type Decided = {
