@@ -117,7 +117,8 @@ function priorResult<S>(spec: CommandSpec<S>, ctx: CommandContext, events: reado
   let last = index;
   while (events[last + 1]?.id === keyedEventId(spec.stream, ctx, last + 1 - index)) last++;
   const upTo = events.slice(0, last + 1);
-  return { state: fold(spec, upTo), version: last, position: upTo.at(-1)?.position, written: false };
+  // The revision, not the index: a log may leave revisions out of what it reads (KurrentDB's fences).
+  return { state: fold(spec, upTo), version: upTo.at(-1)?.revision, position: upTo.at(-1)?.position, written: false };
 }
 
 /**

@@ -142,11 +142,13 @@ export const unavailable = (code: string, message: string): DomainError =>
   new DomainError(code, 'SERVICE_UNAVAILABLE', message);
 
 /** A store did not answer (down, unreachable, past its deadline): the request may be retried. The
- * adapters throw it for their clients' transient failures, keeping the client's error as `cause`. */
+ * adapters throw it for their clients' transient failures, keeping the client's error as `cause`;
+ * a store that said it is busy or not ready, or did not answer within its deadline, says when to
+ * come back (`retryAfterSeconds`, the Retry-After header). */
 export class StoreUnavailableError extends DomainError {
-  constructor(store: 'EVENT_STORE' | 'READ_STORE' | 'BLOB_STORE', cause: unknown) {
+  constructor(store: 'EVENT_STORE' | 'READ_STORE' | 'BLOB_STORE', cause: unknown, options: { retryAfterSeconds?: number } = {}) {
     const which = { EVENT_STORE: 'event', READ_STORE: 'read', BLOB_STORE: 'blob' }[store];
-    super(`${store}.UNAVAILABLE`, 'SERVICE_UNAVAILABLE', `The ${which} store is unavailable; retry the request`);
+    super(`${store}.UNAVAILABLE`, 'SERVICE_UNAVAILABLE', `The ${which} store is unavailable; retry the request`, [], options);
     this.name = 'StoreUnavailableError';
     this.cause = cause;
   }
