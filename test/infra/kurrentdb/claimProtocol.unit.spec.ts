@@ -416,6 +416,88 @@ describe('the KurrentDB claim protocol under interleavings (the real client agai
     });
   });
 
+  describe('deleted and truncated streams (V6)', () => {
+    it('moves a code whose reservation stream was deleted (tombstoned) to its next generation', async () => {
+      await store.append(claiming(S, 'no_stream'));
+      await store.append({ stream: S, expected: 0, events: [anEvent()], release: [X] });
+      client.tombstone(CODE_STREAM);
+      expect(await store.findCode(X)).toBeUndefined();
+      await store.append(claiming(T, 'no_stream'));
+      expect(client.events(`${CODE_STREAM}!1`).map((e) => e.type)).toEqual([CODE_CLAIMED]);
+      expect(await store.findCode(X)).toBe(T);
+      await expect(store.append(claiming('user-U', 'no_stream'))).rejects.toBeInstanceOf(CodeTakenError);
+    });
+
+    it('frees, once expired, a code whose holder’s stream was deleted: no append can land on it', async () => {
+      let server = T0;
+      await useClient({ clock: () => server });
+      const a = store.append(claiming(S, 'no_stream'));
+      const heldA = client.hold((call) => call.stream === S);
+      await heldA.reached;
+      heldA.fail(new DeadlineExceededError());
+      await expect(a).rejects.toBeInstanceOf(StoreUnavailableError);
+      client.tombstone(S);
+      expect(await store.findCode(X)).toBeUndefined();
+      await expect(store.append(claiming(T, 'no_stream'))).rejects.toBeInstanceOf(CodeTakenError);
+      server = T0 + CLAIM_GRACE_MS + 1_000;
+      await instanceAt(server).append(claiming(T, 'no_stream'));
+      expect(await instanceAt(server).findCode(X)).toBe(T);
+    });
+
+    it('claims a reservation stream truncated whole ($tb; $maxAge once every event is old), which reads as empty, at its real revision', async () => {
+      await store.append(claiming(S, 'no_stream'));
+      await store.append({ stream: S, expected: 0, events: [anEvent()], release: [X] });
+      await real.setStreamMetadata(CODE_STREAM, { truncateBefore: client.events(CODE_STREAM).length });
+      expect(await store.findCode(X)).toBeUndefined();
+      await store.append(claiming(T, 'no_stream'));
+      expect(client.events(CODE_STREAM).map((e) => e.type)).toEqual([CODE_CLAIMED, CODE_RELEASED, CODE_CLAIMED]);
+      expect(await store.findCode(X)).toBe(T);
+    });
+  });
+
+  describe('reads of one event where one is enough, the head and categories (V7)', () => {
+    const oneEvent = (stream: string) => client.reads.filter((r) => r.stream === stream).map((r) => r.options.maxCount);
+
+    it('purges with two reads of one event each, counting what the truncation covers', async () => {
+      await store.append({ stream: S, expected: 'no_stream', events: [anEvent(), anEvent(), anEvent()] });
+      expect(await store.purge([S])).toBe(3);
+      await store.append({ stream: S, expected: 2, events: [anEvent(), anEvent()] });
+      client.reads.length = 0;
+      expect(await store.purge([S])).toBe(2);
+      expect(oneEvent(S)).toEqual([1n, 1n]);
+    });
+
+    it('releases with reads of one event: the reservation stream’s last and the claiming event', async () => {
+      await store.append(claiming(S, 'no_stream'));
+      await store.append({ stream: S, expected: 0, events: [anEvent(), anEvent(), anEvent()] });
+      client.reads.length = 0;
+      await store.append({ stream: S, expected: 3, events: [anEvent()], release: [X] });
+      expect(reservations().map((r) => r.type)).toEqual([CODE_CLAIMED, CODE_RELEASED]);
+      expect(oneEvent(S)).toEqual([1n]);
+      expect(oneEvent(CODE_STREAM)).toEqual([1n]);
+    });
+
+    it('never answers a head below one it answered, nor below the log’s newest event after a purge and a scavenge', async () => {
+      await store.append({ stream: S, expected: 'no_stream', events: [anEvent()] });
+      await store.append({ stream: T, expected: 'no_stream', events: [anEvent()] });
+      const before = await store.headPosition();
+      await store.purge([T]);
+      client.scavenge();
+      const fresh = instanceAt(T0);
+      expect(await fresh.headPosition()).toBeGreaterThanOrEqual(before);
+      expect(await store.headPosition()).toBeGreaterThanOrEqual(before);
+      expect(await store.readAll({ after: 0n, limit: 10 })).toHaveLength(1);
+    });
+
+    it('reads a record category whose name ends in Code, and never the reservation streams', async () => {
+      const promo = `promoCode-${randomUUID()}`;
+      await store.append({ stream: promo, expected: 'no_stream', events: [{ ...anEvent(), type: 'PromoCodeCreated' }], claim: [{ scope: 'promo', code: 'SUMMER' }] });
+      expect((await store.readAll({ after: 0n, limit: 10 })).map((e) => e.stream)).toEqual([promo]);
+      expect((await store.readAll({ after: 0n, limit: 10, categories: ['promoCode'] })).map((e) => e.type)).toEqual(['PromoCodeCreated']);
+      expect(await store.readAll({ after: 0n, limit: 10, categories: ['promo'] })).toEqual([]);
+    });
+  });
+
   describe('every call bounded on the adapter’s side (V2)', () => {
     const quick = () => new KurrentEventStore(real, { now: () => T0, deadlineMs: 1_000 });
     // The client's connections up first (its Rust reader and its batch-append stream), so the

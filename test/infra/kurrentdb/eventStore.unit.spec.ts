@@ -561,6 +561,31 @@ describe('without a server (a closed local port, through the real client)', () =
   });
 });
 
+describe('opening (the gRPC stand-in, through the real client)', () => {
+  it('refuses throwOnAppendFailure=false, under which the client reports every conflict at revision 1', async () => {
+    const server = await startGrpcStandIn();
+    try {
+      await expect(openKurrentEventStore(server.url('throwOnAppendFailure=false'))).rejects.toThrow(/throwOnAppendFailure=false .*remove the setting/);
+      await expect(openKurrentEventStore(server.url('Throw_On_Append_Failure=FALSE'))).rejects.toThrow(/throwOnAppendFailure=false/);
+      const store = await openKurrentEventStore(server.url('throwOnAppendFailure=true'));
+      await store.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('says that the user may not read $all (it needs $admins or $ops), not that the server does not answer', async () => {
+    const server = await startGrpcStandIn({ allowsAll: false });
+    try {
+      const opening = openKurrentEventStore(server.url());
+      await expect(opening).rejects.toThrow(/refuses its user a read of \$all.*\$admins or \$ops/);
+      await expect(opening).rejects.not.toThrow(/does not answer/);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('against a server that fails every call with a gRPC status (the gRPC stand-in, through the real client)', () => {
   const statuses = [
     { status: grpcStatus.UNAVAILABLE, name: 'Unavailable' },
