@@ -10,6 +10,7 @@
 import {
   CancelledError,
   DeadlineExceededError,
+  MaxAppendSizeExceededError,
   NotLeaderError,
   TimeoutError,
   UnavailableError,
@@ -21,7 +22,7 @@ import {
   type CurrentStreamState,
 } from '@kurrent/kurrentdb-client';
 import { WrongExpectedRevisionError, type AppendRequest } from '../../domain/ports.ts';
-import { StoreUnavailableError } from '../../domain/shared/errors.ts';
+import { AppendTooLargeError, StoreUnavailableError } from '../../domain/shared/errors.ts';
 import { actualRevision, revisionOf } from './streams.ts';
 
 /** What the Rust reader (KurrentDB-Client-Rust's `Error`, passed on by the bridge as UnknownError
@@ -95,12 +96,24 @@ function asCommandError(error: Error): Error {
 export function translateError(error: unknown, request?: Pick<AppendRequest, 'stream' | 'expected'>, append = request !== undefined): Error {
   if (error instanceof StoreUnavailableError) return error;
   const e = error instanceof Error ? asCommandError(error) : new Error(String(error));
+  const tooLarge = sizeRefusal(e);
+  if (tooLarge !== undefined) return tooLarge;
   if (e instanceof WrongExpectedVersionError) {
     const stream = request?.stream ?? e.streamName;
     const expected = request?.expected ?? revisionOf(e.expectedState) ?? 'no_stream';
     return new WrongExpectedRevisionError(stream, expected, actualRevision(e.actualState));
   }
   return isTransient(e, append) ? unavailable(e) : e;
+}
+
+/** The server's refusal of an append over its limits: the whole append over MaxAppendSize (the
+ * client's MaxAppendSizeExceededError), or one event over MaxAppendEventSize (25.1 and later), which
+ * the client does not know and reports as `UnknownError('Could not recognize
+ * MaximumAppendEventSizeExceeded')`, the numbers lost. */
+function sizeRefusal(e: Error): AppendTooLargeError | undefined {
+  if (e instanceof MaxAppendSizeExceededError) return new AppendTooLargeError(undefined, e.maxAppendSize, "KurrentDB's MaxAppendSize");
+  if (e instanceof UnknownError && /MaximumAppendEventSizeExceeded/.test(e.message)) return new AppendTooLargeError(undefined, undefined, "KurrentDB's MaxAppendEventSize");
+  return undefined;
 }
 
 /** The conflict an append answered with `success: false` instead of throwing it (a connection
@@ -114,5 +127,5 @@ export function refusedAppend(streamName: string, expected: AppendStreamState, c
  * dropped connection it may have committed all the same, so its claims must stay: the claim check
  * finds out later from the holder's stream whether they hold. */
 export function refusedForSure(failure: Error): boolean {
-  return failure instanceof WrongExpectedRevisionError || (isCommandError(failure) && !(failure instanceof UnknownError));
+  return failure instanceof WrongExpectedRevisionError || failure instanceof AppendTooLargeError || (isCommandError(failure) && !(failure instanceof UnknownError));
 }

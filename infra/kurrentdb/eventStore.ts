@@ -47,7 +47,7 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../domain/ports.ts';
-import { StoreUnavailableError } from '../../domain/shared/errors.ts';
+import { AppendTooLargeError, StoreUnavailableError } from '../../domain/shared/errors.ts';
 import { redactCredentials } from '../redact.ts';
 import {
   CLAIM_GRACE_MS,
@@ -100,6 +100,10 @@ export type KurrentEventStoreOptions = {
   /** This instance's clock, compared with the server's time of a claim to see whether it expired
    * (for liveness only: the fence keeps a late commit out whatever the clocks say, codeClaims.ts). */
   now?: () => number;
+  /** The largest append the server takes (its MaxAppendSize, counted as it counts: each event's
+   * data, metadata and twice its type's length): a larger one is refused here as a 413, before
+   * any claim. EVENTSTORE_MAX_APPEND_BYTES; 1 MiB, the default up to KurrentDB 25.1. */
+  maxAppendBytes?: number;
   /** How long this adapter waits for one call: a read, an append (the client waits for a batch
    * append without end), closing (the connection string's defaultDeadline, 10 s unless set). */
   deadlineMs?: number;
@@ -107,6 +111,19 @@ export type KurrentEventStoreOptions = {
 
 /** The client's own default deadline for a call. */
 export const CLIENT_DEFAULT_DEADLINE_MS = 10_000;
+
+/** KurrentDB's default MaxAppendSize up to 25.1 (256 MiB from 26.0). */
+export const DEFAULT_MAX_APPEND_BYTES = 1024 * 1024;
+
+/** The setting that sets maxAppendBytes, named in the 413. */
+const MAX_APPEND_SETTING = 'EVENTSTORE_MAX_APPEND_BYTES';
+
+/** An append's size as KurrentDB counts it against MaxAppendSize (Event.SizeOnDisk, summed): the
+ * data and metadata as sent (JSON, UTF-8) and the type's UTF-16 length twice. */
+export function appendSize(events: readonly EventData[]): number {
+  const bytes = (v: unknown): number => (v === undefined ? 0 : v instanceof Uint8Array ? v.length : Buffer.byteLength(JSON.stringify(v), 'utf8'));
+  return events.reduce((sum, e) => sum + bytes(e.data) + bytes(e.metadata) + e.type.length * 2, 0);
+}
 
 /** A claim written by an append: the code's stream (as the marks name it), the generation's stream
  * it was written to and its revision there; `givesBack` when the append may give it back if refused
@@ -133,6 +150,7 @@ export class KurrentEventStore implements EventStore {
   readonly #resubscribeMs: number;
   readonly #now: () => number;
   readonly #deadlineMs: number;
+  readonly #maxAppendBytes: number;
   /** The highest head this instance answered (headPosition never goes back). */
   #head = 0n;
   #subscription: AllStreamSubscription | undefined;
@@ -145,6 +163,7 @@ export class KurrentEventStore implements EventStore {
     this.#resubscribeMs = options.resubscribeMs ?? 1_000;
     this.#now = options.now ?? Date.now;
     this.#deadlineMs = options.deadlineMs ?? CLIENT_DEFAULT_DEADLINE_MS;
+    this.#maxAppendBytes = options.maxAppendBytes ?? DEFAULT_MAX_APPEND_BYTES;
   }
 
   append(request: AppendRequest): Promise<AppendResult> {
@@ -168,6 +187,8 @@ export class KurrentEventStore implements EventStore {
       if (retried !== undefined) return retried.result;
     }
     const events = recordEvents(request);
+    const size = appendSize(events);
+    if (size > this.#maxAppendBytes) throw new AppendTooLargeError(size, this.#maxAppendBytes, MAX_APPEND_SETTING);
     const taken = await this.#claimAll(request);
     let written: ClientAppendResult;
     try {

@@ -5,6 +5,7 @@
 // server: eventStore.containers.spec.ts.
 
 import { status as grpcStatus } from '@grpc/grpc-js';
+import { handleCommand, type CommandContext, type CommandSpec } from '../../../domain/shared/commandHandler.ts';
 import { StoreUnavailableError } from '../../../domain/shared/errors.ts';
 import fc from 'fast-check';
 import {
@@ -643,6 +644,47 @@ describe('an append the server refuses on the batch-append path (the gRPC stand-
       await expect(failed).rejects.toMatchObject({ httpStatus: 503, retryAfterSeconds: retryAfter });
       // The server may still commit a timed-out append: its claim stays, for the holder check.
       expect(server.model.events(codeStreamName({ scope: 's', code: 'X' })).map((e) => e.type)).toEqual(['CodeClaimed']);
+    } finally {
+      await store.close();
+      await server.close();
+    }
+  });
+
+  const big = (kib: number): NewEvent => ({ ...anEvent(), data: { text: 'x'.repeat(kib * 1024) } });
+  const X = { scope: 's', code: 'X' };
+
+  it('refuses a change whose whole append is over EVENTSTORE_MAX_APPEND_BYTES with a 413 naming it, before any claim', async () => {
+    const server = await startGrpcStandIn({ maxAppendSize: 64 * 1024 * 1024 });
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()));
+    try {
+      const failed = store.append({ stream: 's-1', expected: 'no_stream', events: [big(600), big(600)], claim: [X] });
+      await expect(failed).rejects.toMatchObject({ httpStatus: 413, code: 'EVENT_STORE.APPEND_TOO_LARGE', limit: 1024 * 1024, setting: 'EVENTSTORE_MAX_APPEND_BYTES' });
+      await expect(failed).rejects.toThrow(/EVENTSTORE_MAX_APPEND_BYTES: 1048576 bytes/);
+      expect(server.model.appends).toEqual([]);
+      // Counted as the server counts: under the limit by the type's length twice is taken.
+      await store.append({ stream: 's-1', expected: 'no_stream', events: [big(600), big(300)] });
+      // A command answers the resource's TOO_LARGE.
+      const spec: CommandSpec<number> = { resource: 'USER', stream: 's-2', initial: () => 0, evolve: (n) => n + 1, decide: () => ({ events: [big(600), big(600)] }), schemaVersion: 1 };
+      const ctx: CommandContext = { actor: 'a', now: new Date(), newId: () => crypto.randomUUID() };
+      await expect(handleCommand(spec, ctx, store)).rejects.toMatchObject({ code: 'USER.TOO_LARGE', httpStatus: 413, message: expect.stringMatching(/EVENTSTORE_MAX_APPEND_BYTES/) as string });
+    } finally {
+      await store.close();
+      await server.close();
+    }
+  });
+
+  it.each([
+    { refusal: 'MaxAppendSize', options: { maxAppendSize: 512 * 1024 }, events: () => [big(300), big(300)], message: /KurrentDB's MaxAppendSize: 524288 bytes/ },
+    { refusal: 'MaxAppendEventSize', options: { maxAppendEventSize: 256 * 1024 }, events: () => [big(300)], message: /KurrentDB's MaxAppendEventSize/ },
+  ])('answers the server’s refusal by its $refusal with a 413 and gives the claims back', async ({ options, events, message }) => {
+    const server = await startGrpcStandIn(options);
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()), { maxAppendBytes: 64 * 1024 * 1024 });
+    try {
+      const failed = store.append({ stream: 's-1', expected: 'no_stream', events: events(), claim: [X] });
+      await expect(failed).rejects.toMatchObject({ httpStatus: 413, code: 'EVENT_STORE.APPEND_TOO_LARGE' });
+      await expect(failed).rejects.toThrow(message);
+      expect(server.model.events(codeStreamName(X)).map((e) => e.type)).toEqual(['CodeClaimed', 'CodeReleased']);
+      expect(server.model.events('s-1')).toEqual([]);
     } finally {
       await store.close();
       await server.close();
