@@ -112,7 +112,7 @@ export function translateError(error: unknown, request?: Pick<AppendRequest, 'st
  * MaximumAppendEventSizeExceeded')`, the numbers lost. */
 function sizeRefusal(e: Error): AppendTooLargeError | undefined {
   if (e instanceof MaxAppendSizeExceededError) return new AppendTooLargeError(undefined, e.maxAppendSize, "KurrentDB's MaxAppendSize");
-  if (e instanceof UnknownError && /MaximumAppendEventSizeExceeded/.test(e.message)) return new AppendTooLargeError(undefined, undefined, "KurrentDB's MaxAppendEventSize");
+  if (e instanceof UnknownError && e.message.includes('MaximumAppendEventSizeExceeded')) return new AppendTooLargeError(undefined, undefined, "KurrentDB's MaxAppendEventSize");
   return undefined;
 }
 
