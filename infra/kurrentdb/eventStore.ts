@@ -216,6 +216,8 @@ export class KurrentEventStore implements EventStore {
         const conflict = translateError(error, request);
         if (!(conflict instanceof WrongExpectedRevisionError) || conflict.actual === 'no_stream' || hop === FENCE_HOPS) throw error;
         const after = expected === NO_STREAM ? 0 : Number(expected) + 1;
+        // Behind the expectation (it names a revision not yet written): no fence passed.
+        if (conflict.actual < after) throw error;
         const passed = await this.#readMarked(request.stream, { from: after, limit: conflict.actual - after + 1 });
         if (passed.length === 0 || passed.some((m) => m.fence === undefined) || voidsAny(passed, taken)) throw error;
         expected = BigInt(conflict.actual);
