@@ -33,7 +33,9 @@
 //   retry, finds the code taken). Fences are the adapter's: reads never return them, and an append
 //   whose expected revision only fences passed since is made again after them, unless a fence
 //   voids one of its own claims. A holder's stream that was deleted (tombstoned) takes no append
-//   again: its expired claim is void without a fence;
+//   again: its expired claim is void without a fence; one truncated whole (a purged record) reads
+//   as empty at any revision, and is fenced at the revision the server names, if it still reads
+//   empty (nothing landed since);
 // - an append the server refused for sure gives back the claims it took of a free code (CodeReleased
 //   at exactly the claim's revision, which fails harmlessly once anything came after); a claim of a
 //   code the stream had claimed already is kept, since the earlier append may still be in flight.

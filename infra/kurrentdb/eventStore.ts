@@ -5,13 +5,16 @@
 // - positions.ts  the port's one-bigint positions, distances and $all read starts;
 // - streams.ts    the readAll filter and expected/actual revisions in the client's terms;
 // - metadata.ts   what is stored with each event (code marks included) and read back;
-// - codeClaims.ts the claim protocol's decisions (reservation streams, claim status, releases,
-//                 the claimant's time budget) and what it assumes of the clocks;
-// - errors.ts     the client's failures as the port's errors, transient ones as 503;
-// - this file     the adapter (the I/O around those decisions) and how it is opened.
-// Tests: eventStore.unit.spec.ts (the pure parts, and the real client without a server),
-// claimProtocol.unit.spec.ts (the adapter over an in-memory stand-in of the client, under chosen
-// interleavings), eventStore.containers.spec.ts (the contract on a real server).
+// - codeClaims.ts the claim protocol's decisions (reservation streams and their generations,
+//                 claim status, fences, releases) and why no late commit makes a second holder;
+// - errors.ts     the client's failures as the port's errors: transient ones as 503, size
+//                 refusals as 413;
+// - this file     the adapter (the I/O around those decisions, every call bounded by the
+//                 deadline) and how it is opened.
+// Tests: eventStore.unit.spec.ts (the pure parts; the real client without a server and against the
+// gRPC stand-in of grpcStandIn.ts), claimProtocol.unit.spec.ts (the adapter and the real client over
+// the stand-in, under chosen interleavings), eventStore.standIn.int.spec.ts (the contract over the
+// stand-in), eventStore.containers.spec.ts (the contract on a real server).
 
 import {
   AccessDeniedError,
@@ -363,16 +366,23 @@ export class KurrentEventStore implements EventStore {
    * append made under the claim can land any more (the fence is in, or the stream was deleted and
    * takes no append again); false when the stream moved on meanwhile (its record may have landed). */
   async #fence(claim: Claim, holder: readonly MarkedEvent[]): Promise<boolean> {
-    const at = holder.at(-1)?.event.revision;
+    const last = holder.at(-1)?.event.revision;
+    let at: AppendStreamState = last === undefined ? NO_STREAM : BigInt(last);
     const fence = jsonEvent({ type: CODE_CLAIM_VOIDED, data: fenceData({ codeStream: claim.claimStream, claimRevision: claim.claimRevision }) });
-    try {
-      await this.#appendTo(claim.stream, fence, at === undefined ? NO_STREAM : BigInt(at));
-      return true;
-    } catch (error) {
-      if (error instanceof StreamDeletedError) return true;
-      const failure = translateError(error, undefined, true);
-      if (failure instanceof WrongExpectedRevisionError) return false;
-      throw failure;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#appendTo(claim.stream, fence, at);
+        return true;
+      } catch (error) {
+        if (error instanceof StreamDeletedError) return true;
+        const failure = translateError(error, undefined, true);
+        if (!(failure instanceof WrongExpectedRevisionError)) throw failure;
+        // A stream truncated whole (a purged record) reads as empty at any revision: fenced at the
+        // one the server names while it still reads empty (nothing landed since the truncation).
+        const truncated = last === undefined && failure.actual !== 'no_stream' && attempt === 0 && (await this.#readMarked(claim.stream)).length === 0;
+        if (!truncated) return false;
+        at = BigInt(failure.actual);
+      }
     }
   }
 

@@ -444,6 +444,19 @@ describe('the KurrentDB claim protocol under interleavings (the real client agai
       expect(await instanceAt(server).findCode(X)).toBe(T);
     });
 
+    it('frees, once expired, a code whose holder’s stream was purged (truncated whole): fenced at its real revision', async () => {
+      let server = T0;
+      await useClient({ clock: () => server });
+      await store.append(claiming(S, 'no_stream'));
+      await store.append({ stream: S, expected: 0, events: [anEvent()] });
+      await store.purge([S]);
+      await expect(store.append(claiming(T, 'no_stream'))).rejects.toBeInstanceOf(CodeTakenError);
+      server = T0 + CLAIM_GRACE_MS + 1_000;
+      await instanceAt(server).append(claiming(T, 'no_stream'));
+      expect(client.events(S).map((e) => e.type)).toEqual(['UserCreated', 'UserCreated', CODE_CLAIM_VOIDED]);
+      expect(await instanceAt(server).findCode(X)).toBe(T);
+    });
+
     it('claims a reservation stream truncated whole ($tb; $maxAge once every event is old), which reads as empty, at its real revision', async () => {
       await store.append(claiming(S, 'no_stream'));
       await store.append({ stream: S, expected: 0, events: [anEvent()], release: [X] });
