@@ -132,3 +132,26 @@ describe('an empty body with Content-Type: application/json', () => {
     expect(res.json<ErrorBody>()).toMatchObject({ status: 'BAD_REQUEST', message: expect.stringMatching(/Body cannot be empty/) });
   });
 });
+
+// fastify's parser refuses them (no prototype is ever touched); the answer says what and where.
+describe('a member name that could reach a prototype', () => {
+  it.each([
+    ['{"__proto__":{"polluted":true}}', 'registry.__proto__: member name not allowed', '__proto__'],
+    ['{"constructor":{"prototype":{"polluted":true}}}', 'registry.constructor.prototype: member name not allowed', 'prototype'],
+  ])('in %s is refused, naming its path and position, and nothing is written', async (registry, line, name) => {
+    const code = uniqueCode();
+    const text = bodyText(code, registry);
+    const res = await t.call({ method: 'POST', url: base, payload: text });
+    expectRefused(res, line);
+    const position = text.indexOf(`"${name}"`);
+    expect(res.json<ErrorBody>().message).toBe(`JSON member name not allowed: "${name}" at position ${String(position)}`);
+    expect((await t.call({ method: 'GET', url: `${base}/by-code/${code}` })).statusCode).toBe(404);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('in a malformed text leaves the parser\'s answer', async () => {
+    const res = await t.call({ method: 'POST', url: base, headers: { 'content-type': 'application/json' }, payload: '{"registry":{"__proto__":{}}' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<ErrorBody>().message).toMatch(/^Malformed JSON/);
+  });
+});
