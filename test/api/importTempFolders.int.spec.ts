@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { IMPORT_FOLDER_PREFIX, sweepStaleImports } from '../../api/importDiff.ts';
-import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.ts';
+import { defaultServiceEnv, startServiceProcess, stopServiceProcess } from '../support/serviceProcess.ts';
 
 const made: string[] = [];
 const folder = (prefix: string): string => {
@@ -26,20 +26,10 @@ afterAll(() => {
 
 const imports = (dir: string): string[] => readdirSync(dir).filter((n) => n.startsWith(IMPORT_FOLDER_PREFIX));
 
-async function stop(service: ServiceProcess, signal: NodeJS.Signals): Promise<void> {
-  const exited = new Promise((resolve) => service.child.once('exit', resolve));
-  service.child.kill(signal);
-  await exited;
-}
-
 describe('the temporary folder of an import', () => {
   it('is left by a process killed during the import, and removed when the service starts again', async () => {
     const tmp = folder('import-sweep-tmp-');
-    const env = {
-      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_'))),
-      PORT: '0', DATA_DIR: folder('import-sweep-data-'), TMPDIR: tmp, LOG_LEVEL: 'warn', AUTH_JWT_SECRET: `sweep-${randomUUID()}-${randomUUID()}`,
-      AUTH_ISSUER: '', AUTH_AUDIENCE: '', AUTH_JWKS_URL: '', EVENTSTORE_URL: '', MONGODB_URL: '', KAFKA_BROKERS: '',
-    };
+    const env = defaultServiceEnv({ DATA_DIR: folder('import-sweep-data-'), TMPDIR: tmp });
     const first = await startServiceProcess(env);
     // An upload that has begun and does not end: the service is spooling it when it is killed.
     const boundary = `----sweep${randomUUID()}`;
@@ -51,7 +41,7 @@ describe('the temporary folder of an import', () => {
     upload.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="export.json"\r\nContent-Type: application/json\r\n\r\n{"data":[`);
     upload.write(Array.from({ length: 2000 }, (_, i) => JSON.stringify({ code: `C${String(i)}`, name: 'x'.repeat(40), registry: {} })).join(','));
     for (const deadline = Date.now() + 20_000; imports(tmp).length === 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
-    await stop(first, 'SIGKILL');
+    await stopServiceProcess(first, 'SIGKILL');
     upload.destroy();
     const left = imports(tmp);
     expect(left).toHaveLength(1);
@@ -61,7 +51,7 @@ describe('the temporary folder of an import', () => {
     try {
       expect(imports(tmp)).toEqual([]);
     } finally {
-      await stop(second, 'SIGTERM');
+      await stopServiceProcess(second);
     }
     // Two starts of the service, each up to a minute on a busy machine.
   }, 150_000);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../../api/cli.ts';
-import { startServiceProcess } from '../support/serviceProcess.ts';
+import { defaultServiceEnv, startServiceProcess, stopServiceProcess } from '../support/serviceProcess.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 
 type Op = { parameters?: { $ref?: string; name?: string }[]; responses: Record<string, { headers?: Record<string, unknown> }> };
@@ -69,18 +69,13 @@ describe('the OpenAPI document', () => {
  * running service adds (the login route exists only with the HS256 issuer) is in it. */
 async function servedByNpmStart(): Promise<unknown> {
   const dataDir = mkdtempSync(join(tmpdir(), 'openapi-'));
-  // The runner's own settings (a .env, a Kafka or OIDC configuration, OTEL_*) must not change what is described.
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')));
-  const defaults = { AUTH_JWT_SECRET: '', AUTH_ISSUER: '', AUTH_AUDIENCE: '', AUTH_JWKS_URL: '', EVENTSTORE_URL: '', MONGODB_URL: '', KAFKA_BROKERS: '', ROLE: 'all' };
-  const service = await startServiceProcess({ ...inherited, ...defaults, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+  const service = await startServiceProcess(defaultServiceEnv({ DATA_DIR: dataDir }));
   try {
     const response = await fetch(`${service.url}/openapi.json`);
     expect(response.status).toBe(200);
     return await response.json();
   } finally {
-    const exited = new Promise((resolve) => service.child.once('exit', resolve));
-    service.child.kill('SIGTERM');
-    await exited;
+    await stopServiceProcess(service);
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
