@@ -1,7 +1,7 @@
 // Wires a running service from opened stores and the list of modules: the read models, the
 // reactors, the scheduler and the workers its ROLE runs, the HTTP app, and one close() for all of
-// it; on the way, the temporary folders of imports whose process ended are deleted. Which stores to open is the caller's choice (main.ts, the tests, the benchmark); this module
-// knows no adapter.
+// it; on the way, the temporary folders of imports whose process ended are deleted. Which stores
+// to open is the caller's choice (main.ts, the tests, the benchmark); this module knows no adapter.
 //
 //   ROLE=all        everything (the default, and the only role of the embedded stores)
 //   ROLE=api        the HTTP API; follows the read models' checkpoints (for minPosition) but
