@@ -29,7 +29,7 @@ import { ifMatchVersion } from './requestContext.ts';
 import { accessTo, assertReadable, assertWritable, readScope, writeContext } from './access.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
-import { pageSchema, historyEntrySchema } from './schemas.ts';
+import { historyEntrySchema, idOrCode, pageSchema } from './schemas.ts';
 import { exchangeRoutes } from './exchangeRoutes.ts';
 
 const MAX_HISTORY_PAGE = 1000;
@@ -50,7 +50,7 @@ const wholeNumber = (min: number, max: number) =>
 
 const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });
 const readModelQuery = z.strictObject({ minPosition: position.optional() });
-const idOrCodeParams = z.strictObject({ idOrCode: z.string().min(1).max(255) });
+const idOrCodeParams = z.strictObject({ idOrCode: idOrCode() });
 
 export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
 
@@ -288,7 +288,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       schema: {
         tags,
         summary: `A ${def.name} as it was at one version`,
-        params: z.strictObject({ idOrCode: z.string().min(1).max(255), version: wholeNumber(0, Number.MAX_SAFE_INTEGER) }),
+        params: z.strictObject({ idOrCode: idOrCode(), version: wholeNumber(0, Number.MAX_SAFE_INTEGER) }),
         response: { 200: record, ...errors(400, 404) },
       },
     },
