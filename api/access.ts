@@ -157,5 +157,9 @@ export async function writeContext(deps: AppDeps, request: FastifyRequest, def: 
     const target = resourceAt(path);
     return target === undefined ? Promise.resolve(true) : readable(deps, request, target, record);
   };
-  return { ...base, ...(admit === undefined ? {} : { admit }), ...(narrowedReads ? { visible } : {}) };
+  const scope = (path: string): Promise<Alternatives | undefined> => {
+    const target = resourceAt(path);
+    return target === undefined ? Promise.resolve(undefined) : readScope(deps, request, target);
+  };
+  return { ...base, ...(admit === undefined ? {} : { admit }), ...(narrowedReads ? { visible, readScope: scope } : {}) };
 }

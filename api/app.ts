@@ -109,8 +109,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           'Single-record reads reflect every acknowledged write; search, count and list may lag by the projection lag ' +
           '(use `X-Event-Position` with `?minPosition=`, or `?immediatelyRefresh=true` on writes). ' +
           'A JSON body is refused with 400 when it holds a number that cannot be stored exactly (an integer beyond ' +
-          '±9007199254740991, more digits than a double keeps, a value out of its range, -0) or an object with a ' +
-          'duplicate key; send such numbers as strings. ' +
+          '±9007199254740991, more digits than a double keeps, a value out of its range, -0), an object with a ' +
+          'duplicate key, or a member named `__proto__` (or `prototype` in a `constructor` object), naming its path; send such numbers as strings. ' +
           'Roles: `admin` (everything), `editor` (read and write records), `viewer` (read), `auditor` (read, and the audit feed). Any other role that equals the code of an access rule ' +
           'valid now grants READ or READ_WRITE on the resource its `entityName` names, on every record (`fullAccess`) or on those its `expression` ' +
           '(filter items) matches: reads see only covered records (an uncovered one is 404), writes need READ_WRITE coverage of the record before and ' +

@@ -152,6 +152,13 @@ export function signHs256(secret: Uint8Array, caller: Caller, ttlSeconds = 12 * 
     .sign(secret);
 }
 
+/** The embedded default's tokens: verified and, for the login route, issued with one HS256
+ * secret. One function, so that `npm start` and the OpenAPI document it is described by (api/cli.ts)
+ * are composed alike. */
+export function hs256Tokens(secret: Uint8Array): { verifyToken: TokenVerifier; issueToken: (caller: Caller) => Promise<string> } {
+  return { verifyToken: hs256Verifier(secret), issueToken: (caller) => signHs256(secret, caller) };
+}
+
 export async function authenticate(header: string | undefined, verify: TokenVerifier): Promise<Caller> {
   if (header === undefined) throw unauthorized('Missing bearer token');
   const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header.trim());

@@ -1,7 +1,7 @@
 // Wires a running service from opened stores and the list of modules: the read models, the
 // reactors, the scheduler and the workers its ROLE runs, the HTTP app, and one close() for all of
-// it. Which stores to open is the caller's choice (main.ts, the tests, the benchmark); this module
-// knows no adapter.
+// it; on the way, the temporary folders of imports whose process ended are deleted. Which stores
+// to open is the caller's choice (main.ts, the tests, the benchmark); this module knows no adapter.
 //
 //   ROLE=all        everything (the default, and the only role of the embedded stores)
 //   ROLE=api        the HTTP API; follows the read models' checkpoints (for minPosition) but
@@ -20,6 +20,7 @@ import { ReadModelSet } from '../workers/readModels.ts';
 import { Scheduler, wakeHandler } from '../workers/scheduler.ts';
 import { buildApp } from './app.ts';
 import type { Caller, TokenVerifier } from './auth.ts';
+import { sweepStaleImports } from './importDiff.ts';
 import type { AppDeps, Module, ModuleContext, ModuleSettings, Worker } from './module.ts';
 import { modules as allModules } from './modules/index.ts';
 
@@ -137,6 +138,8 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     ...httpOptions(options),
   });
   log.to = app.log;
+  const swept = await sweepStaleImports();
+  if (swept.length > 0) app.log.info({ folders: swept }, 'removed the temporary folders of imports whose process ended');
   return {
     app,
     readStore,

@@ -18,7 +18,7 @@ import { DomainError, isDomainError, notFound, validationFailed } from '../domai
 import { canonicalJson, type JsonObject } from '../domain/shared/json.ts';
 import { uuidV5 } from '../domain/shared/ids.ts';
 import { issueLines } from '../domain/shared/validation.ts';
-import { accessTo, assertWritable } from './access.ts';
+import { accessTo, assertWritable, readable, readScope } from './access.ts';
 import { errorBody, toDomainError, type ErrorBody } from './errorHandler.ts';
 import type { AppDeps, ModuleContext } from './module.ts';
 import { resourceService } from '../domain/resource/service.ts';
@@ -60,9 +60,10 @@ export type ApplyEnv = {
 
 const isNotFound = (error: unknown): boolean => isDomainError(error) && error.status === 'NOT_FOUND';
 
-/** The live record here whose compare field has this value, if any. */
-async function recordHere(env: ApplyEnv, key: string): Promise<JsonObject | undefined> {
-  const { service, compareField, def, deps } = env;
+/** The live record here whose compare field has this value, if any (by another field: the one
+ * the caller may read, else one it may not). */
+async function matchHere(env: ApplyEnv, key: string): Promise<JsonObject | undefined> {
+  const { service, compareField, def, deps, request } = env;
   if (compareField === 'id') return liveRecord(env, key);
   if (compareField === 'code') {
     return service.getByCode(key).catch((error: unknown) => {
@@ -70,9 +71,20 @@ async function recordHere(env: ApplyEnv, key: string): Promise<JsonObject | unde
       throw error;
     });
   }
-  const found = await readModelLookup(deps)(def, [{ column: compareField, operator: 'EQ', value: key }], 2);
+  const filter = [{ column: compareField, operator: 'EQ', value: key }];
+  const scope = await readScope(deps, request, def);
+  const found = await readModelLookup(deps)(def, filter, 2, scope);
   if (found.length > 1) throw new DomainError('DIFF.COMPARE_FIELD_NOT_UNIQUE', 'BAD_REQUEST', `More than one ${def.name} here has ${compareField} ${key}`);
-  return found[0] === undefined ? undefined : service.get(found[0].id);
+  const match = found[0] ?? (scope === undefined ? undefined : (await readModelLookup(deps)(def, filter, 1))[0]);
+  return match === undefined ? undefined : service.get(match.id);
+}
+
+/** The record an entry names here, and whether the caller may read it: an entry naming one it may
+ * not read answers what the plain create, replace or delete of it answers that caller (409 for a
+ * taken id or code, else 404), never with the record. */
+async function recordHere(env: ApplyEnv, key: string): Promise<{ record: JsonObject; readable: boolean } | undefined> {
+  const record = await matchHere(env, key);
+  return record === undefined ? undefined : { record, readable: await readable(env.deps, env.request, env.def, record) };
 }
 
 /** A record of an entry checked against the resource's schema: a 400 naming the entry's member. */
@@ -94,8 +106,9 @@ const keyed = (env: ApplyEnv, entry: DiffEntry, target: string, version: number 
 const version = (record: JsonObject): number | undefined => (record.auditInfo as { version?: number } | undefined)?.version;
 
 async function applyNew(env: ApplyEnv, entry: DiffEntry, right: JsonObject, key: string): Promise<EntryOutcome> {
-  const existing = await recordHere(env, key);
-  if (existing !== undefined) {
+  const here = await recordHere(env, key);
+  if (here?.readable === true) {
+    const existing = here.record;
     if (sameRecord(env.def, existing, right, env.compareField)) return { kind: 'unchanged', record: existing };
     throw new DomainError('DIFF.ALREADY_EXISTS', 'CONFLICT', `A ${env.def.name} with ${env.compareField} ${key} exists here and differs: compute the diff again`);
   }
@@ -131,8 +144,9 @@ async function writableHere(env: ApplyEnv, record: JsonObject): Promise<void> {
 }
 
 async function applyChange(env: ApplyEnv, entry: DiffEntry, right: JsonObject, key: string): Promise<EntryOutcome> {
-  const existing = await recordHere(env, key);
-  if (existing === undefined) throw notFound(env.def.errorPrefix, key);
+  const here = await recordHere(env, key);
+  if (here?.readable !== true) throw notFound(env.def.errorPrefix, key);
+  const existing = here.record;
   await writableHere(env, existing);
   if (sameRecord(env.def, existing, right, env.compareField)) return { kind: 'unchanged', record: existing };
   const id = String(existing.id);
@@ -142,9 +156,11 @@ async function applyChange(env: ApplyEnv, entry: DiffEntry, right: JsonObject, k
 }
 
 async function applyRemove(env: ApplyEnv, entry: DiffEntry, left: JsonObject, key: string): Promise<EntryOutcome> {
-  const existing = await recordHere(env, key);
+  const here = await recordHere(env, key);
   // Already gone: what the entry asks for holds.
-  if (existing === undefined) return { kind: 'unchanged', record: left };
+  if (here === undefined) return { kind: 'unchanged', record: left };
+  if (!here.readable) throw notFound(env.def.errorPrefix, key);
+  const existing = here.record;
   await writableHere(env, existing);
   const id = String(existing.id);
   await env.service.remove(id, keyed(env, entry, id, version(existing)));
@@ -274,7 +290,7 @@ export async function startApplyJob(env: ApplyEnv, given: readonly DiffEntry[] |
 
 async function startJob(env: ApplyEnv, entries: EntrySource): Promise<string> {
   const jobs = serviceOf(env.deps, jobDefinition);
-  const { idempotencyKey: _key, requestHash: _hash, admit: _admit, visible: _visible, ...plain } = env.ctx;
+  const { idempotencyKey: _key, requestHash: _hash, admit: _admit, visible: _visible, readScope: _scope, ...plain } = env.ctx;
   const id = randomUUID();
   const lease = { name: `job:${id}`, owner: `${String(process.pid)}-${randomUUID()}` };
   if (!(await env.deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS))) throw new Error(`the lease of new job ${id} is taken`);

@@ -248,7 +248,8 @@ async function importedDiff(kit: RouteKit, request: FastifyRequest, limits: Exch
     asked: request.query === null ? undefined : (request.query as { compareField?: string }).compareField,
     checkFilter: (filter) => checkedFilter(kit, filter),
     here: (filter) => recordsHere(kit, filter, request),
-    heldTwice: async (field, key) => (await readModelLookup(kit.deps)(kit.def, [{ column: field, operator: 'EQ', value: key }], 2)).length > 1,
+    // Among the records the caller may read, as the diff's own records are.
+    heldTwice: async (field, key) => (await readModelLookup(kit.deps)(kit.def, [{ column: field, operator: 'EQ', value: key }], 2, await readScope(kit.deps, request, kit.def))).length > 1,
   };
   let diff: ImportedDiff | undefined;
   // An error of the diff itself (the store, our code) keeps its own status: only the form
@@ -395,7 +396,9 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
           'applied regardless. Idempotent: an entry whose record is already as it would leave it writes nothing (NEW of an equal record, ' +
           'CHANGE to equal fields, REMOVE of a record that is gone), and each write carries an idempotency key derived from the entry and ' +
           'the version it changes, so the same diff applied twice, even at once, writes one set of events. A NEW whose record exists here ' +
-          `with other fields is 409 DIFF.ALREADY_EXISTS for that entry. ${JOB_TEXT(limits)}`,
+          'with other fields is 409 DIFF.ALREADY_EXISTS for that entry. An entry naming a record the caller may not read answers what the ' +
+          'plain create, replace or delete of it would answer that caller (a create: 409 for its taken id or code; a replace or delete: 404 ' +
+          `naming what the entry named), never with the record. ${JOB_TEXT(limits)}`,
         querystring: z.strictObject({ compareField: compareFieldQuery(def) }),
         body: z.array(diffEntryInput),
         response: { 200: z.array(z.union([record, DiffEntryFailureSchema])), 202: JobAckSchema, ...errors(400, 413) },

@@ -6,10 +6,13 @@
 // through the index (the candidate items read back from the temporary file and their values
 // compared, so a hash collision never matches wrong records), CHANGE and REMOVE entries are
 // appended to a second temporary file, then NEW for every item not matched. The answer and an
-// apply read the entries back from that file a line at a time; close() deletes both files.
+// apply read the entries back from that file a line at a time; close() deletes both files. A
+// process killed meanwhile cannot: its folder is named after its pid, and sweepStaleImports, run when
+// a service starts, deletes the folders of processes that have ended.
 
 import { createHash } from 'node:crypto';
 import { closeSync, createReadStream, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -22,6 +25,10 @@ import { scanJsonText } from '../domain/shared/jsonText.ts';
 import { issueLines } from '../domain/shared/validation.ts';
 import { jsonProblem } from './errorHandler.ts';
 import { ExportFileParser, notJsonAt } from './exportFileParser.ts';
+
+/** An import's folder under the system's temporary folder: `admin-import-<pid>-XXXXXX`. */
+export const IMPORT_FOLDER_PREFIX = 'admin-import-';
+const IMPORT_FOLDER = new RegExp(`^${IMPORT_FOLDER_PREFIX}(\\d{1,10})-[^/]{6}$`);
 
 const MAX_PROBLEMS = 100;
 const MAX_ITEM_DEPTH = 30;
@@ -301,7 +308,7 @@ async function settled(source: ImportSource, incoming: Incoming): Promise<{ fiel
 
 /** Reads the file and writes its diff; the caller closes the answer (its temporary files). */
 export async function importDiff(source: ImportSource, chunks: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<ImportedDiff> {
-  const dir = mkdtempSync(join(tmpdir(), 'import-'));
+  const dir = mkdtempSync(join(tmpdir(), `${IMPORT_FOLDER_PREFIX}${String(process.pid)}-`));
   const items = new Spool(dir, 'items.jsonl');
   const entries = new Spool(dir, 'entries.jsonl');
   let closed = false;
@@ -359,4 +366,41 @@ async function compareHere(source: ImportSource, incoming: Incoming, { field, fi
     if (problems.length >= MAX_PROBLEMS) break;
   }
   if (problems.length > 0) throw notUnique('here', field, problems);
+}
+
+/** Whether a process runs with this pid (one of another user's counts: EPERM). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Deletes the import folders left by processes that ended during an import (killed, crashed):
+ * those whose pid runs no process, and this process's own pid's from before it started (a
+ * restarted container's service has the same pid). A folder of a process still running is kept,
+ * however old: several services, or test workers, share one temporary folder, and an import may
+ * take long. (A pid reused by an unrelated process keeps a dead folder until a later start.)
+ * The folder's mtime is when its files were created: they are only appended to afterwards.
+ * Returns the folders deleted; one that cannot be read or deleted is left for the next start.
+ */
+export async function sweepStaleImports(root = tmpdir(), started = performance.timeOrigin): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of await readdir(root).catch(() => [])) {
+    const pid = Number(IMPORT_FOLDER.exec(name)?.[1] ?? Number.NaN);
+    if (!Number.isSafeInteger(pid)) continue;
+    const path = join(root, name);
+    try {
+      const stale = pid === process.pid ? (await stat(path)).mtimeMs < started : !running(pid);
+      if (!stale) continue;
+      await rm(path, { recursive: true, force: true });
+      removed.push(path);
+    } catch {
+      // Gone meanwhile, or not ours to delete.
+    }
+  }
+  return removed;
 }

@@ -1,7 +1,9 @@
 // Request bodies as JSON, refused rather than changed: the declared charset must be UTF-8 and the
 // bytes valid UTF-8 (a decoder would put U+FFFD in place of what was sent), no content coding the
-// service does not undo, no member repeated, only numbers JSON carries exactly, strings of
-// well-formed Unicode, and bounded nesting and size (schemas walk every value).
+// service does not undo, no member repeated, no member name that could reach a prototype
+// (`__proto__`, `constructor.prototype`: refused by fastify's parser, named here by path), only
+// numbers JSON carries exactly, strings of well-formed Unicode, and bounded nesting and size
+// (schemas walk every value).
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError, validationFailed } from '../domain/shared/errors.ts';
@@ -43,13 +45,32 @@ function illFormedString(text: string, value: unknown): boolean {
   return false;
 }
 
+type TextProblem = DomainError & { unparsed?: true; prototypeKey?: true };
+
 /** What the text shows before it is parsed (parsing a million empty arrays takes a while too). */
-function textProblem(text: string, maxValues: number): (DomainError & { unparsed?: true }) | undefined {
-  const scan = scanJsonText(text, MAX_JSON_DEPTH, 20, maxValues);
+function textProblem(text: string, maxValues: number): TextProblem | undefined {
+  const scan = scanJsonText(text, MAX_JSON_DEPTH, 20, maxValues, { refusePrototypeKeys: true });
   if (scan.errors.length === 0) return undefined;
   // Too many values: refused without parsing them (a million empty arrays take a while to parse).
   if (scan.tooMany) return Object.assign(validationFailed(`JSON holds more than ${String(maxValues)} values`, scan.errors), { unparsed: true as const });
-  return validationFailed(scan.tooDeep ? `JSON nests deeper than ${String(MAX_JSON_DEPTH)} levels` : 'JSON would not be stored as sent', scan.errors);
+  if (scan.tooDeep) return validationFailed(`JSON nests deeper than ${String(MAX_JSON_DEPTH)} levels`, scan.errors);
+  const member = scan.forbiddenMember;
+  if (member !== undefined) {
+    return Object.assign(validationFailed(`JSON member name not allowed: "${member.name}" at position ${String(member.position)}`, scan.errors), { prototypeKey: true as const });
+  }
+  return validationFailed('JSON would not be stored as sent', scan.errors);
+}
+
+/** The parser's refusal, or the scan's when the parser refused a well-formed text for a member
+ * name (fastify's parser says only that the body is not valid JSON). */
+function parserRefusal(error: Error, text: string, early: TextProblem | undefined): Error {
+  if (early?.prototypeKey !== true) return error;
+  try {
+    JSON.parse(text);
+  } catch {
+    return error;
+  }
+  return early;
 }
 
 function valueProblem(text: string, value: unknown, maxValues: number): DomainError | undefined {
@@ -70,6 +91,12 @@ export function installJsonParsing(app: FastifyInstance): void {
   app.removeContentTypeParser(['text/plain', 'application/json']);
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'buffer' }, (request, body, done) => {
+    // Clients send Content-Type: application/json on every call: an empty body where the route
+    // takes none (a DELETE, an action) is no body. A route with a body schema still refuses it.
+    if ((body as Buffer).length === 0 && request.routeOptions.schema?.body === undefined) {
+      done(null, undefined);
+      return;
+    }
     let text: string;
     try {
       text = bodyText(request, body as Buffer);
@@ -86,7 +113,7 @@ export function installJsonParsing(app: FastifyInstance): void {
     }
     void parseJson(request, text, (error: Error | null, value?: unknown) => {
       // A malformed text keeps the parser's own message; the scan's problems come after it.
-      if (error) done(error);
+      if (error) done(parserRefusal(error, text, early));
       else {
         const refused = early ?? valueProblem(text, value, maxValues);
         if (refused) done(refused);

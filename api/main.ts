@@ -12,8 +12,8 @@ import { openStores } from '../infra/stores.ts';
 import { openDocumentRenderers } from '../infra/documentRenderers.ts';
 import { SmtpMailSender } from '../infra/mail/smtpSender.ts';
 import { flushTelemetry, instrumentPorts, instrumentService, telemetryDescription } from '../infra/telemetry/instrument.ts';
-import { composeService } from './compose.ts';
-import { hs256Verifier, oidcVerifier, signHs256, type Caller, type TokenVerifier } from './auth.ts';
+import { composeService, type ComposeOptions } from './compose.ts';
+import { hs256Tokens, oidcVerifier, signHs256 } from './auth.ts';
 import type { ModuleSettings } from './module.ts';
 
 /** E-mail, SMS, the guarded outbound client, Kafka and the notifications' settings, from the configuration. */
@@ -53,15 +53,13 @@ async function main(): Promise<void> {
   }
   mkdirSync(config.DATA_DIR, { recursive: true });
 
-  let verifyToken: TokenVerifier;
-  let issueToken: ((caller: Caller) => Promise<string>) | undefined;
+  let tokens: Pick<ComposeOptions, 'verifyToken' | 'issueToken'>;
   let adminToken: Promise<string> | undefined;
   if (config.AUTH_ISSUER !== undefined && config.AUTH_AUDIENCE !== undefined && config.AUTH_JWKS_URL !== undefined) {
-    verifyToken = oidcVerifier({ issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE, jwksUrl: config.AUTH_JWKS_URL });
+    tokens = { verifyToken: oidcVerifier({ issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE, jwksUrl: config.AUTH_JWKS_URL }) };
   } else {
     const secret = hs256Secret(config);
-    verifyToken = hs256Verifier(secret);
-    issueToken = (caller) => signHs256(secret, caller);
+    tokens = hs256Tokens(secret);
     adminToken = signHs256(secret, { sub: 'admin', roles: ['admin'] });
   }
 
@@ -75,8 +73,7 @@ async function main(): Promise<void> {
   const ports = instrumentPorts({ eventStore: stores.eventStore, readStore: stores.readStore, blobStore: stores.blobStore, documents, ...withAudit(config, notificationPorts(config, brokers, logTo)) });
   const service = await composeService({
     ...ports,
-    verifyToken,
-    ...(issueToken === undefined ? {} : { issueToken }),
+    ...tokens,
     logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
     bodyLimit: config.BODY_LIMIT_BYTES,
     exchange: { importMaxBytes: config.IMPORT_MAX_BYTES, importFileMaxBytes: config.IMPORT_FILE_MAX_BYTES, applyJobThreshold: config.DIFF_APPLY_JOB_THRESHOLD },

@@ -29,7 +29,7 @@ import { ifMatchVersion } from './requestContext.ts';
 import { accessTo, assertReadable, assertWritable, readScope, writeContext } from './access.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
-import { pageSchema, historyEntrySchema, queryInteger } from './schemas.ts';
+import { historyEntrySchema, idOrCode, pageSchema, queryInteger } from './schemas.ts';
 import { exchangeRoutes } from './exchangeRoutes.ts';
 
 const MAX_HISTORY_PAGE = 1000;
@@ -43,11 +43,11 @@ const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
  * Number() reads as 0, 1000 and 16). */
 const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });
 const readModelQuery = z.strictObject({ minPosition: position.optional() });
-const idOrCodeParams = z.strictObject({ idOrCode: z.string().min(1).max(255) });
+const idOrCodeParams = z.strictObject({ idOrCode: idOrCode() });
 /** For a resource without codes, `{idOrCode}` is its id: checked by `target` (400 MALFORMED_UUID),
  * documented as a UUID. */
 const idParams = z.strictObject({
-  idOrCode: z.string().min(1).max(255).meta({ format: 'uuid', pattern: UUID_JSON_PATTERN, description: 'the record\'s id (this resource has no code)' }),
+  idOrCode: idOrCode().meta({ format: 'uuid', pattern: UUID_JSON_PATTERN, description: 'the record\'s id (this resource has no code)' }),
 });
 
 export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
@@ -291,7 +291,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       schema: {
         tags,
         summary: `A ${def.name} as it was at one version`,
-        params: z.strictObject({ idOrCode: z.string().min(1).max(255), version: queryInteger(0, Number.MAX_SAFE_INTEGER) }),
+        params: recordParams.extend({ version: queryInteger(0, Number.MAX_SAFE_INTEGER) }),
         response: { 200: record, ...errors(400, 404) },
       },
     },

@@ -52,6 +52,10 @@ export const historyEntrySchema = z
   })
   .meta({ id: 'HistoryEntry', description: 'One event of a record\'s stream; changes are JSON Patch ops from the previous version.' });
 
+/** A path parameter naming a record: its uuid, or its code where the resource has codes (one
+ * without codes answers 400 for anything but a uuid). */
+export const idOrCode = () => z.string().min(1).max(255);
+
 /** `?expand=`: repeated or comma-separated values of a route's own list (checked by parseExpand),
  * documented as the repeated form with the values allowed. */
 export const expandQuery = (allowed: readonly string[]) =>

@@ -17,6 +17,9 @@ export const ConfigSchema = z
     AUTH_AUDIENCE: optionalString,
     AUTH_JWKS_URL: optionalUrl,
     EVENTSTORE_URL: optionalString,
+    // KurrentDB's MaxAppendSize as the server is configured (1 MiB up to 25.1, 256 MiB from 26.0):
+    // a larger change is refused with a 413 before it is sent.
+    EVENTSTORE_MAX_APPEND_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
     MONGODB_URL: optionalString,
     KAFKA_BROKERS: optionalString,
     // Topics and consumer group of notifications over Kafka (when KAFKA_BROKERS is set).

@@ -23,9 +23,11 @@ export type OpenedStores = {
   description: string[];
 };
 
-async function openEventStore(config: Pick<Config, 'EVENTSTORE_URL' | 'DATA_DIR'>): Promise<[EventStore, string]> {
+async function openEventStore(config: StoresConfig): Promise<[EventStore, string]> {
   if (config.EVENTSTORE_URL !== undefined) {
-    return [await openKurrentEventStore(config.EVENTSTORE_URL), `event log: KurrentDB at ${redactCredentials(config.EVENTSTORE_URL)}`];
+    const limit = config.EVENTSTORE_MAX_APPEND_BYTES;
+    const store = await openKurrentEventStore(config.EVENTSTORE_URL, limit === undefined ? {} : { maxAppendBytes: limit });
+    return [store, `event log: KurrentDB at ${redactCredentials(config.EVENTSTORE_URL)}`];
   }
   const path = join(config.DATA_DIR, EVENT_LOG_FILE);
   return [openSqliteEventStore(path), `event log: SQLite ${path}`];
@@ -69,7 +71,10 @@ async function openBlobStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>): 
   return [openSqliteBlobStore(path), `blobs: SQLite ${path}`];
 }
 
-export async function openStores(config: Pick<Config, 'EVENTSTORE_URL' | 'MONGODB_URL' | 'DATA_DIR'>): Promise<OpenedStores> {
+/** What opening the stores reads of the configuration (the KurrentDB append limit its default when absent). */
+type StoresConfig = Pick<Config, 'EVENTSTORE_URL' | 'MONGODB_URL' | 'DATA_DIR'> & Partial<Pick<Config, 'EVENTSTORE_MAX_APPEND_BYTES'>>;
+
+export async function openStores(config: StoresConfig): Promise<OpenedStores> {
   mkdirSync(config.DATA_DIR, { recursive: true });
   if (config.MONGODB_URL === undefined) checkSameLog(config, join(config.DATA_DIR, READ_MODELS_FILE));
   const [eventStore, events] = await openEventStore(config);

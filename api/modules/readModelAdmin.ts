@@ -44,7 +44,9 @@ const RefreshResultSchema = z
 
 const AckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'JobAcknowledgement' });
 
-const nameParams = z.strictObject({ indexName: z.string().min(1).max(255) });
+const nameParams = z.strictObject({
+  indexName: z.string().min(1).max(255).meta({ description: 'the read model\'s name as GET /indexes lists it (`user_groups`), or the path of the resource it serves (`user-groups`)' }),
+});
 
 async function documentsOf(deps: AppDeps, name: string): Promise<number> {
   try {
@@ -128,8 +130,11 @@ export const readModelAdminModule: Module = {
   routes(app, deps) {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ['indexes'];
-    const known = (name: string): string => {
-      if (deps.readModels.projection(name) === undefined) throw notFound('READ_MODEL', name);
+    // A resource's default read model is named after its collection; clients know the resource by its path.
+    const byPath = new Map(deps.modules.flatMap((m) => m.resources ?? []).map((r) => [r.definition.path, r.definition.collection]));
+    const known = (asked: string): string => {
+      const name = deps.readModels.projection(asked) === undefined ? byPath.get(asked) : asked;
+      if (name === undefined || deps.readModels.projection(name) === undefined) throw notFound('READ_MODEL', asked);
       return name;
     };
 

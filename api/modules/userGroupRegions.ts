@@ -17,6 +17,7 @@ import { eq, recordsWhere, type QueryOptions } from '../readModelQuery.ts';
 import { assertReadable, readable, readScope } from '../access.ts';
 import { catchUpTo, position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
+import { idOrCode } from '../schemas.ts';
 import { serviceOf } from '../services.ts';
 
 const read = { permission: 'read', resource: userGroupRegion } as const;
@@ -103,7 +104,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
     '/api/v1/user-groups/:groupId/regions',
     {
       config: read,
-      schema: { tags: groupTags, summary: 'The region assignments of a group (by id or code)', description: readModelNote, params: z.strictObject({ groupId: z.string().min(1).max(255) }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
+      schema: { tags: groupTags, summary: 'The region assignments of a group (by id or code)', description: readModelNote, params: z.strictObject({ groupId: idOrCode() }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
     },
     async (request, reply) => sendItems(reply, await ofGroup(deps, request, request.params.groupId, false, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
   );
@@ -125,7 +126,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
         tags: groupTags,
         summary: 'The assignment of one region to a group (404 when none)',
         description: 'Read from the log (the pair\'s reservation): reflects every acknowledged write.',
-        params: z.strictObject({ groupId: z.string().min(1).max(255), regionId: uuid() }),
+        params: z.strictObject({ groupId: idOrCode(), regionId: uuid() }),
         response: { 200: userGroupRegion.record, ...errors(400, 404) },
       },
     },

@@ -19,6 +19,7 @@ import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.
 import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../readModelQuery.ts';
 import { position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
+import { idOrCode } from '../schemas.ts';
 import { serviceOf } from '../services.ts';
 import { groupsOfUsers } from './users.ts';
 
@@ -327,7 +328,7 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
           tags,
           summary: valid ? 'The valid users of a group: ENABLE, and now inside their validity window' : 'The users of a group',
           description: 'The group is read from the log; its users from the read model (`minPosition` waits for a write). At most 10000, by code.',
-          params: z.strictObject({ idOrCode: z.string().min(1).max(255) }),
+          params: z.strictObject({ idOrCode: idOrCode() }),
           querystring: z.strictObject({ minPosition: position.optional() }),
           response: { 200: z.array(user.record), ...errors(400, 404, 503) },
         },

@@ -12,17 +12,16 @@ import { UserKinds } from '../../domain/registries/userType.ts';
 import { userGroup } from '../../domain/identity/userGroup.ts';
 import { userGroupRegion } from '../../domain/identity/userGroupRegion.ts';
 import type { Document } from '../../domain/ports.ts';
-import { DomainError, forbidden, malformedUuid, notFound, validationFailed } from '../../domain/shared/errors.ts';
+import { DomainError, forbidden, notFound, validationFailed } from '../../domain/shared/errors.ts';
 import { allows } from '../auth.ts';
 import { dateTime, uuid } from '../../domain/shared/fields.ts';
-import { isUuid } from '../../domain/shared/ids.ts';
 import type { JsonObject } from '../../domain/shared/json.ts';
 import { sendDocuments, sendItems } from '../documentStream.ts';
 import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.ts';
 import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../readModelQuery.ts';
 import { position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
-import { expandQuery, parseExpand } from '../schemas.ts';
+import { expandQuery, idOrCode, parseExpand } from '../schemas.ts';
 import { ifMatchVersion } from '../requestContext.ts';
 import { assertReadable, assertWritable, readable, readScope, writeContext } from '../access.ts';
 import { serviceOf } from '../services.ts';
@@ -180,7 +179,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
           'The user reflects every acknowledged write. `expand` may be repeated or comma-separated: ROLES puts the effective roles in `roles` ' +
           '(its own, then the associatedUserRoleId of each of its groups valid now); REGIONS adds to `regions` those assigned to its valid groups ' +
           '(from the user group regions read model: `minPosition` waits for a write), each entry saying where it comes from.',
-        params: z.strictObject({ idOrCode: z.string().min(1).max(255) }),
+        params: z.strictObject({ idOrCode: idOrCode() }),
         querystring: z.strictObject({
           asOf: dateTime().optional(),
           expand: expandQuery(['REGIONS', 'ROLES']),
@@ -209,7 +208,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
         tags,
         summary: 'The effective roles of a user',
         description: 'Its own roles, then the associatedUserRoleId of every group it belongs to that is valid now, each once. Read from the log.',
-        params: z.strictObject({ userId: z.string().min(1).max(255) }),
+        params: z.strictObject({ userId: idOrCode() }),
         response: { 200: z.array(z.string()), ...errors(400, 404) },
       },
     },
@@ -224,7 +223,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
         tags,
         summary: 'The groups of a user',
         description: 'The user is read from the log; its groups from the read model (`minPosition` waits for a write).',
-        params: z.strictObject({ userId: uuid() }),
+        params: z.strictObject({ userId: idOrCode() }),
         querystring: z.strictObject({ minPosition: position.optional() }),
         response: { 200: z.array(userGroup.record), ...errors(400, 404, 503) },
       },
@@ -251,7 +250,7 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
           'An admin sets any user\'s password; a user logged in through POST /auth/token sets its own; anyone else gets 403. ' +
           `Policy: ${String(PASSWORD_MIN_LENGTH)} to ${String(PASSWORD_MAX_LENGTH)} characters, not the user's code or e-mail (400 naming the rule). ` +
           'Stored only as an argon2id hash (m = 19 MiB, t = 2, p = 1) in a UserPasswordChanged event; the plain text is never stored, echoed or logged.',
-        params: z.strictObject({ idOrCode: z.string().min(1).max(255) }),
+        params: z.strictObject({ idOrCode: idOrCode() }),
         body: z.strictObject({ password: z.string().max(4 * PASSWORD_MAX_LENGTH) }),
         response: { 204: z.undefined(), ...errors(400, 403, 404, 412) },
       },
@@ -289,15 +288,14 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
         summary: 'Upload a user\'s thumbnail',
         description:
           '`photoData`: base64 of a PNG, JPEG, GIF or WebP image (recognised by its first bytes, 400 otherwise; a `data:` URL prefix is accepted), ' +
-          'at most 1 MiB decoded (413). `userId` must be the id in the path. The bytes go to the blob store; the event records their SHA-256, type and size.',
-        params: z.strictObject({ id: z.string().max(255) }),
+          'at most 1 MiB decoded (413). The user is named by its uuid (as the contract says), which `userId` repeats. The bytes go to the blob store; the event records their SHA-256, type and size.',
+        params: z.strictObject({ id: uuid() }),
         body: photoBody,
         response: { 204: z.undefined(), ...errors(400, 404, 412, 413) },
       },
     },
     async (request, reply) => {
       const { id } = request.params;
-      if (!isUuid(id)) throw malformedUuid('id', id);
       if (request.body.userId !== id.toLowerCase()) throw validationFailed('The body names another user', [`userId: must be ${id.toLowerCase()}`]);
       const { bytes, contentType } = thumbnailOf(request.body.photoData);
       await assertWritable(deps, request, user, await users.get(id));
@@ -316,14 +314,13 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'A user\'s thumbnail: the image with its content type',
-        description: '`ETag` is the image\'s SHA-256; `If-None-Match` with it answers 304. 404 when the user has none.',
-        params: z.strictObject({ id: z.string().max(255) }),
+        description: 'The user by uuid or code. `ETag` is the image\'s SHA-256; `If-None-Match` with it answers 304. 404 when the user has none.',
+        params: z.strictObject({ id: idOrCode() }),
         response: { 200: z.any().meta({ description: 'the image bytes' }), 304: z.undefined(), ...errors(400, 404) },
       },
     },
     async (request, reply) => {
       const { id } = request.params;
-      if (!isUuid(id)) throw malformedUuid('id', id);
       const live = await users.live(id);
       if (live === undefined) throw notFound('USER', id);
       await assertReadable(deps, request, user, { id: live.id });

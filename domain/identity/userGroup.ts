@@ -19,7 +19,7 @@ export const userGroup: ResourceDefinition = defineResource({
     'A group of users, of a user group type (`type`: the code of an existing user group type, else 422), in a tree (`parentUserGroupId`: an existing group, ' +
     'never the group itself or one of its descendants, else 422). `ldapMemberOf`, when set, is unique among groups, compared as a DN case-insensitively ' +
     'with spaces around `,` and `=` ignored (409 USER_GROUP.LDAP_MEMBER_OF_TAKEN). Deleting a group that users, child groups or region assignments still name ' +
-    'is 409 USER_GROUP.STILL_REFERENCED naming them; so is changing the code of a group users name (users hold group codes).',
+    'is 409 USER_GROUP.STILL_REFERENCED counting them and naming those the caller may read; so is changing the code of a group users name (users hold group codes).',
   fields: z.strictObject({
     code: code(),
     type: code().meta({ description: 'code of an existing user group type' }),

@@ -5,7 +5,7 @@
 import type { EventStore, Position, RecordedEvent } from '../ports.ts';
 import { handleCommand, keyReservation, requestHashOf, type CommandContext } from '../shared/commandHandler.ts';
 import { codeTaken, keyTaken, malformedUuid, notFound, referenceCycle, referenceMissing, referenceUnusable, stillReferenced, unavailable, validationFailed } from '../shared/errors.ts';
-import type { FilterItem } from '../shared/filtering.ts';
+import type { Alternatives, FilterItem } from '../shared/filtering.ts';
 import { KeyedLocks, type LockRequest } from '../shared/keyedLocks.ts';
 import { isUuid, isUuidV4, uuidV5 } from '../shared/ids.ts';
 import { foldStream, type FoldSpec } from '../shared/streamFold.ts';
@@ -154,15 +154,21 @@ export function shownEventData(def: ResourceDefinition, event: Pick<RecordedEven
   return Object.fromEntries(Object.entries(data).filter(([k]) => !def.hidden.includes(k)));
 }
 
-/** Live records of a resource whose fields match filter items, read from its read model once it
- * has caught up with the log's head (the HTTP layer provides it over the read store). */
-export type ReferenceLookup = (def: ResourceDefinition, filter: readonly FilterItem[], limit: number) => Promise<ResourceRecordLike[]>;
+/** Live records of a resource whose fields match filter items (and `within`, when given: what the
+ * caller may read), read from its read model once it has caught up with the log's head (the HTTP
+ * layer provides it over the read store). */
+export type ReferenceLookup = (def: ResourceDefinition, filter: readonly FilterItem[], limit: number, within?: Alternatives) => Promise<ResourceRecordLike[]>;
+
+/** How many live records ReferenceLookup would find without a limit. */
+export type ReferenceCount = (def: ResourceDefinition, filter: readonly FilterItem[], within?: Alternatives) => Promise<number>;
 
 /** A reference of another resource to this one. */
 export type Referrer = { readonly resource: ResourceDefinition; readonly reference: Reference };
 
 export type ServiceOptions = {
   lookup?: ReferenceLookup;
+  /** Counts the records that restrict a delete (a 409 says how many). */
+  count?: ReferenceCount;
   /** The references that restrict this resource's delete (see referrersOf). */
   referrers?: readonly Referrer[];
 };
@@ -234,6 +240,11 @@ const holds = (held: readonly LockRequest[], plan: readonly LockRequest[]): bool
 function needLookup(options: ServiceOptions): ReferenceLookup {
   if (options.lookup === undefined) throw new Error('this resource needs a read-model lookup (ServiceOptions.lookup)');
   return options.lookup;
+}
+
+function needCount(options: ServiceOptions): ReferenceCount {
+  if (options.count === undefined) throw new Error('this resource needs a read-model count (ServiceOptions.count)');
+  return options.count;
 }
 
 /** The live records a reference's value may name (several for a non-unique field); undefined
@@ -324,18 +335,37 @@ async function loadReferences(def: ResourceDefinition, store: EventStore, candid
 /** How a referring record is named in a 409: its code, else its id. */
 const labelOf = (r: ResourceRecordLike): string => (typeof r.code === 'string' ? r.code : r.id);
 
+/** Referring records a 409 names, at most, per reference (it counts them all). */
+const NAMED = 5;
+
+/** A 409's line of one reference: how many records name this one, the labels of those the caller
+ * may read (`named`, of `readable` in all), and how many it may not read, never which. */
+function referrerLine({ resource, reference }: Referrer, total: number, named: readonly ResourceRecordLike[], readable: number): string {
+  const labels = named.slice(0, NAMED).map(labelOf);
+  if (readable > NAMED) labels.push('…');
+  const unreadable = total - readable;
+  const said = [labels.join(', '), unreadable > 0 ? `${String(unreadable)} you may not read` : ''].filter((part) => part !== '');
+  return `${resource.path}.${reference.field}: ${String(total)} ${resource.name} record(s) name it (${said.join('; ')})`;
+}
+
 /** 409 when live records name this one through a restricting reference: on a delete every such
- * reference, on a change of code those that name it by code. */
-async function assertUnreferenced(def: ResourceDefinition, options: ServiceOptions, fields: JsonObject & { id: string }, on: 'delete' | 'code'): Promise<void> {
+ * reference, on a change of code those that name it by code. Every such record is counted; those
+ * the caller may not read (its access rules on the referring resource) are never named. */
+async function assertUnreferenced(def: ResourceDefinition, options: ServiceOptions, fields: JsonObject & { id: string }, on: 'delete' | 'code', ctx: CommandContext): Promise<void> {
   const referrers = (options.referrers ?? []).filter((r) => on === 'delete' || r.reference.by === 'code');
   const lines: string[] = [];
-  for (const { resource, reference } of referrers) {
+  for (const referrer of referrers) {
+    const { resource, reference } = referrer;
     const value = reference.by === 'code' ? fields.code : fields.id;
     if (typeof value !== 'string') continue;
-    const found = await needLookup(options)(resource, [{ column: reference.field, operator: 'EQ', value }], 6);
-    if (found.length === 0) continue;
-    const names = found.slice(0, 5).map(labelOf).join(', ');
-    lines.push(`${resource.path}.${reference.field}: ${found.length > 5 ? 'more than 5' : String(found.length)} ${resource.name} record(s) name it (${names}${found.length > 5 ? ', …' : ''})`);
+    const filter: FilterItem[] = [{ column: reference.field, operator: 'EQ', value }];
+    const total = await needCount(options)(resource, filter);
+    if (total === 0) continue;
+    const scope = await ctx.readScope?.(resource.path);
+    // No alternative: the caller reads nothing of that resource.
+    const named = scope?.length === 0 ? [] : await needLookup(options)(resource, filter, NAMED + 1, scope);
+    const readable = scope === undefined ? total : named.length <= NAMED ? named.length : await needCount(options)(resource, filter, scope);
+    lines.push(referrerLine(referrer, total, named, Math.min(readable, total)));
   }
   if (lines.length > 0) throw stillReferenced(def.errorPrefix, lines);
 }
@@ -451,16 +481,16 @@ function referenceChecks(def: ResourceDefinition, store: EventStore, options: Se
   const current = (id: string) => currentState(def, store, id, false);
   return {
     /** A change of code while records name this one by code is a 409. */
-    async assertCodeKept(id: string, candidate: unknown): Promise<void> {
+    async assertCodeKept(id: string, candidate: unknown, ctx: CommandContext): Promise<void> {
       if (!codeReferrers || !isPlainObject(candidate)) return;
       const state = await current(id);
-      if (state.status === 'active' && state.fields.code !== candidate.code) await assertUnreferenced(def, options, { ...state.fields, id }, 'code');
+      if (state.status === 'active' && state.fields.code !== candidate.code) await assertUnreferenced(def, options, { ...state.fields, id }, 'code', ctx);
     },
     /** A delete while records name this one is a 409. */
-    async assertDeletable(id: string): Promise<void> {
+    async assertDeletable(id: string, ctx: CommandContext): Promise<void> {
       if (referrers.length === 0) return;
       const state = await current(id);
-      if (state.status === 'active') await assertUnreferenced(def, options, { ...state.fields, id }, 'delete');
+      if (state.status === 'active') await assertUnreferenced(def, options, { ...state.fields, id }, 'delete', ctx);
     },
     /** What a patch would leave, for loading its references and checking its code (the decision
      * checks it again); a resource with neither reads nothing for it. */
@@ -540,9 +570,9 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
 
     async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
-      await checks.assertCodeKept(id, input);
+      await checks.assertCodeKept(id, input, ctx);
       return guarded({ id, candidate: input }, async () => {
-        await checks.assertCodeKept(id, input);
+        await checks.assertCodeKept(id, input, ctx);
         return run(id, { type: 'Replace', input }, keyed(ctx, 'replace', id, input), expectedVersion, input);
       });
     },
@@ -551,7 +581,7 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
       const id = await existingId(idOrCode, ctx);
       return guarded({ id, candidate: await checks.patched(id, patch) }, async () => {
         const after = await checks.patched(id, patch);
-        await checks.assertCodeKept(id, after);
+        await checks.assertCodeKept(id, after, ctx);
         return run(id, { type: 'Patch', patch }, keyed(ctx, 'patch', id, patch), expectedVersion, after);
       });
     },
@@ -559,9 +589,9 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
     async remove(idOrCode: string, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
       // Once before the locks (it waits for the read models, which must not hold others up), then under them.
-      await checks.assertDeletable(id);
+      await checks.assertDeletable(id, ctx);
       return guarded({ id, deleting: true }, async () => {
-        await checks.assertDeletable(id);
+        await checks.assertDeletable(id, ctx);
         return run(id, { type: 'Delete' }, keyed(ctx, 'delete', id, null), expectedVersion);
       });
     },

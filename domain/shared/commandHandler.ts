@@ -11,8 +11,9 @@ import {
   type Position,
   type RecordedEvent,
 } from '../ports.ts';
-import { codeTaken, concurrentModification, idempotencyKeyReused, staleVersion, tooLarge } from './errors.ts';
+import { AppendTooLargeError, DomainError, codeTaken, concurrentModification, idempotencyKeyReused, staleVersion, tooLarge } from './errors.ts';
 import { sha256, uuidV5 } from './ids.ts';
+import type { Alternatives } from './filtering.ts';
 import { canonicalJson, jsonBytes, type JsonObject } from './json.ts';
 import { foldOnto, foldStream, keyOf, rememberFold, type Folded } from './streamFold.ts';
 
@@ -33,6 +34,10 @@ export type CommandContext = {
   /** Whether the caller may read a record of a resource (by path), when access rules narrow what it
    * reads: a reference to a record it may not read is as missing as one that does not exist. */
   visible?: (resourcePath: string, record: JsonObject) => Promise<boolean>;
+  /** What of a resource (by path) the caller may read, as alternatives a read-model query is
+   * narrowed to (undefined: every record); set with `visible`, judged alike: a 409 names only the
+   * records it covers. */
+  readScope?: (resourcePath: string) => Promise<Alternatives | undefined>;
 };
 
 export type Decided = {
@@ -117,7 +122,8 @@ function priorResult<S>(spec: CommandSpec<S>, ctx: CommandContext, events: reado
   let last = index;
   while (events[last + 1]?.id === keyedEventId(spec.stream, ctx, last + 1 - index)) last++;
   const upTo = events.slice(0, last + 1);
-  return { state: fold(spec, upTo), version: last, position: upTo.at(-1)?.position, written: false };
+  // The revision, not the index: a log may leave revisions out of what it reads (KurrentDB's fences).
+  return { state: fold(spec, upTo), version: upTo.at(-1)?.revision, position: upTo.at(-1)?.position, written: false };
 }
 
 /**
@@ -152,11 +158,19 @@ function appendFailure<S>(spec: CommandSpec<S>, error: unknown): Error | undefin
   // Another request took the key meanwhile: the next attempt answers as its retry, or refuses.
   if (error instanceof CodeTakenError && error.scope === IDEMPOTENCY_SCOPE) return undefined;
   if (error instanceof CodeTakenError) return spec.keyTaken?.(error) ?? codeTaken(spec.resource, error.code);
+  if (error instanceof AppendTooLargeError) return appendTooLarge(spec.resource, error);
   if (!(error instanceof WrongExpectedRevisionError)) return error instanceof Error ? error : new Error(String(error));
   // Without If-Match, or when the record is still at the caller's version (the conflict was on a
   // code reservation the append needed), the command is tried again.
   if (spec.expectedVersion === undefined || error.actual === spec.expectedVersion) return undefined;
   return staleVersion(spec.resource, spec.expectedVersion, typeof error.actual === 'number' ? error.actual : -1);
+}
+
+/** The resource's TOO_LARGE for a change the log will not take at once, naming the limit's setting. */
+function appendTooLarge(resource: string, error: AppendTooLargeError): Error {
+  return error.bytes === undefined || error.limit === undefined
+    ? new DomainError(`${resource}.TOO_LARGE`, 'PAYLOAD_TOO_LARGE', error.message, error.errors)
+    : tooLarge(resource, `The change (its events, as the event log counts them against ${error.setting})`, error.bytes, error.limit);
 }
 
 /** A key taken by another stream was used for another request: this one names another record. */

@@ -141,12 +141,33 @@ export const forbidden = (message: string): DomainError => new DomainError('AUTH
 export const unavailable = (code: string, message: string): DomainError =>
   new DomainError(code, 'SERVICE_UNAVAILABLE', message);
 
+/** An append over what the log takes at once (KurrentDB's MaxAppendSize for a whole append, or
+ * MaxAppendEventSize for one event): `bytes` as the log counts them, `limit` and the `setting` that
+ * sets it. The command handler answers it as the resource's TOO_LARGE (413); elsewhere it is a 413
+ * of its own. */
+export class AppendTooLargeError extends DomainError {
+  readonly bytes: number | undefined;
+  readonly limit: number | undefined;
+  readonly setting: string;
+  constructor(bytes: number | undefined, limit: number | undefined, setting: string) {
+    const size = bytes === undefined ? 'over' : `${String(bytes)} bytes,`;
+    const over = `The change is ${size} more than the event log takes at once (${setting}${limit === undefined ? '' : `: ${String(limit)} bytes`})`;
+    super('EVENT_STORE.APPEND_TOO_LARGE', 'PAYLOAD_TOO_LARGE', over, [`(body): ${over}`]);
+    this.name = 'AppendTooLargeError';
+    this.bytes = bytes;
+    this.limit = limit;
+    this.setting = setting;
+  }
+}
+
 /** A store did not answer (down, unreachable, past its deadline): the request may be retried. The
- * adapters throw it for their clients' transient failures, keeping the client's error as `cause`. */
+ * adapters throw it for their clients' transient failures, keeping the client's error as `cause`;
+ * a store that said it is busy or not ready, or did not answer within its deadline, says when to
+ * come back (`retryAfterSeconds`, the Retry-After header). */
 export class StoreUnavailableError extends DomainError {
-  constructor(store: 'EVENT_STORE' | 'READ_STORE' | 'BLOB_STORE', cause: unknown) {
+  constructor(store: 'EVENT_STORE' | 'READ_STORE' | 'BLOB_STORE', cause: unknown, options: { retryAfterSeconds?: number } = {}) {
     const which = { EVENT_STORE: 'event', READ_STORE: 'read', BLOB_STORE: 'blob' }[store];
-    super(`${store}.UNAVAILABLE`, 'SERVICE_UNAVAILABLE', `The ${which} store is unavailable; retry the request`);
+    super(`${store}.UNAVAILABLE`, 'SERVICE_UNAVAILABLE', `The ${which} store is unavailable; retry the request`, [], options);
     this.name = 'StoreUnavailableError';
     this.cause = cause;
   }

@@ -18,6 +18,15 @@ export type JsonTextReport = {
   readonly tooDeep: boolean;
   /** More values than allowed (counted as containers and separators); the scan stopped there. */
   readonly tooMany: boolean;
+  /** With `refusePrototypeKeys`: the first member name refused, and the position of its quote. */
+  readonly forbiddenMember?: { readonly name: string; readonly position: number };
+};
+
+export type JsonTextOptions = {
+  /** Report `__proto__` members, and `prototype` members of a `constructor` object: the members
+   * fastify's JSON parser refuses (its protoAction and constructorAction `error`). JSON.parse keeps
+   * them as data, but merged into another object they could reach a prototype. */
+  readonly refusePrototypeKeys?: boolean;
 };
 
 type Frame = {
@@ -66,14 +75,14 @@ const shorten = (s: string): string => (s.length > SHOWN_CHARS ? `${s.slice(0, S
 
 /** Problems of a JSON text that parsing would hide: inexact numbers, duplicate keys, and
  * nesting deeper than `maxDepth` containers. */
-export function scanJsonText(text: string, maxDepth: number, maxErrors = 20, maxValues = Number.POSITIVE_INFINITY): JsonTextReport {
-  const quick = scan(text, new Scan(text, { maxDepth, maxErrors, maxValues }, false));
+export function scanJsonText(text: string, maxDepth: number, maxErrors = 20, maxValues = Number.POSITIVE_INFINITY, options: JsonTextOptions = {}): JsonTextReport {
+  const limits = { maxDepth, maxErrors, maxValues, refusePrototypeKeys: options.refusePrototypeKeys === true };
+  const quick = scan(text, new Scan(text, limits, false));
   // Converting numbers one by one is the slow part, so the quick pass checks the numbers it could
   // not settle all at once; only when one of them fails is the text scanned again, checking each
   // number where it stands, to name it.
-  if (quick.tooMany || quick.deferredReadBack()) return { errors: quick.errors, tooDeep: quick.tooDeep, tooMany: quick.tooMany };
-  const exact = scan(text, new Scan(text, { maxDepth, maxErrors, maxValues }, true));
-  return { errors: exact.errors, tooDeep: exact.tooDeep, tooMany: exact.tooMany };
+  const done = quick.tooMany || quick.deferredReadBack() ? quick : scan(text, new Scan(text, limits, true));
+  return { errors: done.errors, tooDeep: done.tooDeep, tooMany: done.tooMany, ...(done.forbiddenMember === undefined ? {} : { forbiddenMember: done.forbiddenMember }) };
 }
 
 function scan(text: string, state: Scan): Scan {
@@ -122,6 +131,7 @@ class Scan {
   tooDeep = false;
   tooMany = false;
   full = false;
+  forbiddenMember: { name: string; position: number } | undefined;
   /** Containers opened and separators passed: about the number of values, found without parsing. */
   private values = 0;
   private readonly maxValues: number;
@@ -138,12 +148,14 @@ class Scan {
   private readonly maxDepth: number;
   private readonly maxErrors: number;
   private readonly eachNumber: boolean;
+  private readonly refusePrototypeKeys: boolean;
 
-  constructor(text: string, limits: { maxDepth: number; maxErrors: number; maxValues: number }, eachNumber: boolean) {
+  constructor(text: string, limits: { maxDepth: number; maxErrors: number; maxValues: number; refusePrototypeKeys: boolean }, eachNumber: boolean) {
     this.text = text;
     this.maxDepth = limits.maxDepth;
     this.maxErrors = limits.maxErrors;
     this.maxValues = limits.maxValues;
+    this.refusePrototypeKeys = limits.refusePrototypeKeys;
     this.eachNumber = eachNumber;
   }
 
@@ -224,6 +236,7 @@ class Scan {
     if (known !== undefined) {
       frame.names[frame.count++] = known;
       frame.key = known;
+      if (this.refusePrototypeKeys) this.prototypeKey(known, start - 1);
       return;
     }
     frame.prefix = false;
@@ -232,6 +245,16 @@ class Scan {
     const key = escaped ? decodeKey(raw) : raw;
     if (!addKey(frame, key)) this.report(`${this.path(this.depth - 1)}: duplicate key ${JSON.stringify(shorten(key))}`);
     frame.key = key;
+    if (this.refusePrototypeKeys) this.prototypeKey(key, start - 1);
+  }
+
+  /** `__proto__` anywhere, `prototype` directly in the value of a `constructor` member: what
+   * fastify's parser refuses (secure-json-parse), named by path. `quote` is where the name starts. */
+  private prototypeKey(key: string, quote: number): void {
+    const parent = this.depth >= 2 ? this.frames[this.depth - 2] : undefined;
+    if (key !== '__proto__' && !(key === 'prototype' && parent?.array === false && parent.key === 'constructor')) return;
+    this.forbiddenMember ??= { name: key, position: quote };
+    this.report(`${this.path(this.depth)}: member name not allowed`);
   }
 
   number(start: number): number {

@@ -54,11 +54,29 @@ export type StoredEvent = {
   position?: KurrentPosition | undefined;
 };
 
-export type MarkedEvent = { event: RecordedEvent; marks: CodeMarks | undefined };
+/** The fence's type (codeClaims.ts): an adapter's event, never a domain one (whose types have no colon). */
+export const CODE_CLAIM_VOIDED = 'adapter:CodeClaimVoided';
+
+/** A fence: no append made under the claim at `claimRevision` of `codeStream` may land after it. */
+export type Fence = { codeStream: string; claimRevision: bigint };
+
+export const fenceData = (f: Fence): Record<string, unknown> => ({ codeStream: f.codeStream, claimRevision: f.claimRevision.toString() });
+
+/** The fence an event is, if it is one. */
+export function fenceOf(stored: Pick<StoredEvent, 'type' | 'data'>): Fence | undefined {
+  if (stored.type !== CODE_CLAIM_VOIDED || !isRecord(stored.data)) return undefined;
+  const { codeStream, claimRevision } = stored.data;
+  return typeof codeStream === 'string' && typeof claimRevision === 'string' ? { codeStream, claimRevision: BigInt(claimRevision) } : undefined;
+}
+
+/** An event as read, with what the adapter keeps in it: an append's code marks, or the fence it is. */
+export type MarkedEvent = { event: RecordedEvent; marks: CodeMarks | undefined; fence?: Fence | undefined };
 
 export function toRecordedEvent(stored: StoredEvent): MarkedEvent {
   const { metadata, schemaVersion, marks } = fromStoredMetadata(stored.metadata);
+  const fence = fenceOf(stored);
   return {
+    ...(fence === undefined ? {} : { fence }),
     event: {
       id: stored.id,
       stream: stored.streamId,

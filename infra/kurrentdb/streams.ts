@@ -4,10 +4,11 @@
 import { NO_STREAM, streamNameFilter, type AppendStreamState, type CurrentStreamState, type Filter } from '@kurrent/kurrentdb-client';
 import type { ExpectedRevision } from '../../domain/ports.ts';
 
-/** Every stream of the service's own: not the server's (`$…`: $stats, $ce-…, $$metadata and the
- * like), nor the reservation streams of unique codes and Idempotency-Keys (`<scope>Code-…`), which
- * the embedded log keeps in a table and never returns either. */
-export const RECORD_STREAMS = '^(?![$])(?![^-]*Code-)';
+/** Every stream but the server's (`$…`: $stats, $ce-…, $$metadata and the like). The adapter's own
+ * events (claims and releases in the reservation streams, `<scope>Code-…`, which the embedded log
+ * keeps in a table, and fences) are left out after the read (isAdapterEvent): by name alone a
+ * record category ending in `Code` would go too. */
+export const RECORD_STREAMS = '^(?![$])';
 
 /** Server-side filter for readAll: the categories' streams (`<category>-…`: the dash keeps `user`
  * from matching `userGroup-…`), or every record stream when no category is given: both logs answer

@@ -107,3 +107,51 @@ describe('a malformed body', () => {
     expect(res.json<ErrorBody>()).toMatchObject({ message: 'JSON nests deeper than 32 levels', errors: ['(body): at most 32 levels of nesting'] });
   });
 });
+
+// Clients send Content-Type: application/json on every call, with or without a body.
+describe('an empty body with Content-Type: application/json', () => {
+  const json = { 'content-type': 'application/json' };
+
+  it('is no body on a route that takes none: a DELETE, a POST action', async () => {
+    const { id } = await create();
+    const deleted = await t.call({ method: 'DELETE', url: `${base}/${id}`, headers: json, payload: '' });
+    expect(deleted.statusCode, deleted.body).toBe(204);
+    expect((await t.call({ method: 'GET', url: `${base}/${id}` })).statusCode).toBe(404);
+    const recreated = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/recreate', headers: { 'content-type': 'application/json; charset=utf-8' }, payload: '' });
+    expect(recreated.statusCode, recreated.body).toBe(202);
+  });
+
+  it.each([
+    ['POST', base, 'application/json'],
+    ['PATCH', 'id', 'application/merge-patch+json'],
+    ['PUT', 'id', 'application/json'],
+  ] as const)('is still refused with 400 by a %s that requires a body (%s, %s)', async (method, path, contentType) => {
+    const url = path === 'id' ? `${base}/${(await create()).id}` : path;
+    const res = await t.call({ method, url, headers: { 'content-type': contentType }, payload: '' });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json<ErrorBody>()).toMatchObject({ status: 'BAD_REQUEST', message: expect.stringMatching(/Body cannot be empty/) });
+  });
+});
+
+// fastify's parser refuses them (no prototype is ever touched); the answer says what and where.
+describe('a member name that could reach a prototype', () => {
+  it.each([
+    ['{"__proto__":{"polluted":true}}', 'registry.__proto__: member name not allowed', '__proto__'],
+    ['{"constructor":{"prototype":{"polluted":true}}}', 'registry.constructor.prototype: member name not allowed', 'prototype'],
+  ])('in %s is refused, naming its path and position, and nothing is written', async (registry, line, name) => {
+    const code = uniqueCode();
+    const text = bodyText(code, registry);
+    const res = await t.call({ method: 'POST', url: base, payload: text });
+    expectRefused(res, line);
+    const position = text.indexOf(`"${name}"`);
+    expect(res.json<ErrorBody>().message).toBe(`JSON member name not allowed: "${name}" at position ${String(position)}`);
+    expect((await t.call({ method: 'GET', url: `${base}/by-code/${code}` })).statusCode).toBe(404);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('in a malformed text leaves the parser\'s answer', async () => {
+    const res = await t.call({ method: 'POST', url: base, headers: { 'content-type': 'application/json' }, payload: '{"registry":{"__proto__":{}}' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<ErrorBody>().message).toMatch(/^Malformed JSON/);
+  });
+});

@@ -238,3 +238,31 @@ describe('properties', () => {
     );
   });
 });
+
+describe('member names that could reach a prototype, when asked to refuse them', () => {
+  const refusing = (text: string) => scanJsonText(text, 32, 20, Number.POSITIVE_INFINITY, { refusePrototypeKeys: true });
+
+  it.each([
+    ['{"registry":{"__proto__":{"polluted":true}}}', ['registry.__proto__: member name not allowed'], 13],
+    ['{"__proto__":1}', ['__proto__: member name not allowed'], 1],
+    ['{"a":{"\\u005f_proto__":1}}', ['a.__proto__: member name not allowed'], 6],
+    ['{"registry":{"constructor":{"prototype":{}}}}', ['registry.constructor.prototype: member name not allowed'], 28],
+    ['[{"a":1,"__proto__":2},{"a":1,"__proto__":2}]', ['[0].__proto__: member name not allowed', '[1].__proto__: member name not allowed'], 8],
+  ])('names each in %s, and where the first is', (text, lines, position) => {
+    const report = refusing(text);
+    expect(report.errors).toEqual(lines);
+    expect(report.forbiddenMember).toEqual({ name: lines[0]?.includes('prototype:') === true ? 'prototype' : '__proto__', position });
+  });
+
+  it.each(['{"constructor":1}', '{"constructor":[{"prototype":1}]}', '{"prototype":{}}', '{"proto":1,"__proto":2}', '["__proto__"]', '{"a":"__proto__"}'])(
+    'lets %s through (the JSON parser keeps it as data)',
+    (text) => {
+      expect(refusing(text).errors).toEqual([]);
+    },
+  );
+
+  it('says nothing of them unless asked (an import file or a topic message holds them as data)', () => {
+    expect(errors('{"registry":{"__proto__":{}}}')).toEqual([]);
+    expect(scan('{"registry":{"__proto__":{}}}').forbiddenMember).toBeUndefined();
+  });
+});

@@ -4,6 +4,8 @@
 // The claim protocol under interleavings: claimProtocol.unit.spec.ts. The adapter against a real
 // server: eventStore.containers.spec.ts.
 
+import { status as grpcStatus } from '@grpc/grpc-js';
+import { handleCommand, type CommandContext, type CommandSpec } from '../../../domain/shared/commandHandler.ts';
 import { StoreUnavailableError } from '../../../domain/shared/errors.ts';
 import fc from 'fast-check';
 import {
@@ -34,7 +36,9 @@ import {
   holdOf,
   lastMark,
   releaseRevision,
-  recordDeadline,
+  voidsAny,
+  isAdapterEvent,
+  generationStream,
   releasedCodes,
   reservationOf,
   type Claim,
@@ -58,7 +62,7 @@ import {
 } from '../../../infra/kurrentdb/metadata.ts';
 import { commitDistance, packPosition, positionOf, readStartAfter, unpackPosition } from '../../../infra/kurrentdb/positions.ts';
 import { actualRevision, expectedState, readAllFilter } from '../../../infra/kurrentdb/streams.ts';
-import { grpcStatusServer } from './grpcStatusServer.ts';
+import { StandInFault, startGrpcStandIn } from './grpcStandIn.ts';
 
 const u64 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n });
 // Log positions are signed 64-bit on the server: commit stays below 2^63.
@@ -157,11 +161,11 @@ describe('streams and filters', () => {
     );
   });
 
-  it('reads every record stream when no category is given: not the server’s own, not reservation streams (as the embedded log)', () => {
+  it('reads every stream but the server’s own when no category is given (the adapter’s own events are left out after the read)', () => {
     const all = readAllFilter(undefined);
     const keeps = (stream: string) => ('regex' in all ? new RegExp(all.regex).test(stream) : false);
-    expect(['$stats-0.0.0.0:2113', '$ce-user', '$$user-1', '$et-UserCreated', 'userCode-X', 'idempotencyKeyCode-abc', 'userGroupTypeCode-A-B'].filter(keeps)).toEqual([]);
-    expect(['user-1', 'userGroupType-6f1c', 'a', 'codes-1', 'userCodeless-1'].every(keeps)).toBe(true);
+    expect(['$stats-0.0.0.0:2113', '$ce-user', '$$user-1', '$et-UserCreated'].filter(keeps)).toEqual([]);
+    expect(['user-1', 'userGroupType-6f1c', 'a', 'codes-1', 'userCodeless-1', 'promoCode-6f1c'].every(keeps)).toBe(true);
   });
 
   it('maps expected and actual revisions', () => {
@@ -269,6 +273,8 @@ describe('the claim protocol', () => {
     stream: 's-holder',
     eventId: 'e-claim',
     at: now - 1_000,
+    claimStream: codeStream,
+    claimRevision: 3n,
     ...over,
   });
   const ev = (id: string, marks?: { claimed?: string[]; released?: string[] }): MarkedEvent => ({
@@ -276,10 +282,11 @@ describe('the claim protocol', () => {
     marks: marks === undefined ? undefined : { claimed: marks.claimed ?? [], released: marks.released ?? [] },
   });
 
-  const at4 = (last: Reservation | undefined): ReservationStream => ({ last, revision: 4n });
+  const at4 = (last: Reservation | undefined): ReservationStream => ({ name: codeStream, last, revision: 4n });
+  const fence = (id: string, claimRevision = 3n, stream = codeStream): MarkedEvent => ({ event: { id } as RecordedEvent, marks: undefined, fence: { codeStream: stream, claimRevision } });
 
   it('claims an empty stream with no_stream, and its own release or a stream of other events at its revision', () => {
-    expect(claimDecision({ last: undefined, revision: NO_STREAM }, 's-a')).toEqual({ kind: 'free', expected: 'no_stream' });
+    expect(claimDecision({ name: codeStream, last: undefined, revision: NO_STREAM }, 's-a')).toEqual({ kind: 'free', expected: 'no_stream' });
     expect(claimDecision(at4({ kind: 'released', stream: 's-a' }), 's-a')).toEqual({ kind: 'free', expected: 4n });
     expect(claimDecision(at4(undefined), 's-a')).toEqual({ kind: 'free', expected: 4n });
   });
@@ -299,10 +306,23 @@ describe('the claim protocol', () => {
     expect(claimStatus(claim({ eventId: 'E-CLAIM' }), codeStream, holder, now, grace)).toBe('valid');
   });
 
-  it('waits for a young claim whose holder has not written yet, and takes an old one over', () => {
+  it('waits for a young claim whose holder has not written yet, and fences an expired one before taking it over', () => {
     expect(claimStatus(claim(), codeStream, [], now, grace)).toBe('pending');
-    expect(claimStatus(claim(), codeStream, [ev('other')], now + grace + 1_000, grace)).toBe('stale');
-    expect(claimStatus(claim({ at: Number.NaN }), codeStream, [], now, grace)).toBe('stale');
+    expect(claimStatus(claim(), codeStream, [ev('other')], now + grace + 1_000, grace)).toBe('expired');
+    expect(holdOf(claim(), codeStream, [ev('other')], now + grace + 1_000, grace)).toBe('fence');
+    expect(claimStatus(claim({ at: Number.NaN }), codeStream, [], now, grace)).toBe('expired');
+  });
+
+  it('takes over at once a claim a fence voids, and only that claim', () => {
+    expect(claimStatus(claim(), codeStream, [ev('e0'), fence('f')], now, grace)).toBe('stale');
+    expect(holdOf(claim(), codeStream, [fence('f')], now, grace)).toBe('free');
+    // a fence of another claim (another revision, another generation of the code) voids nothing here
+    expect(claimStatus(claim(), codeStream, [fence('f', 2n)], now, grace)).toBe('pending');
+    expect(claimStatus(claim(), codeStream, [fence('f', 3n, `${codeStream}!1`)], now, grace)).toBe('pending');
+    // the holder's marks still decide: a fence never voids a code the holder claimed by another event
+    expect(claimStatus(claim(), codeStream, [ev('e0', { claimed: [codeStream] }), fence('f')], now, grace)).toBe('valid');
+    expect(voidsAny([ev('e0'), fence('f')], [{ claimStream: codeStream, claimRevision: 3n }])).toBe(true);
+    expect(voidsAny([ev('e0'), fence('f')], [{ claimStream: codeStream, claimRevision: 4n }])).toBe(false);
   });
 
   it('takes over at once a claim whose event landed without marking the code (another request’s event under the same id)', () => {
@@ -317,22 +337,13 @@ describe('the claim protocol', () => {
     expect(claimStatus(claim(), codeStream, releasedBefore, now, grace)).toBe('stale');
   });
 
-  it('gives a claimant half the grace period from its first claim to its record append, at most the client’s deadline', () => {
-    expect(recordDeadline(0, grace, 10_000)).toBe(10_000);
-    expect(recordDeadline(0, grace, 60_000)).toBe(grace / 2);
-    expect(recordDeadline(grace / 2 - 1_500.5, grace, 10_000)).toBe(1_500);
-    expect(recordDeadline(grace / 2 - 1, grace, 10_000)).toBe(1);
-    expect(recordDeadline(grace / 2 - 0.5, grace, 10_000)).toBeUndefined();
-    expect(recordDeadline(grace / 2 + 1, grace, 10_000)).toBeUndefined();
-  });
-
   it('holds a claim whose event is not in the holder’s stream when the holder’s own marks claim the code', () => {
     // Another append of the holder claimed the code (a claim again, or a claim shared before claims were not).
     const holder = [ev('e-other', { claimed: [codeStream] })];
     expect(claimStatus(claim(), codeStream, holder, now + 3_600_000, grace)).toBe('valid');
     const releasedSince = [...holder, ev('e-later', { released: [codeStream] })];
     expect(claimStatus(claim(), codeStream, releasedSince, now, grace)).toBe('pending');
-    expect(claimStatus(claim(), codeStream, releasedSince, now + 3_600_000, grace)).toBe('stale');
+    expect(claimStatus(claim(), codeStream, releasedSince, now + 3_600_000, grace)).toBe('expired');
   });
 
   it('takes over a claim the holder released in its own stream (the CodeReleased append was lost)', () => {
@@ -348,7 +359,7 @@ describe('the claim protocol', () => {
     expect(holdOf(release, codeStream, [ev('a', { claimed: [codeStream] }), ev('b', { released: [codeStream] })], now, grace)).toBe('free');
     expect(holdOf(release, codeStream, [ev('a', { claimed: [codeStream] })], now, grace)).toBe('held');
     expect(holdOf(claim(), codeStream, [], now, grace)).toBe('pending');
-    expect(holdOf(claim(), codeStream, [], now + grace + 1, grace)).toBe('free');
+    expect(holdOf(claim(), codeStream, [], now + grace + 1, grace)).toBe('fence');
     expect(holdOf(claim(), codeStream, [ev('e-claim', { claimed: [codeStream] })], now, grace)).toBe('held');
   });
 
@@ -359,39 +370,55 @@ describe('the claim protocol', () => {
     expect(lastMark([ev('a', { claimed: [codeStream] }), ev('b', { released: [codeStream] })], codeStream)).toBe('released');
   });
 
-  it('releases only its own claim made by an earlier event, at the reservation stream’s revision', () => {
-    const stream = [ev('e-claim', { claimed: [codeStream] }), ev('e-release', { released: [codeStream] })];
-    expect(releaseRevision(at4(claim({ stream: 's-a' })), 's-a', stream, 'e-release')).toBe(4n);
-    expect(releaseRevision(at4(claim({ stream: 's-a' })), 's-a', stream, 'E-RELEASE')).toBe(4n);
+  it('releases only its own claim whose event is at the revision the claim names, before the release', () => {
+    const ours = claim({ stream: 's-a', landsAt: 0 });
+    const claiming = { id: 'e-claim', revision: 0 };
+    expect(releaseRevision(at4(ours), 's-a', claiming, 1)).toBe(4n);
+    expect(releaseRevision(at4(ours), 's-a', { id: 'E-CLAIM', revision: 0 }, 1)).toBe(4n);
     // a claim again by a later event, or by one not (yet) in the stream, wins over the release
-    const again = [...stream, ev('e-again', { claimed: [codeStream] })];
-    expect(releaseRevision(at4(claim({ stream: 's-a', eventId: 'e-again' })), 's-a', again, 'e-release')).toBeUndefined();
-    expect(releaseRevision(at4(claim({ stream: 's-a', eventId: 'in-flight' })), 's-a', stream, 'e-release')).toBeUndefined();
-    expect(releaseRevision(at4(claim()), 's-a', stream, 'e-release')).toBeUndefined();
-    expect(releaseRevision(at4({ kind: 'released', stream: 's-a' }), 's-a', stream, 'e-release')).toBeUndefined();
-    expect(releaseRevision(at4(undefined), 's-a', stream, 'e-release')).toBeUndefined();
-    expect(releaseRevision({ last: undefined, revision: NO_STREAM }, 's-a', stream, 'e-release')).toBeUndefined();
+    expect(releaseRevision(at4(ours), 's-a', { id: 'e-claim', revision: 2 }, 1)).toBeUndefined();
+    expect(releaseRevision(at4(ours), 's-a', { id: 'another', revision: 0 }, 1)).toBeUndefined();
+    expect(releaseRevision(at4(ours), 's-a', undefined, 1)).toBeUndefined();
+    expect(releaseRevision(at4(claim()), 's-a', claiming, 1)).toBeUndefined();
+    expect(releaseRevision(at4({ kind: 'released', stream: 's-a' }), 's-a', claiming, 1)).toBeUndefined();
+    expect(releaseRevision(at4(undefined), 's-a', claiming, 1)).toBeUndefined();
+    expect(releaseRevision({ name: codeStream, last: undefined, revision: NO_STREAM }, 's-a', claiming, 1)).toBeUndefined();
   });
 
   it('reads reservation events, a claim’s time from the server’s, and passes over events of other types', () => {
     const created = new Date(now);
-    const data = { stream: 's-1', eventId: 'e', at: new Date(now - 3_600_000).toISOString() };
-    expect(reservationOf({ type: 'CodeClaimed', data, created })).toEqual({
+    const at = { streamId: codeStream, revision: 7n };
+    const data = { stream: 's-1', eventId: 'e', revision: 3, at: new Date(now - 3_600_000).toISOString() };
+    expect(reservationOf({ ...at, type: 'CodeClaimed', data, created })).toEqual({
       kind: 'claimed',
       stream: 's-1',
       eventId: 'e',
       at: now,
+      claimStream: codeStream,
+      claimRevision: 7n,
+      landsAt: 3,
     });
-    // The claimant's clock only when the server's time is missing.
-    expect(reservationOf({ type: 'CodeClaimed', data })).toMatchObject({ at: now - 3_600_000 });
-    expect(reservationOf({ type: 'CodeClaimed', data, created: new Date(Number.NaN) })).toMatchObject({
+    // The claimant's clock only when the server's time is missing; claims of earlier adapters name no revision.
+    expect(reservationOf({ ...at, type: 'CodeClaimed', data })).toMatchObject({ at: now - 3_600_000 });
+    expect(reservationOf({ ...at, type: 'CodeClaimed', data, created: new Date(Number.NaN) })).toMatchObject({
       at: now - 3_600_000,
     });
-    expect(reservationOf({ type: 'CodeReleased', data: { stream: 's-1' } })).toEqual({
+    expect(reservationOf({ ...at, type: 'CodeClaimed', data: { stream: 's-1', eventId: 'e' } })).not.toHaveProperty('landsAt');
+    expect(reservationOf({ ...at, type: 'CodeReleased', data: { stream: 's-1' } })).toEqual({
       kind: 'released',
       stream: 's-1',
     });
-    expect(reservationOf({ type: 'Other', data: { stream: 's-1' } })).toBeUndefined();
+    expect(reservationOf({ ...at, type: 'Other', data: { stream: 's-1' } })).toBeUndefined();
+  });
+
+  it('hides the adapter’s own events from readers, not a record category ending in Code', () => {
+    expect(isAdapterEvent({ type: 'CodeClaimed', stream: 'userCode-X' })).toBe(true);
+    expect(isAdapterEvent({ type: 'CodeReleased', stream: 'userCode-X!1' })).toBe(true);
+    expect(isAdapterEvent({ type: 'adapter:CodeClaimVoided', stream: 'user-1' })).toBe(true);
+    expect(isAdapterEvent({ type: 'PromoCodeCreated', stream: 'promoCode-6f1c0a2e' })).toBe(false);
+    expect(isAdapterEvent({ type: 'CodeClaimed', stream: 'user-1' })).toBe(false);
+    expect(generationStream('userCode-X', 0)).toBe('userCode-X');
+    expect(generationStream('userCode-X', 2)).toBe('userCode-X!2');
   });
 });
 
@@ -459,9 +486,9 @@ describe('error translation', () => {
   });
 
   it('makes a conflict answered as success: false (throwOnAppendFailure=false) the conflict the client throws otherwise', () => {
-    const onMissing = refusedAppend('s-1', 0n, { success: false, nextExpectedRevision: -1n });
+    const onMissing = refusedAppend('s-1', 0n, NO_STREAM);
     expect(translateError(onMissing)).toMatchObject({ name: 'WrongExpectedRevisionError', stream: 's-1', expected: 0, actual: 'no_stream' });
-    const moved = refusedAppend('s-1', 'no_stream', { success: false, nextExpectedRevision: 3n });
+    const moved = refusedAppend('s-1', 'no_stream', 3n);
     expect(translateError(moved)).toMatchObject({ expected: 'no_stream', actual: 3 });
   });
 
@@ -535,19 +562,44 @@ describe('without a server (a closed local port, through the real client)', () =
   });
 });
 
-describe('against a server that fails every call with a gRPC status (a local HTTP/2 endpoint, through the real client)', () => {
+describe('opening (the gRPC stand-in, through the real client)', () => {
+  it('refuses throwOnAppendFailure=false, under which the client reports every conflict at revision 1', async () => {
+    const server = await startGrpcStandIn();
+    try {
+      await expect(openKurrentEventStore(server.url('throwOnAppendFailure=false'))).rejects.toThrow(/throwOnAppendFailure=false .*remove the setting/);
+      await expect(openKurrentEventStore(server.url('Throw_On_Append_Failure=FALSE'))).rejects.toThrow(/throwOnAppendFailure=false/);
+      const store = await openKurrentEventStore(server.url('throwOnAppendFailure=true'));
+      await store.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('says that the user may not read $all (it needs $admins or $ops), not that the server does not answer', async () => {
+    const server = await startGrpcStandIn({ allowsAll: false });
+    try {
+      const opening = openKurrentEventStore(server.url());
+      await expect(opening).rejects.toThrow(/refuses its user a read of \$all.*\$admins or \$ops/);
+      await expect(opening).rejects.not.toThrow(/does not answer/);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('against a server that fails every call with a gRPC status (the gRPC stand-in, through the real client)', () => {
   const statuses = [
-    { status: 14, name: 'Unavailable' },
-    { status: 13, name: 'Internal' },
-    { status: 2, name: 'Unknown' },
-    { status: 15, name: 'DataLoss' },
-    { status: 1, name: 'Cancelled' },
-    { status: 4, name: 'DeadlineExceeded' },
+    { status: grpcStatus.UNAVAILABLE, name: 'Unavailable' },
+    { status: grpcStatus.INTERNAL, name: 'Internal' },
+    { status: grpcStatus.UNKNOWN, name: 'Unknown' },
+    { status: grpcStatus.DATA_LOSS, name: 'DataLoss' },
+    { status: grpcStatus.CANCELLED, name: 'Cancelled' },
+    { status: grpcStatus.DEADLINE_EXCEEDED, name: 'DeadlineExceeded' },
   ];
 
   it.each(statuses)('answers reads and appends with StoreUnavailableError for status $status ($name)', async ({ status }) => {
-    const server = await grpcStatusServer(status, 'Server Is Not Ready');
-    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url));
+    const server = await startGrpcStandIn({ failEveryCall: { status, message: 'Server Is Not Ready' } });
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()));
     try {
       await expectEveryCallUnavailable(store);
     } finally {
@@ -557,12 +609,100 @@ describe('against a server that fails every call with a gRPC status (a local HTT
   });
 
   it('leaves a call the server refuses as invalid as it is (a 500: retrying does not help)', async () => {
-    const server = await grpcStatusServer(3, 'bad filter');
-    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url));
+    const server = await startGrpcStandIn({ failEveryCall: { status: grpcStatus.INVALID_ARGUMENT, message: 'bad filter' } });
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()));
     try {
       const read = store.readStream('s-1');
       await expect(read).rejects.toThrow(/invalid argument/);
       await expect(read).rejects.not.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await store.close();
+      await server.close();
+    }
+  });
+});
+
+describe('an append the server refuses on the batch-append path (the gRPC stand-in, through the real client)', () => {
+  const anEvent = (): NewEvent => ({ id: crypto.randomUUID(), type: 'T', schemaVersion: 1, data: {}, metadata: { actor: 'a', at: 't' } });
+
+  it.each([
+    { kind: 'busy', retryAfter: 1 },
+    { kind: 'notReady', retryAfter: 1 },
+    { kind: 'timeout', retryAfter: 1 },
+    { kind: 'unknown', retryAfter: undefined },
+  ] as const)('answers $kind with 503 (Retry-After $retryAfter), not 500, and keeps the claims for the holder check', async ({ kind, retryAfter }) => {
+    const server = await startGrpcStandIn();
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()));
+    try {
+      const event = anEvent();
+      const held = server.model.hold((call) => call.stream === 's-1');
+      void held.reached.then(() => {
+        held.fail(new StandInFault(kind));
+      });
+      const failed = store.append({ stream: 's-1', expected: 'no_stream', events: [event], claim: [{ scope: 's', code: 'X' }] });
+      await expect(failed).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(failed).rejects.toMatchObject({ httpStatus: 503, retryAfterSeconds: retryAfter });
+      // The server may still commit a timed-out append: its claim stays, for the holder check.
+      expect(server.model.events(codeStreamName({ scope: 's', code: 'X' })).map((e) => e.type)).toEqual(['CodeClaimed']);
+    } finally {
+      await store.close();
+      await server.close();
+    }
+  });
+
+  const big = (kib: number): NewEvent => ({ ...anEvent(), data: { text: 'x'.repeat(kib * 1024) } });
+  const X = { scope: 's', code: 'X' };
+
+  it('refuses a change whose whole append is over EVENTSTORE_MAX_APPEND_BYTES with a 413 naming it, before any claim', async () => {
+    const server = await startGrpcStandIn({ maxAppendSize: 64 * 1024 * 1024 });
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()));
+    try {
+      const failed = store.append({ stream: 's-1', expected: 'no_stream', events: [big(600), big(600)], claim: [X] });
+      await expect(failed).rejects.toMatchObject({ httpStatus: 413, code: 'EVENT_STORE.APPEND_TOO_LARGE', limit: 1024 * 1024, setting: 'EVENTSTORE_MAX_APPEND_BYTES' });
+      await expect(failed).rejects.toThrow(/EVENTSTORE_MAX_APPEND_BYTES: 1048576 bytes/);
+      expect(server.model.appends).toEqual([]);
+      // Counted as the server counts: under the limit by the type's length twice is taken.
+      await store.append({ stream: 's-1', expected: 'no_stream', events: [big(600), big(300)] });
+      // A command answers the resource's TOO_LARGE.
+      const spec: CommandSpec<number> = { resource: 'USER', stream: 's-2', initial: () => 0, evolve: (n) => n + 1, decide: () => ({ events: [big(600), big(600)] }), schemaVersion: 1 };
+      const ctx: CommandContext = { actor: 'a', now: new Date(), newId: () => crypto.randomUUID() };
+      await expect(handleCommand(spec, ctx, store)).rejects.toMatchObject({ code: 'USER.TOO_LARGE', httpStatus: 413, message: expect.stringMatching(/EVENTSTORE_MAX_APPEND_BYTES/) as string });
+    } finally {
+      await store.close();
+      await server.close();
+    }
+  });
+
+  it.each([
+    { refusal: 'MaxAppendSize', options: { maxAppendSize: 512 * 1024 }, events: () => [big(300), big(300)], message: /KurrentDB's MaxAppendSize: 524288 bytes/ },
+    { refusal: 'MaxAppendEventSize', options: { maxAppendEventSize: 256 * 1024 }, events: () => [big(300)], message: /KurrentDB's MaxAppendEventSize/ },
+  ])('answers the server’s refusal by its $refusal with a 413 and gives the claims back', async ({ options, events, message }) => {
+    const server = await startGrpcStandIn(options);
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()), { maxAppendBytes: 64 * 1024 * 1024 });
+    try {
+      const failed = store.append({ stream: 's-1', expected: 'no_stream', events: events(), claim: [X] });
+      await expect(failed).rejects.toMatchObject({ httpStatus: 413, code: 'EVENT_STORE.APPEND_TOO_LARGE' });
+      await expect(failed).rejects.toThrow(message);
+      expect(server.model.events(codeStreamName(X)).map((e) => e.type)).toEqual(['CodeClaimed', 'CodeReleased']);
+      expect(server.model.events('s-1')).toEqual([]);
+    } finally {
+      await store.close();
+      await server.close();
+    }
+  });
+
+  it.each([
+    { kind: 'busy', message: /Server Is Too Busy/ },
+    { kind: 'notReady', message: /Server Is Not Ready/ },
+  ] as const)('answers a read the server refuses as $kind with 503', async ({ kind }) => {
+    const server = await startGrpcStandIn();
+    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()));
+    try {
+      const held = server.model.holdRead((stream) => stream === 's-1');
+      void held.reached.then(() => {
+        held.fail(new StandInFault(kind));
+      });
+      await expect(store.readStream('s-1')).rejects.toMatchObject({ httpStatus: 503, retryAfterSeconds: 1 });
     } finally {
       await store.close();
       await server.close();

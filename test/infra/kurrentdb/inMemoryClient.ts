@@ -1,25 +1,29 @@
-// A STAND-IN FOR THE KURRENTDB SERVER (and the client's transport), not a KurrentDB: streams in
-// memory with the server's expected-revision rules, answering through the client's own error
-// classes, so that the REAL KurrentEventStore can be driven through interleavings of concurrent
-// appends that a real server cannot be made to produce on demand (an append held between its claim
-// and its record, an answer lost after the write, a release that never reaches the reservation
-// stream, a read that fails after a write). Only what the adapter's claim protocol relies on is
-// modelled: appends at an exact expected revision, optionally the server's idempotency (the same
-// event ids at the same expected revision acknowledged without being written again, whatever the
-// events say), the call's deadline (an append still held when it has passed, by the server's
-// clock, fails as DeadlineExceeded and is not written), answers with or without the position,
-// stream reads in both directions, $all reads with stream-name filters, the server's creation time
-// of each event. The server's own behaviour (and the client's real wire format) is covered by
-// eventStore.containers.spec.ts, against a real server.
+// A STAND-IN FOR THE KURRENTDB SERVER's storage, not a KurrentDB: streams in memory with the
+// server's expected-revision rules, answering through the client's own error classes. It is the
+// model behind grpcStandIn.ts, which serves it over gRPC to the REAL @kurrent/kurrentdb-client (its
+// batch-append path and its Rust reader), so that the real KurrentEventStore can be driven through
+// interleavings of concurrent appends that a real server cannot be made to produce on demand (an
+// append held between its claim and its record, an answer lost after the write, a release that
+// never reaches the reservation stream, a read that fails after a write, a commit that lands long
+// after its deadline). Only what the adapter relies on is modelled: appends at an exact expected
+// revision, optionally the server's idempotency (the same event ids at the same expected revision
+// acknowledged without being written again, whatever the events say), commits that land whenever
+// the server gets to them (as KurrentDB's batch append: the call's deadline does not stop a
+// complete request), answers with or without the position, stream reads in both directions, $all
+// reads with stream-name filters, the server's creation time of each event, stream metadata
+// (`$tb`, `$maxCount`: truncation, which reads skip, and a scavenge that removes what it covers
+// from $all too), tombstones (reads and appends answer StreamDeleted). The server's own behaviour
+// is covered by eventStore.containers.spec.ts, against a real server.
 
+import { randomUUID } from 'node:crypto';
 import {
   ANY,
   BACKWARDS,
-  DeadlineExceededError,
   END,
   NO_STREAM,
   START,
   STREAM_EXISTS,
+  StreamDeletedError,
   StreamNotFoundError,
   WrongExpectedVersionError,
   type AllStreamRecordedEvent,
@@ -37,8 +41,8 @@ import {
 } from '@kurrent/kurrentdb-client';
 import type { KurrentClient } from '../../../infra/kurrentdb/eventStore.ts';
 
-/** One append as the stand-in received it; `deadline` as the call gave it (the client's default
- * when undefined). */
+/** One append as the stand-in received it; `deadline` as the call gave it (ms from when it was
+ * received; the client's default when undefined). */
 export type AppendCall = { stream: string; events: readonly EventData[]; streamState: AppendStreamState; deadline: number | undefined };
 
 /** An append held by the test: `reached` once the stand-in has it; `open()` lets it go on, `fail()`
@@ -73,8 +77,6 @@ function newGate(): { gate: Gate; reach: () => void; wait: Promise<Error | undef
 export type InMemoryClientOptions = {
   /** The server's clock, stamped on every event as `created`. */
   clock?: () => number;
-  /** As the client's connection-string setting: false answers a conflict with `success: false`. */
-  throwOnAppendFailure?: boolean;
   /** KurrentDB's idempotency: an append whose event ids are already in the stream right after its
    * expected revision is acknowledged with the first append's result and writes nothing. */
   idempotent?: boolean;
@@ -85,11 +87,12 @@ export type InMemoryClientOptions = {
 export class InMemoryKurrentClient implements KurrentClient {
   readonly #streams = new Map<string, AllStreamRecordedEvent[]>();
   readonly #all: AllStreamRecordedEvent[] = [];
-  readonly #truncated = new Map<string, bigint>();
+  /** Streams' truncation as their metadata says: `$tb` (truncate before) and `$maxCount`. */
+  readonly #metadata = new Map<string, { truncateBefore?: bigint; maxCount?: bigint }>();
+  readonly #tombstoned = new Set<string>();
   readonly #holds: Hold[] = [];
   readonly #readHolds: ReadHold[] = [];
   readonly #clock: () => number;
-  readonly #throwOnAppendFailure: boolean;
   readonly #idempotent: boolean;
   readonly #answersPosition: boolean;
   #position = 0n;
@@ -102,7 +105,6 @@ export class InMemoryKurrentClient implements KurrentClient {
 
   constructor(options: InMemoryClientOptions = {}) {
     this.#clock = options.clock ?? Date.now;
-    this.#throwOnAppendFailure = options.throwOnAppendFailure ?? true;
     this.#idempotent = options.idempotent ?? false;
     this.#answersPosition = options.answersPosition ?? true;
   }
@@ -114,8 +116,8 @@ export class InMemoryKurrentClient implements KurrentClient {
     return gate;
   }
 
-  /** Holds the next readStream of a stream `match` accepts (once), before it reads: `open()` lets
-   * it read, `fail()` makes it throw. */
+  /** Holds the next read of a stream `match` accepts ('$all' for a read of $all) once, before it
+   * reads: `open()` lets it read, `fail()` makes it throw. */
   holdRead(match: (stream: string) => boolean): Gate {
     const { gate, reach, wait } = newGate();
     this.#readHolds.push({ match, reach, wait });
@@ -135,7 +137,6 @@ export class InMemoryKurrentClient implements KurrentClient {
   async appendToStream(stream: string, events: EventData | EventData[], options: AppendToStreamOptions = {}): Promise<AppendResult> {
     const call: AppendCall = { stream, events: Array.isArray(events) ? events : [events], streamState: options.streamState ?? ANY, deadline: options.deadline };
     this.appends.push(call);
-    const received = this.#clock();
     await turn();
     const index = this.#holds.findIndex((h) => h.match(call));
     const hold = index < 0 ? undefined : this.#holds.splice(index, 1)[0];
@@ -143,20 +144,17 @@ export class InMemoryKurrentClient implements KurrentClient {
       hold.reach();
       const failure = await hold.wait;
       if (failure !== undefined) throw failure;
-      // Held past its deadline: the client gave up and the server never committed it.
-      if (call.deadline !== undefined && this.#clock() - received > call.deadline) throw new DeadlineExceededError();
     }
+    // KurrentDB commits a complete request whenever it gets to it, past the call's deadline too.
+    if (this.#tombstoned.has(stream)) throw StreamDeletedError.fromStreamName(stream);
     const result = this.#alreadyWritten(call) ?? this.#apply(call);
     if (hold?.when === 'after') {
       hold.reach();
       const failure = await hold.wait;
       if (failure !== undefined) throw failure;
     }
-    if (result instanceof WrongExpectedVersionError) {
-      if (this.#throwOnAppendFailure) throw result;
-      const current = result.actualState;
-      return { success: false, nextExpectedRevision: current === NO_STREAM ? -1n : current };
-    }
+    // The client's throwOnAppendFailure=false is the client's: the server always refuses.
+    if (result instanceof WrongExpectedVersionError) throw result;
     return this.#answersPosition || !result.success ? result : { success: true, nextExpectedRevision: result.nextExpectedRevision };
   }
 
@@ -176,6 +174,7 @@ export class InMemoryKurrentClient implements KurrentClient {
     const current: CurrentStreamState = existing === undefined ? NO_STREAM : BigInt(existing.length - 1);
     if (!accepts(streamState, current)) return new WrongExpectedVersionError(undefined, { streamName: stream, expected: streamState, current });
     const written = existing ?? [];
+    if (stream.startsWith('$$')) this.#setMetadata(stream.slice(2), events);
     for (const e of events) {
       this.#position += 100n;
       const recorded = {
@@ -199,7 +198,8 @@ export class InMemoryKurrentClient implements KurrentClient {
   readStream(stream: string, options: ReadStreamOptions = {}): AsyncIterableIterator<ResolvedEvent> {
     this.reads.push({ stream, options });
     const streams = this.#streams;
-    const truncatedBefore = this.#truncated.get(stream) ?? 0n;
+    const tombstoned = this.#tombstoned.has(stream);
+    const first = this.#firstReadable(stream);
     const index = this.#readHolds.findIndex((h) => h.match(stream));
     const hold = index < 0 ? undefined : this.#readHolds.splice(index, 1)[0];
     return (async function* () {
@@ -209,9 +209,10 @@ export class InMemoryKurrentClient implements KurrentClient {
         const failure = await hold.wait;
         if (failure !== undefined) throw failure;
       }
+      if (tombstoned) throw StreamDeletedError.fromStreamName(stream);
       const stored = streams.get(stream);
       if (stored === undefined) throw new StreamNotFoundError(undefined, stream);
-      const events = stored.filter((e) => e.revision >= truncatedBefore);
+      const events = stored.filter((e) => e.revision >= first);
       const backwards = options.direction === BACKWARDS;
       const from = options.fromRevision ?? (backwards ? END : START);
       const ordered = backwards ? [...events].reverse() : [...events];
@@ -223,8 +224,15 @@ export class InMemoryKurrentClient implements KurrentClient {
   readAll(options: ReadAllOptions = {}): AsyncIterableIterator<AllStreamResolvedEvent> {
     this.reads.push({ stream: '$all', options });
     const all = this.#all;
+    const index = this.#readHolds.findIndex((h) => h.match('$all'));
+    const hold = index < 0 ? undefined : this.#readHolds.splice(index, 1)[0];
     return (async function* () {
       await turn();
+      if (hold !== undefined) {
+        hold.reach();
+        const failure = await hold.wait;
+        if (failure !== undefined) throw failure;
+      }
       const backwards = options.direction === BACKWARDS;
       const from = options.fromPosition ?? (backwards ? END : START);
       const filter = options.filter;
@@ -237,12 +245,39 @@ export class InMemoryKurrentClient implements KurrentClient {
     })();
   }
 
-  /** Stream truncation (`$tb`): reads of the stream skip the revisions before it, as the server's do. */
+  /** Stream metadata, written as the client writes it (a `$metadata` event in `$$<stream>`). */
   setStreamMetadata(stream: string, metadata: StreamMetadata): Promise<AppendResult> {
-    this.metadataWrites.push({ stream, metadata });
-    if (typeof metadata.truncateBefore === 'number') this.#truncated.set(stream, BigInt(metadata.truncateBefore));
-    this.#position += 1n;
-    return Promise.resolve({ success: true, nextExpectedRevision: 0n, position: { commit: this.#position, prepare: this.#position } });
+    const data = { ...(metadata.truncateBefore === undefined ? {} : { $tb: metadata.truncateBefore }), ...(metadata.maxCount === undefined ? {} : { $maxCount: metadata.maxCount }) };
+    return this.appendToStream(`$$${stream}`, { id: randomUUID(), type: '$metadata', contentType: 'application/json', data, metadata: undefined });
+  }
+
+  /** A `$metadata` event's truncation, as the server reads it. */
+  #setMetadata(stream: string, events: readonly EventData[]): void {
+    const data = events.at(-1)?.data as { $tb?: unknown; $maxCount?: unknown } | undefined;
+    const big = (v: unknown) => (typeof v === 'number' || typeof v === 'bigint' ? BigInt(v) : undefined);
+    const truncateBefore = big(data?.$tb);
+    const maxCount = big(data?.$maxCount);
+    this.metadataWrites.push({ stream, metadata: { ...(truncateBefore === undefined ? {} : { truncateBefore: Number(truncateBefore) }), ...(maxCount === undefined ? {} : { maxCount: Number(maxCount) }) } });
+    this.#metadata.set(stream, { ...(truncateBefore === undefined ? {} : { truncateBefore }), ...(maxCount === undefined ? {} : { maxCount }) });
+  }
+
+  /** The first revision reads of a stream return: after `$tb`, and within the last `$maxCount`. */
+  #firstReadable(stream: string): bigint {
+    const { truncateBefore = 0n, maxCount } = this.#metadata.get(stream) ?? {};
+    const count = BigInt(this.#streams.get(stream)?.length ?? 0);
+    const kept = maxCount === undefined ? 0n : count - maxCount;
+    return truncateBefore > kept ? truncateBefore : kept;
+  }
+
+  /** Hard-deletes a stream, as `tombstoneStream` does: reads and appends answer StreamDeleted for good. */
+  tombstone(stream: string): void {
+    this.#tombstoned.add(stream);
+  }
+
+  /** What a scavenge does: the truncated events leave $all as well. */
+  scavenge(): void {
+    const kept = this.#all.filter((e) => e.revision >= this.#firstReadable(e.streamId));
+    this.#all.splice(0, this.#all.length, ...kept);
   }
 
   subscribeToAll(): AllStreamSubscription {
