@@ -89,6 +89,14 @@ export const jobStep: ResourceDefinition = defineResource({
   behaviour: { onChange: statusMoves('JOB_STEP', 'startDate') },
 });
 
+/** A step given inline with its job (POST /api/v1/jobs): `jobId` is the new job's. */
+export const jobStepInline = jobStep.input
+  .extend({ jobId: uuid().optional().meta({ description: 'The new job\'s id, or absent: a step given with its job belongs to it.' }) })
+  .meta({ id: 'JobStepInline', description: 'A step created with its job, as POST /api/v1/job-steps would create it.' });
+
+/** Steps one create of a job may carry. */
+export const MAX_INLINE_STEPS = 1000;
+
 /** What the service's own job runners record on their jobs (index rebuilds and refreshes). */
 export type JobCommand =
   | { type: 'Progress'; progress: JsonObject }
@@ -102,7 +110,8 @@ export const job: ResourceDefinition = defineResource({
   name: 'Job',
   path: 'jobs',
   description:
-    'A long action and its progress. `jobSteps` is filled by GET /api/v1/jobs/{id}?expand=JOB_STEPS and in searches, empty otherwise. ' +
+    'A long action and its progress. `jobSteps` is filled by GET /api/v1/jobs/{id}?expand=JOB_STEPS and in searches, empty otherwise; ' +
+    'a create may give the job\'s first steps in it (each made a JobStep of the new job). ' +
     'Jobs the service runs itself (READ_MODEL_RECREATE, READ_MODEL_REFRESH) record their progress in `data.progress`, ' +
     'and after a restart are resumed, or FAILED with `data.failure` saying why.',
   fields: z.strictObject({
@@ -156,3 +165,19 @@ export const job: ResourceDefinition = defineResource({
     },
   },
 });
+
+/** What POST /api/v1/jobs takes: the job, and steps to create with it. */
+export const jobCreateInput = job.input
+  .extend({
+    jobSteps: z
+      .array(jobStepInline)
+      .max(MAX_INLINE_STEPS)
+      .optional()
+      .meta({
+        description:
+          'Steps to create with the job, in order: each becomes a JobStep of the new job (its own record, as POST /api/v1/job-steps makes it). ' +
+          '(chunkId, name) must be unique within the list and against existing steps (409 JOB_STEP.CHUNK_ID_NAME_TAKEN naming the step); ' +
+          'every step is checked before anything is written, and a step that still cannot be written undoes the job and the steps before it.',
+      }),
+  })
+  .meta({ id: 'JobCreate', description: 'A job to create, with its first steps.' });
