@@ -42,6 +42,9 @@ export const historyEntrySchema = z
   })
   .meta({ id: 'HistoryEntry', description: 'One event of a record\'s stream; changes are JSON Patch ops from the previous version.' });
 
+/** The answer of an action that goes on in a job (SPEC.md "job acknowledgement"). */
+export const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'JobAcknowledgement' });
+
 /** `?expand=`: repeated or comma-separated values of a route's own list. */
 export const expandQuery = () => z.union([z.string().max(255), z.array(z.string().max(255)).max(10)]).optional();
 

@@ -1,5 +1,6 @@
-// Jobs and job steps: both with the shared operation set (admin only), a read model folding each
-// job with its steps, and the two routes of their own: a job with its steps, a step by chunk.
+// Jobs and job steps: both with the shared operation set (admin only; a job's create makes the
+// steps it is given too), a read model folding each job with its steps, and the routes of their
+// own: a job with its steps, a step by chunk, and the actions (retry, cancel, state: jobActions.ts).
 
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -14,6 +15,7 @@ import type { JsonObject } from '../../domain/shared/json.ts';
 import { jobsWithSteps } from '../../projections/jobsWithSteps.ts';
 import type { AppDeps, Module } from '../module.ts';
 import { orphanedApplies } from '../diffApply.ts';
+import { jobActionRoutes } from '../jobActions.ts';
 import { errors } from '../resourceRoutes.ts';
 import { catchUpTo, position } from '../readModelWait.ts';
 import { expandQuery, parseExpand } from '../schemas.ts';
@@ -146,6 +148,7 @@ export const jobsModule: Module = {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const jobs = serviceOf(deps, job);
     const steps = serviceOf(deps, jobStep);
+    jobActionRoutes(app, deps);
 
     r.get(
       '/api/v1/jobs/:id',
