@@ -7,7 +7,7 @@ import type { DocumentRenderers, OfficeInput, Paper, TemplateCaller } from '../p
 import { DomainError } from '../shared/errors.ts';
 import type { JsonObject } from '../shared/json.ts';
 import { CONTENT_TYPES, type DocumentFormat, fileNameOf, paperOf, rendererUnavailable, reproduciblePdf, SPREADSHEETS } from './documents.ts';
-import { fromBase64, officeKindOf, svgPartsOf } from './fileTemplates.ts';
+import { fromBase64, officeKindOf, refusedContentOf } from './fileTemplates.ts';
 import { inProcessTemplates } from './templateJobs.ts';
 
 export type TemplateVersion = JsonObject & {
@@ -78,9 +78,11 @@ async function fromFile(template: TemplateVersion, data: unknown, format: Docume
   if (bytes === undefined || kind === undefined) {
     throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'This FILE template holds no office file', ['content: a DOCX, XLSX, ODT or ODS file in base64']);
   }
-  // Saved before SVG images were refused: still never handed to LibreOffice.
-  if (svgPartsOf(bytes).length > 0) {
-    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'This FILE template holds SVG images', ['content: SVG images are not allowed: use PNG or JPEG']);
+  // Saved before SVG images or external references were refused: still never handed to LibreOffice
+  // or to a recipient.
+  const refused = refusedContentOf(bytes, kind);
+  if (refused.length > 0) {
+    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'This FILE template holds content a FILE template may no longer hold: save it again without it', refused.map((line) => `content: ${line}`));
   }
   if (format === 'html') {
     throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', 'A FILE template makes office documents and PDF, not HTML', [
