@@ -9,10 +9,10 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { job as jobDefinition } from '../domain/jobs/jobs.ts';
+import { ServiceJobTypes, cancelRequestOf, isFinal, job as jobDefinition } from '../domain/jobs/jobs.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { DiffTypes, entryKey, keyOf, sameRecord, type DiffEntry } from '../domain/resource/exchange.ts';
-import type { ResourceService } from '../domain/resource/service.ts';
+import type { ResourceService, WriteResult } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { DomainError, isDomainError, notFound, validationFailed } from '../domain/shared/errors.ts';
 import { canonicalJson, type JsonObject } from '../domain/shared/json.ts';
@@ -26,7 +26,7 @@ import { toQuery } from '../domain/shared/filtering.ts';
 import { dueInReadModel, type Schedule } from '../workers/scheduler.ts';
 import { readModelLookup, serviceOf } from './services.ts';
 
-export const DIFF_APPLY_JOB = 'DIFF_APPLY';
+export const DIFF_APPLY_JOB = ServiceJobTypes.DIFF_APPLY;
 /** Failures a job keeps in its result (the counts cover all). */
 const FAILURES_KEPT = 100;
 const PROGRESS_EVERY_MS = 2000;
@@ -234,16 +234,26 @@ async function applyWindow(env: ApplyEnv, window: readonly Numbered[]): Promise<
   return outcomes;
 }
 
+/** Where a run of entries starts (a resumed job: after the entries it had done) and what it checks
+ * before each window (a job: whether it was cancelled). */
+type WindowOptions = { from?: number; beforeWindow?: () => Promise<void> };
+
 /** Entries in windows of APPLY_CONCURRENCY, each window's outcomes in order. */
-async function* appliedInWindows(env: ApplyEnv, entries: AsyncIterable<DiffEntry> | Iterable<DiffEntry>): AsyncGenerator<Numbered & { outcome: EntryOutcome }> {
+async function* appliedInWindows(env: ApplyEnv, entries: AsyncIterable<DiffEntry> | Iterable<DiffEntry>, options: WindowOptions = {}): AsyncGenerator<Numbered & { outcome: EntryOutcome }> {
   let window: Numbered[] = [];
   let index = 0;
+  const from = options.from ?? 0;
   const flush = async function* (): AsyncGenerator<Numbered & { outcome: EntryOutcome }> {
+    await options.beforeWindow?.();
     const outcomes = await applyWindow(env, window);
     for (const [i, numbered] of window.entries()) yield { ...numbered, outcome: outcomes[i] as EntryOutcome };
     window = [];
   };
   for await (const entry of entries) {
+    if (index < from) {
+      index++;
+      continue;
+    }
     window.push({ entry, index: index++ });
     if (window.length >= APPLY_CONCURRENCY) yield* flush();
   }
@@ -317,11 +327,75 @@ async function startJob(env: ApplyEnv, entries: EntrySource): Promise<string> {
 
 type JobRun = { jobs: ResourceService; id: string; lease: { name: string; owner: string }; plain: CommandContext };
 
-async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, entries: EntrySource): Promise<void> {
+/** Where a run of a job starts: after the entries an earlier run of it did. */
+type Done = { counts: Counts; failures: EntryFailure[] };
+
+/** A run stops at a window boundary: a cancel was asked, or the job has ended elsewhere. */
+class Stopped extends Error {
+  readonly cancelled: boolean;
+  constructor(cancelled: boolean) {
+    super(cancelled ? 'cancelled' : 'the job ended elsewhere');
+    this.cancelled = cancelled;
+  }
+}
+
+/** A job that stopped in this process (cancelled or failed) with what a retry resumes it from:
+ * its entries, the caller's environment and what it had done. Only this process has them. */
+type StoppedApply = { env: ApplyEnv; entries: EntrySource; plain: CommandContext; done: Done; timer: NodeJS.Timeout };
+
+/** Stopped jobs kept per process for a retry, and for how long: their entries hold memory (a
+ * body) or a temporary file (an import). */
+const STOPPED_KEPT = 4;
+const STOPPED_KEEP_MS = 60 * 60_000;
+
+const stopped = new WeakMap<AppDeps, Map<string, StoppedApply>>();
+
+const stoppedApplies = (deps: AppDeps): Map<string, StoppedApply> => {
+  let map = stopped.get(deps);
+  if (map === undefined) {
+    map = new Map();
+    stopped.set(deps, map);
+  }
+  return map;
+};
+
+function forget(deps: AppDeps, id: string): StoppedApply | undefined {
+  const map = stoppedApplies(deps);
+  const kept = map.get(id);
+  map.delete(id);
+  if (kept !== undefined) clearTimeout(kept.timer);
+  return kept;
+}
+
+/** Keeps a stopped job for a retry: the oldest beyond STOPPED_KEPT, and any after STOPPED_KEEP_MS,
+ * are let go (their entries closed; a retry of them is then 409, as after a restart). */
+function keepStopped(deps: AppDeps, id: string, kept: Omit<StoppedApply, 'timer'>): void {
+  const map = stoppedApplies(deps);
+  const timer = setTimeout(() => forget(deps, id)?.entries.close?.(), STOPPED_KEEP_MS);
+  timer.unref();
+  map.set(id, { ...kept, timer });
+  for (const oldest of [...map.keys()].slice(0, Math.max(0, map.size - STOPPED_KEPT))) forget(deps, oldest)?.entries.close?.();
+}
+
+/** The stopped jobs' entries closed (the app closes). */
+export function closeStoppedApplies(deps: AppDeps): void {
+  for (const id of [...stoppedApplies(deps).keys()]) forget(deps, id)?.entries.close?.();
+}
+
+/** Before each window: goes on only while the lease is held, the job IN_PROGRESS and no cancel was asked. */
+const boundaryOf = (jobs: ResourceService, id: string, held: { lost: boolean }) => async (): Promise<void> => {
+  // The lease lapsed (a stalled process): the job was failed as orphaned; apply no further window.
+  if (held.lost) throw new Error('the job lease lapsed while it ran');
+  const live = await jobs.live(id);
+  if (live === undefined || isFinal(live.fields.status)) throw new Stopped(false);
+  if (cancelRequestOf(live.fields) !== undefined) throw new Stopped(true);
+};
+
+async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, entries: EntrySource, done: Done = { counts: { done: 0, applied: 0, unchanged: 0, failed: 0 }, failures: [] }): Promise<void> {
   const started = Date.now();
   const jobCtx = (): CommandContext => ({ ...plain, now: env.deps.clock.now() });
-  const counts: Counts = { done: 0, applied: 0, unchanged: 0, failed: 0 };
-  const failures: EntryFailure[] = [];
+  const { counts, failures } = done;
+  const progress = () => jobs.execute(id, { type: 'Progress', progress: { ...counts, of: entries.length } }, jobCtx());
   const held = { lost: false };
   const renew = setInterval(() => {
     void env.deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS).then(
@@ -331,29 +405,72 @@ async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, en
       () => undefined,
     );
   }, LEASE_MS / 3);
+  let ended = false;
   try {
     let reported = Date.now();
-    for await (const { entry, index, outcome } of appliedInWindows(env, entries.items())) {
-      // The lease lapsed (a stalled process): the job was failed as orphaned; apply no further window.
-      if (held.lost) throw new Error('the job lease lapsed while it ran');
+    const windows = appliedInWindows(env, entries.items(), { from: counts.done, beforeWindow: boundaryOf(jobs, id, held) });
+    for await (const { entry, index, outcome } of windows) {
       counts.done++;
       counts[outcome.kind]++;
       if (outcome.kind === 'failed' && failures.length < FAILURES_KEPT) failures.push(failureOf(env, entry, index, outcome.error));
       if (Date.now() - reported >= PROGRESS_EVERY_MS) {
         reported = Date.now();
-        await jobs.execute(id, { type: 'Progress', progress: { ...counts, of: entries.length } }, jobCtx());
+        await progress();
       }
     }
     await jobs.execute(id, { type: 'Complete', result: { ...counts, of: entries.length, failures, took: `${String(Date.now() - started)} ms` } }, jobCtx());
+    ended = true;
   } catch (error) {
-    env.request.log.error({ err: error, job: id }, 'diff apply job failed');
-    const reason = `${error instanceof Error ? error.message : String(error)} (after ${String(counts.done)} of ${String(entries.length)} entries; applying the diff again is safe)`;
-    await jobs.execute(id, { type: 'Fail', reason }, jobCtx()).catch(() => undefined);
+    // Where it stopped, for its state and for a retry (which resumes after the entries done).
+    await progress().catch(() => undefined);
+    if (error instanceof Stopped) {
+      if (error.cancelled) await jobs.execute(id, { type: 'ConfirmCancel' }, jobCtx()).catch(() => undefined);
+    } else {
+      env.request.log.error({ err: error, job: id }, 'diff apply job failed');
+      const reason = `${error instanceof Error ? error.message : String(error)} (after ${String(counts.done)} of ${String(entries.length)} entries; retry the job, or apply the same diff again: applying is idempotent)`;
+      await jobs.execute(id, { type: 'Fail', reason }, jobCtx()).catch(() => undefined);
+    }
+    keepStopped(env.deps, id, { env, entries, plain, done });
   } finally {
-    entries.close?.();
+    if (ended) entries.close?.();
     clearInterval(renew);
     await env.deps.readStore.releaseLease(lease.name, lease.owner).catch(() => undefined);
   }
+}
+
+/** A caller's retry of a FAILED DIFF_APPLY job (409 otherwise): resumed here after the entries it
+ * had done, as the caller that asked for the apply, when this process still holds its entries;
+ * else 409 JOB.NOT_RESUMABLE (its process ended, or the retry reached another instance). The
+ * job's lease is taken before it is IN_PROGRESS again, so the schedule of orphans leaves it. */
+export async function retryApply(deps: AppDeps, jobId: string, ctx: CommandContext): Promise<WriteResult> {
+  const jobs = serviceOf(deps, jobDefinition);
+  const id = jobId.toLowerCase();
+  const kept = stoppedApplies(deps).get(id);
+  const lease = { name: `job:${id}`, owner: `${String(process.pid)}-${randomUUID()}` };
+  const leased = kept !== undefined && (await deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS));
+  const unavailable =
+    kept === undefined
+      ? 'its entries were held only by the process that accepted the apply, which no longer has them (it ended, or this is another instance); apply the same diff again (applying is idempotent)'
+      : leased
+        ? undefined
+        : 'another runner holds its lease';
+  let result: WriteResult;
+  try {
+    result = await jobs.execute(id, { type: 'Retry', ...(unavailable === undefined ? {} : { unavailable }) }, ctx);
+  } catch (error) {
+    if (leased) await deps.readStore.releaseLease(lease.name, lease.owner).catch(() => undefined);
+    throw error;
+  }
+  if (!leased || result.written === false) {
+    if (leased) await deps.readStore.releaseLease(lease.name, lease.owner).catch(() => undefined);
+    return result;
+  }
+  const { env, entries, plain, done } = forget(deps, id) ?? kept;
+  const resumed: ApplyEnv = { ...env, ctx: { ...env.ctx, now: deps.clock.now() } };
+  const set = runningApplies(deps);
+  const run = runApplyJob(resumed, { jobs, id, lease, plain }, entries, done).finally(() => set.delete(run));
+  set.add(run);
+  return result;
 }
 
 /** DIFF_APPLY jobs whose process ended (their lease is free): FAILED saying so. A job applies
@@ -376,7 +493,9 @@ export function orphanedApplies(ctx: ModuleContext): Schedule {
       if (!(await ctx.readStore.tryLease(lease, owner, LEASE_MS))) return false;
       try {
         const reason = 'the process applying this diff ended before it finished; apply the same diff again (applying is idempotent)';
-        await jobs.execute(item.id, { type: 'Fail', reason }, { actor: ORPHANS_ACTOR, now: ctx.clock.now(), newId: randomUUID });
+        // A cancel asked of it meanwhile is what ends it.
+        const command = cancelRequestOf(item) === undefined ? { type: 'Fail', reason } : { type: 'ConfirmCancel' };
+        await jobs.execute(item.id, command, { actor: ORPHANS_ACTOR, now: ctx.clock.now(), newId: randomUUID });
       } finally {
         await ctx.readStore.releaseLease(lease, owner).catch(() => undefined);
       }

@@ -27,7 +27,7 @@ import { isDomainError, tooLarge, validationFailed } from '../domain/shared/erro
 import { narrowed, toQuery, type FilterItem, type Query } from '../domain/shared/filtering.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import { readScope } from './access.ts';
-import { applyEntry, appliedItems, diffEntryInput, failureOf, runningApplies, startApplyJob, type ApplyEnv, type EntrySource } from './diffApply.ts';
+import { applyEntry, appliedItems, closeStoppedApplies, diffEntryInput, failureOf, runningApplies, startApplyJob, type ApplyEnv, type EntrySource } from './diffApply.ts';
 import { importDiff, type ImportedDiff, type ImportSource } from './importDiff.ts';
 import { readModelLookup } from './services.ts';
 import { sendItems } from './documentStream.ts';
@@ -299,8 +299,10 @@ const answerJob = async (reply: FastifyReply, env: ApplyEnv, entries: readonly D
 const JOB_TEXT = (limits: ExchangeSettings) =>
   `More than ${String(limits.applyJobThreshold)} entries (DIFF_APPLY_JOB_THRESHOLD) are applied as a job instead: 202 with the job's id and its ` +
   '`Location` (`GET /api/v1/jobs/{id}`, admin): jobType DIFF_APPLY, progress in `data.progress`, the outcome in `data.result` (counts of ' +
-  'applied, unchanged and failed entries, and the first 100 failures as `{ index, diffType, error }`). It runs in the process that ' +
-  'accepted it; if that process ends, the job is marked FAILED saying so: apply the same diff again (applying is idempotent).';
+  'applied, unchanged and failed entries, and the first 100 failures as `{ index, diffType, error }`). Its caller follows it at ' +
+  '`GET /api/v1/jobs/{id}/state` and may cancel it (it stops before its next window of 8 entries) and retry it (it resumes after the entries ' +
+  'done) while the process that accepted it holds its entries (4 stopped jobs at most, for an hour). It runs in that process; if that process ' +
+  'ends, the job is marked FAILED saying so: apply the same diff again (applying is idempotent).';
 
 function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
   const { r, def, base, tags, write, record } = kit;
@@ -431,6 +433,7 @@ export function exchangeRoutes(kit: RouteKit): void {
     applyRoute(kit, limits);
     kit.app.addHook('onClose', async () => {
       await Promise.all([...runningApplies(kit.deps)]);
+      closeStoppedApplies(kit.deps);
     });
   }
 }

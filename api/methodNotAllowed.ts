@@ -23,11 +23,13 @@ export function routeTable(app: FastifyInstance): RouteTable {
   app.addHook('onRoute', (route) => {
     const url = route.url.replace(/\/$/, '');
     const segments = url.split('/');
-    let path = paths.get(url);
+    // One path whatever its parameters are named (`/jobs/:id` and `/jobs/:idOrCode`).
+    const key = segments.map((segment) => (segment.startsWith(':') ? ':' : segment)).join('/');
+    let path = paths.get(key);
     if (path === undefined) {
       const pattern = segments.map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
       path = { pattern: new RegExp(`^${pattern}/?$`), literals: segments.filter((s) => !s.startsWith(':')).length, methods: new Set() };
-      paths.set(url, path);
+      paths.set(key, path);
       segments.forEach((segment, i) => {
         if (i === 0 || segment.startsWith(':')) return;
         const prefix = segments.slice(0, i).join('/');

@@ -15,6 +15,9 @@ import type { ReadModelSet } from '../workers/readModels.ts';
 import type { Schedule } from '../workers/scheduler.ts';
 import type { FastifyServerOptions } from 'fastify';
 import type { Operation } from '../domain/resource/defineResource.ts';
+import type { WriteResult } from '../domain/resource/service.ts';
+import type { CommandContext } from '../domain/shared/commandHandler.ts';
+import type { z } from 'zod';
 import type { Caller, Permission, TokenVerifier } from './auth.ts';
 
 /** What a module's reactors, schedules and workers are built from. */
@@ -107,6 +110,9 @@ export type ResourceRouteOptions = {
   permissions?: { read: Permission; write: Permission };
   /** Operations the module serves itself instead (e.g. a get with an expand). */
   except?: readonly Operation[];
+  /** The shared create with a body of the module's own, holding members the record does not store
+   * (a job's inline steps), and the work that makes the record and the rest from it. */
+  create?: { body: z.ZodType; run: (deps: AppDeps, body: unknown, ctx: CommandContext) => Promise<WriteResult> };
 };
 
 /** What the HTTP application is built from: ports, the clock, ids, the token verifier and the

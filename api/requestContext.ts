@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { validationFailed } from '../domain/shared/errors.ts';
-import type { Clock, IdGenerator } from '../domain/ports.ts';
+import type { Clock, IdGenerator, TemplateCaller } from '../domain/ports.ts';
 import { activeTraceId } from '../workers/tracing.ts';
 import { allows, type Caller } from './auth.ts';
 
@@ -61,6 +61,9 @@ export function installRequestContext(app: FastifyInstance): void {
     done(request.url.startsWith('/api/') ? malformedIdHeader(request) : undefined);
   });
 }
+
+/** A request's template work is its caller's: within the caller's share of the template threads. */
+export const templateCallerOf = (request: FastifyRequest): TemplateCaller => ({ subject: request.caller?.sub ?? 'anonymous' });
 
 export function commandContext(request: FastifyRequest, clock: Clock, newId: IdGenerator): CommandContext {
   const ctx: CommandContext = {

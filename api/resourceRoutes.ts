@@ -137,11 +137,15 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
 
   const catchUp = (minPosition: string | undefined) => catchUpTo(deps, def.collection, minPosition);
 
-  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target, recordParams };
+  const create = options.create;
+  const createBody = create?.body ?? def.createInput;
+  const createFrom = (body: unknown, context: CommandContext): Promise<WriteResult> => (create === undefined ? service.create(body, context) : create.run(deps, body, context));
+
+  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target, createBody, createFrom, recordParams };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
-function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow, recordParams }: RouteKit): void {
+function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow, createBody, createFrom, recordParams }: RouteKit): void {
   if (offers('create'))
   r.post(
     base,
@@ -151,12 +155,12 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
         tags,
         summary: `Create a ${def.name}`,
         querystring: writeQuery,
-        body: def.createInput,
+        body: createBody,
         response: { 201: record, ...errors(400, 401, 403, 409, 415) },
       },
     },
     async (request, reply) => {
-      const result = await service.create(request.body, await ctx(request));
+      const result = await createFrom(request.body, await ctx(request));
       const created = result.record;
       if (created === undefined) throw new Error(`create of ${def.name} left no record`);
       await answerWrite(reply, result, request.query.immediatelyRefresh);

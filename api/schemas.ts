@@ -56,6 +56,9 @@ export const historyEntrySchema = z
  * without codes answers 400 for anything but a uuid). */
 export const idOrCode = () => z.string().min(1).max(255);
 
+/** The answer of an action that goes on in a job (SPEC.md "job acknowledgement"). */
+export const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'JobAcknowledgement' });
+
 /** `?expand=`: repeated or comma-separated values of a route's own list (checked by parseExpand),
  * documented as the repeated form with the values allowed. */
 export const expandQuery = (allowed: readonly string[]) =>

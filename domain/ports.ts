@@ -262,7 +262,8 @@ export type OfficeInput = 'html-text' | 'html-table' | 'docx' | 'odt' | 'xlsx' |
  * creation and modification date and that of its date fields (the template version's), so that
  * it does not vary by run; `paper`, when given, becomes the size of every page style. */
 export type OfficeConverter = {
-  convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options?: { date?: Date; paper?: Paper }): Promise<Uint8Array>;
+  /** `caller`: whose the conversion is (the HTML's cleaning before it runs as a template job). */
+  convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options?: { date?: Date; paper?: Paper; caller?: TemplateCaller }): Promise<Uint8Array>;
   close(): Promise<void>;
 };
 
@@ -275,12 +276,18 @@ export type TemplateJob =
   | { kind: 'docx'; bytes: Uint8Array; data: unknown; date: string }
   | { kind: 'xlsx'; bytes: Uint8Array; data: unknown; date: string; key: string; version: number };
 
+/** Whose a template job is: a caller's (the token's subject), which shares the callers' capacity
+ * with the others, each within a bounded share; or the service's own ('service': notifications the
+ * reactors make), which no caller's job may delay. */
+export type TemplateCaller = { subject: string } | 'service';
+
 /** Runs template jobs within a time and memory limit, away from the requests' event loop: past
- * the time limit FORMATTER.RENDER_TIMEOUT (422: the data makes the template too slow), past the
- * memory limit FORMATTER.DOCUMENT_TOO_LARGE (413); busy: FORMATTER.RENDERER_BUSY (503). */
+ * the time limit FORMATTER.RENDER_FAILED (422: the data makes the template too slow), past the
+ * memory limit FORMATTER.DOCUMENT_TOO_LARGE (413); busy: FORMATTER.RENDERER_BUSY (503); a caller
+ * past its share: FORMATTER.TOO_MANY_RENDERS_OF_CALLER (429). */
 export type TemplateRunner = {
-  text(job: Extract<TemplateJob, { kind: 'handlebars' | 'jsonata' }>): Promise<string>;
-  file(job: Extract<TemplateJob, { kind: 'docx' | 'xlsx' }>): Promise<Uint8Array>;
+  text(job: Extract<TemplateJob, { kind: 'handlebars' | 'jsonata' }>, caller: TemplateCaller): Promise<string>;
+  file(job: Extract<TemplateJob, { kind: 'docx' | 'xlsx' }>, caller: TemplateCaller): Promise<Uint8Array>;
   close(): Promise<void>;
 };
 

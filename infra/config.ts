@@ -61,6 +61,9 @@ export const ConfigSchema = z
     // Time limit of one template evaluation over data (handlebars, JSONata, a DOCX or XLSX filled),
     // in a worker thread that is stopped past it.
     TEMPLATE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+    // Template jobs one caller (token `sub`) may have waiting or running at once (beyond: 429); a
+    // caller runs on one of the two template threads at most, so another's job never waits for it.
+    TEMPLATE_JOBS_PER_CALLER: z.coerce.number().int().min(1).max(1000).default(2),
     RENDER_SLOTS: z.coerce.number().int().min(1).max(32).default(2),
     RENDER_QUEUE_LIMIT: z.coerce.number().int().min(0).max(10_000).default(32),
     RENDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),

@@ -110,7 +110,8 @@ class TriggerProcessor {
     const templates = await this.#templates(code);
     if (templates.length === 0) return { type: 'Fail', reason: `notification rule ${code} has no ACTIVE template` };
     const record = await this.#recordOf(trigger);
-    const env: RenderEnv = { eventStore: this.#deps.eventStore, blobStore: this.#deps.blobStore, documents: this.#deps.documents };
+    // The service's own work: rendered in the lane no caller's template can delay.
+    const env: RenderEnv = { eventStore: this.#deps.eventStore, blobStore: this.#deps.blobStore, documents: this.#deps.documents, caller: 'service' };
     const notificationIds: string[] = [];
     const problems: string[] = [];
     for (const template of templates) {

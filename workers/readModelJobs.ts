@@ -5,10 +5,10 @@
 // resumed too often is FAILED with the reason.
 
 import { randomUUID } from 'node:crypto';
-import { READ_MODEL_JOB_ACTOR, isFinal, job as jobDefinition, type JobCommand } from '../domain/jobs/jobs.ts';
+import { READ_MODEL_JOB_ACTOR, ServiceJobTypes, cancelRequestOf, isFinal, job as jobDefinition, type JobCommand } from '../domain/jobs/jobs.ts';
 import type { Clock, Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
 import { storedOf, type Projection, type StoredDocument } from '../projections/projection.ts';
-import { resourceService } from '../domain/resource/service.ts';
+import { resourceService, type WriteResult } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { uuidV5 } from '../domain/shared/ids.ts';
@@ -20,9 +20,10 @@ import { Projector } from './projector.ts';
 import { atGeneration, type ReadModelSet } from './readModels.ts';
 import { dueInReadModel, type Schedule } from './scheduler.ts';
 
-export const RECREATE = 'READ_MODEL_RECREATE';
-export const REFRESH = 'READ_MODEL_REFRESH';
-const JOB_TYPES = [RECREATE, REFRESH];
+export const RECREATE = ServiceJobTypes.READ_MODEL_RECREATE;
+export const REFRESH = ServiceJobTypes.READ_MODEL_REFRESH;
+/** The job types ReadModelJobs runs. */
+export const JOB_TYPES: string[] = [RECREATE, REFRESH];
 /** Documents re-folded per read of the read model. */
 const REFRESH_PAGE = 200;
 /** Resumes after which a job is FAILED instead (a rebuild that kills its process every time). */
@@ -34,6 +35,19 @@ const POISON_KEPT = 100;
 export type Poison = { position: string; stream: string; type: string; error: string };
 
 type JobRecord = JsonObject & { id: string; status?: unknown; jobType?: unknown; data?: JsonObject };
+
+/** A run stops at a step boundary: a cancel was asked (the runner ends the job `cancelled`), or the
+ * job has ended elsewhere (nothing is left to write). */
+class Stopped extends Error {
+  readonly cancelled: boolean;
+  constructor(cancelled: boolean) {
+    super(cancelled ? 'cancelled' : 'the job ended elsewhere');
+    this.cancelled = cancelled;
+  }
+}
+
+/** What a run checks at each step boundary. */
+type Boundary = () => Promise<void>;
 
 export type ReadModelJobsOptions = {
   eventStore: EventStore;
@@ -186,50 +200,119 @@ export class ReadModelJobs {
     if (this.#stopping || isFinal(record.status)) return false;
     const lease = `job:${record.id}`;
     const leaseMs = this.#o.leaseMs ?? 15_000;
-    if (!(await this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs))) return false;
+    // The slot is taken before the lease is asked for: the schedule and a start or a retry of the
+    // same job in this process never both run it (they ask for the lease as the same owner).
+    let ended: () => void = () => undefined;
+    this.#running.set(record.id, new Promise<void>((r) => (ended = r)));
+    const end = () => {
+      this.#running.delete(record.id);
+      ended();
+    };
+    const taken = await this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs).catch((error: unknown) => {
+      end();
+      throw error;
+    });
+    if (!taken) {
+      end();
+      return false;
+    }
     const held = { lost: false };
-    const run = (async () => {
-      const renew = setInterval(() => {
-        void this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs).then(
-          (ok) => {
-            if (!ok) held.lost = true;
-          },
-          () => undefined,
-        );
-      }, leaseMs / 3);
-      try {
-        if (resumed !== undefined) {
-          if (resumed >= MAX_RESUMES) {
-            await this.#fail(record, `stopped ${String(resumed)} times without finishing (the process running it ended); not resumed again`);
-            return;
-          }
-          const started = (record.data)?.progress !== undefined;
-          await this.#command(record.id, {
-            type: 'Resume',
-            reason: started ? 'the process running it ended before it finished; resumed from where it was' : 'taken up by a worker: no process was running it',
-          });
-        }
-        if (record.jobType === REFRESH) await this.#refresh(record, held);
-        else await this.#recreate(record, held);
-      } catch (error) {
-        const reason = error instanceof Error ? error.message : String(error);
-        this.#o.logger?.error({ err: error, job: record.id }, 'read-model job failed');
-        // A job whose lease passed to another runner is that runner's to end.
-        if (!held.lost) await this.#fail(record, reason).catch(() => undefined);
-      } finally {
-        clearInterval(renew);
-        await this.#o.readStore.releaseLease(lease, this.#instanceId).catch(() => undefined);
-        this.#running.delete(record.id);
-      }
-    })();
-    this.#running.set(record.id, run);
+    const renew = setInterval(() => {
+      void this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs).then(
+        (ok) => {
+          if (!ok) held.lost = true;
+        },
+        () => undefined,
+      );
+    }, leaseMs / 3);
+    const boundary: Boundary = async () => {
+      assertHeld(held);
+      await this.#assertGoingOn(record.id);
+    };
+    void this.#run(record, resumed, boundary, held).finally(async () => {
+      clearInterval(renew);
+      await this.#o.readStore.releaseLease(lease, this.#instanceId).catch(() => undefined);
+      end();
+    });
     return true;
   }
 
-  async #fail(record: JobRecord, reason: string): Promise<void> {
+  async #run(record: JobRecord, resumed: number | undefined, boundary: Boundary, held: { lost: boolean }): Promise<void> {
+    try {
+      if (resumed !== undefined) {
+        // A job cancelled while no process ran it ends now, without another resume.
+        await boundary();
+        if (resumed >= MAX_RESUMES) {
+          await this.#fail(record, `stopped ${String(resumed)} times without finishing (the process running it ended); not resumed again`);
+          return;
+        }
+        const started = (record.data)?.progress !== undefined;
+        await this.#command(record.id, {
+          type: 'Resume',
+          reason: started ? 'the process running it ended before it finished; resumed from where it was' : 'taken up by a worker: no process was running it',
+        });
+      }
+      if (record.jobType === REFRESH) await this.#refresh(record, boundary);
+      else await this.#recreate(record, boundary);
+    } catch (error) {
+      if (error instanceof Stopped) {
+        if (error.cancelled) await this.#endCancelled(record).catch((e: unknown) => this.#o.logger?.error({ err: e, job: record.id }, 'could not end a cancelled read-model job'));
+        return;
+      }
+      const reason = error instanceof Error ? error.message : String(error);
+      this.#o.logger?.error({ err: error, job: record.id }, 'read-model job failed');
+      // A job whose lease passed to another runner is that runner's to end.
+      if (!held.lost) await this.#fail(record, reason).catch(() => undefined);
+    }
+  }
+
+  /** At a step boundary: goes on only while the job is IN_PROGRESS and no cancel was asked. */
+  async #assertGoingOn(jobId: string): Promise<void> {
+    const live = await this.#jobs.live(jobId);
+    if (live === undefined || isFinal(live.fields.status)) throw new Stopped(false);
+    if (cancelRequestOf(live.fields) !== undefined) throw new Stopped(true);
+  }
+
+  /** A rebuild that stops keeps what it has folded for a retry of the job (a new rebuild of the
+   * model empties it); the live generation serves on. */
+  async #giveUpGeneration(record: JobRecord): Promise<void> {
     const name = record.data?.indexName;
-    if (typeof name === 'string' && this.#o.readModels.projection(name) !== undefined) await this.#o.readModels.abandonRebuild(name, record.id);
+    if (typeof name === 'string' && this.#o.readModels.projection(name) !== undefined) await this.#o.readModels.abandonRebuild(name, record.id, { keep: true });
+  }
+
+  async #fail(record: JobRecord, reason: string): Promise<void> {
+    await this.#giveUpGeneration(record);
     await this.#command(record.id, { type: 'Fail', reason });
+  }
+
+  async #endCancelled(record: JobRecord): Promise<void> {
+    await this.#giveUpGeneration(record);
+    await this.#command(record.id, { type: 'ConfirmCancel' });
+  }
+
+  /** A caller's retry of a FAILED job (409 otherwise): IN_PROGRESS again, resumed at once where
+   * this process runs jobs, else by the scheduler of one that does. A recreate resumes the
+   * generation it had loaded (with its catch-up), a refresh after the last page it recorded.
+   * 409 while another rebuild of its read model runs. */
+  async retry(jobId: string, ctx: CommandContext): Promise<WriteResult> {
+    const live = await this.#jobs.live(jobId);
+    const busy = live === undefined ? undefined : await this.#rebuiltByAnother(jobId, live.fields);
+    const result = await this.#jobs.execute(jobId, { type: 'Retry', ...(busy === undefined ? {} : { unavailable: busy }) }, ctx);
+    const record = result.record as JobRecord | undefined;
+    if (this.#o.runs && result.written !== false && record?.status === 'IN_PROGRESS') {
+      // A store that fails here leaves the job to the scheduler, which resumes it once it can.
+      void this.#claimAndRun(record, undefined).catch((error: unknown) => this.#o.logger?.error({ err: error, job: jobId }, 'could not resume a retried read-model job'));
+    }
+    return result;
+  }
+
+  /** Why a recreate cannot be resumed now: another job is rebuilding its read model. */
+  async #rebuiltByAnother(jobId: string, fields: JsonObject): Promise<string | undefined> {
+    const name = (fields.data as JsonObject | undefined)?.indexName;
+    if (fields.jobType !== RECREATE || typeof name !== 'string') return undefined;
+    const other = this.#o.readModels.statuses().find((s) => s.name === name)?.jobId;
+    if (other == null || other === jobId || (await this.#isEnded(other))) return undefined;
+    return `read model ${name} is being rebuilt by job ${other}; retry once it has ended`;
   }
 
   /** Waits for the jobs running here (tests, shutdown). */
@@ -242,13 +325,16 @@ export class ReadModelJobs {
     await this.idle();
   }
 
-  async #recreate(record: JobRecord, held: { lost: boolean }): Promise<void> {
+  async #recreate(record: JobRecord, boundary: Boundary): Promise<void> {
     const started = Date.now();
     const name = String(record.data?.indexName);
     const base = this.#o.readModels.projection(name);
     if (base === undefined) throw new Error(`no read model ${JSON.stringify(name)}`);
     const { eventStore: events, readStore: reads } = this.#o;
-    const generation = await this.#o.readModels.beginRebuild(name, record.id, { dropLive: record.data?.dropLive === true, isEnded: this.#isEnded });
+    // The request reserved the generation (and dropped the live one for a delete); a retried job
+    // takes the generation it stopped with again, never dropping what serves meanwhile.
+    const kept = generationOf(record);
+    const generation = await this.#o.readModels.beginRebuild(name, record.id, { dropLive: false, isEnded: this.#isEnded, ...(kept === undefined ? {} : { resume: kept }) });
     if (generation === undefined) throw new Error(`read model ${name} is being rebuilt by another job`);
     const projection = atGeneration(base, generation);
     await reads.ensureCollection(projection.collection, projection.indexedPaths, projection.textPaths === undefined ? undefined : { textPaths: projection.textPaths });
@@ -257,10 +343,10 @@ export class ReadModelJobs {
       if (poison.length < POISON_KEPT) poison.push({ position: e.position.toString(), stream: e.stream, type: e.type, error: error instanceof Error ? error.message : String(error) });
     };
     const resumedAt = await reads.checkpoint(projection.name);
-    // A generation loaded before a restart resumes with its catch-up.
-    const folded = resumedAt === 0n ? await this.#foldInMemory(record.id, projection, generation, notePoison) : 0;
+    // A generation loaded before a restart (or a cancel) resumes with its catch-up.
+    const folded = resumedAt === 0n ? await this.#foldInMemory(record.id, projection, generation, notePoison, boundary) : 0;
     // Catch up with what was written meanwhile, then swap; the projector goes on as the live one.
-    assertHeld(held);
+    await boundary();
     // Its own lease, whatever this process's ROLE (a worker folds no live read model).
     const projector = new Projector(projection, events, reads, { ...this.#o.readModels.options, followOnly: false });
     await projector.start();
@@ -269,9 +355,10 @@ export class ReadModelJobs {
         const head = await events.headPosition();
         if (await projector.waitFor(head, PROGRESS_EVERY_MS)) break;
         await this.#command(record.id, { type: 'Progress', progress: { phase: 'catch-up', generation, folded, position: projector.checkpoint.toString(), head: head.toString() } });
+        await boundary();
       }
       for (const f of projector.status().failures) notePoison({ position: BigInt(f.position), stream: f.stream, type: f.type }, f.error);
-      assertHeld(held);
+      await boundary();
       if (!(await this.#o.readModels.swap(name, generation, record.id, projector))) throw new Error(`read model ${name}: the rebuild's reservation was lost before the swap`);
     } catch (error) {
       await projector.stop();
@@ -291,41 +378,48 @@ export class ReadModelJobs {
     });
   }
 
-  async #refresh(record: JobRecord, held: { lost: boolean }): Promise<void> {
+  async #refresh(record: JobRecord, boundary: Boundary): Promise<void> {
     const started = Date.now();
     const name = String(record.data?.indexName);
     const projection = this.#o.readModels.projection(name);
     if (projection?.sourcesOf === undefined) throw new Error(`read model ${name} cannot be refreshed document by document`);
     const query = this.refreshQuery(name, { filter: (record.data?.filter ?? []) as Filtering['filter'], sort: [] });
     const { readStore: reads } = this.#o;
-    const counts = { matched: 0, repaired: 0, unchanged: 0 };
-    const failures: { id: string; error: string }[] = [];
-    for (let offset = 0; ; offset += REFRESH_PAGE) {
+    // A refresh resumed (after a restart or a retry) goes on after the last page it recorded.
+    const { offset: from, counts, failures } = refreshProgress(record.data?.progress as JsonObject | undefined);
+    for (let offset = from; ; offset += REFRESH_PAGE) {
+      await boundary();
       const serving = this.#o.readModels.serving(name);
       const collection = serving.collection;
       const ids = await reads.findIds(collection, query, { offset, limit: REFRESH_PAGE });
-      const stored = await reads.getMany(collection, ids);
-      const writes: DocumentWrite[] = [];
-      for (const id of ids) {
-        const current = stored.get(id);
-        if (current?.doc == null) continue;
-        counts.matched++;
-        try {
-          const write = await this.#refold(projection, id, current);
-          if (write === undefined) counts.unchanged++;
-          else writes.push(write);
-        } catch (error) {
-          failures.push({ id, error: error instanceof Error ? error.message : String(error) });
-        }
-      }
-      assertHeld(held);
+      const writes = await this.#refoldPage(projection, ids, await reads.getMany(collection, ids), { counts, failures });
+      await boundary();
       // The live projection's checkpoint is monotone: passing 0 leaves it where it is.
       await reads.applyBatch(collection, writes, 0n, serving.name);
       counts.repaired += writes.length;
-      await this.#command(record.id, { type: 'Progress', progress: { phase: 'refresh', ...counts, failed: failures.length } });
+      await this.#command(record.id, { type: 'Progress', progress: { phase: 'refresh', offset: offset + REFRESH_PAGE, ...counts, failures } });
       if (ids.length < REFRESH_PAGE) break;
     }
-    await this.#command(record.id, { type: 'Complete', result: { indexName: name, ...counts, failed: failures.length, failures: failures.slice(0, POISON_KEPT), took: `${String(Date.now() - started)} ms` } });
+    await this.#command(record.id, { type: 'Complete', result: { indexName: name, ...counts, failures, took: `${String(Date.now() - started)} ms` } });
+  }
+
+  /** A page of documents folded again: the repair writes, the page counted into the tally. */
+  async #refoldPage(projection: Projection, ids: readonly string[], stored: Map<string, Omit<VersionedDocument, 'id'>>, { counts, failures }: RefreshTally): Promise<DocumentWrite[]> {
+    const writes: DocumentWrite[] = [];
+    for (const id of ids) {
+      const current = stored.get(id);
+      if (current?.doc == null) continue;
+      counts.matched++;
+      try {
+        const write = await this.#refold(projection, id, current);
+        if (write === undefined) counts.unchanged++;
+        else writes.push(write);
+      } catch (error) {
+        counts.failed++;
+        if (failures.length < POISON_KEPT) failures.push({ id, error: error instanceof Error ? error.message : String(error) });
+      }
+    }
+    return writes;
   }
 
   /** One document folded again from its streams; the repair write when it differs from the stored one. */
@@ -346,7 +440,7 @@ export class ReadModelJobs {
 
   /** Folds the whole log of the projection's categories in memory, then loads the documents in
    * one pass (indexes built after the load); answers how many events it folded. */
-  async #foldInMemory(jobId: string, projection: Projection, generation: number, notePoison: (e: RecordedEvent, error: unknown) => void): Promise<number> {
+  async #foldInMemory(jobId: string, projection: Projection, generation: number, notePoison: (e: RecordedEvent, error: unknown) => void, boundary: Boundary): Promise<number> {
     const { eventStore: events, readStore: reads } = this.#o;
     const head = await events.headPosition();
     const of = events.distance(0n, head);
@@ -355,6 +449,7 @@ export class ReadModelJobs {
     let after = 0n;
     let reported = Date.now();
     for (;;) {
+      await boundary();
       const batch = await events.readAll({ after, limit: FOLD_BATCH, categories: projection.categories });
       for (const e of batch) foldOne(projection, documents, e, notePoison);
       folded += batch.length;
@@ -367,11 +462,31 @@ export class ReadModelJobs {
       await new Promise((r) => setImmediate(r));
     }
     await this.#command(jobId, { type: 'Progress', progress: { phase: 'load', generation, folded, of, documents: documents.size } });
+    await boundary();
     // The checkpoint is where the fold stopped, or the head read before it when nothing of these
     // categories came after.
     await reads.bulkLoad(projection.collection, documents.values(), after > head ? after : head, projection.name);
     return folded;
   }
+}
+
+type RefreshTally = { counts: { matched: number; repaired: number; unchanged: number; failed: number }; failures: { id: string; error: string }[] };
+
+/** Where a refresh recorded it was: the next page, its counts and the failures it kept. */
+function refreshProgress(progress: JsonObject | undefined): RefreshTally & { offset: number } {
+  const at = progress?.phase === 'refresh' ? progress : {};
+  const n = (v: unknown): number => (typeof v === 'number' ? v : 0);
+  return {
+    offset: n(at.offset),
+    counts: { matched: n(at.matched), repaired: n(at.repaired), unchanged: n(at.unchanged), failed: n(at.failed) },
+    failures: Array.isArray(at.failures) ? [...(at.failures as { id: string; error: string }[])] : [],
+  };
+}
+
+/** The generation a recreate last folded into: its progress's, else the one its request reserved. */
+function generationOf(record: JobRecord): number | undefined {
+  const kept = (record.data?.progress as JsonObject | undefined)?.generation ?? record.data?.generation;
+  return typeof kept === 'number' ? kept : undefined;
 }
 
 /** A runner that lost its job's lease stops: another instance runs the job now. */

@@ -225,9 +225,12 @@ export class ReadModelSet implements ReadModels {
    * Reserves the next generation of a read model for a rebuild by `jobId`, or answers the one that
    * job reserved already (a rebuild resumed after a restart). With `dropLive`, the live
    * generation is dropped at once and the read model answers 503 until the rebuild swaps in.
+   * `resume`: the generation a failed or cancelled rebuild of this job left (abandonRebuild with
+   * `keep`), taken again as it is when no other rebuild holds it and it does not serve (a retried
+   * job resumes where it stopped); a generation reserved anew is emptied first.
    * Answers undefined when another job holds the reservation (and `isRunning` says it still runs).
    */
-  async beginRebuild(name: string, jobId: string, options: { dropLive: boolean; isEnded?: (jobId: string) => Promise<boolean> }): Promise<number | undefined> {
+  async beginRebuild(name: string, jobId: string, options: { dropLive: boolean; isEnded?: (jobId: string) => Promise<boolean>; resume?: number }): Promise<number | undefined> {
     const slot = this.#slot(name);
     const { record, version } = await this.#current(slot);
     if (record.building !== null && record.jobId === jobId) return record.building;
@@ -237,7 +240,7 @@ export class ReadModelSet implements ReadModels {
       const left = atGeneration(slot.projection, record.building);
       await this.#reads.reset(left.collection, left.name);
     }
-    const generation = Math.max(record.live ?? 0, record.retired ?? 0) + 1;
+    const generation = await this.#generationFor(slot, record, options.resume);
     const live = options.dropLive ? null : record.live;
     if (!(await this.#write(slot, { live, building: generation, jobId, retired: record.retired ?? null }, version))) return undefined;
     if (options.dropLive && record.live !== null) {
@@ -245,6 +248,17 @@ export class ReadModelSet implements ReadModels {
       await this.#serve(slot);
       await this.#reads.reset(old.collection, old.name);
     }
+    return generation;
+  }
+
+  /** The generation a rebuild reserves: the one it stopped with when free and not serving, else
+   * the next one, emptied of what a stopped rebuild of another job (or one before a swap that made
+   * it stale) kept there. */
+  async #generationFor(slot: Slot, record: GenerationRecord, resume: number | undefined): Promise<number> {
+    if (resume !== undefined && resume > 0 && record.building === null && resume !== record.live && resume !== record.retired) return resume;
+    const generation = Math.max(record.live ?? 0, record.retired ?? 0) + 1;
+    const fresh = atGeneration(slot.projection, generation);
+    await this.#reads.reset(fresh.collection, fresh.name);
     return generation;
   }
 
@@ -268,14 +282,16 @@ export class ReadModelSet implements ReadModels {
   }
 
   /** A rebuild that cannot finish gives its generation up (the live one, if any, keeps serving;
-   * a dropped model with none is `failed` until recreated). */
-  async abandonRebuild(name: string, jobId: string): Promise<void> {
+   * a dropped model with none is `failed` until recreated). With `keep` what it folded stays
+   * (with its checkpoint), for a retry of the job to resume from (beginRebuild's `resume`); the
+   * next rebuild that reserves it anew empties it. */
+  async abandonRebuild(name: string, jobId: string, options: { keep?: boolean } = {}): Promise<void> {
     const slot = this.#slot(name);
     const { record, version } = await this.#current(slot);
     if (record.jobId !== jobId || record.building === null) return;
     const building = atGeneration(slot.projection, record.building);
     await this.#write(slot, { ...record, building: null, jobId: null }, version);
-    await this.#reads.reset(building.collection, building.name);
+    if (options.keep !== true) await this.#reads.reset(building.collection, building.name);
   }
 
   /** The projector options, for a rebuild's own projector. */

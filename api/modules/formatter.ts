@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CONTENT_TYPES, DocumentFormats } from '../../domain/documents/documents.ts';
+import type { TemplateCaller } from '../../domain/ports.ts';
 import { inProcessTemplates } from '../../domain/documents/templateJobs.ts';
 import { generateDocument, templateText, type TemplateVersion } from '../../domain/documents/generate.ts';
 import { formatterTemplate } from '../../domain/registries/formatterTemplate.ts';
@@ -13,11 +14,16 @@ import { DomainError, notFound } from '../../domain/shared/errors.ts';
 import { isUuid } from '../../domain/shared/ids.ts';
 import { assertReadable } from '../access.ts';
 import { toDomainError } from '../errorHandler.ts';
+import { templateCallerOf } from '../requestContext.ts';
 import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../module.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
 
 const tags = ['formatter'];
+/** What the routes that evaluate templates say about a caller's share of the template threads. */
+const SHARE =
+  'A caller (the token\'s subject) may have at most TEMPLATE_JOBS_PER_CALLER (2) template evaluations waiting or running at once: ' +
+  'beyond, 429 `FORMATTER.TOO_MANY_RENDERS_OF_CALLER` with `Retry-After`; a full template queue is a 503 `FORMATTER.RENDERER_BUSY` with `Retry-After`.';
 /** The largest template text a preview takes (as a stored template's content). */
 export const MAX_TEMPLATE_CHARS = 500_000;
 
@@ -31,9 +37,9 @@ const templateVersion = z
 const data = z.record(z.string(), z.unknown()).meta({ description: 'the data the template is rendered over (a JSON object)' });
 
 /** The text a stored template gives for some data, and the content type it is sent with. */
-async function renderTemplate(template: TemplateVersion, input: unknown, deps: AppDeps): Promise<{ text: string; type: string }> {
+async function renderTemplate(template: TemplateVersion, input: unknown, deps: AppDeps, caller: TemplateCaller): Promise<{ text: string; type: string }> {
   const type = template.documentType === 'SOURCE' ? 'text/plain; charset=utf-8' : 'text/html; charset=utf-8';
-  return { text: await templateText(template, input, deps.documents ?? {}), type };
+  return { text: await templateText(template, input, deps.documents ?? {}, caller), type };
 }
 
 function previewRoute(r: ZodRoutes, deps: AppDeps): void {
@@ -48,15 +54,16 @@ function previewRoute(r: ZodRoutes, deps: AppDeps): void {
           'The text is a handlebars template, rendered with HTML escaping; helpers: formatDate (value, time zone, locale; dateStyle, timeStyle), ' +
           'formatNumber (value, locale; minimumFractionDigits, maximumFractionDigits, style, currency), eq, default, join, upper, lower. No partials, ' +
           'decorators or lookups; nothing but the data given is reachable. A text that does not compile is a 400 naming its line and column; one that ' +
-          'fails on the data (a bad time zone) a 422.',
+          'fails on the data (a bad time zone) a 422. ' +
+          SHARE,
         body: z.strictObject({ data: data.optional(), content: z.string().max(MAX_TEMPLATE_CHARS) }),
-        response: { 200: { description: 'The rendered HTML', content: { 'text/html': { schema: z.string() } } }, ...errors(400, 413, 422) },
+        response: { 200: { description: 'The rendered HTML', content: { 'text/html': { schema: z.string() } } }, ...errors(400, 413, 422, 429, 503) },
       },
     },
     async (request, reply) => {
       const { content } = request.body;
       const key = `preview:${createHash('sha256').update(content).digest('hex')}`;
-      const html = await (deps.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key, version: 0, source: content, data: request.body.data ?? {}, mode: 'html' });
+      const html = await (deps.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key, version: 0, source: content, data: request.body.data ?? {}, mode: 'html' }, templateCallerOf(request));
       await reply.type('text/html; charset=utf-8').send(html);
     },
   );
@@ -92,19 +99,20 @@ function renderRoute(r: ZodRoutes, deps: AppDeps): void {
           'over the data (never run as code; at most 1 s and 500 nested calls) whose result must be text. SOURCE documents answer text/plain, the ' +
           'others text/html. Unknown code: 404; a FILE template: 422 (it makes documents, not text). The template is read from the log. ' +
           '`X-Template-Version` names the version rendered and `ETag` is the SHA-256 of the text: the same version and data give the same text, ' +
-          'and `?templateVersion=` renders an older version as it stood.',
+          'and `?templateVersion=` renders an older version as it stood. ' +
+          SHARE,
         params: z.strictObject({ templateCode: z.string().min(1).max(255) }),
         querystring: z.strictObject({ templateVersion }),
         body: data,
         response: {
           200: { description: 'The rendered text: text/plain for SOURCE documents, else text/html', content: { 'text/html': { schema: z.string() }, 'text/plain': { schema: z.string() } } },
-          ...errors(400, 404, 413, 422),
+          ...errors(400, 404, 413, 422, 429, 503),
         },
       },
     },
     async (request, reply) => {
       const template = await templateAt(request, request.params.templateCode, request.query.templateVersion);
-      const { text, type } = await renderTemplate(template, request.body, deps);
+      const { text, type } = await renderTemplate(template, request.body, deps, templateCallerOf(request));
       const etag = `"${createHash('sha256').update(text).digest('hex')}"`;
       await reply.type(type).header('x-template-version', String(template.auditInfo.version)).header('etag', etag).send(text);
     },
@@ -149,7 +157,8 @@ function documentRoute(r: ZodRoutes, deps: AppDeps): void {
           'a `Content-Disposition` file name, or with `Accept: application/json` a JSON string of its base64. `X-Template-Version` is the version ' +
           'rendered and `ETag` the SHA-256 of the bytes: the same version and data give the same bytes, and `?templateVersion=` regenerates a ' +
           'document as an older version made it. Limits: data ' + `${String(MAX_DOCUMENT_DATA_BYTES / 1024 / 1024)} MiB (413). ` +
-          'A busy renderer or one past its time limit answers 503 with `Retry-After`; a format whose renderer is not installed, 503 saying how to install it.',
+          'A busy renderer or one past its time limit answers 503 with `Retry-After`; a format whose renderer is not installed, 503 saying how to install it. ' +
+          SHARE,
         params: z.strictObject({ documentTemplateCode: z.string().min(1).max(255) }),
         querystring: z.strictObject({ format, templateVersion }),
         body: data,
@@ -158,13 +167,13 @@ function documentRoute(r: ZodRoutes, deps: AppDeps): void {
             description: 'The document in its format\'s content type, or with `Accept: application/json` its base64 as a JSON string',
             content: documentContent,
           },
-          ...errors(400, 404, 413, 422, 503),
+          ...errors(400, 404, 413, 422, 429, 503),
         },
       },
     },
     async (request, reply) => {
       const template = await templateAt(request, request.params.documentTemplateCode, request.query.templateVersion);
-      const document = await generateDocument(template, request.body, request.query.format, deps.documents ?? {});
+      const document = await generateDocument(template, request.body, request.query.format, deps.documents ?? {}, templateCallerOf(request));
       void reply.header('x-template-version', String(template.auditInfo.version)).header('etag', sha256Tag(document.bytes));
       if (wantsJson(request)) return reply.type('application/json; charset=utf-8').send(JSON.stringify(Buffer.from(document.bytes).toString('base64')));
       void reply.header('content-disposition', `attachment; filename="${document.fileName}"`).header('x-content-type-options', 'nosniff');
@@ -222,7 +231,7 @@ function batchRoute(r: ZodRoutes, deps: AppDeps): void {
       return mapBounded(items, BATCH_PARALLELISM, async (item) => {
         try {
           const template = await templateAt(request, item.documentTemplateCode, item.templateVersion);
-          const document = await generateDocument(template, item.data ?? {}, request.query.format, deps.documents ?? {});
+          const document = await generateDocument(template, item.data ?? {}, request.query.format, deps.documents ?? {}, templateCallerOf(request));
           return {
             documentId: item.documentId,
             data: Buffer.from(document.bytes).toString('base64'),

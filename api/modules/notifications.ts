@@ -19,6 +19,7 @@ import { dispatchSchedule } from '../../workers/notificationDispatcher.ts';
 import { resourceService } from '../../domain/resource/service.ts';
 import { eq, idsWhere, recordsWhere } from '../readModelQuery.ts';
 import { position } from '../readModelWait.ts';
+import { templateCallerOf } from '../requestContext.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
 
@@ -42,9 +43,10 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
           'as text for SMS, HTML-escaped otherwise); a `subject` in the payload wins. Each notification starts PLAN, `created` now and ' +
           '`expirationDate` the template\'s `expiration` days later. An array makes every notification or none of them when one cannot be ' +
           `rendered (at most ${String(MAX_NOTIFICATIONS_PER_CREATE)}, 413 beyond). \`Idempotency-Key\` is honoured; for an array each item ` +
-          'is keyed by the key and its position.',
+          'is keyed by the key and its position. The templates are rendered within the caller\'s share of the template threads (as the formatter\'s ' +
+          'previews: 429 `FORMATTER.TOO_MANY_RENDERS_OF_CALLER` beyond TEMPLATE_JOBS_PER_CALLER, 503 `FORMATTER.RENDERER_BUSY` when the queue is full, both with `Retry-After`).',
         body: z.union([createPayload, z.array(createPayload).min(1)]),
-        response: { 201: z.union([notification.record, z.array(notification.record)]), ...errors(400, 409, 413, 422) },
+        response: { 201: z.union([notification.record, z.array(notification.record)]), ...errors(400, 409, 413, 422, 429, 503) },
       },
     },
     async (request, reply) => {
@@ -54,7 +56,7 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
         throw new DomainError('NOTIFICATION.TOO_MANY', 'PAYLOAD_TOO_LARGE', `At most ${String(MAX_NOTIFICATIONS_PER_CREATE)} notifications per create, got ${String(payloads.length)}`);
       }
       // Every one rendered and checked before any is written: an array is made whole or not at all.
-      const env: RenderEnv = { eventStore: deps.eventStore, blobStore: deps.blobStore, documents: deps.documents, readable: (def, record) => assertReadable(deps, request, def, record) };
+      const env: RenderEnv = { eventStore: deps.eventStore, blobStore: deps.blobStore, documents: deps.documents, caller: templateCallerOf(request), readable: (def, record) => assertReadable(deps, request, def, record) };
       const inputs: JsonObject[] = [];
       for (const [i, payload] of payloads.entries()) inputs.push(await renderNotification(env, payload, many ? `[${String(i)}].` : ''));
       const ctx = await writeContext(deps, request, notification);

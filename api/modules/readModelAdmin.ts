@@ -10,6 +10,7 @@ import { FilteringSchema } from '../../domain/shared/filtering.ts';
 import type { AppDeps, Module } from '../module.ts';
 import { commandContext } from '../requestContext.ts';
 import { errors } from '../resourceRoutes.ts';
+import { JobAckSchema } from '../schemas.ts';
 
 const REFRESH_WAIT_MS = 30_000;
 
@@ -42,7 +43,6 @@ const RefreshResultSchema = z
   })
   .meta({ id: 'IndexRefreshResult' });
 
-const AckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'JobAcknowledgement' });
 
 const nameParams = z.strictObject({
   indexName: z.string().min(1).max(255).meta({ description: 'the read model\'s name as GET /indexes lists it (`user_groups`), or the path of the resource it serves (`user-groups`)' }),
@@ -72,7 +72,7 @@ function rebuildRoutes(app: FastifyInstance, deps: AppDeps, known: (name: string
           'swapped in atomically and the old one dropped. Progress is on the job (`data.progress`), the outcome in `data.result` ' +
           '(poison events skipped are listed there). A restart resumes the rebuild; a half-built generation is never swapped in.',
         params: nameParams,
-        response: { 202: AckSchema, ...errors(403, 404, 409) },
+        response: { 202: JobAckSchema, ...errors(403, 404, 409) },
       },
     },
     async (request, reply) => {
@@ -95,7 +95,7 @@ function rebuildRoutes(app: FastifyInstance, deps: AppDeps, known: (name: string
           'The result (`data.result`) counts matched, repaired and unchanged documents. A Filtering the read model cannot run is 400 at once.',
         params: nameParams,
         body: FilteringSchema,
-        response: { 202: AckSchema, ...errors(400, 403, 404) },
+        response: { 202: JobAckSchema, ...errors(400, 403, 404) },
       },
     },
     async (request, reply) => {

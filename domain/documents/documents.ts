@@ -53,6 +53,16 @@ export const rendererBusy = (what: string, retryAfterSeconds: number): DomainErr
     retryAfterSeconds,
   });
 
+/** A caller (the token's subject) past its share of a renderer: `limit` renders waiting or running. */
+export const callerBusy = (what: string, limit: number, setting: string, retryAfterSeconds: number): DomainError =>
+  new DomainError(
+    'FORMATTER.TOO_MANY_RENDERS_OF_CALLER',
+    'TOO_MANY_REQUESTS',
+    `A caller may have at most ${String(limit)} ${what} renders waiting or running at once (${setting}): try again in ${String(retryAfterSeconds)} s`,
+    [],
+    { retryAfterSeconds },
+  );
+
 export const renderTimedOut = (what: string, ms: number): DomainError =>
   new DomainError('FORMATTER.RENDER_TIMEOUT', 'SERVICE_UNAVAILABLE', `The ${what} render took longer than ${String(ms)} ms and was stopped`, [], {
     retryAfterSeconds: 1,

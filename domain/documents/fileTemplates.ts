@@ -9,6 +9,7 @@ import ExcelJS from 'exceljs';
 import PizZip from 'pizzip';
 import { DomainError } from '../shared/errors.ts';
 import { isBase64 } from '../shared/fields.ts';
+import { externalReferencesOf } from './externalReferences.ts';
 import { renderHandlebars } from './templates.ts';
 
 export type OfficeKind = 'docx' | 'xlsx' | 'odt' | 'ods';
@@ -62,6 +63,20 @@ export function svgPartsOf(bytes: Uint8Array): string[] {
   }
 }
 
+/** The most lines a refusal names. */
+const MAX_REFUSED_LINES = 20;
+
+/** What a FILE template may not hold, as lines: images that are not raster, and references to
+ * anything outside the file (domain/documents/externalReferences.ts). */
+export function refusedContentOf(bytes: Uint8Array, kind: OfficeKind): string[] {
+  const svg = svgPartsOf(bytes);
+  const lines = [
+    ...(svg.length === 0 ? [] : [`only raster images (PNG, JPEG, GIF, WebP, BMP, TIFF, EMF, WMF) are allowed in a FILE template, not ${svg.slice(0, 3).join(', ')}`]),
+    ...externalReferencesOf(new PizZip(bytes), kind === 'odt' || kind === 'ods'),
+  ];
+  return lines.length <= MAX_REFUSED_LINES ? lines : [...lines.slice(0, MAX_REFUSED_LINES), `… and ${String(lines.length - MAX_REFUSED_LINES)} more`];
+}
+
 type TemplateErrorDetail = { properties?: { explanation?: string; file?: string; offset?: number } };
 const explanationsOf = (error: unknown): string[] => {
   const e = error as { properties?: { errors?: TemplateErrorDetail[]; explanation?: string }; message?: string };
@@ -84,8 +99,8 @@ export function fileTemplateProblems(content: string, field = 'content'): string
   if (bytes === undefined) return [`${field}: a FILE template's content is an office file in base64`];
   const kind = officeKindOf(bytes);
   if (kind === undefined) return [`${field}: not a DOCX, XLSX, ODT or ODS file`];
-  const svg = svgPartsOf(bytes);
-  if (svg.length > 0) return [`${field}: only raster images (PNG, JPEG, GIF, WebP, BMP, TIFF, EMF, WMF) are allowed in a FILE template, not ${svg.slice(0, 3).join(', ')}`];
+  const refused = refusedContentOf(bytes, kind);
+  if (refused.length > 0) return refused.map((line) => `${field}: ${line}`);
   if (kind !== 'docx') return [];
   try {
     new Docxtemplater<PizZip>(new PizZip(bytes), OPTIONS);

@@ -34,7 +34,7 @@ export async function runTemplateJob(job: TemplateJob): Promise<string | Uint8Ar
   return result;
 }
 
-/** The jobs run here, on the caller's thread: for tools and tests without a runner. */
+/** The jobs run here, on the caller's thread, whoever's they are: for tools and tests without a runner. */
 export const inProcessTemplates: TemplateRunner = {
   text: async (job) => (await runTemplateJob(job)) as string,
   file: async (job) => (await runTemplateJob(job)) as Uint8Array,

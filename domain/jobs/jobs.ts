@@ -3,10 +3,10 @@
 // /jobs/{id}?expand=JOB_STEPS reads them from the read model that folds a job with its steps.
 
 import { z } from 'zod';
-import { DomainError, invalidTransition, validationFailed } from '../shared/errors.ts';
+import { DomainError, actionNotAllowed, forbidden, invalidTransition, validationFailed } from '../shared/errors.ts';
 import { dateTime, jsonMap, longText, text, uuid } from '../shared/fields.ts';
 import type { JsonObject } from '../shared/json.ts';
-import { defineResource, type Behaviour, type DecideContext, type ResourceDefinition } from '../resource/defineResource.ts';
+import { defineResource, type Behaviour, type DecideContext, type LiveRecord, type ResourceDefinition } from '../resource/defineResource.ts';
 
 export const JobStatuses = ['NEW', 'IN_PROGRESS', 'COMPLETED', 'FAILED'] as const;
 export type JobStatus = (typeof JobStatuses)[number];
@@ -25,6 +25,37 @@ export const isFinal = (status: unknown): boolean => status === 'COMPLETED' || s
  * (a client ending one would strand the read model it rebuilds). */
 export const READ_MODEL_JOB_ACTOR = 'system:read-model-jobs';
 const SERVICE_JOB = 'READ_MODEL_';
+
+/** The job types the service runs itself. A cancel of one in progress asks its runner to stop at
+ * its next step boundary (the runner then ends it FAILED, `cancelled`), and a retry resumes it
+ * (IN_PROGRESS) where it stopped. Jobs of other types are run by clients through their status: a
+ * cancel ends them at once, and a retry moves them back to NEW for their runner. */
+export const ServiceJobTypes = {
+  READ_MODEL_RECREATE: 'READ_MODEL_RECREATE',
+  READ_MODEL_REFRESH: 'READ_MODEL_REFRESH',
+  DIFF_APPLY: 'DIFF_APPLY',
+} as const;
+export const isServiceRun = (jobType: unknown): boolean => Object.values<unknown>(ServiceJobTypes).includes(jobType);
+
+/** The reason (`data.failure`) of a cancelled job. */
+export const CANCELLED = 'cancelled';
+
+/** A cancel asked of a job the service runs, which its runner has not yet acted on. */
+export const cancelRequestOf = (fields: JsonObject): { at: string; by: string } | undefined =>
+  (fields.data as { cancelRequested?: { at: string; by: string } } | undefined)?.cancelRequested;
+
+/** Who started a job: its first event's actor, or for the service's own read-model jobs the caller
+ * that asked for it (kept in `data.requestedBy`). */
+export function startedBy(record: Pick<LiveRecord, 'fields' | 'insertedBy'>): string {
+  const requestedBy = (record.fields.data as JsonObject | undefined)?.requestedBy;
+  return record.insertedBy === READ_MODEL_JOB_ACTOR && typeof requestedBy === 'string' ? requestedBy : record.insertedBy;
+}
+
+/** Only an admin may retry or cancel what another caller started (the service's own commands carry
+ * no `privileged` and may). */
+function assertMayAct(resource: string, action: string, starter: string, ctx: DecideContext): void {
+  if (ctx.privileged === false && ctx.actor !== starter) throw forbidden(`Only an admin may ${action} a ${resource} it did not start`);
+}
 
 /** Only the service writes its own jobs. */
 function assertClientJob(resource: string, before: JsonObject | undefined, after: JsonObject, ctx: DecideContext): void {
@@ -59,7 +90,30 @@ function statusMoves(resource: string, startField: 'startDate' | undefined): Non
   };
 }
 
-const status = () => z.enum(JobStatuses).meta({ description: 'NEW → IN_PROGRESS → COMPLETED | FAILED; any other move is 409 naming the allowed ones.' });
+const status = () =>
+  z.enum(JobStatuses).meta({
+    description: 'NEW → IN_PROGRESS → COMPLETED | FAILED; any other move is 409 naming the allowed ones. A FAILED one moves again only through its retry action.',
+  });
+
+/** A step that failed goes back to NEW for its runner, without the dates of its last attempt. */
+const stepBehaviour: Behaviour = {
+  onChange: statusMoves('JOB_STEP', 'startDate'),
+  events: {
+    Retried: {
+      evolve: (r) => {
+        const { startDate: _start, endDate: _end, ...fields } = r.fields;
+        return { ...r, fields: { ...fields, status: 'NEW' } };
+      },
+    },
+  },
+  decide(command, record, ctx) {
+    if (command.type !== 'Retry') throw new Error(`unknown job step command ${JSON.stringify(command.type)}`);
+    assertMayAct('JOB_STEP', 'retry', record.insertedBy, ctx);
+    const from = record.fields.status as JobStatus;
+    if (from !== 'FAILED') throw actionNotAllowed('JOB_STEP', 'retried', from, ['FAILED']);
+    return [{ type: 'Retried', data: { at: ctx.now.toISOString(), by: ctx.actor } }];
+  },
+};
 
 export const jobStep: ResourceDefinition = defineResource({
   name: 'JobStep',
@@ -86,23 +140,68 @@ export const jobStep: ResourceDefinition = defineResource({
   indexed: ['jobId', 'status'],
   defaultSort: ['auditInfo.whenInserted'],
   operations: ['create', 'get', 'versions', 'history', 'replace', 'patch', 'byIds', 'list', 'search', 'searchPage', 'count'],
-  behaviour: { onChange: statusMoves('JOB_STEP', 'startDate') },
+  behaviour: stepBehaviour,
 });
 
-/** What the service's own job runners record on their jobs (index rebuilds and refreshes). */
+/** A step given inline with its job (POST /api/v1/jobs): `jobId` is the new job's. */
+export const jobStepInline = jobStep.input
+  .extend({ jobId: uuid().optional().meta({ description: 'The new job\'s id, or absent: a step given with its job belongs to it.' }) })
+  .meta({ id: 'JobStepInline', description: 'A step created with its job, as POST /api/v1/job-steps would create it.' });
+
+/** Steps one create of a job may carry. */
+export const MAX_INLINE_STEPS = 1000;
+
+/** What the service's own job runners record on their jobs (index rebuilds and refreshes, diff
+ * applies), and the actions of callers on a job: retry and cancel. */
 export type JobCommand =
   | { type: 'Progress'; progress: JsonObject }
   | { type: 'Complete'; result: JsonObject }
   | { type: 'Fail'; reason: string }
-  | { type: 'Resume'; reason: string };
+  | { type: 'Resume'; reason: string }
+  /** `unavailable`: why the job's runner cannot resume it (a diff apply whose entries are gone). */
+  | { type: 'Retry'; unavailable?: string }
+  | { type: 'Cancel' }
+  /** The runner has stopped at a step boundary after a cancel was asked. */
+  | { type: 'ConfirmCancel' };
 
-const mergeData = (fields: JsonObject, extra: JsonObject): JsonObject => ({ ...fields, data: { ...((fields.data) ?? {}), ...extra } });
+const dataOf = (fields: JsonObject): JsonObject => (fields.data as JsonObject | undefined) ?? {};
+const mergeData = (fields: JsonObject, extra: JsonObject): JsonObject => ({ ...fields, data: { ...dataOf(fields), ...extra } });
+
+/** Back to work after a failure: the failure and the resumes of the attempt that failed move into
+ * `data.retries`, progress stays (the runner resumes from it). */
+function retried(fields: JsonObject, d: JsonObject): JsonObject {
+  const { endDate: _end, ...rest } = fields;
+  const { failure, cancelled: _cancelled, cancelRequested: _asked, resumed, ...data } = dataOf(fields);
+  const retries = (data.retries as unknown[] | undefined) ?? [];
+  const attempt = { at: d.at, by: d.by, ...(failure === undefined ? {} : { failure }), ...(resumed === undefined ? {} : { resumed }) };
+  return { ...rest, status: d.status, data: { ...data, retries: [...retries, attempt] } };
+}
+
+function decideCancel(record: LiveRecord, ctx: DecideContext): { type: string; data: JsonObject }[] {
+  assertMayAct('JOB', 'cancel', startedBy(record), ctx);
+  const from = record.fields.status as JobStatus;
+  if (isFinal(from)) throw actionNotAllowed('JOB', 'cancelled', from, ['NEW', 'IN_PROGRESS']);
+  if (from === 'IN_PROGRESS' && isServiceRun(record.fields.jobType)) {
+    return cancelRequestOf(record.fields) === undefined ? [{ type: 'CancelRequested', data: { at: ctx.now.toISOString(), by: ctx.actor } }] : [];
+  }
+  return [{ type: 'Cancelled', data: { endDate: ctx.now.toISOString(), by: ctx.actor } }];
+}
+
+function decideRetry(record: LiveRecord, unavailable: string | undefined, ctx: DecideContext): { type: string; data: JsonObject }[] {
+  assertMayAct('JOB', 'retry', startedBy(record), ctx);
+  const from = record.fields.status as JobStatus;
+  if (from !== 'FAILED') throw actionNotAllowed('JOB', 'retried', from, ['FAILED']);
+  if (unavailable !== undefined) throw new DomainError('JOB.NOT_RESUMABLE', 'CONFLICT', `Job ${record.id} cannot be resumed: ${unavailable}`, [`jobType: ${String(record.fields.jobType)}`]);
+  const status: JobStatus = isServiceRun(record.fields.jobType) ? 'IN_PROGRESS' : 'NEW';
+  return [{ type: 'Retried', data: { at: ctx.now.toISOString(), by: ctx.actor, status } }];
+}
 
 export const job: ResourceDefinition = defineResource({
   name: 'Job',
   path: 'jobs',
   description:
-    'A long action and its progress. `jobSteps` is filled by GET /api/v1/jobs/{id}?expand=JOB_STEPS and in searches, empty otherwise. ' +
+    'A long action and its progress. `jobSteps` is filled by GET /api/v1/jobs/{id}?expand=JOB_STEPS and in searches, empty otherwise; ' +
+    'a create may give the job\'s first steps in it (each made a JobStep of the new job). ' +
     'Jobs the service runs itself (READ_MODEL_RECREATE, READ_MODEL_REFRESH) record their progress in `data.progress`, ' +
     'and after a restart are resumed, or FAILED with `data.failure` saying why.',
   fields: z.strictObject({
@@ -128,6 +227,14 @@ export const job: ResourceDefinition = defineResource({
           return { ...r, fields: mergeData(r.fields, { resumed: [...((data.resumed as unknown[] | undefined) ?? []), { at: d.at, reason: d.reason }] }) };
         },
       },
+      CancelRequested: { evolve: (r, d) => ({ ...r, fields: mergeData(r.fields, { cancelRequested: { at: d.at, by: d.by } }) }) },
+      Cancelled: {
+        evolve: (r, d) => {
+          const { cancelRequested: _asked, ...data } = dataOf(r.fields);
+          return { ...r, fields: { ...r.fields, data: { ...data, failure: CANCELLED, cancelled: { at: d.endDate, by: d.by } }, status: 'FAILED', endDate: d.endDate } };
+        },
+      },
+      Retried: { evolve: (r, d) => ({ ...r, fields: retried(r.fields, d) }) },
     },
     decide(command, record, ctx) {
       const c = command as JobCommand;
@@ -150,9 +257,32 @@ export const job: ResourceDefinition = defineResource({
         case 'Resume':
           if (from !== 'IN_PROGRESS') return [];
           return [{ type: 'Resumed', data: { at: ctx.now.toISOString(), reason: c.reason } }];
+        case 'Retry':
+          return decideRetry(record, c.unavailable, ctx);
+        case 'Cancel':
+          return decideCancel(record, ctx);
+        case 'ConfirmCancel':
+          if (isFinal(from)) return [];
+          return [{ type: 'Cancelled', data: { endDate: ctx.now.toISOString(), by: cancelRequestOf(record.fields)?.by ?? ctx.actor } }];
         default:
           throw new Error(`unknown job command ${JSON.stringify(command.type)}`);
       }
     },
   },
 });
+
+/** What POST /api/v1/jobs takes: the job, and steps to create with it. */
+export const jobCreateInput = job.input
+  .extend({
+    jobSteps: z
+      .array(jobStepInline)
+      .max(MAX_INLINE_STEPS)
+      .optional()
+      .meta({
+        description:
+          'Steps to create with the job, in order: each becomes a JobStep of the new job (its own record, as POST /api/v1/job-steps makes it). ' +
+          '(chunkId, name) must be unique within the list and against existing steps (409 JOB_STEP.CHUNK_ID_NAME_TAKEN naming the step); ' +
+          'every step is checked before anything is written, and a step that still cannot be written undoes the job and the steps before it.',
+      }),
+  })
+  .meta({ id: 'JobCreate', description: 'A job to create, with its first steps.' });

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { templateText, type TemplateVersion } from '../documents/generate.ts';
 import { inProcessTemplates } from '../documents/templateJobs.ts';
-import type { BlobStore, DocumentRenderers, EventStore } from '../ports.ts';
+import type { BlobStore, DocumentRenderers, EventStore, TemplateCaller } from '../ports.ts';
 import type { ResourceDefinition, ResourceRecordLike } from '../resource/defineResource.ts';
 import { resourceService } from '../resource/service.ts';
 import { formatterTemplate } from '../registries/formatterTemplate.ts';
@@ -47,6 +47,8 @@ export type RenderEnv = {
   eventStore: EventStore;
   blobStore: BlobStore;
   documents?: DocumentRenderers | undefined;
+  /** Whose rendering it is: the caller's (its share of the template threads) or the service's. */
+  caller: TemplateCaller;
   /** The caller's read access to a template (NOT_FOUND when it may not read it); absent for the
    * service's own work. */
   readable?: (def: ResourceDefinition, record: ResourceRecordLike) => Promise<ResourceRecordLike>;
@@ -81,11 +83,11 @@ async function contentsOf(env: RenderEnv, template: Template, payload: CreatePay
   if (typeof template.formatterDocumentTemplateId === 'string') {
     const found = await resourceService(formatterTemplate, env.eventStore).get(template.formatterDocumentTemplateId);
     const document = env.readable === undefined ? found : await env.readable(formatterTemplate, found);
-    return templateText(document as unknown as TemplateVersion, { ...data, ...(payload.formatterDocumentTemplateDataOverride ?? {}) }, env.documents ?? {});
+    return templateText(document as unknown as TemplateVersion, { ...data, ...(payload.formatterDocumentTemplateDataOverride ?? {}) }, env.documents ?? {}, env.caller);
   }
   if (typeof template.content !== 'string') return undefined;
   const mode = template.deliveryType === 'SMS' ? 'text' : 'html';
-  return (env.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:content`, version: template.auditInfo.version, source: template.content, data, mode });
+  return (env.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:content`, version: template.auditInfo.version, source: template.content, data, mode }, env.caller);
 }
 
 const optional = (key: string, value: unknown) => (value === undefined ? {} : { [key]: value });
@@ -98,7 +100,7 @@ export async function renderNotification(env: RenderEnv, payload: CreatePayload,
   const template = await activeTemplate(env, payload.templateCode);
   const version = template.auditInfo.version;
   const renderedSubject = async (source: string) =>
-    (env.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:subject`, version, source, data: { ...(payload.data ?? {}), ...extra }, mode: 'text' });
+    (env.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:subject`, version, source, data: { ...(payload.data ?? {}), ...extra }, mode: 'text' }, env.caller);
   const subject = payload.subject ?? (typeof template.subject === 'string' ? await renderedSubject(template.subject) : undefined);
   const contents = await contentsOf(env, template, payload, extra);
   // Checked before anything is stored; each blob is written before the event that names it.

@@ -17,7 +17,9 @@ export const formatterTemplate = defineRegistry({
     'evaluated over the data (never run as code) whose text result is the document source; FILE templates are a DOCX, XLSX, ODT or ODS file in base64 ' +
     'whose `{{placeholders}}` are filled from the data (a DOCX by docxtemplater: `{{name}}`, `{{#list}}…{{/list}}` loops, `{{^x}}…{{/x}}` when ' +
     'empty; an XLSX cell by cell, each text cell a handlebars template; ODT and ODS through DOCX and XLSX). ' +
-    '`content` is checked when saved: a template that does not compile is a 400 naming its line and column (or, for a FILE, the placeholder).',
+    '`content` is checked when saved: a template that does not compile is a 400 naming its line and column (or, for a FILE, the placeholder). ' +
+    'A FILE that would have a reader\'s office suite read from outside it (linked images, INCLUDETEXT/INCLUDEPICTURE and other fetching fields, ' +
+    'a remote attached template, data connections, links to other workbooks, DDE) is a 400 naming the part; hyperlinks to http(s) and mailto stay.',
   fields: z.strictObject({
     code: code(),
     name: text().optional(),

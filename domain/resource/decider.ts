@@ -317,7 +317,7 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
     case 'Own': {
       const decide = def.behaviour.decide;
       if (decide === undefined) throw new Error(`${def.name} has no own commands`);
-      const decided = decide(command.command, { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version }, ctx);
+      const decided = decide(command.command, { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version, insertedBy: state.inserted.actor }, ctx);
       let after: RecordParts = { fields: state.fields, hidden: state.hidden };
       const events = decided.map((e) => {
         const evolveOwn = def.behaviour.events?.[e.type]?.evolve;

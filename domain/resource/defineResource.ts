@@ -80,8 +80,8 @@ export type ResourceRecordLike = JsonObject & { id: string };
 /** A resource's own command: a type and whatever it carries. */
 export type OwnCommand = { readonly type: string } & Readonly<Record<string, unknown>>;
 
-/** The state an own command is decided on: the live record. */
-export type LiveRecord = { id: string; fields: JsonObject; hidden: JsonObject; version: number };
+/** The state an own command is decided on: the live record, and who made it (a job's starter). */
+export type LiveRecord = { id: string; fields: JsonObject; hidden: JsonObject; version: number; insertedBy: string };
 
 /** The open part of a resource's decider: its own events and commands, and a hook on the shared
  * changes. Everything else (the shared operation set, schemas, OpenAPI, history) is derived. */

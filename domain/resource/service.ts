@@ -608,7 +608,7 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
      * reads; never sent as it is. */
     async live(idOrCode: string, codeOnly = false): Promise<LiveRecord | undefined> {
       const state = await current(idOrCode, codeOnly);
-      return state.status === 'active' ? { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version } : undefined;
+      return state.status === 'active' ? { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version, insertedBy: state.inserted.actor } : undefined;
     },
 
     /** The live record, or as it was at a version or a time. */

@@ -86,6 +86,13 @@ export const invalidTransition = (resource: string, field: string, from: string,
     [`${field}: ${from} -> ${to} is not allowed; allowed: ${allowed.length === 0 ? 'none' : allowed.join(', ')}`],
   );
 
+/** An action the record's status does not allow (a retry of a job that has not failed): names the
+ * statuses that allow it. Same code as a status move that is not allowed. */
+export const actionNotAllowed = (resource: string, action: string, from: string, allowedFrom: readonly string[]): DomainError =>
+  new DomainError(`${resource}.INVALID_TRANSITION`, 'CONFLICT', `A ${resource} that is ${from} cannot be ${action}; only one that is ${allowedFrom.join(' or ')}`, [
+    `status: ${from}; ${action} needs ${allowedFrom.join(' or ')}`,
+  ]);
+
 /** A field names a record that does not exist (or is deleted). */
 export const referenceMissing = (resource: string, errors: readonly string[]): DomainError =>
   new DomainError(`${resource}.REFERENCE_NOT_FOUND`, 'UNPROCESSABLE_ENTITY', 'The record refers to records that do not exist', errors);

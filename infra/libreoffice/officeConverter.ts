@@ -16,7 +16,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { rendererUnavailable, renderTimedOut } from '../../domain/documents/documents.ts';
 import { redateZip } from '../../domain/documents/fileTemplates.ts';
-import type { OfficeConverter, OfficeFormat, OfficeInput, Paper } from '../../domain/ports.ts';
+import type { OfficeConverter, OfficeFormat, OfficeInput, Paper, TemplateCaller } from '../../domain/ports.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { RenderQueue, withTimeout } from '../renderQueue.ts';
 import { offlineHtml } from './offlineHtml.ts';
@@ -95,9 +95,10 @@ export type LibreOfficeOptions = {
   timeoutMs?: number;
   recycleAfter?: number;
   logger?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
-  /** Cleans HTML before LibreOffice imports it; default offlineHtml on this thread (the service
-   * runs it in a template worker: parse5 over a large text takes seconds). */
-  offlineHtml?: (html: string) => Promise<string>;
+  /** Cleans HTML before LibreOffice imports it, as the conversion's caller's work; default
+   * offlineHtml on this thread (the service runs it in a template worker: parse5 over a large text
+   * takes seconds). */
+  offlineHtml?: (html: string, caller: TemplateCaller | undefined) => Promise<string>;
 };
 
 export class LibreOfficeConverter implements OfficeConverter {
@@ -115,14 +116,14 @@ export class LibreOfficeConverter implements OfficeConverter {
     this.#queue = new RenderQueue({ slots: 1, queueLimit: this.#options.queueLimit, what: 'office' });
   }
 
-  async convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options: { date?: Date; paper?: Paper } = {}): Promise<Uint8Array> {
+  async convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options: { date?: Date; paper?: Paper; caller?: TemplateCaller } = {}): Promise<Uint8Array> {
     const source = IMPORT_FILTERS[from];
     const filter = (source.calc ? CALC_FILTERS : WRITER_FILTERS)[to];
     if (filter === undefined) {
       throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${source.calc ? 'spreadsheet' : 'text document'} cannot be made into ${to}`);
     }
     const clean = this.#options.offlineHtml ?? ((html: string) => Promise.resolve(offlineHtml(html)));
-    const bytes = from.startsWith('html') ? new TextEncoder().encode(await clean(new TextDecoder().decode(input))) : input;
+    const bytes = from.startsWith('html') ? new TextEncoder().encode(await clean(new TextDecoder().decode(input), options.caller)) : input;
     return this.#queue.run(() => this.#convert(bytes, source, filter, to, options));
   }
 

@@ -84,8 +84,8 @@ export function tracedDocumentRenderers(documents: DocumentRenderers): DocumentR
       ? {}
       : {
           templates: {
-            text: (job) => inSpan('render.template', { 'render.kind': job.kind }, () => templates.text(job), SpanKind.INTERNAL),
-            file: (job) => inSpan('render.template', { 'render.kind': job.kind }, () => templates.file(job), SpanKind.INTERNAL),
+            text: (job, caller) => inSpan('render.template', { 'render.kind': job.kind }, () => templates.text(job, caller), SpanKind.INTERNAL),
+            file: (job, caller) => inSpan('render.template', { 'render.kind': job.kind }, () => templates.file(job, caller), SpanKind.INTERNAL),
             close: () => templates.close(),
           },
         }),

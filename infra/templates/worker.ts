@@ -27,3 +27,6 @@ parentPort?.on('message', (message: { id: number; job: WorkerJob }) => {
     },
   );
 });
+
+// The engines are loaded: the pool counts a job's time limit from here.
+parentPort?.postMessage({ ready: true });

@@ -126,3 +126,97 @@ describe('job steps', () => {
     expect(found.json<{ jobSteps: unknown[] }[]>()[0]?.jobSteps).toHaveLength(2);
   });
 });
+
+describe('a job created with its steps (jobSteps in POST /jobs)', () => {
+  const body = (extra: Record<string, unknown> = {}) => ({ startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'IMPORT', ...extra });
+  const createJob = (payload: unknown, headers: Record<string, string> = {}) => t.call({ method: 'POST', url: '/api/v1/jobs', payload, headers });
+
+  it('creates each step as its own record of the new job, shown by expand=JOB_STEPS', async () => {
+    const chunkId = randomUUID();
+    const res = await createJob(body({ jobSteps: [{ name: 'extract', status: 'NEW', chunkId }, { name: 'load', status: 'IN_PROGRESS', chunkId, chunk: ['r1'] }] }));
+    expect(res.statusCode, res.body).toBe(201);
+    const job = res.json<Rec & { jobSteps: Rec[] }>();
+    expect(job.jobSteps.map((s) => [s.name, s.status, s.jobId, s.chunkId])).toEqual([
+      ['extract', 'NEW', job.id, chunkId],
+      ['load', 'IN_PROGRESS', job.id, chunkId],
+    ]);
+    expect(job.jobSteps[1]?.startDate).toEqual(expect.any(String));
+    const expanded = await t.call({ method: 'GET', url: `/api/v1/jobs/${job.id}?expand=JOB_STEPS&minPosition=${String(res.headers['x-event-position'])}` });
+    expect(expanded.json<{ jobSteps: Rec[] }>().jobSteps.map((s) => s.id)).toEqual(job.jobSteps.map((s) => s.id));
+    // Each step is a record of its own: one event on its own stream, found by its pair.
+    for (const step of job.jobSteps) {
+      const history = await t.call({ method: 'GET', url: `/api/v1/job-steps/${step.id}/history` });
+      expect(history.json<{ type: string }[]>().map((h) => h.type)).toEqual(['JobStepCreated']);
+    }
+    const byChunk = await t.call({ method: 'GET', url: `/api/v1/job-steps/by-chunk?chunkId=${chunkId}&name=load` });
+    expect(byChunk.json()).toMatchObject({ id: job.jobSteps[1]?.id, jobId: job.id });
+    // Absent and empty steps still make a job alone.
+    expect((await createJob(body({ jobSteps: [] }))).json()).toMatchObject({ jobSteps: [] });
+    expect((await createJob(body())).json()).toMatchObject({ jobSteps: [] });
+  });
+
+  it('keeps (chunkId, name) unique within the request and against existing steps: 409, and no job is left', async () => {
+    const chunkId = randomUUID();
+    const twice = { id: randomUUID(), ...body({ jobSteps: [{ name: 'a', status: 'NEW', chunkId }, { name: 'a', status: 'NEW', chunkId }] }) };
+    const dup = await createJob(twice);
+    expect(dup.statusCode, dup.body).toBe(409);
+    expect(dup.json()).toMatchObject({ code: 'JOB_STEP.CHUNK_ID_NAME_TAKEN', errors: ['jobSteps[1].chunkId: also that of jobSteps[0]', 'jobSteps[1].name: also that of jobSteps[0]'] });
+    expect((await t.call({ method: 'GET', url: `/api/v1/jobs/${twice.id}` })).statusCode).toBe(404);
+
+    const other = await newJob();
+    expect((await newStep(other.id, { chunkId, name: 'held' })).statusCode).toBe(201);
+    const taken = { id: randomUUID(), ...body({ jobSteps: [{ name: 'free', status: 'NEW', chunkId }, { name: 'held', status: 'NEW', chunkId }] }) };
+    const refused = await createJob(taken);
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json()).toMatchObject({ code: 'JOB_STEP.CHUNK_ID_NAME_TAKEN', errors: [expect.stringMatching(/^jobSteps\[1\]\.chunkId: .* is already taken$/), expect.stringMatching(/^jobSteps\[1\]\.name: /)] });
+    expect((await t.call({ method: 'GET', url: `/api/v1/jobs/${taken.id}` })).statusCode).toBe(404);
+    // The pair of the step that was not made is still free.
+    expect((await t.call({ method: 'GET', url: `/api/v1/job-steps/by-chunk?chunkId=${chunkId}&name=free` })).statusCode).toBe(404);
+  });
+
+  it('refuses a bad step with 400 naming it before anything is written', async () => {
+    const id = randomUUID();
+    const cases: [unknown, string][] = [
+      [[{ name: 'a', status: 'FAILED' }], 'jobSteps[0].status'],
+      [[{ name: 'a', status: 'NEW', jobId: randomUUID() }], 'jobSteps[0].jobId'],
+      [[{ status: 'NEW' }], 'jobSteps[0].name'],
+      [[{ name: 'a', status: 'NEW', nope: 1 }], 'jobSteps[0].nope'],
+      [[{ name: 'a', status: 'NEW' }, { id: '6b2f1c54-7d3e-1a9b-8c4d-2e5f6a7b8c9d', name: 'b', status: 'NEW' }], 'jobSteps[1].id'],
+      ['steps', 'jobSteps'],
+    ];
+    for (const [jobSteps, field] of cases) {
+      const res = await createJob({ id, ...body({ jobSteps }) });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json<{ errors: string[] }>().errors.join('\n'), JSON.stringify(jobSteps)).toContain(field);
+    }
+    expect((await t.call({ method: 'GET', url: `/api/v1/jobs/${id}` })).statusCode).toBe(404);
+    // A step may name its job when the body chooses the job's id.
+    const named = await createJob({ id, ...body({ jobSteps: [{ name: 'a', status: 'NEW', jobId: id }] }) });
+    expect(named.statusCode, named.body).toBe(201);
+  });
+
+  it('under an Idempotency-Key a retry answers the same job and steps; other steps are 409', async () => {
+    const headers = { 'idempotency-key': `job-with-steps-${randomUUID()}` };
+    const jobSteps = [{ name: 'a', status: 'NEW', chunkId: randomUUID() }, { name: 'b', status: 'NEW' }];
+    const payload = body({ jobSteps });
+    const [first, second] = await Promise.all([createJob(payload, headers), createJob(payload, headers)]);
+    expect([first.statusCode, second.statusCode], first.body + second.body).toEqual([201, 201]);
+    const ids = (r: typeof first) => [r.json<Rec>().id, ...r.json<{ jobSteps: Rec[] }>().jobSteps.map((s) => s.id)];
+    expect(ids(second)).toEqual(ids(first));
+    const more = await createJob(body({ jobSteps: [...jobSteps, { name: 'c', status: 'NEW' }] }), headers);
+    expect(more.statusCode).toBe(409);
+    const expanded = await t.call({ method: 'GET', url: `/api/v1/jobs/${first.json<Rec>().id}?expand=JOB_STEPS&minPosition=${String(first.headers['x-event-position'])}` });
+    expect(expanded.json<{ jobSteps: unknown[] }>().jobSteps).toHaveLength(2);
+  });
+
+  it('of concurrent jobs claiming one (chunkId, name), one is made with its step; each other job is not made at all', async () => {
+    const chunkId = randomUUID();
+    const ids = Array.from({ length: 6 }, () => randomUUID());
+    const answers = await Promise.all(ids.map((id) => createJob({ id, ...body({ jobSteps: [{ name: 'own', status: 'NEW' }, { name: 'shared', status: 'NEW', chunkId }] }) })));
+    expect(answers.map((a) => a.statusCode).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    for (const [i, id] of ids.entries()) {
+      const got = await t.call({ method: 'GET', url: `/api/v1/jobs/${id}` });
+      expect(got.statusCode, `job ${String(i)}`).toBe(answers[i]?.statusCode === 201 ? 200 : 404);
+    }
+  });
+});

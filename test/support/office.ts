@@ -26,6 +26,9 @@ export function docxOf(paragraphs: string, relationships = ''): Uint8Array {
   return zip.generate({ type: 'uint8array', compression: 'DEFLATE' });
 }
 
+/** An office file as a FILE template's content. */
+export const base64 = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64');
+
 /** A paragraph of plain text. */
 export const para = (text: string): string => `<w:p><w:r><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`;
 

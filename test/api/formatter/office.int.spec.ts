@@ -9,8 +9,10 @@ import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import PizZip from 'pizzip';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DocumentRenderers } from '../../../domain/ports.ts';
+import { openDocumentRenderers } from '../../../infra/documentRenderers.ts';
 import { findLibreOffice } from '../../../infra/libreoffice/officeConverter.ts';
-import { docxOf, isOle, isZip, para, partText } from '../../support/office.ts';
+import { base64, docxOf, isOle, isZip, para, partText } from '../../support/office.ts';
 import { mmToPt, readPdf } from '../../support/pdf.ts';
 import { startCanary, type Canary } from '../../support/canary.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
@@ -21,9 +23,10 @@ if (office === undefined) process.stderr.write('[office] skipping the office-for
 let t: TestApp;
 let canary: Canary;
 let canaryUrl: string;
+const documents: DocumentRenderers = openDocumentRenderers();
 
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp({ documents });
   canary = await startCanary();
   canaryUrl = canary.url;
 });
@@ -42,7 +45,6 @@ const generate = async (code: string, data: unknown, format: string) => {
   expect(res.statusCode, res.body).toBe(200);
   return res;
 };
-const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 
 const LETTER = '<html><body><h1>Dear {{name}}</h1><p>Your line {{line}} is active since {{since}}.</p></body></html>';
 const TABLE = '<table><tr><th>Service</th><th>Price</th></tr>{{#each rows}}<tr><td>{{service}}</td><td>{{price}}</td></tr>{{/each}}</table>';
@@ -244,12 +246,16 @@ describe.skipIf(office === undefined)('LibreOffice fetches nothing', () => {
       `<Relationship Id="rIdWeb" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="${u}/linked.png" TargetMode="External"/>` +
         '<Relationship Id="rIdFile" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="file:///usr/share/pixmaps/debian-logo.png" TargetMode="External"/>',
     );
-    await save({ code: 'SSRF_FILE', inputType: 'FILE', content: base64(linked) });
-    for (const format of ['pdf', 'odt', 'doc']) {
-      const res = await generate('SSRF_FILE', { x: 1 }, format);
+    // Refused when saved (test/api/formatter/fileTemplateReferences.int.spec.ts); LibreOffice, given
+    // such a file all the same, still fetches nothing.
+    const refused = await t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload: { code: 'SSRF_FILE', inputType: 'FILE', content: base64(linked) } });
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json<ErrorBody>().errors).toHaveLength(5);
+    for (const format of ['pdf', 'odt', 'doc'] as const) {
+      const converted = await documents.office?.convert(linked, 'docx', format);
       if (format === 'pdf') {
-        const text = (await readPdf(res.rawPayload)).text;
-        expect(text).toContain('canary 1');
+        const text = (await readPdf(converted ?? new Uint8Array())).text;
+        expect(text).toContain('canary {{x}}');
         expect(text).not.toContain('root:');
       }
     }

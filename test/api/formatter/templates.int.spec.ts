@@ -3,10 +3,8 @@
 // template cannot reach (prototypes, partials, lookups, code).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { docxOf, para } from '../../support/office.ts';
+import { base64, docxOf, para } from '../../support/office.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
-
-const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 
 let t: TestApp;
 beforeAll(async () => {

@@ -60,6 +60,63 @@ describe('job decider', () => {
   });
 });
 
+describe('job actions: retry and cancel', () => {
+  const { given } = spec(job);
+  const own = (command: Record<string, unknown>): ResourceCommand => ({ type: 'Own', command: command as { type: string } });
+  const failed = (fields: Record<string, unknown>) => [created({ status: 'IN_PROGRESS', ...fields }), { type: 'JobFailed', data: { endDate: NOW.toISOString(), reason: 'disk full' } }];
+  const stateOf = (events: DecidedEvent[]) => {
+    const state = events.reduce<RecordState>((s, e, i) => evolve(job, s, { ...e, revision: i, metadata: { actor: 'x', at: NOW.toISOString() } }), initialState());
+    if (state.status === 'absent') throw new Error('absent');
+    return toRecord(state);
+  };
+
+  it('cancels a client\'s job at once, and asks a running service job to stop (its runner confirms at a step boundary)', () => {
+    given([created({})]).when(own({ type: 'Cancel' })).then([{ type: 'JobCancelled', data: { endDate: NOW.toISOString(), by: 'alice' } }]);
+    given([created({ status: 'IN_PROGRESS' })]).when(own({ type: 'Cancel' })).then([{ type: 'JobCancelled' }]);
+    const running = [created({ status: 'IN_PROGRESS', jobType: 'DIFF_APPLY' })];
+    given(running).when(own({ type: 'Cancel' })).then([{ type: 'JobCancelRequested', data: { at: NOW.toISOString(), by: 'alice' } }]);
+    const asked = [...running, { type: 'JobCancelRequested', data: { at: NOW.toISOString(), by: 'alice' } }];
+    given(asked).when(own({ type: 'Cancel' })).thenNothing();
+    given(asked).when(own({ type: 'ConfirmCancel' })).then([{ type: 'JobCancelled', data: { endDate: NOW.toISOString(), by: 'alice' } }]);
+    const ended = stateOf([...asked, { type: 'JobCancelled', data: { endDate: NOW.toISOString(), by: 'alice' } }]);
+    expect(ended).toMatchObject({ status: 'FAILED', endDate: NOW.toISOString(), data: { failure: 'cancelled', cancelled: { at: NOW.toISOString(), by: 'alice' } } });
+    expect(ended.data).not.toHaveProperty('cancelRequested');
+    given(failed({})).when(own({ type: 'Cancel' })).thenThrows({ status: 'CONFLICT', code: 'JOB.INVALID_TRANSITION', errors: ['status: FAILED; cancelled needs NEW or IN_PROGRESS'] });
+    given(failed({})).when(own({ type: 'ConfirmCancel' })).thenNothing();
+  });
+
+  it('retries only a FAILED job: a service job resumes IN_PROGRESS, a client\'s goes back to NEW; the failure moves to data.retries', () => {
+    given(failed({})).when(own({ type: 'Retry' })).then([{ type: 'JobRetried', data: { at: NOW.toISOString(), by: 'alice', status: 'NEW' } }]);
+    given(failed({ jobType: 'READ_MODEL_RECREATE' })).when(own({ type: 'Retry' })).then([{ type: 'JobRetried', data: { at: NOW.toISOString(), by: 'alice', status: 'IN_PROGRESS' } }]);
+    given(failed({ jobType: 'DIFF_APPLY' })).when(own({ type: 'Retry', unavailable: 'its entries are gone' })).thenThrows({ status: 'CONFLICT', code: 'JOB.NOT_RESUMABLE' });
+    given([created({ status: 'IN_PROGRESS' })]).when(own({ type: 'Retry', unavailable: 'x' })).thenThrows({ code: 'JOB.INVALID_TRANSITION', errors: ['status: IN_PROGRESS; retried needs FAILED'] });
+    const events = [...failed({ jobType: 'DIFF_APPLY', data: { progress: { done: 16 }, resumed: [{ at: 'a', reason: 'r' }] } }), { type: 'JobRetried', data: { at: NOW.toISOString(), by: 'alice', status: 'IN_PROGRESS' } }];
+    const record = stateOf(events);
+    expect(record).toMatchObject({ status: 'IN_PROGRESS', data: { progress: { done: 16 }, retries: [{ at: NOW.toISOString(), by: 'alice', failure: 'disk full', resumed: [{ at: 'a', reason: 'r' }] }] } });
+    expect(record).not.toHaveProperty('endDate');
+    expect(record.data).not.toHaveProperty('failure');
+    expect(record.data).not.toHaveProperty('resumed');
+  });
+
+  it('lets only an admin act on a job another caller started; the starter of a read-model job is who asked for it', () => {
+    const caller = (actor: string): DecideContext => ({ ...client, actor, privileged: false });
+    const by = (ctx: DecideContext) => spec(job, ctx).given(failed({}));
+    by(caller('bob')).when(own({ type: 'Retry' })).thenThrows({ status: 'FORBIDDEN' });
+    by(caller('bob')).when(own({ type: 'Cancel' })).thenThrows({ status: 'FORBIDDEN' });
+    by(caller('x')).when(own({ type: 'Retry' })).then([{ type: 'JobRetried' }]);
+    by({ ...client, actor: 'bob', privileged: true }).when(own({ type: 'Retry' })).then([{ type: 'JobRetried' }]);
+    const rebuild = created({ status: 'IN_PROGRESS', jobType: 'READ_MODEL_RECREATE', data: { requestedBy: 'carol' } });
+    const asService = (ctx: DecideContext) =>
+      deciderSpec<RecordState, ResourceCommand, DecidedEvent>({
+        initial: initialState,
+        evolve: (s, e, i) => evolve(job, s, { ...e, revision: i, metadata: { actor: READ_MODEL_JOB_ACTOR, at: NOW.toISOString() } }),
+        decide: (s, c) => decide(job, s, c, ctx),
+      }).given([rebuild]);
+    asService(caller('carol')).when(own({ type: 'Cancel' })).then([{ type: 'JobCancelRequested' }]);
+    asService(caller('bob')).when(own({ type: 'Cancel' })).thenThrows({ status: 'FORBIDDEN' });
+  });
+});
+
 describe('job step decider', () => {
   const { given } = spec(jobStep);
   const step = (fields: Record<string, unknown>): DecidedEvent => ({ type: 'JobStepCreated', data: { id: ID, name: 'load', status: 'NEW', jobId: JOB, chunkId: ID, ...fields } });
@@ -76,6 +133,21 @@ describe('job step decider', () => {
       .when({ type: 'Patch', patch: { status: 'IN_PROGRESS' } })
       .then([{ type: 'JobStepPatched', data: { patch: { status: 'IN_PROGRESS', startDate: NOW.toISOString() }, jobId: JOB } }]);
     given([step({})]).when({ type: 'Patch', patch: { jobId: ID } }).thenThrows({ status: 'BAD_REQUEST', errors: ['jobId: cannot change once set'] });
+  });
+
+  it('retries a FAILED step back to NEW without the dates of its attempt; only a FAILED one, only its creator or an admin', () => {
+    const ended = step({ status: 'FAILED', startDate: '2026-11-23T10:00:00.000Z', endDate: '2026-11-23T11:00:00.000Z', log: 'row 7' });
+    given([ended]).when({ type: 'Own', command: { type: 'Retry' } }).then([{ type: 'JobStepRetried', data: { at: NOW.toISOString(), by: 'alice', jobId: JOB } }]);
+    const state = [ended, { type: 'JobStepRetried', data: { at: NOW.toISOString(), by: 'alice', jobId: JOB } }].reduce<RecordState>(
+      (s, e, i) => evolve(jobStep, s, { ...e, revision: i, metadata: { actor: 'x', at: NOW.toISOString() } }),
+      initialState(),
+    );
+    if (state.status === 'absent') throw new Error('absent');
+    expect(toRecord(state)).toMatchObject({ status: 'NEW', log: 'row 7', jobId: JOB });
+    expect(toRecord(state)).not.toHaveProperty('startDate');
+    expect(toRecord(state)).not.toHaveProperty('endDate');
+    given([step({})]).when({ type: 'Own', command: { type: 'Retry' } }).thenThrows({ status: 'CONFLICT', code: 'JOB_STEP.INVALID_TRANSITION' });
+    spec(jobStep, { ...client, actor: 'bob', privileged: false }).given([ended]).when({ type: 'Own', command: { type: 'Retry' } }).thenThrows({ status: 'FORBIDDEN' });
   });
 
   it('keeps the dates it ended with when a replace leaves them out', () => {
