@@ -6,7 +6,9 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decodeBase64, IMAGE_TYPES, imageTypeOf } from '../../domain/identity/images.ts';
 import { hashPassword, passwordProblems, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../domain/identity/password.ts';
-import { effectiveRoles, isValidGroup } from '../../domain/identity/roles.ts';
+import { isBuiltInRole } from '../../domain/access/coverage.ts';
+import { effectiveRoles, groupRoleIds, isValidGroup } from '../../domain/identity/roles.ts';
+import { accessRule } from '../../domain/registries/accessRule.ts';
 import { user, type ThumbnailRef, type UserCommand } from '../../domain/identity/user.ts';
 import { UserKinds } from '../../domain/registries/userType.ts';
 import { userGroup } from '../../domain/identity/userGroup.ts';
@@ -62,9 +64,24 @@ async function groupsOf(deps: AppDeps, fields: JsonObject): Promise<JsonObject[]
   return found;
 }
 
-/** A user's effective roles now: its roles and those of its valid groups. */
+/** The codes of the access rules the groups name as their role, by id, read from the log. A rule
+ * stored under a built-in role's name (refused since) gives nothing: a group never hands out a
+ * built-in role. */
+async function groupRuleCodes(deps: AppDeps, groups: readonly JsonObject[], now: Date): Promise<Map<string, string>> {
+  const rules = serviceOf(deps, accessRule);
+  const codes = new Map<string, string>();
+  for (const id of groupRoleIds(groups, now)) {
+    const rule = await rules.get(id).catch(() => undefined);
+    if (typeof rule?.code === 'string' && !isBuiltInRole(rule.code)) codes.set(id, rule.code);
+  }
+  return codes;
+}
+
+/** A user's effective roles now: its roles and the codes of its valid groups' access rules. */
 export async function rolesOf(deps: AppDeps, fields: JsonObject, groups?: readonly JsonObject[]): Promise<string[]> {
-  return effectiveRoles(fields, groups ?? (await groupsOf(deps, fields)), deps.clock.now());
+  const now = deps.clock.now();
+  const of = groups ?? (await groupsOf(deps, fields));
+  return effectiveRoles(fields, of, now, await groupRuleCodes(deps, of, now));
 }
 
 /** The user's regions: its own, then those assigned to its valid groups (from the read model). */
@@ -178,7 +195,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
         summary: 'Get a User by id or code, optionally as it was at a time, with expand=REGIONS,ROLES',
         description:
           'The user reflects every acknowledged write. `expand` may be repeated or comma-separated: ROLES puts the effective roles in `roles` ' +
-          '(its own, then the associatedUserRoleId of each of its groups valid now); REGIONS adds to `regions` those assigned to its valid groups ' +
+          '(its own, then the code of the access rule each of its groups valid now names by associatedUserRoleId); REGIONS adds to `regions` those assigned to its valid groups ' +
           '(from the user group regions read model: `minPosition` waits for a write), each entry saying where it comes from.',
         params: z.strictObject({ idOrCode: z.string().min(1).max(255) }),
         querystring: z.strictObject({
@@ -208,7 +225,9 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'The effective roles of a user',
-        description: 'Its own roles, then the associatedUserRoleId of every group it belongs to that is valid now, each once. Read from the log.',
+        description:
+          'Its own roles, then the code of the access rule that each group it belongs to and that is valid now names by associatedUserRoleId (read as the rule is now: ' +
+          'renamed, its new code; deleted, nothing), each once. Read from the log.',
         params: z.strictObject({ userId: z.string().min(1).max(255) }),
         response: { 200: z.array(z.string()), ...errors(400, 404) },
       },

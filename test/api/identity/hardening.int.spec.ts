@@ -15,6 +15,7 @@ beforeAll(async () => {
   t = await startTestApp();
   await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
   await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } });
+  await t.call({ method: 'POST', url: '/api/v1/access-rules', payload: { id: ROLE_ID, code: 'PRIV_ROLE', name: 'Privileged', entityName: 'users', fullAccess: true } });
   await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'PRIV', name: 'Privileged', type: 'TEAM', chars: {}, associatedUserRoleId: ROLE_ID } });
   await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'PLAIN', name: 'Plain', type: 'TEAM', chars: {} } });
 });

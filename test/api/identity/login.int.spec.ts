@@ -33,6 +33,7 @@ beforeAll(async () => {
   t = await startTestApp({ logger: { level: 'trace', stream } });
   await call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
   await call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } });
+  await call({ method: 'POST', url: '/api/v1/access-rules', payload: { id: ROLE_ID, code: 'READERS_ROLE', name: 'Readers', entityName: 'user-groups', fullAccess: true } });
   await call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'READERS', name: 'Readers', type: 'TEAM', chars: {}, associatedUserRoleId: ROLE_ID } });
   const u = await call({ method: 'POST', url: '/api/v1/users', payload: { code: 'vera', type: 'INDIVIDUAL', givenName: 'Vera', email: 'vera@example.com', chars: {}, roles: ['viewer'], groups: ['READERS'] } });
   userId = u.json<{ id: string }>().id;
@@ -72,9 +73,9 @@ describe('login', () => {
     const res = await login('vera', PASSWORD);
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json<{ access_token: string; token_type: string; roles: string[] }>();
-    expect(body).toMatchObject({ token_type: 'Bearer', roles: ['viewer', ROLE_ID] });
+    expect(body).toMatchObject({ token_type: 'Bearer', roles: ['viewer', 'READERS_ROLE'] });
     const claims = JSON.parse(Buffer.from(body.access_token.split('.')[1] ?? '', 'base64url').toString()) as { sub: string; roles: string[] };
-    expect(claims).toMatchObject({ sub: 'vera', roles: ['viewer', ROLE_ID] });
+    expect(claims).toMatchObject({ sub: 'vera', roles: ['viewer', 'READERS_ROLE'] });
     const headers = { authorization: `Bearer ${body.access_token}` };
     expect((await call({ method: 'GET', url: '/api/v1/users/vera', headers, as: null })).statusCode).toBe(200);
     expect((await call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'X', name: 'X', type: 'EXTERNAL' }, headers, as: null })).statusCode).toBe(403);
