@@ -110,6 +110,22 @@ describe('login', () => {
     expect((await login('vera', PASSWORD)).statusCode).toBe(200);
   });
 
+  it('counts failures against the user the name resolves to: not another whose code differs in case, and still after a rename', async () => {
+    const made: Record<string, string> = {};
+    for (const code of ['U_PWD', 'u_pwd']) {
+      made[code] = (await call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: code, chars: {} } })).json<{ id: string }>().id;
+      await call({ method: 'PUT', url: `/api/v1/users/${code}/password`, payload: { password: PASSWORD } });
+    }
+    for (let i = 0; i < 10; i++) expect((await login('U_PWD', `wrong-password-${String(i)}`)).statusCode).toBe(401);
+    expect((await login('U_PWD', PASSWORD)).statusCode).toBe(429);
+    expect((await login('u_pwd', PASSWORD)).statusCode).toBe(200);
+    // A login names a user by its code only: by its id nothing matches, so nothing is guessed.
+    expect((await login(made.U_PWD ?? '', PASSWORD)).statusCode).toBe(401);
+    // The user renamed is the same user, still held back.
+    expect((await call({ method: 'PATCH', url: '/api/v1/users/U_PWD', payload: { code: 'U_PWD_RENAMED' } })).statusCode).toBe(200);
+    expect((await login('U_PWD_RENAMED', PASSWORD)).statusCode).toBe(429);
+  });
+
   it('has no login route when tokens come from an OIDC issuer', async () => {
     const oidc = await startTestApp({ login: false });
     try {
