@@ -37,6 +37,9 @@ const GRANTS: ReadonlyMap<string, readonly Permission[]> = new Map(
 
 export const BUILT_IN_ROLES: readonly string[] = BUILT_IN;
 
+/** What a role grants by itself: a built-in role's permissions, none for any other. */
+export const permissionsOf = (role: string): readonly Permission[] => GRANTS.get(role) ?? [];
+
 export const allows = (caller: Caller, permission: Permission): boolean =>
   caller.roles.some((role) => GRANTS.get(role)?.includes(permission) === true);
 

@@ -15,7 +15,7 @@ import type { Caller } from '../auth.ts';
 import { FailureLimiter } from '../rateLimit.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
-import { rolesOf } from './users.ts';
+import { rolesOf } from './userRoles.ts';
 
 /** Failures allowed per user and per client address in a window, then 429 until it ends. */
 export const LOGIN_LIMITS = { perUser: { limit: 10, windowMs: 5 * 60_000 }, perAddress: { limit: 50, windowMs: 5 * 60_000 } } as const;

@@ -6,9 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decodeBase64, IMAGE_TYPES, imageTypeOf } from '../../domain/identity/images.ts';
 import { hashPassword, passwordProblems, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../domain/identity/password.ts';
-import { isBuiltInRole } from '../../domain/access/coverage.ts';
-import { effectiveRoles, groupRoleIds, isValidGroup } from '../../domain/identity/roles.ts';
-import { accessRule } from '../../domain/registries/accessRule.ts';
+import { isValidGroup } from '../../domain/identity/roles.ts';
 import { user, type ThumbnailRef, type UserCommand } from '../../domain/identity/user.ts';
 import { UserKinds } from '../../domain/registries/userType.ts';
 import { userGroup } from '../../domain/identity/userGroup.ts';
@@ -28,6 +26,7 @@ import { expandQuery, parseExpand } from '../schemas.ts';
 import { ifMatchVersion } from '../requestContext.ts';
 import { assertReadable, assertWritable, readable, readScope, writeContext } from '../access.ts';
 import { serviceOf } from '../services.ts';
+import { groupsOf, rolesOf, userStanding } from './userRoles.ts';
 
 const tags = [user.path];
 const base = `/api/v1/${user.path}`;
@@ -51,38 +50,6 @@ const expandedRegion = z
   .meta({ id: 'UserRegionExpanded' });
 
 const expandedUser = user.record.extend({ regions: z.array(expandedRegion).optional() }).meta({ id: 'UserExpanded' });
-
-/** The live groups a user names, read from the log (a code no live group has is left out). */
-async function groupsOf(deps: AppDeps, fields: JsonObject): Promise<JsonObject[]> {
-  const codes = Array.isArray(fields.groups) ? fields.groups.filter((c): c is string => typeof c === 'string') : [];
-  const groups = serviceOf(deps, userGroup);
-  const found: JsonObject[] = [];
-  for (const c of new Set(codes)) {
-    const g = await groups.getByCode(c).catch(() => undefined);
-    if (g !== undefined) found.push(g);
-  }
-  return found;
-}
-
-/** The codes of the access rules the groups name as their role, by id, read from the log. A rule
- * stored under a built-in role's name (refused since) gives nothing: a group never hands out a
- * built-in role. */
-async function groupRuleCodes(deps: AppDeps, groups: readonly JsonObject[], now: Date): Promise<Map<string, string>> {
-  const rules = serviceOf(deps, accessRule);
-  const codes = new Map<string, string>();
-  for (const id of groupRoleIds(groups, now)) {
-    const rule = await rules.get(id).catch(() => undefined);
-    if (typeof rule?.code === 'string' && !isBuiltInRole(rule.code)) codes.set(id, rule.code);
-  }
-  return codes;
-}
-
-/** A user's effective roles now: its roles and the codes of its valid groups' access rules. */
-export async function rolesOf(deps: AppDeps, fields: JsonObject, groups?: readonly JsonObject[]): Promise<string[]> {
-  const now = deps.clock.now();
-  const of = groups ?? (await groupsOf(deps, fields));
-  return effectiveRoles(fields, of, now, await groupRuleCodes(deps, of, now));
-}
 
 /** The user's regions: its own, then those assigned to its valid groups (from the read model). */
 async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObject, ofUser: readonly JsonObject[], minPosition: string | undefined): Promise<JsonObject[]> {
@@ -362,7 +329,7 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
 
 export const usersModule: Module = {
   name: 'users',
-  resources: [{ definition: user, routes: { except: ['get'] } }],
+  resources: [{ definition: user, routes: { except: ['get'] }, guard: userStanding }],
   routes(app, deps) {
     const r = zodRoutes(app);
     listRoutes(r, deps);

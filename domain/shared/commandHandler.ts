@@ -33,7 +33,17 @@ export type CommandContext = {
   /** Whether the caller may read a record of a resource (by path), when access rules narrow what it
    * reads: a reference to a record it may not read is as missing as one that does not exist. */
   visible?: (resourcePath: string, record: JsonObject) => Promise<boolean>;
+  /** The caller's standing over the records of one resource (by path; a context handed on to
+   * writes of another resource leaves them alone): see ChangeGuard. */
+  guard?: { readonly resource: string; readonly check: ChangeGuard };
 };
+
+/** A check of a change of a live record that reads beyond it (who else holds what), so it cannot be
+ * part of the pure decision: given the record as it is and as the change would leave it (after:
+ * undefined for a delete), before the change is written, which then applies to the version judged
+ * (judged again when another write came between). Throws to refuse; may answer a release, called
+ * once the change is written or refused (a lock it took so that two such checks do not interleave). */
+export type ChangeGuard = (change: { before: JsonObject; after: JsonObject | undefined }) => Promise<(() => void) | undefined>;
 
 export type Decided = {
   /** Each event at its type's schema version (the spec's when absent). */
