@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { Column, ColumnCatalog, ColumnType } from '../shared/filtering.ts';
 import { auditInfoSchema, uuid } from '../shared/fields.ts';
+import { isUuid } from '../shared/ids.ts';
 import type { JsonObject } from '../shared/json.ts';
 
 export type FieldRule = (fields: Record<string, unknown>) => string[];
@@ -312,6 +313,30 @@ function offeredOperations(spec: ResourceSpec, hasCode: boolean): Set<Operation>
   return offered;
 }
 
+/** A unique code never has the form of a UUID: `{idOrCode}` reads a UUID as an id, so a record
+ * whose code were another record's id could be reached by neither (the one with that id would
+ * answer for it), and a record later created with that id would take the code over. */
+const CODE_NOT_UUID = 'never has the form of a UUID (a UUID in a path names a record by its id)';
+const codeNotUuid: FieldRule = (f) => (typeof f.code === 'string' && isUuid(f.code) ? [`code: ${JSON.stringify(f.code)} ${CODE_NOT_UUID}`] : []);
+
+/** The code member of create and replace bodies, saying so. */
+function codeInput(code: z.ZodType): z.ZodType {
+  const said = (z.globalRegistry.get(code) as { description?: string } | undefined)?.description;
+  return code.meta({ description: `${said === undefined ? 'unique' : `${said}; unique`}; ${CODE_NOT_UUID}: 400 otherwise` });
+}
+
+/** What create and replace accept: the fields, and the read-only members a client may echo back. */
+const inputSchema = (spec: ResourceSpec, hasCode: boolean): z.ZodObject =>
+  z
+    .strictObject({
+      id: uuid().optional().meta({ description: 'Read-only, except that a create may choose it: a random UUID (version 4); a replace may echo the record\'s own.' }),
+      ...spec.fields.shape,
+      ...(hasCode ? { code: codeInput(spec.fields.shape.code as z.ZodType) } : {}),
+      ...Object.fromEntries(Object.keys(spec.readOnly ?? {}).map((k) => [k, z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' })])),
+      auditInfo: z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' }),
+    })
+    .meta({ id: `${spec.name}Write` });
+
 const readOnlySchemas = (spec: ResourceSpec): Record<string, z.ZodType> =>
   Object.fromEntries(Object.entries(spec.readOnly ?? {}).map(([k, v]) => [k, v.schema]));
 
@@ -353,7 +378,7 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     category,
     collection: spec.path.replaceAll('-', '_'),
     fields: spec.fields,
-    rules: spec.rules ?? [],
+    rules: [...(hasCode ? [codeNotUuid] : []), ...(spec.rules ?? [])],
     columns: deriveColumns(spec.fields),
     indexed: [...new Set([...searchable, 'auditInfo.whenEdited', ...defaultSort, ...unique.flatMap((k) => k.fields), ...(spec.indexed ?? [])])],
     autocomplete: hasCode ? searchable : [],
@@ -368,14 +393,7 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     record: z
       .strictObject({ id: uuid(), ...shape, ...readOnlySchemas(spec), auditInfo: auditInfoSchema })
       .meta({ id: spec.name, description }),
-    input: z
-      .strictObject({
-        id: uuid().optional().meta({ description: 'Read-only, except that a create may choose it: a random UUID (version 4); a replace may echo the record\'s own.' }),
-        ...shape,
-        ...Object.fromEntries(Object.keys(spec.readOnly ?? {}).map((k) => [k, z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' })])),
-        auditInfo: z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' }),
-      })
-      .meta({ id: `${spec.name}Write` }),
+    input: inputSchema(spec, hasCode),
     description,
   };
 }
