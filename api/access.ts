@@ -147,7 +147,11 @@ export async function writeAdmission(deps: AppDeps, request: FastifyRequest, def
   };
 }
 
-/** The command context of a write by the request's caller, with its write coverage. */
+/** The guard a module declares for a resource it serves (ServedResource.guard), if any. */
+const guardOf = (deps: AppDeps, def: ResourceDefinition) => deps.modules.flatMap((m) => m.resources ?? []).find((r) => r.definition === def)?.guard;
+
+/** The command context of a write by the request's caller, with its write coverage and the
+ * resource's guard. */
 export async function writeContext(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition): Promise<CommandContext> {
   const admit = await writeAdmission(deps, request, def);
   const base = commandContext(request, deps.clock, deps.newId);
@@ -161,5 +165,11 @@ export async function writeContext(deps: AppDeps, request: FastifyRequest, def: 
     const target = resourceAt(path);
     return target === undefined ? Promise.resolve(undefined) : readScope(deps, request, target);
   };
-  return { ...base, ...(admit === undefined ? {} : { admit }), ...(narrowedReads ? { visible, readScope: scope } : {}) };
+  const guard = guardOf(deps, def);
+  return {
+    ...base,
+    ...(admit === undefined ? {} : { admit }),
+    ...(narrowedReads ? { visible, readScope: scope } : {}),
+    ...(guard === undefined ? {} : { guard: { resource: def.path, check: guard(deps, request) } }),
+  };
 }

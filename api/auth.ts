@@ -3,6 +3,7 @@
 
 import { createSecretKey } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyOptions } from 'jose';
+import { BUILT_IN_ROLES as BUILT_IN, type BuiltInRole } from '../domain/access/coverage.ts';
 import { forbidden, unauthorized, type DomainError } from '../domain/shared/errors.ts';
 
 /** A token this service issued at login (POST /auth/token) names the password it was issued
@@ -25,14 +26,19 @@ export type Permission = (typeof Permissions)[number];
  * roles come from the token: an object would answer `toString` or `__proto__` with what
  * Object.prototype holds.
  */
-const GRANTS: ReadonlyMap<string, readonly Permission[]> = new Map([
-  ['admin', ['read', 'write', 'admin', 'audit']],
-  ['editor', ['read', 'write']],
-  ['viewer', ['read']],
-  ['auditor', ['read', 'audit']],
-]);
+const GRANTS: ReadonlyMap<string, readonly Permission[]> = new Map(
+  Object.entries({
+    admin: ['read', 'write', 'admin', 'audit'],
+    editor: ['read', 'write'],
+    viewer: ['read'],
+    auditor: ['read', 'audit'],
+  } satisfies Record<BuiltInRole, readonly Permission[]>),
+);
 
-export const BUILT_IN_ROLES: readonly string[] = [...GRANTS.keys()];
+export const BUILT_IN_ROLES: readonly string[] = BUILT_IN;
+
+/** What a role grants by itself: a built-in role's permissions, none for any other. */
+export const permissionsOf = (role: string): readonly Permission[] => GRANTS.get(role) ?? [];
 
 export const allows = (caller: Caller, permission: Permission): boolean =>
   caller.roles.some((role) => GRANTS.get(role)?.includes(permission) === true);

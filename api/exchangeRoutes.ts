@@ -23,7 +23,7 @@ import {
   type DiffEntry,
   type ExportObject,
 } from '../domain/resource/exchange.ts';
-import { isDomainError, tooLarge, validationFailed } from '../domain/shared/errors.ts';
+import { DomainError, isDomainError, tooLarge, validationFailed } from '../domain/shared/errors.ts';
 import { narrowed, toQuery, type FilterItem, type Query } from '../domain/shared/filtering.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import { readScope } from './access.ts';
@@ -34,7 +34,7 @@ import { sendItems } from './documentStream.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import type { Permission } from './auth.ts';
 import type { AppDeps, ExchangeSettings, ZodRoutes } from './module.ts';
-import { position } from './readModelWait.ts';
+import { position, waitForReadModelAt } from './readModelWait.ts';
 
 /** What the derived routes of a resource share (resourceRoutes.ts's route kit). */
 export type RouteKit = {
@@ -66,7 +66,13 @@ const TURN_BYTES = 256 * 1024;
 /** Values a JSON body of export/diff or diff/apply may hold (its byte limit bounds it first). */
 const EXCHANGE_JSON_VALUES = 50_000_000;
 
-export const DEFAULT_EXCHANGE: ExchangeSettings = { importMaxBytes: 32 * 1024 * 1024, importFileMaxBytes: 4 * 1024 * 1024 * 1024, applyJobThreshold: 1000 };
+export const DEFAULT_EXCHANGE: ExchangeSettings = {
+  importMaxBytes: 32 * 1024 * 1024,
+  importFileMaxBytes: 4 * 1024 * 1024 * 1024,
+  applyJobThreshold: 1000,
+  massRemovePercent: 10,
+  massRemoveFloor: 10,
+};
 
 export const exchangeSettings = (deps: Pick<AppDeps, 'exchange'>): ExchangeSettings => ({ ...DEFAULT_EXCHANGE, ...deps.exchange });
 
@@ -74,6 +80,7 @@ export const exchangeSettings = (deps: Pick<AppDeps, 'exchange'>): ExchangeSetti
 const compareFieldQuery = (def: ResourceDefinition) =>
   z.string().min(1).max(255).optional().meta({ enum: compareFields(def), description: 'the field records are matched by: id (default), code, or another field unique on both sides' });
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
+const allowMassRemoveQuery = bool.default(false).meta({ description: 'true: apply however many records the diff deletes (see MASS_REMOVE_PERCENT)' });
 
 const DiffEntryFailureSchema = z
   .object({ index: z.int(), diffType: z.string(), error: ErrorBodySchema })
@@ -296,6 +303,30 @@ const answerJob = async (reply: FastifyReply, env: ApplyEnv, entries: readonly D
   return reply.code(202).header('location', `/api/v1/jobs/${jobId}`).send({ acknowledge: true, jobId });
 };
 
+const MASS_REMOVE_TEXT = (limits: ExchangeSettings) =>
+  `Deleting more than ${String(limits.massRemovePercent)}% (MASS_REMOVE_PERCENT) of the records of the resource the caller may read, and more than ` +
+  `${String(limits.massRemoveFloor)} (MASS_REMOVE_FLOOR), takes \`allowMassRemove=true\`: without it the request is a 400 DIFF.MASS_REMOVE saying how many ` +
+  'it would delete, and nothing is applied.';
+
+/** A save deleting many records at once must say so: a file of a few records imported by code, or a
+ * diff against a filtered selection applied to the whole, would otherwise delete every other
+ * record. At most MASS_REMOVE_PERCENT of the records the caller may read, and always
+ * MASS_REMOVE_FLOOR, go without `allowMassRemove=true`. */
+async function assertRemovalsAllowed(kit: RouteKit, request: FastifyRequest, removals: number, allowed: boolean, limits: ExchangeSettings): Promise<void> {
+  if (allowed || removals <= limits.massRemoveFloor) return;
+  await waitForReadModelAt(kit.deps, kit.def.collection, await kit.deps.eventStore.headPosition());
+  const records = await kit.deps.readStore.count(kit.collection(), (await selectionHere(kit, [], request)) ?? checkedFilter(kit, []));
+  const most = Math.max(limits.massRemoveFloor, Math.floor((records * limits.massRemovePercent) / 100));
+  if (removals <= most) return;
+  throw new DomainError(
+    'DIFF.MASS_REMOVE',
+    'BAD_REQUEST',
+    `This would delete ${String(removals)} of the ${String(records)} ${kit.def.path} records, more than ${String(most)} ` +
+      `(${String(limits.massRemovePercent)}% of them, at least ${String(limits.massRemoveFloor)}): send allowMassRemove=true to apply it`,
+    [`allowMassRemove: true is required to delete ${String(removals)} records at once`],
+  );
+}
+
 const JOB_TEXT = (limits: ExchangeSettings) =>
   `More than ${String(limits.applyJobThreshold)} entries (DIFF_APPLY_JOB_THRESHOLD) are applied as a job instead: 202 with the job's id and its ` +
   '`Location` (`GET /api/v1/jobs/{id}`, admin): jobType DIFF_APPLY, progress in `data.progress`, the outcome in `data.result` (counts of ' +
@@ -319,9 +350,9 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
           'temporary files, deleted when the answer ends), so an export of any size can be imported. ' +
           'A file that is not UTF-8 JSON (400 naming the position), not an export object, or holds an item of `data` that is not a valid record is a 400 saying which ' +
           `(\`data[i].field\`). The answer is its diff: ${DIFF_DESCRIPTION} With save=true the diff is applied as by diff/apply, and an entry ` +
-          `that failed carries \`error\`. ${JOB_TEXT(limits)}`,
+          `that failed carries \`error\`. ${MASS_REMOVE_TEXT(limits)} ${JOB_TEXT(limits)}`,
         consumes: ['multipart/form-data'],
-        querystring: z.strictObject({ save: bool.default(false), compareField: compareFieldQuery(def) }),
+        querystring: z.strictObject({ save: bool.default(false), compareField: compareFieldQuery(def), allowMassRemove: allowMassRemoveQuery }),
         // Read as it arrives by importedDiff (multipart: fastify validates no body); documented as sent.
         body: z.unknown().meta({ type: 'object', properties: { file: { type: 'string', format: 'binary', description: 'the export object as JSON' } }, required: ['file'] }),
         response: { 200: z.array(diffEntrySchema(def, record)), 202: JobAckSchema, ...errors(400, 413) },
@@ -330,7 +361,8 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
     async (request, reply) => {
       const diff = await importedDiff(kit, request, limits);
       if (!request.query.save) return sendItems(reply, closing(diff, diff.entries()));
-      const env = await applyEnv(kit, request, diff.compareField).catch((error: unknown) => {
+      const allowed = assertRemovalsAllowed(kit, request, diff.removals, request.query.allowMassRemove, limits);
+      const env = await allowed.then(() => applyEnv(kit, request, diff.compareField)).catch((error: unknown) => {
         diff.close();
         throw error;
       });
@@ -400,8 +432,8 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
           'the version it changes, so the same diff applied twice, even at once, writes one set of events. A NEW whose record exists here ' +
           'with other fields is 409 DIFF.ALREADY_EXISTS for that entry. An entry naming a record the caller may not read answers what the ' +
           'plain create, replace or delete of it would answer that caller (a create: 409 for its taken id or code; a replace or delete: 404 ' +
-          `naming what the entry named), never with the record. ${JOB_TEXT(limits)}`,
-        querystring: z.strictObject({ compareField: compareFieldQuery(def) }),
+          `naming what the entry named), never with the record. ${MASS_REMOVE_TEXT(limits)} ${JOB_TEXT(limits)}`,
+        querystring: z.strictObject({ compareField: compareFieldQuery(def), allowMassRemove: allowMassRemoveQuery }),
         body: z.array(diffEntryInput),
         response: { 200: z.array(z.union([record, DiffEntryFailureSchema])), 202: JobAckSchema, ...errors(400, 413) },
       },
@@ -409,6 +441,7 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
     async (request, reply) => {
       const compareField = checkCompareField(def, request.query.compareField ?? 'id');
       const entries = request.body as DiffEntry[];
+      await assertRemovalsAllowed(kit, request, entries.filter((e) => e.diffType === 'DIFF_TYPE_REMOVE').length, request.query.allowMassRemove, limits);
       const env = await applyEnv(kit, request, compareField);
       if (entries.length > limits.applyJobThreshold) return answerJob(reply, env, entries);
       return sendItems(reply, appliedItems(env, entries));

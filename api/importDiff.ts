@@ -154,7 +154,8 @@ export type ImportSource = {
 };
 
 /** The diff of an imported file, its entries in a temporary file. */
-export type ImportedDiff = { compareField: string; count: number; entries: () => AsyncIterable<DiffEntry>; close: () => void };
+/** `removals`: how many of its entries are DIFF_TYPE_REMOVE. */
+export type ImportedDiff = { compareField: string; count: number; removals: number; entries: () => AsyncIterable<DiffEntry>; close: () => void };
 
 /** Whether a prefix of a JSON text may still begin a valid one (its only fault is that it ends). */
 function fineSoFar(text: string, length: number): boolean {
@@ -325,11 +326,11 @@ export async function importDiff(source: ImportSource, chunks: AsyncIterable<Buf
     await readFile(chunks, incoming);
     const { field, filter } = await settled(source, incoming);
     const matched = new Uint8Array(items.count);
-    await compareHere(source, incoming, { field, filter, matched, entries });
+    const removals = await compareHere(source, incoming, { field, filter, matched, entries });
     let i = 0;
     for await (const right of items.lines()) if (matched[i++] === 0) entries.append(JSON.stringify({ diffType: 'DIFF_TYPE_NEW', right }));
     entries.flush();
-    return { compareField: field, count: entries.count, entries: () => entries.lines() as AsyncIterable<DiffEntry>, close };
+    return { compareField: field, count: entries.count, removals, entries: () => entries.lines() as AsyncIterable<DiffEntry>, close };
   } catch (error) {
     close();
     throw error;
@@ -339,8 +340,9 @@ export async function importDiff(source: ImportSource, chunks: AsyncIterable<Buf
 type Compare = { field: string; filter: FilterItem[]; matched: Uint8Array; entries: Spool };
 
 /** CHANGE and REMOVE entries, in the order of the records here; a 400 when the compare field does
- * not identify one record here. */
-async function compareHere(source: ImportSource, incoming: Incoming, { field, filter, matched, entries }: Compare): Promise<void> {
+ * not identify one record here. Answers how many are REMOVE. */
+async function compareHere(source: ImportSource, incoming: Incoming, { field, filter, matched, entries }: Compare): Promise<number> {
+  let removals = 0;
   const checkUnique = field !== 'id' && field !== 'code';
   const seen = new KeyIndex();
   const problems: string[] = [];
@@ -358,6 +360,7 @@ async function compareHere(source: ImportSource, incoming: Incoming, { field, fi
         seen.add(hash, 0);
       }
       entries.append(JSON.stringify({ diffType: 'DIFF_TYPE_REMOVE', left }));
+      removals++;
     } else {
       matched[at] = 1;
       const right = incoming.items.read(at);
@@ -366,6 +369,7 @@ async function compareHere(source: ImportSource, incoming: Incoming, { field, fi
     if (problems.length >= MAX_PROBLEMS) break;
   }
   if (problems.length > 0) throw notUnique('here', field, problems);
+  return removals;
 }
 
 /** Whether a process runs with this pid (one of another user's counts: EPERM). */

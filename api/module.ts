@@ -3,10 +3,11 @@
 // path (reactors, schedules, workers). compose.ts builds every process from the list of modules
 // (api/modules/index.ts) and its ROLE; nothing else lists resources or read models.
 
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { BlobStore, Clock, DocumentRenderers, EventStore, IdGenerator, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
+import type { ChangeGuard } from '../domain/shared/commandHandler.ts';
 import type { Projection } from '../projections/projection.ts';
 import type { Logger, ProcessorHandler } from '../workers/processor.ts';
 import type { Reactor } from '../workers/reactor.ts';
@@ -86,6 +87,9 @@ export type ServedResource = {
   /** False when one of the module's own projections serves its collection instead of the
    * record-per-document default (jobs: a job with its steps). */
   defaultReadModel?: false;
+  /** The caller's standing over a record, checked on every change of one by whatever route
+   * (ChangeGuard): a user's roles against the caller's. */
+  guard?: (deps: AppDeps, request: FastifyRequest) => ChangeGuard;
 };
 
 export type Module = {
@@ -140,7 +144,7 @@ export type AppDeps = {
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
   trustProxy?: boolean | string;
-  /** Limits of export, import and diff apply (IMPORT_MAX_BYTES, IMPORT_FILE_MAX_BYTES, DIFF_APPLY_JOB_THRESHOLD). */
+  /** Limits of export, import and diff apply (IMPORT_MAX_BYTES, IMPORT_FILE_MAX_BYTES, DIFF_APPLY_JOB_THRESHOLD, MASS_REMOVE_*). */
   exchange?: Partial<ExchangeSettings>;
 };
 
@@ -151,6 +155,11 @@ export type ExchangeSettings = {
   importFileMaxBytes: number;
   /** Entries of a diff above which its application runs as a job (202). */
   applyJobThreshold: number;
+  /** REMOVE entries a save may apply without `allowMassRemove=true`: at most this percentage of
+   * the records of the resource the caller may read (MASS_REMOVE_PERCENT), and always at least
+   * `massRemoveFloor` (MASS_REMOVE_FLOOR), so that small data sets are not held back. */
+  massRemovePercent: number;
+  massRemoveFloor: number;
 };
 
 /** The app as modules declare routes on it: schemas are zod's. */

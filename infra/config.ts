@@ -85,6 +85,10 @@ export const ConfigSchema = z
     IMPORT_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(32 * 1024 * 1024),
     IMPORT_FILE_MAX_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(4 * 1024 * 1024 * 1024),
     DIFF_APPLY_JOB_THRESHOLD: z.coerce.number().int().min(1).max(10_000_000).default(1000),
+    // A save (import?save=true, diff/apply) deleting more than this percentage of the records the
+    // caller may read, and more than the floor, needs allowMassRemove=true.
+    MASS_REMOVE_PERCENT: z.coerce.number().min(0).max(100).default(10),
+    MASS_REMOVE_FLOOR: z.coerce.number().int().min(0).max(1_000_000_000).default(10),
     // Behind a reverse proxy: which X-Forwarded-For hops to believe for the client's address (the
     // login limit per address): `true` (every hop) or the proxies' addresses and CIDRs, comma-separated.
     TRUST_PROXY: optionalString.transform((v) => (v === undefined || v === 'false' ? false : v === 'true' ? true : v)),

@@ -15,7 +15,7 @@ import type { Caller } from '../auth.ts';
 import { FailureLimiter } from '../rateLimit.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
-import { rolesOf } from './users.ts';
+import { rolesOf } from './userRoles.ts';
 
 /** Failures allowed per user and per client address in a window, then 429 until it ends. */
 export const LOGIN_LIMITS = { perUser: { limit: 10, windowMs: 5 * 60_000 }, perAddress: { limit: 50, windowMs: 5 * 60_000 } } as const;
@@ -62,7 +62,7 @@ export const loginModule: Module = {
             'For an ENABLE user with authentication PASSWORD, inside its validity window, whose password matches: an HS256 token (valid 12 h) ' +
             'whose `sub` is the user\'s code and `roles` its effective roles. The token works while the user does: each request checks that it is still ' +
             'enabled, valid and on the same password, and takes its effective roles as they are then (401 once it is not). Every failure (unknown user, wrong password, disabled, outside its ' +
-            `validity, another authentication) is the same 401. After ${String(LOGIN_LIMITS.perUser.limit)} failures for one user, or ` +
+            `validity, another authentication) is the same 401. After ${String(LOGIN_LIMITS.perUser.limit)} failures for one user (the user the name resolves to; a name no user has, as typed), or ` +
             `${String(LOGIN_LIMITS.perAddress.limit)} from one address, within 5 minutes: 429 with Retry-After until the window ends. ` +
             'Only on the embedded HS256 secret: with an OIDC issuer configured this route does not exist (404).',
           body: z.strictObject({ username: z.string().min(1).max(255), password: z.string().max(1024) }),
@@ -74,7 +74,10 @@ export const loginModule: Module = {
       },
       async (request, reply) => {
         const now = deps.clock.now();
-        const userKey = request.body.username.toLowerCase();
+        const found = await users.live(request.body.username, true);
+        // Guesses are against the user the name resolves to, however it is typed or renamed since;
+        // a name no user has counts as typed (codes are case-sensitive: `U_PWD` is not `u_pwd`).
+        const userKey = found === undefined ? `name:${request.body.username}` : `user:${found.id}`;
         // Counted before the password is checked: concurrent guesses count as they start.
         const userBlocked = perUser.attempt(userKey, now.getTime());
         const blocked = userBlocked > 0 ? userBlocked : perAddress.attempt(request.ip, now.getTime());
@@ -82,7 +85,6 @@ export const loginModule: Module = {
           void reply.header('retry-after', String(Math.ceil(blocked / 1000)));
           throw tooMany(blocked);
         }
-        const found = await users.live(request.body.username, true);
         const matches = await verifyPassword(request.body.password, found?.hidden.passwordHash as string | undefined);
         if (!matches || found === undefined || !isActiveUser(found.fields, now) || found.fields.authentication !== 'PASSWORD') {
           throw unauthorized('Invalid username or password');

@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decodeBase64, IMAGE_TYPES, imageTypeOf } from '../../domain/identity/images.ts';
 import { hashPassword, passwordProblems, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../domain/identity/password.ts';
-import { effectiveRoles, isValidGroup } from '../../domain/identity/roles.ts';
+import { isValidGroup } from '../../domain/identity/roles.ts';
 import { user, type ThumbnailRef, type UserCommand } from '../../domain/identity/user.ts';
 import { UserKinds } from '../../domain/registries/userType.ts';
 import { userGroup } from '../../domain/identity/userGroup.ts';
@@ -25,6 +25,7 @@ import { expandQuery, idOrCode, parseExpand } from '../schemas.ts';
 import { ifMatchVersion } from '../requestContext.ts';
 import { assertReadable, assertWritable, readable, readScope, writeContext } from '../access.ts';
 import { serviceOf } from '../services.ts';
+import { groupsOf, rolesOf, userStanding } from './userRoles.ts';
 
 const tags = [user.path];
 const base = `/api/v1/${user.path}`;
@@ -48,23 +49,6 @@ const expandedRegion = z
   .meta({ id: 'UserRegionExpanded' });
 
 const expandedUser = user.record.extend({ regions: z.array(expandedRegion).optional() }).meta({ id: 'UserExpanded' });
-
-/** The live groups a user names, read from the log (a code no live group has is left out). */
-async function groupsOf(deps: AppDeps, fields: JsonObject): Promise<JsonObject[]> {
-  const codes = Array.isArray(fields.groups) ? fields.groups.filter((c): c is string => typeof c === 'string') : [];
-  const groups = serviceOf(deps, userGroup);
-  const found: JsonObject[] = [];
-  for (const c of new Set(codes)) {
-    const g = await groups.getByCode(c).catch(() => undefined);
-    if (g !== undefined) found.push(g);
-  }
-  return found;
-}
-
-/** A user's effective roles now: its roles and those of its valid groups. */
-export async function rolesOf(deps: AppDeps, fields: JsonObject, groups?: readonly JsonObject[]): Promise<string[]> {
-  return effectiveRoles(fields, groups ?? (await groupsOf(deps, fields)), deps.clock.now());
-}
 
 /** The user's regions: its own, then those assigned to its valid groups (from the read model). */
 async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObject, ofUser: readonly JsonObject[], minPosition: string | undefined): Promise<JsonObject[]> {
@@ -177,7 +161,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
         summary: 'Get a User by id or code, optionally as it was at a time, with expand=REGIONS,ROLES',
         description:
           'The user reflects every acknowledged write. `expand` may be repeated or comma-separated: ROLES puts the effective roles in `roles` ' +
-          '(its own, then the associatedUserRoleId of each of its groups valid now); REGIONS adds to `regions` those assigned to its valid groups ' +
+          '(its own, then the code of the access rule each of its groups valid now names by associatedUserRoleId); REGIONS adds to `regions` those assigned to its valid groups ' +
           '(from the user group regions read model: `minPosition` waits for a write), each entry saying where it comes from.',
         params: z.strictObject({ idOrCode: idOrCode() }),
         querystring: z.strictObject({
@@ -207,7 +191,9 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'The effective roles of a user',
-        description: 'Its own roles, then the associatedUserRoleId of every group it belongs to that is valid now, each once. Read from the log.',
+        description:
+          'Its own roles, then the code of the access rule that each group it belongs to and that is valid now names by associatedUserRoleId (read as the rule is now: ' +
+          'renamed, its new code; deleted, nothing), each once. Read from the log.',
         params: z.strictObject({ userId: idOrCode() }),
         response: { 200: z.array(z.string()), ...errors(400, 404) },
       },
@@ -340,7 +326,7 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
 
 export const usersModule: Module = {
   name: 'users',
-  resources: [{ definition: user, routes: { except: ['get'] } }],
+  resources: [{ definition: user, routes: { except: ['get'] }, guard: userStanding }],
   routes(app, deps) {
     const r = zodRoutes(app);
     listRoutes(r, deps);

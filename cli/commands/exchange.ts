@@ -76,19 +76,26 @@ export function registerExchange(program: Command): void {
     .argument('<file>', 'an export object as JSON, e.g. written by `admin export`')
     .option('--save', 'apply the diff (create, replace, delete); without it nothing is written', false)
     .option('--compare-field <field>', 'the field that matches an incoming record with a stored one', 'id')
+    .option('--allow-mass-remove', 'with --save, delete however many records are only here (beyond the service\'s MASS_REMOVE_PERCENT it refuses without it)', false)
     .addOption(new Option('--show <n>', 'diff entries listed in the table (the summary counts all)').default(20).argParser(wholeNumber))
     .option('--interval <ms>', 'how often to read the job a large --save runs as', milliseconds, 500)
-    .addHelpText('after', '\nExamples:\n  admin import user-groups groups.json            # dry run: the diff only\n  admin import user-groups groups.json --save --compare-field code')
+    .addHelpText('after', '\nExamples:\n  admin import user-groups groups.json            # dry run: the diff only\n  admin import user-groups groups.json --save --compare-field code\n  admin import users users.json --save --allow-mass-remove   # when most users here are not in the file')
     .addHelpText('after', '\nExits 1 when an entry could not be saved (the others were). Above the service\'s DIFF_APPLY_JOB_THRESHOLD a --save runs as a job: its progress bar is shown until it ends.')
     .action(async (resource: string, file: string, options: ImportOptions, command: Command) => {
       const { client, json } = contextOf(command);
       const path = resourcePath(resource);
       const records = await checkExportFile(file);
       const upload = await multipart(file, progressBar('{label} [{bar}] {percentage}% | {value}/{total} bytes'));
-      const answer = await client.json<DiffEntry[] | { jobId: string }>(`/api/v1/${path}/import`, {
-        query: { save: options.save, compareField: options.compareField },
-        body: { stream: upload.stream, headers: upload.headers },
-      });
+      const answer = await client
+        .json<DiffEntry[] | { jobId: string }>(`/api/v1/${path}/import`, {
+          query: { save: options.save, compareField: options.compareField, ...(options.allowMassRemove ? { allowMassRemove: true } : {}) },
+          body: { stream: upload.stream, headers: upload.headers },
+        })
+        .catch((error: unknown) => {
+          // The service names its query parameter; here it is an option.
+          if (error instanceof CliError && error.message.includes('DIFF.MASS_REMOVE')) throw new CliError(`${error.message}; --allow-mass-remove sends it`, error.exitCode, error.status);
+          throw error;
+        });
       if (answer.status === 202 && !Array.isArray(answer.body)) {
         await appliedAsJob(client, answer.body.jobId, { json, records, interval: options.interval });
         return;
@@ -101,7 +108,7 @@ export function registerExchange(program: Command): void {
     });
 }
 
-type ImportOptions = { save: boolean; compareField: string; show: number; interval: number };
+type ImportOptions = { save: boolean; compareField: string; allowMassRemove: boolean; show: number; interval: number };
 
 type ApplyResult = { applied?: number; unchanged?: number; failed?: number; of?: number; failures?: { index: number; diffType: string; error: { code?: string; message?: string } }[] };
 

@@ -13,6 +13,12 @@ import { FilterItemSchema, toQuery, type Alternatives, type Condition } from '..
 import type { JsonObject } from '../shared/json.ts';
 import { matchesAny } from '../shared/matchQuery.ts';
 
+/** The built-in roles: a token's role of one of these names is that role, never an access rule of
+ * that code (api/auth.ts says what each grants). */
+export const BUILT_IN_ROLES = ['admin', 'editor', 'viewer', 'auditor'] as const;
+export type BuiltInRole = (typeof BUILT_IN_ROLES)[number];
+export const isBuiltInRole = (role: string): role is BuiltInRole => (BUILT_IN_ROLES as readonly string[]).includes(role);
+
 /** What a caller may reach of a resource: every record, or those some alternative matches
  * (none: nothing). */
 export type Coverage = 'all' | Alternatives;

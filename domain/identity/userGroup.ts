@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { code, dateTime, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid } from '../shared/fields.ts';
 import { defineResource, type ResourceDefinition } from '../resource/defineResource.ts';
 import { forbidden } from '../shared/errors.ts';
+import { accessRule } from '../registries/accessRule.ts';
 import { userGroupType } from '../registries/userGroupType.ts';
 
 /** An LDAP distinguished name compared case-insensitively, spaces around `,` and `=` ignored. */
@@ -33,7 +34,13 @@ export const userGroup: ResourceDefinition = defineResource({
     email: email().optional(),
     phoneNumber: phoneNumber().optional(),
     chars: jsonMap().meta({ description: 'characteristics by characteristic code; their shape depends on the group type' }),
-    associatedUserRoleId: uuid().optional().meta({ description: 'a role every member receives (in its effective roles, hence at login) while the group is valid; only an admin may set it' }),
+    associatedUserRoleId: uuid()
+      .optional()
+      .meta({
+        description:
+          'the id of an access rule (422 when none has it): every member receives the rule\'s code as a role (in its effective roles, hence at login) ' +
+          'while the group is valid; only an admin may set it, and the rule cannot be deleted while a group names it (409)',
+      }),
   }),
   rules: [periodRule('validFrom', 'validTo')],
   unique: [
@@ -43,6 +50,7 @@ export const userGroup: ResourceDefinition = defineResource({
   references: [
     { field: 'type', resource: () => userGroupType, by: 'code', restrict: true },
     { field: 'parentUserGroupId', resource: () => userGroup, acyclic: true, restrict: true, private: true },
+    { field: 'associatedUserRoleId', resource: () => accessRule, restrict: true },
   ],
   indexed: ['type', 'parentUserGroupId', 'associatedUserRoleId'],
   adminOnly: ['associatedUserRoleId'],

@@ -1,11 +1,16 @@
 import { z } from 'zod';
 import { code, dateTime, longText, periodRule, text } from '../shared/fields.ts';
 import { defineRegistry } from '../resource/defineResource.ts';
-import { expressionRule } from '../access/coverage.ts';
+import { expressionRule, isBuiltInRole } from '../access/coverage.ts';
 
 export const AccessLevels = ['READ', 'READ_WRITE'] as const;
 
 const validForRule = periodRule('validFrom', 'validTo');
+
+/** A token's role named like a built-in role is that role: a rule of that code would never apply,
+ * and a group naming it (associatedUserRoleId) would hand its members the built-in role. */
+const notBuiltIn = (f: Record<string, unknown>): string[] =>
+  typeof f.code === 'string' && isBuiltInRole(f.code) ? [`code: ${JSON.stringify(f.code)} is a built-in role, never an access rule`] : [];
 
 export const accessRule = defineRegistry({
   name: 'AccessRule',
@@ -15,7 +20,8 @@ export const accessRule = defineRegistry({
     'resource whose path is `entityName` (e.g. users, user-groups): all of them when `fullAccess`, else those `expression` matches. `expression` is JSON: ' +
     'a Filtering (`{ "filter": [ … ] }`) or its filter items (`[ … ]`), the same items as search; it is checked when the rule is saved (400 naming the ' +
     'problem; over the resource\'s columns when this service serves it). The rule applies while now is inside `validFor` (and `validFor.isValid` is not false). ' +
-    'Built-in roles admin, editor and viewer are not narrowed by rules.',
+    'Built-in roles admin, editor, viewer and auditor are not narrowed by rules, and no rule has one of their names as its code (400). ' +
+    'A user group names a rule as the role of its members by the rule\'s id (`associatedUserRoleId`): they receive its code.',
   fields: z.strictObject({
     code: code(),
     name: text(),
@@ -32,6 +38,6 @@ export const accessRule = defineRegistry({
     fullAccess: z.boolean(),
     description: longText(4000).optional(),
   }),
-  rules: [(f) => (typeof f.validFor === 'object' && f.validFor !== null ? validForRule(f.validFor as Record<string, unknown>, ['validFor']) : []), expressionRule],
+  rules: [notBuiltIn, (f) => (typeof f.validFor === 'object' && f.validFor !== null ? validForRule(f.validFor as Record<string, unknown>, ['validFor']) : []), expressionRule],
   indexed: ['entityName'],
 });

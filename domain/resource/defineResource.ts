@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { Column, ColumnCatalog, ColumnType } from '../shared/filtering.ts';
 import { auditInfoSchema, uuid } from '../shared/fields.ts';
+import { isUuid } from '../shared/ids.ts';
 import type { JsonObject } from '../shared/json.ts';
 import { UUID_V4_JSON_PATTERN } from '../shared/ids.ts';
 
@@ -315,6 +316,19 @@ function offeredOperations(spec: ResourceSpec, hasCode: boolean): Set<Operation>
   return offered;
 }
 
+/** A unique code never has the form of a UUID: `{idOrCode}` reads a UUID as an id, so a record
+ * whose code were another record's id could be reached by neither (the one with that id would
+ * answer for it), and a record later created with that id would take the code over. */
+const CODE_NOT_UUID = 'never has the form of a UUID (a UUID in a path names a record by its id)';
+const codeNotUuid: FieldRule = (f) => (typeof f.code === 'string' && isUuid(f.code) ? [`code: ${JSON.stringify(f.code)} ${CODE_NOT_UUID}`] : []);
+
+/** The code member of create and replace bodies, saying so. */
+function codeInput(code: z.ZodType): z.ZodType {
+  const said = (z.globalRegistry.get(code) as { description?: string } | undefined)?.description;
+  return code.meta({ description: `${said === undefined ? 'unique' : `${said}; unique`}; ${CODE_NOT_UUID}: 400 otherwise` });
+}
+
+/** What create and replace accept: the fields, and the read-only members a client may echo back. */
 const readOnlySchemas = (spec: ResourceSpec): Record<string, z.ZodType> =>
   Object.fromEntries(Object.entries(spec.readOnly ?? {}).map(([k, v]) => [k, v.schema]));
 
@@ -356,7 +370,7 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     category,
     collection: spec.path.replaceAll('-', '_'),
     fields: spec.fields,
-    rules: spec.rules ?? [],
+    rules: [...(hasCode ? [codeNotUuid] : []), ...(spec.rules ?? [])],
     columns: deriveColumns(spec.fields),
     indexed: [...new Set([...searchable, 'auditInfo.whenEdited', ...defaultSort, ...unique.flatMap((k) => k.fields), ...(spec.indexed ?? [])])],
     autocomplete: hasCode ? searchable : [],
@@ -371,8 +385,8 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     record: z
       .strictObject({ id: uuid(), ...shape, ...readOnlySchemas(spec), auditInfo: auditInfoSchema })
       .meta({ id: spec.name, description }),
-    input: inputOf(spec, 'Write'),
-    createInput: inputOf(spec, 'Create'),
+    input: inputOf(spec, hasCode, 'Write'),
+    createInput: inputOf(spec, hasCode, 'Create'),
     description,
   };
 }
@@ -380,7 +394,7 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
 /** What a write accepts: the fields, and the read-only members a client may echo back (a replace
  * sends back what it read; `readOnly` in the document). Validated alike; documented apart, since a
  * create may choose its id. */
-function inputOf(spec: ResourceSpec, kind: 'Write' | 'Create'): z.ZodObject {
+function inputOf(spec: ResourceSpec, hasCode: boolean, kind: 'Write' | 'Create'): z.ZodObject {
   const readOnly = { readOnly: true, description: 'Read-only: ignored when sent.' };
   const id =
     kind === 'Create'
@@ -390,6 +404,7 @@ function inputOf(spec: ResourceSpec, kind: 'Write' | 'Create'): z.ZodObject {
     .strictObject({
       id: uuid().optional().meta(id),
       ...spec.fields.shape,
+      ...(hasCode ? { code: codeInput(spec.fields.shape.code as z.ZodType) } : {}),
       ...Object.fromEntries(Object.keys(spec.readOnly ?? {}).map((k) => [k, z.unknown().optional().meta(readOnly)])),
       auditInfo: z.unknown().optional().meta(readOnly),
     })

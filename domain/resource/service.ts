@@ -3,8 +3,8 @@
 // the decision, from the log itself (the referenced record's folded stream), not from a read model.
 
 import type { EventStore, Position, RecordedEvent } from '../ports.ts';
-import { handleCommand, keyReservation, requestHashOf, type CommandContext } from '../shared/commandHandler.ts';
-import { codeTaken, keyTaken, malformedUuid, notFound, referenceCycle, referenceMissing, referenceUnusable, stillReferenced, unavailable, validationFailed } from '../shared/errors.ts';
+import { handleCommand, keyReservation, requestHashOf, type ChangeGuard, type CommandContext } from '../shared/commandHandler.ts';
+import { codeTaken, concurrentModification, isDomainError, keyTaken, malformedUuid, notFound, referenceCycle, referenceMissing, referenceUnusable, stillReferenced, unavailable, validationFailed } from '../shared/errors.ts';
 import type { Alternatives, FilterItem } from '../shared/filtering.ts';
 import { KeyedLocks, type LockRequest } from '../shared/keyedLocks.ts';
 import { isUuid, isUuidV4, uuidV5 } from '../shared/ids.ts';
@@ -390,18 +390,17 @@ async function stateAt(def: ResourceDefinition, store: EventStore, located: Loca
   return state;
 }
 
-async function runCommand(
-  def: ResourceDefinition,
-  store: EventStore,
-  { id, command, ctx, expectedVersion, refs }: { id: string; command: ResourceCommand; ctx: CommandContext; expectedVersion: number | undefined; refs: DecideContext['refs'] },
-): Promise<WriteResult> {
-  const decideContext: DecideContext = {
-    now: ctx.now,
-    actor: ctx.actor,
-    refs,
-    ...(ctx.admit === undefined ? {} : { admit: ctx.admit }),
-    ...(ctx.privileged === undefined ? {} : { privileged: ctx.privileged }),
-  };
+const decideContextOf = (ctx: CommandContext, refs: DecideContext['refs']): DecideContext => ({
+  now: ctx.now,
+  actor: ctx.actor,
+  refs,
+  ...(ctx.admit === undefined ? {} : { admit: ctx.admit }),
+  ...(ctx.privileged === undefined ? {} : { privileged: ctx.privileged }),
+});
+
+type Run = { id: string; command: ResourceCommand; ctx: CommandContext; expectedVersion: number | undefined; decideContext: DecideContext };
+
+async function runCommand(def: ResourceDefinition, store: EventStore, { id, command, ctx, expectedVersion, decideContext }: Run): Promise<WriteResult> {
   const result = await handleCommand<RecordState>(
     {
       resource: def.errorPrefix,
@@ -421,6 +420,52 @@ async function runCommand(
 }
 
 const codeTakenFallback = (def: ResourceDefinition, code: string): Error => codeTaken(def.errorPrefix, code);
+
+/** Times a guarded change is judged again because another write came between. */
+const GUARD_ROUNDS = 16;
+
+/** The guard's verdict on a change of a live record, decided on the record as it is now (the
+ * decision is pure, so deciding it here and again when writing gives the same events): the version
+ * the write must then find, and the guard's release. A record gone, at another version than the
+ * caller pinned, or whose change the decision refuses, is the decision's to answer (404, 412, the
+ * refusal, or the answer of an earlier request under the same Idempotency-Key). */
+async function judged(def: ResourceDefinition, store: EventStore, run: Run, check: ChangeGuard): Promise<{ version: number | undefined; release?: () => void }> {
+  const { state, version } = await foldStream(foldSpec(def, run.id), store);
+  if (state.status !== 'active' || (run.expectedVersion !== undefined && version !== run.expectedVersion)) return { version: run.expectedVersion };
+  let after: RecordState = state;
+  try {
+    const metadata = { actor: run.ctx.actor, at: run.ctx.now.toISOString() };
+    for (const e of decide(def, state, run.command, run.decideContext).events) after = evolve(def, after, { ...e, revision: after.status === 'absent' ? 0 : after.version + 1, metadata });
+  } catch {
+    return { version };
+  }
+  const release = await check({ before: shown(def, state), after: after.status === 'active' ? shown(def, after) : undefined });
+  return { version, ...(release === undefined ? {} : { release }) };
+}
+
+/** A command under the caller's guard: judged on the version it then applies to. Guarded changes of
+ * one record in this process run one at a time (so they all apply, as unguarded ones do); a write
+ * from another process coming between is judged again, a bounded number of times, then 409. */
+async function guardedCommand(def: ResourceDefinition, store: EventStore, run: Run, check: ChangeGuard): Promise<WriteResult> {
+  const stream = streamOf(def, run.id);
+  const unlock = await locks.acquire([{ name: `guard:${stream}`, exclusive: true }]);
+  try {
+    for (let round = 1; ; round++) {
+      const verdict = await judged(def, store, run, check);
+      try {
+        return await runCommand(def, store, { ...run, expectedVersion: verdict.version });
+      } catch (error) {
+        const moved = run.expectedVersion === undefined && isDomainError(error) && error.code === 'REQUEST.STALE_VERSION';
+        if (!moved) throw error;
+        if (round >= GUARD_ROUNDS) throw concurrentModification(def.errorPrefix, stream);
+      } finally {
+        verdict.release?.();
+      }
+    }
+  } finally {
+    unlock();
+  }
+}
 
 /** The record that took the caller's Idempotency-Key, when the request names it (by id, or by a
  * code it had then): a retry finds it even when it is gone or renamed since, and the command
@@ -515,7 +560,10 @@ function commandRunner(def: ResourceDefinition, store: EventStore, options: Serv
   const run = async (id: string, command: ResourceCommand, ctx: CommandContext, expectedVersion?: number, candidate?: unknown) => {
     const before = def.references.length === 0 || command.type === 'Create' ? undefined : await liveFields(id);
     const refs = await loadReferences(def, store, candidate, { ownId: id, now: ctx.now, options, before, ...(ctx.visible === undefined ? {} : { visible: ctx.visible }) });
-    return runCommand(def, store, { id, command, ctx, expectedVersion, refs });
+    const toRun: Run = { id, command, ctx, expectedVersion, decideContext: decideContextOf(ctx, refs) };
+    // A create changes no record that is there (a restore's record was deleted): nothing to guard.
+    const guard = ctx.guard?.resource === def.path && command.type !== 'Create' ? ctx.guard.check : undefined;
+    return guard === undefined ? runCommand(def, store, toRun) : guardedCommand(def, store, toRun, guard);
   };
 
   /** Work under the locks a change needs (most need none). */

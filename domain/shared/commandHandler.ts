@@ -38,7 +38,17 @@ export type CommandContext = {
    * narrowed to (undefined: every record); set with `visible`, judged alike: a 409 names only the
    * records it covers. */
   readScope?: (resourcePath: string) => Promise<Alternatives | undefined>;
+  /** The caller's standing over the records of one resource (by path; a context handed on to
+   * writes of another resource leaves them alone): see ChangeGuard. */
+  guard?: { readonly resource: string; readonly check: ChangeGuard };
 };
+
+/** A check of a change of a live record that reads beyond it (who else holds what), so it cannot be
+ * part of the pure decision: given the record as it is and as the change would leave it (after:
+ * undefined for a delete), before the change is written, which then applies to the version judged
+ * (judged again when another write came between). Throws to refuse; may answer a release, called
+ * once the change is written or refused (a lock it took so that two such checks do not interleave). */
+export type ChangeGuard = (change: { before: JsonObject; after: JsonObject | undefined }) => Promise<(() => void) | undefined>;
 
 export type Decided = {
   /** Each event at its type's schema version (the spec's when absent). */

@@ -3,6 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { multipart } from '../support/multipart.ts';
 import { uniqueCode } from '../support/samples.ts';
 import { startTestApp, type TestApp, type TestResponse } from '../support/testApp.ts';
 
@@ -21,17 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close();
 });
-
-/** A multipart/form-data body with one file field. */
-function multipart(content: string | Buffer, field = 'file'): { payload: Buffer; headers: Record<string, string> } {
-  const boundary = `----test${randomUUID()}`;
-  const payload = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="export.json"\r\nContent-Type: application/json\r\n\r\n`),
-    Buffer.isBuffer(content) ? content : Buffer.from(content),
-    Buffer.from(`\r\n--${boundary}--\r\n`),
-  ]);
-  return { payload, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
-}
 
 async function importFile(base: string, content: string | Buffer, query: string, as: keyof TestApp['tokens'] = 'admin'): Promise<TestResponse> {
   const { payload, headers } = multipart(content);
@@ -475,4 +465,54 @@ it('fails a DIFF_APPLY job whose process ended (its lease is free), and leaves a
     await new Promise((r) => setTimeout(r, 50));
   }
   expect.unreachable('the orphaned job was not failed');
+});
+
+describe('a save deleting many records', () => {
+  it('takes allowMassRemove=true beyond MASS_REMOVE_PERCENT of the records and MASS_REMOVE_FLOOR, on import and on apply', async () => {
+    const own = await startTestApp({ extra: { exchange: { massRemovePercent: 10, massRemoveFloor: 2 } } });
+    try {
+      const base = '/api/v1/worklog-types';
+      const make = async (code: string) => {
+        expect((await own.call({ method: 'POST', url: base, payload: { code, name: code } })).statusCode).toBe(201);
+      };
+      const save = (data: unknown[], query = '') => {
+        const { payload, headers } = multipart(JSON.stringify({ entityType: 'worklog-types', compareField: 'code', filtering: [], data }));
+        return own.app.inject({ method: 'POST', url: `${base}/import?save=true&compareField=code${query}`, payload, headers: { ...headers, authorization: `Bearer ${own.tokens.admin}` } });
+      };
+      // Which records are there, read from the log (a read model may lag a moment behind).
+      const there = async (...codes: string[]) => {
+        const found: string[] = [];
+        for (const code of codes) if ((await own.call({ method: 'GET', url: `${base}/${code}` })).statusCode === 200) found.push(code);
+        return found;
+      };
+      const all = Array.from({ length: 30 }, (_, i) => `W_${String(i)}`);
+      // A small data set is never held back: two records, both deleted (the floor).
+      await make('TINY_A');
+      await make('TINY_B');
+      expect((await save([])).statusCode).toBe(200);
+      expect(await there('TINY_A', 'TINY_B')).toEqual([]);
+      for (const code of all) await make(code);
+      const one = (await own.call({ method: 'GET', url: `${base}/W_0` })).json<Rec>();
+      // One record imported by code: the other 29 would go.
+      const refused = await save([one]);
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json<{ code: string; message: string }>()).toMatchObject({ code: 'DIFF.MASS_REMOVE', message: expect.stringContaining('delete 29 of the 30 worklog-types records, more than 3') });
+      expect(refused.json<{ message: string }>().message).toContain('allowMassRemove=true');
+      expect(await there(...all)).toEqual(all);
+      const dryRun = multipart(JSON.stringify({ entityType: 'worklog-types', compareField: 'code', filtering: [], data: [one] }));
+      expect((await own.app.inject({ method: 'POST', url: `${base}/import?compareField=code`, payload: dryRun.payload, headers: { ...dryRun.headers, authorization: `Bearer ${own.tokens.admin}` } })).statusCode).toBe(200);
+      // Applying a diff: 3 of 30 is 10%, 4 is beyond.
+      const removals = (n: number) => all.slice(1, 1 + n).map((code) => ({ diffType: 'DIFF_TYPE_REMOVE', left: { code, name: code } }));
+      const beyond = await own.call({ method: 'POST', url: `${base}/diff/apply?compareField=code`, payload: removals(4) });
+      expect([beyond.statusCode, beyond.json<{ code: string }>().code]).toEqual([400, 'DIFF.MASS_REMOVE']);
+      expect(await there(...all)).toEqual(all);
+      expect((await own.call({ method: 'POST', url: `${base}/diff/apply?compareField=code`, payload: removals(3) })).statusCode).toBe(200);
+      expect(await there(...all.slice(0, 5))).toEqual(['W_0', 'W_4']);
+      const allowed = await save([one], '&allowMassRemove=true');
+      expect(allowed.statusCode, allowed.body).toBe(200);
+      expect(await there(...all)).toEqual(['W_0']);
+    } finally {
+      await own.close();
+    }
+  });
 });

@@ -181,6 +181,22 @@ describe.each(registries.map((def) => [def.path, def] as const))('%s', (path, de
     expectErrorBody(taken.json(), 'CONFLICT');
   });
 
+  it('refuses a code shaped like a UUID (400), so no record created with that id takes the code over', async () => {
+    const shaped = randomUUID();
+    for (const code of [shaped, shaped.toUpperCase()]) {
+      const made = await t.call({ method: 'POST', url: base, payload: sampleBody(def, code) });
+      expect(made.statusCode, made.body).toBe(400);
+      expect(made.json<{ errors: string[] }>().errors).toEqual([`code: ${JSON.stringify(code)} never has the form of a UUID (a UUID in a path names a record by its id)`]);
+    }
+    const { record } = await create();
+    expect((await t.call({ method: 'PATCH', url: `${base}/${record.id}`, payload: { code: shaped } })).statusCode).toBe(400);
+    expect((await t.call({ method: 'PUT', url: `${base}/${record.id}`, payload: sampleBody(def, shaped) })).statusCode).toBe(400);
+    // The record whose id it is stays the only one that path names; the other keeps its code.
+    const { record: other } = await create(uniqueCode(), { id: shaped });
+    expect((await t.call({ method: 'GET', url: `${base}/${shaped}` })).json()).toMatchObject({ id: shaped, code: other.code });
+    expect((await t.call({ method: 'GET', url: `${base}/${record.code}` })).json()).toMatchObject({ id: record.id });
+  });
+
   it('shows a record as of a time', async () => {
     const { record } = await create();
     const before = clock.now().toISOString();

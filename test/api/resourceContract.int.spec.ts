@@ -2,6 +2,7 @@
 // user group regions, sharings), from their declarations alone: what the registry contract checks,
 // for records with or without a code, with their references made first.
 
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userGroup } from '../../domain/identity/userGroup.ts';
 import { user } from '../../domain/identity/user.ts';
@@ -74,6 +75,15 @@ describe.each([userGroup, user, userGroupRegion, sharing].map((def) => [def.path
     const history = await t.call({ method: 'GET', url: `${base}/${record.id}/history`, as: 'viewer' });
     expect(history.json<{ version: number; type: string }[]>().map((e) => e.version)).toEqual(Array.from({ length: version + 1 }, (_, i) => i));
     expect(history.json<{ type: string }[]>()[0]?.type).toBe(`${def.name}Created`);
+  });
+
+  it.runIf(def.hasCode)('refuses a code shaped like a UUID (400), on create and on a change', async () => {
+    const shaped = randomUUID();
+    const made = await t.call({ method: 'POST', url: base, payload: sampleBody(def, shaped, refs) });
+    expect(made.statusCode, made.body).toBe(400);
+    expect(made.json<ErrorBody>().errors).toEqual([`code: ${JSON.stringify(shaped)} never has the form of a UUID (a UUID in a path names a record by its id)`]);
+    const { record } = await create();
+    expect((await t.call({ method: 'PATCH', url: `${base}/${record.id}`, payload: { code: shaped.toUpperCase() } })).statusCode).toBe(400);
   });
 
   it('is found by search, paged search, count, list and by ids once minPosition is reached', async () => {

@@ -128,6 +128,26 @@ describe('admin import --save above the service\'s job threshold', () => {
     await small.close();
   });
 
+  it('--save deleting more than the service allows is its 400 naming --allow-mass-remove, and applies with it', async () => {
+    const prefix = uniqueCode('MASS');
+    const made = [];
+    for (let i = 0; i < 12; i++) {
+      const res = await small.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `${prefix}_${String(i)}`, name: `Type ${String(i)}`, registry: {} } });
+      made.push(res.json<{ id: string }>());
+    }
+    // A file of none of them, matched against every record here: all 12 would go (10% of 12 is 1, the floor 10).
+    const file = join(dir, `${prefix}.json`);
+    writeFileSync(file, JSON.stringify({ filtering: [], data: [] }));
+    const refused = await runCli(['import', 'user-group-types', file, '--save'], smallEnv);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/^admin: 400 DIFF\.MASS_REMOVE: This would delete 12 of the 12 user-group-types records[^\n]*allowMassRemove=true[^\n]*; --allow-mass-remove sends it\n$/);
+    for (const r of made) expect((await small.call({ method: 'GET', url: `/api/v1/user-group-types/${r.id}` })).statusCode).toBe(200);
+    const saved = await runCli(['import', 'user-group-types', file, '--save', '--allow-mass-remove', '--interval', '50'], smallEnv);
+    expect(saved.stderr).toBe('');
+    expect(saved.code).toBe(0);
+    for (const r of made) expect((await small.call({ method: 'GET', url: `/api/v1/user-group-types/${r.id}` })).statusCode).toBe(404);
+  });
+
   it('follows the DIFF_APPLY job to its end and reports what it applied', async () => {
     const prefix = uniqueCode('JOB');
     const data = Array.from({ length: 12 }, (_, i) => ({ id: randomUUID(), code: `${prefix}_${String(i)}`, name: `Imported ${String(i)}`, registry: {} }));

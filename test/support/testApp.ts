@@ -136,6 +136,15 @@ export async function startTestApp(
   };
 }
 
+/** An app with what users and groups need first: the user type PERSON (INDIVIDUAL) and the user
+ * group type TEAM. */
+export async function startIdentityApp(): Promise<TestApp> {
+  const t = await startTestApp();
+  await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
+  await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } });
+  return t;
+}
+
 /** Every live document of a read model (the generation serving it), in id order: for comparing a
  * model before and after a rebuild. */
 export async function readModelDocuments(t: TestApp, model: string): Promise<Document[]> {

@@ -5,10 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 let t: TestApp;
+const ROLE_ID = '0b9e6c1a-1111-4a2b-8c3d-4e5f6a7b8c9d';
 beforeAll(async () => {
   t = await startTestApp();
   expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } })).statusCode).toBe(201);
   expect((await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } })).statusCode).toBe(201);
+  const rule = { id: ROLE_ID, code: 'ADMINS_ROLE', name: 'Admins', entityName: 'users', fullAccess: true };
+  expect((await t.call({ method: 'POST', url: '/api/v1/access-rules', payload: rule })).statusCode).toBe(201);
 });
 afterAll(async () => {
   await t.close();
@@ -51,7 +54,7 @@ describe('user groups', () => {
   });
 
   it('keeps ldapMemberOf unique as a normalised DN and finds a group by it (expanded form)', async () => {
-    await group('LDAP-1', { ldapMemberOf: 'CN=Admins, OU=Groups, DC=example, DC=com', chars: { region: 'north' }, associatedUserRoleId: '0b9e6c1a-1111-4a2b-8c3d-4e5f6a7b8c9d' });
+    await group('LDAP-1', { ldapMemberOf: 'CN=Admins, OU=Groups, DC=example, DC=com', chars: { region: 'north' }, associatedUserRoleId: ROLE_ID });
     const dup = await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'LDAP-2', name: 'x', type: 'TEAM', chars: {}, ldapMemberOf: 'cn=admins,ou=groups,dc=example,dc=com' } });
     expect(dup.statusCode).toBe(409);
     expect(dup.json<ErrorBody>().code).toBe('USER_GROUP.LDAP_MEMBER_OF_TAKEN');

@@ -33,6 +33,7 @@ beforeAll(async () => {
   t = await startTestApp({ logger: { level: 'trace', stream } });
   await call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
   await call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } });
+  await call({ method: 'POST', url: '/api/v1/access-rules', payload: { id: ROLE_ID, code: 'READERS_ROLE', name: 'Readers', entityName: 'user-groups', fullAccess: true } });
   await call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'READERS', name: 'Readers', type: 'TEAM', chars: {}, associatedUserRoleId: ROLE_ID } });
   const u = await call({ method: 'POST', url: '/api/v1/users', payload: { code: 'vera', type: 'INDIVIDUAL', givenName: 'Vera', email: 'vera@example.com', chars: {}, roles: ['viewer'], groups: ['READERS'] } });
   userId = u.json<{ id: string }>().id;
@@ -72,9 +73,9 @@ describe('login', () => {
     const res = await login('vera', PASSWORD);
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json<{ access_token: string; token_type: string; roles: string[] }>();
-    expect(body).toMatchObject({ token_type: 'Bearer', roles: ['viewer', ROLE_ID] });
+    expect(body).toMatchObject({ token_type: 'Bearer', roles: ['viewer', 'READERS_ROLE'] });
     const claims = JSON.parse(Buffer.from(body.access_token.split('.')[1] ?? '', 'base64url').toString()) as { sub: string; roles: string[] };
-    expect(claims).toMatchObject({ sub: 'vera', roles: ['viewer', ROLE_ID] });
+    expect(claims).toMatchObject({ sub: 'vera', roles: ['viewer', 'READERS_ROLE'] });
     const headers = { authorization: `Bearer ${body.access_token}` };
     expect((await call({ method: 'GET', url: '/api/v1/users/vera', headers, as: null })).statusCode).toBe(200);
     expect((await call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'X', name: 'X', type: 'EXTERNAL' }, headers, as: null })).statusCode).toBe(403);
@@ -107,6 +108,22 @@ describe('login', () => {
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
     // Another user is not held back by it.
     expect((await login('vera', PASSWORD)).statusCode).toBe(200);
+  });
+
+  it('counts failures against the user the name resolves to: not another whose code differs in case, and still after a rename', async () => {
+    const made: Record<string, string> = {};
+    for (const code of ['U_PWD', 'u_pwd']) {
+      made[code] = (await call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: code, chars: {} } })).json<{ id: string }>().id;
+      await call({ method: 'PUT', url: `/api/v1/users/${code}/password`, payload: { password: PASSWORD } });
+    }
+    for (let i = 0; i < 10; i++) expect((await login('U_PWD', `wrong-password-${String(i)}`)).statusCode).toBe(401);
+    expect((await login('U_PWD', PASSWORD)).statusCode).toBe(429);
+    expect((await login('u_pwd', PASSWORD)).statusCode).toBe(200);
+    // A login names a user by its code only: by its id nothing matches, so nothing is guessed.
+    expect((await login(made.U_PWD ?? '', PASSWORD)).statusCode).toBe(401);
+    // The user renamed is the same user, still held back.
+    expect((await call({ method: 'PATCH', url: '/api/v1/users/U_PWD', payload: { code: 'U_PWD_RENAMED' } })).statusCode).toBe(200);
+    expect((await login('U_PWD_RENAMED', PASSWORD)).statusCode).toBe(429);
   });
 
   it('has no login route when tokens come from an OIDC issuer', async () => {

@@ -6,7 +6,7 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../support/testApp.ts';
+import { startIdentityApp, type TestApp } from '../../support/testApp.ts';
 
 type Model = { run: string; groups: Map<string, { id: string; parent: string | undefined }>; users: Map<string, string[]> };
 type Real = { t: TestApp; last: string };
@@ -14,9 +14,7 @@ type Cmd = fc.AsyncCommand<Model, Real>;
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp();
-  await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
-  await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } });
+  t = await startIdentityApp();
 });
 afterAll(async () => {
   await t.close();

@@ -6,6 +6,7 @@ import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 let t: TestApp;
 const ROLE_ID = '3c9e6c1a-1111-4a2b-8c3d-4e5f6a7b8c9d';
+const PAST_ROLE_ID = '4c9e6c1a-1111-4a2b-8c3d-4e5f6a7b8c9d';
 const REGION = '7a1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
 let ops: { id: string };
 beforeAll(async () => {
@@ -15,11 +16,13 @@ beforeAll(async () => {
     ['/api/v1/user-types', { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' }],
     ['/api/v1/user-types', { code: 'COMPANY', name: 'Company', type: 'ORGANIZATION' }],
     ['/api/v1/user-types', { code: 'OLD-WG', name: 'Expired', type: 'WORK_GROUP', validityTo: '2000-01-01T00:00:00Z' }],
+    ['/api/v1/access-rules', { id: ROLE_ID, code: 'OPS_ROLE', name: 'Operations', entityName: 'users', fullAccess: true }],
+    ['/api/v1/access-rules', { id: PAST_ROLE_ID, code: 'PAST_ROLE', name: 'Past', entityName: 'users', fullAccess: true }],
   ] as const;
   for (const [url, payload] of setup) expect((await t.call({ method: 'POST', url, payload })).statusCode).toBe(201);
   const g = await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'OPS', name: 'Operations', type: 'TEAM', chars: {}, associatedUserRoleId: ROLE_ID } });
   ops = g.json();
-  await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'PAST', name: 'Past', type: 'TEAM', chars: {}, associatedUserRoleId: '4c9e6c1a-1111-4a2b-8c3d-4e5f6a7b8c9d', validTo: '2001-01-01T00:00:00Z' } });
+  await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'PAST', name: 'Past', type: 'TEAM', chars: {}, associatedUserRoleId: PAST_ROLE_ID, validTo: '2001-01-01T00:00:00Z' } });
 });
 afterAll(async () => {
   await t.close();
@@ -75,13 +78,13 @@ describe('users', () => {
     expect((await t.call({ method: 'DELETE', url: `/api/v1/users/${boss.id}` })).statusCode).toBe(409);
   });
 
-  it('answers effective roles: its own, then those of its valid groups, each once', async () => {
-    const u = (await create({ code: 'roley', givenName: 'R', roles: ['viewer', ROLE_ID], groups: ['OPS', 'PAST'] })).json<User>();
-    expect((await t.call({ method: 'GET', url: `/api/v1/users/${u.id}/roles`, as: 'viewer' })).json()).toEqual(['viewer', ROLE_ID]);
+  it('answers effective roles: its own, then the codes of its valid groups\' access rules, each once', async () => {
+    const u = (await create({ code: 'roley', givenName: 'R', roles: ['viewer', 'OPS_ROLE'], groups: ['OPS', 'PAST'] })).json<User>();
+    expect((await t.call({ method: 'GET', url: `/api/v1/users/${u.id}/roles`, as: 'viewer' })).json()).toEqual(['viewer', 'OPS_ROLE']);
     const other = (await create({ code: 'roley2', givenName: 'R', roles: ['editor'], groups: ['OPS'] })).json<User>();
-    expect((await t.call({ method: 'GET', url: `/api/v1/users/${other.id}/roles` })).json()).toEqual(['editor', ROLE_ID]);
+    expect((await t.call({ method: 'GET', url: `/api/v1/users/${other.id}/roles` })).json()).toEqual(['editor', 'OPS_ROLE']);
     const expanded = await t.call({ method: 'GET', url: '/api/v1/users/roley2?expand=ROLES' });
-    expect(expanded.json<User>().roles).toEqual(['editor', ROLE_ID]);
+    expect(expanded.json<User>().roles).toEqual(['editor', 'OPS_ROLE']);
     expect((await t.call({ method: 'GET', url: '/api/v1/users/roley2?expand=EVERYTHING' })).statusCode).toBe(400);
   });
 

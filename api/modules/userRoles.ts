@@ -1,0 +1,126 @@
+// Which roles a user holds, and who may touch it. Its effective roles are its own and the codes of
+// the access rules its valid groups name. A caller holds a role when its token names it or when its
+// built-in roles grant all the role grants: admin holds every role; a built-in role is held by a
+// caller granted all its permissions (an editor holds viewer, not auditor or admin); an access
+// rule's role, which grants reading or writing some records, by a caller whose built-in roles write
+// every record (admin, editor). Changing, disabling, deleting a user, setting its password or
+// thumbnail, by any route (replace, patch, delete, import, diff/apply), takes every role it holds
+// (403); and no one makes the last enabled admin stop being one (409).
+
+import type { FastifyRequest } from 'fastify';
+import { isBuiltInRole } from '../../domain/access/coverage.ts';
+import { effectiveRoles, groupRoleIds } from '../../domain/identity/roles.ts';
+import { isActiveUser, user } from '../../domain/identity/user.ts';
+import { userGroup } from '../../domain/identity/userGroup.ts';
+import { accessRule } from '../../domain/registries/accessRule.ts';
+import type { ChangeGuard } from '../../domain/shared/commandHandler.ts';
+import { DomainError, forbidden } from '../../domain/shared/errors.ts';
+import type { JsonObject } from '../../domain/shared/json.ts';
+import { KeyedLocks } from '../../domain/shared/keyedLocks.ts';
+import { allows, permissionsOf, type Caller } from '../auth.ts';
+import type { AppDeps } from '../module.ts';
+import { readModelLookup, serviceOf } from '../services.ts';
+
+/** The live groups a user names, read from the log (a code no live group has is left out). */
+export async function groupsOf(deps: AppDeps, fields: JsonObject): Promise<JsonObject[]> {
+  const codes = Array.isArray(fields.groups) ? fields.groups.filter((c): c is string => typeof c === 'string') : [];
+  const groups = serviceOf(deps, userGroup);
+  const found: JsonObject[] = [];
+  for (const c of new Set(codes)) {
+    const g = await groups.getByCode(c).catch(() => undefined);
+    if (g !== undefined) found.push(g);
+  }
+  return found;
+}
+
+/** The codes of the access rules the groups name as their role, by id, read from the log. A rule
+ * stored under a built-in role's name (refused since) gives nothing: a group never hands out a
+ * built-in role. */
+async function groupRuleCodes(deps: AppDeps, groups: readonly JsonObject[], now: Date): Promise<Map<string, string>> {
+  const rules = serviceOf(deps, accessRule);
+  const codes = new Map<string, string>();
+  for (const id of groupRoleIds(groups, now)) {
+    const rule = await rules.get(id).catch(() => undefined);
+    if (typeof rule?.code === 'string' && !isBuiltInRole(rule.code)) codes.set(id, rule.code);
+  }
+  return codes;
+}
+
+/** A user's effective roles now: its roles and the codes of its valid groups' access rules. */
+export async function rolesOf(deps: AppDeps, fields: JsonObject, groups?: readonly JsonObject[]): Promise<string[]> {
+  const now = deps.clock.now();
+  const of = groups ?? (await groupsOf(deps, fields));
+  return effectiveRoles(fields, of, now, await groupRuleCodes(deps, of, now));
+}
+
+/** Whether a caller holds a role (see the top of this file). */
+export function holds(caller: Caller, role: string): boolean {
+  if (caller.roles.includes(role) || allows(caller, 'admin')) return true;
+  if (isBuiltInRole(role)) return permissionsOf(role).every((p) => allows(caller, p));
+  return allows(caller, 'write');
+}
+
+/** An admin that can act: `admin` among its own roles (a group never grants a built-in role),
+ * enabled, inside its validity now, and, where this service logs users in, on PASSWORD (a user on
+ * another authentication cannot log in here). */
+function enabledAdmin(fields: JsonObject, now: Date, embeddedLogin: boolean): boolean {
+  return Array.isArray(fields.roles) && fields.roles.includes('admin') && isActiveUser(fields, now) && (!embeddedLogin || fields.authentication === 'PASSWORD');
+}
+
+/** Users read when looking for another enabled admin (the read model narrows them to those with
+ * `admin` that are ENABLE; validity and authentication are judged here). */
+const ADMINS_READ = 1000;
+
+/** Another user than this one is an enabled admin: from the users read model once it has caught up
+ * with the log's head. */
+async function anotherAdmin(deps: AppDeps, id: unknown, now: Date): Promise<boolean> {
+  const filter = [
+    { column: 'roles', operator: 'EQ', value: 'admin' },
+    { column: 'status', operator: 'EQ', value: 'ENABLE' },
+    { column: 'id', operator: 'NOT_EQ', value: String(id) },
+  ] as const;
+  const found = await readModelLookup(deps)(user, filter, ADMINS_READ);
+  return found.some((f) => enabledAdmin(f, now, deps.issueToken !== undefined));
+}
+
+/** One check of the last admin at a time in this process, held until its change is written, so two
+ * admins demoting each other at once cannot both find the other still there. (Across processes the
+ * read model's lag is the window that remains, as for references.) */
+const lastAdminLocks = new WeakMap<AppDeps, KeyedLocks>();
+const lastAdminLock = (deps: AppDeps): KeyedLocks => {
+  let locks = lastAdminLocks.get(deps);
+  if (locks === undefined) {
+    locks = new KeyedLocks();
+    lastAdminLocks.set(deps, locks);
+  }
+  return locks;
+};
+
+const lastAdmin = (code: unknown): DomainError =>
+  new DomainError('USER.LAST_ADMIN', 'CONFLICT', `${String(code)} is the last enabled admin: make another user an enabled admin first`, [
+    'no other user has the role admin, is ENABLE and inside its validity (and on PASSWORD where this service logs users in)',
+  ]);
+
+/** The caller's standing over a user, checked on every change of one (ServedResource.guard). */
+export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuard {
+  return async ({ before, after }) => {
+    const caller = request.caller;
+    // An admin holds every role: the user's need not be read.
+    const admin = caller !== undefined && allows(caller, 'admin');
+    const unheld = admin ? [] : (await rolesOf(deps, before)).filter((role) => caller === undefined || !holds(caller, role));
+    if (unheld.length > 0) {
+      throw forbidden(`The user holds ${unheld.join(', ')}, which you do not hold: changing, disabling or deleting a user takes every role it holds`);
+    }
+    const now = deps.clock.now();
+    const embeddedLogin = deps.issueToken !== undefined;
+    if (!enabledAdmin(before, now, embeddedLogin) || (after !== undefined && enabledAdmin(after, now, embeddedLogin))) return undefined;
+    const release = await lastAdminLock(deps).acquire([{ name: 'last-admin', exclusive: true }]);
+    try {
+      if (!(await anotherAdmin(deps, before.id, now))) throw lastAdmin(before.code);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    return release;
+  };
+}
