@@ -159,7 +159,8 @@ function exportRoute(kit: RouteKit): void {
           'keyset page at a time, so any number of records exports in constant memory; should the read model fail midway the answer ' +
           'ends early and is not valid JSON. `?minPosition=` waits until the read model reflects a write.',
         querystring: z.strictObject({ minPosition: position.optional() }),
-        body: ExportRequestSchema,
+        // The resource's own compare fields in the document (the shared schema cannot list them).
+        body: ExportRequestSchema.extend({ compareField: compareFieldQuery(def) }),
         response: { 200: exportObjectSchema(def, record), ...errors(400) },
       },
     },
@@ -236,13 +237,26 @@ function exportDiffRoute(kit: RouteKit, limits: ExchangeSettings): void {
   );
 }
 
+/** The parts of an import's form read at most: its one file, and a few fields beside it. */
+const IMPORT_FORM = { files: 1, fields: 10, parts: 11 } as const;
+
 const tooBig = (limits: ExchangeSettings) => tooLarge('IMPORT', 'The file', limits.importFileMaxBytes + 1, limits.importFileMaxBytes);
 
-/** An error of reading the form: 413 for a file over the limit; the form's own limits (parts,
- * files: 413) keep their status; the parser's other errors are the form's fault. */
+/** The form's own limits, which its parser answers 413: a form of more parts than an import reads
+ * is malformed, whatever its size. */
+const FORM_LIMITS: Readonly<Record<string, string>> = {
+  FST_FILES_LIMIT: 'one file, `file`',
+  FST_FIELDS_LIMIT: `at most ${String(IMPORT_FORM.fields)} other fields (read and dropped)`,
+  FST_PARTS_LIMIT: `at most ${String(IMPORT_FORM.parts)} parts`,
+};
+
+/** An error of reading the form: 413 for a file over the limit, 400 for a form over its part
+ * limits; the parser's other errors are the form's fault. */
 function importError(error: unknown, limits: ExchangeSettings): unknown {
   const { code, statusCode } = error as { code?: string; statusCode?: number };
   if (code === 'FST_REQ_FILE_TOO_LARGE') return tooBig(limits);
+  const limit = code === undefined ? undefined : FORM_LIMITS[code];
+  if (limit !== undefined) return validationFailed('An import form holds the field `file` and little else', [`(form): ${limit}`]);
   if (isDomainError(error) || (typeof statusCode === 'number' && statusCode < 500)) return error;
   return validationFailed(`Malformed multipart/form-data: ${error instanceof Error ? error.message.slice(0, 200) : 'unreadable'}`, ['file: a multipart/form-data body (lines end with CRLF)']);
 }
@@ -458,7 +472,7 @@ export function exchangeRoutes(kit: RouteKit): void {
   // at most IMPORT_FILE_MAX_BYTES (413 beyond).
   if (kit.offers('import')) {
     void kit.app.register(async (scope) => {
-      await scope.register(fastifyMultipart, { limits: { fileSize: limits.importFileMaxBytes, files: 1, fields: 10, parts: 11 } });
+      await scope.register(fastifyMultipart, { limits: { fileSize: limits.importFileMaxBytes, ...IMPORT_FORM } });
       importRoute({ ...kit, app: scope, r: scope.withTypeProvider<ZodTypeProvider>() }, limits);
     });
   }

@@ -10,7 +10,7 @@ import type { WriteResult } from '../domain/resource/service.ts';
 import { serviceOf } from './services.ts';
 import { catchUpTo, position, waitForReadModelAt } from './readModelWait.ts';
 import { isDomainError, malformedUuid } from '../domain/shared/errors.ts';
-import { isUuid, UUID_JSON_PATTERN } from '../domain/shared/ids.ts';
+import { isUuid } from '../domain/shared/ids.ts';
 import { dateTime, uuid } from '../domain/shared/fields.ts';
 import {
   DEFAULT_PAGE_SIZE,
@@ -29,7 +29,7 @@ import { ifMatchVersion } from './requestContext.ts';
 import { accessTo, assertReadable, assertWritable, readScope, writeContext } from './access.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
-import { historyEntrySchema, idOrCode, pageSchema, queryInteger } from './schemas.ts';
+import { historyEntrySchema, idOnly, idOrCode, pageSchema, queryInteger } from './schemas.ts';
 import { exchangeRoutes } from './exchangeRoutes.ts';
 
 const MAX_HISTORY_PAGE = 1000;
@@ -44,17 +44,21 @@ const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });
 const readModelQuery = z.strictObject({ minPosition: position.optional() });
 const idOrCodeParams = z.strictObject({ idOrCode: idOrCode() });
-/** For a resource without codes, `{idOrCode}` is its id: checked by `target` (400 MALFORMED_UUID),
- * documented as a UUID. */
-const idParams = z.strictObject({
-  idOrCode: idOrCode().meta({ format: 'uuid', pattern: UUID_JSON_PATTERN, description: 'the record\'s id (this resource has no code)' }),
-});
+/** For a resource without codes, `{idOrCode}` is its id (checked by `target`). */
+const idParams = z.strictObject({ idOrCode: idOnly() });
 
 export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
 
 /** A member of a merge patch: scalars as their field, objects and maps as a nested merge patch
  * (whose nulls remove members, RFC 7396); the merged result is validated in full by the decider. */
 function patchValue(field: z.ZodType): z.ZodType {
+  if (field instanceof z.ZodDefault) {
+    // null is let through to the decider, whose 400 says the member has a default; documented as
+    // what it is, a value that cannot be null.
+    const inner = field.unwrap() as z.ZodType;
+    const { $schema: _, ...documented } = z.toJSONSchema(inner, { io: 'input', unrepresentable: 'any' });
+    return inner.nullable().optional().meta({ anyOf: undefined, ...documented });
+  }
   const optional = field instanceof z.ZodOptional;
   const inner = optional ? (field.unwrap() as z.ZodType) : field;
   const nested = inner instanceof z.ZodObject || inner instanceof z.ZodRecord;
@@ -105,6 +109,8 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   };
 
   const recordParams = def.hasCode ? idOrCodeParams : idParams;
+  /** A write's 422 where a field names another record: missing, not valid now, or a cycle. */
+  const referenceErrors = def.references.length > 0 ? errors(422) : {};
 
   const waitForReadModel = (at: Position | undefined) => waitForReadModelAt(deps, def.collection, at);
 
@@ -141,11 +147,11 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   const createBody = create?.body ?? def.createInput;
   const createFrom = (body: unknown, context: CommandContext): Promise<WriteResult> => (create === undefined ? service.create(body, context) : create.run(deps, body, context));
 
-  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target, createBody, createFrom, recordParams };
+  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target, createBody, createFrom, recordParams, referenceErrors };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
-function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow, createBody, createFrom, recordParams }: RouteKit): void {
+function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow, createBody, createFrom, recordParams, referenceErrors }: RouteKit): void {
   if (offers('create'))
   r.post(
     base,
@@ -156,7 +162,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
         summary: `Create a ${def.name}`,
         querystring: writeQuery,
         body: createBody,
-        response: { 201: record, ...errors(400, 401, 403, 409, 415) },
+        response: { 201: record, ...errors(400, 401, 403, 409, 415), ...referenceErrors },
       },
     },
     async (request, reply) => {
@@ -179,7 +185,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
         params: recordParams,
         querystring: writeQuery,
         body: def.input,
-        response: { 200: record, ...errors(400, 404, 409, 412) },
+        response: { 200: record, ...errors(400, 404, 409, 412), ...referenceErrors },
       },
     },
     async (request, reply) => {
@@ -202,7 +208,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
         params: recordParams,
         querystring: writeQuery,
         body: patchSchema(def),
-        response: { 200: record, ...errors(400, 404, 409, 412) },
+        response: { 200: record, ...errors(400, 404, 409, 412), ...referenceErrors },
       },
     },
     async (request, reply) => {

@@ -2,6 +2,7 @@
 
 import { z } from 'zod';
 import { validationFailed } from '../domain/shared/errors.ts';
+import { UUID_JSON_PATTERN } from '../domain/shared/ids.ts';
 
 /** A whole number in a query string: decimal digits on the wire (no sign, exponent or spaces),
  * documented as the integer range it must fall in, which is what a client generates values from. */
@@ -55,6 +56,11 @@ export const historyEntrySchema = z
 /** A path parameter naming a record: its uuid, or its code where the resource has codes (one
  * without codes answers 400 for anything but a uuid). */
 export const idOrCode = () => z.string().min(1).max(255);
+
+/** `{idOrCode}` of a resource without codes: its id, checked where it is used (400
+ * MALFORMED_UUID), documented as a UUID. One name on every path of a resource, so that OpenAPI sees
+ * one path (`/jobs/{id}` beside `/jobs/{idOrCode}` would be two templates of one path). */
+export const idOnly = () => idOrCode().meta({ format: 'uuid', pattern: UUID_JSON_PATTERN, description: 'the record\'s id (this resource has no code)' });
 
 /** The answer of an action that goes on in a job (SPEC.md "job acknowledgement"). */
 export const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'JobAcknowledgement' });

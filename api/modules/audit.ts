@@ -78,8 +78,8 @@ const querystring = z.strictObject({
   after: position.optional().meta({ description: 'the position to read after (exclusive): a `position` or `next` received before; default 0 (the whole log) for JSON, the head for a stream' }),
   limit: queryInteger(1, AUDIT_MAX_LIMIT).default(AUDIT_DEFAULT_LIMIT).meta({ description: `events per page: default ${String(AUDIT_DEFAULT_LIMIT)}, at most ${String(AUDIT_MAX_LIMIT)}` }),
   // Bounded so that the longest valid request line fits Node's 16 KiB limit of the request head.
-  types: z.string().max(4000).regex(/^[A-Za-z0-9_,]*$/, { error: 'event type names, comma-separated' }).optional().meta({ description: 'event types, comma-separated (e.g. `UserCreated,UserDeleted`); an unknown type is a 400' }),
-  streams: z.string().max(7000).regex(/^[A-Za-z0-9_,-]*$/, { error: 'categories, paths or stream names, comma-separated' }).optional().meta({
+  types: z.string().max(4000).regex(/^\w+(,\w+)*$/, { error: 'event type names, comma-separated, none empty' }).optional().meta({ description: 'event types, comma-separated (e.g. `UserCreated,UserDeleted`); an unknown type is a 400' }),
+  streams: z.string().max(7000).regex(/^[\w-]+(,[\w-]+)*$/, { error: 'categories, paths or stream names, comma-separated, none empty' }).optional().meta({
     description:
       'comma-separated: a category (`user`, or the resource\'s path `users`: every stream of it) or a whole stream (`user-6f1c…`, one record); both kinds may be mixed. An unknown category is a 400',
   }),
