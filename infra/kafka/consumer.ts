@@ -40,6 +40,8 @@ const BACKOFF_FIRST_MS = 200;
 const BACKOFF_MAX_MS = 5_000;
 // How long a fetch waits for new messages: a stop waits for the fetch under way, so kept short.
 const FETCH_WAIT_MS = 500;
+// How long a start waits for its topic to be made.
+const TOPIC_WAIT_MS = 10_000;
 // How often a batch's handling asks kafkajs for a heartbeat (sent when its own interval passed).
 const HEARTBEAT_EVERY_MS = 100;
 
@@ -94,8 +96,7 @@ export class KafkaMessageConsumer implements MessageConsumer {
     unlessStopped();
     await this.#consumer.connect();
     unlessStopped();
-    await this.#consumer.subscribe({ topics: [this.#options.topic], fromBeginning: true });
-    unlessStopped();
+    await this.#subscribe(unlessStopped);
     const joined = this.#joined();
     // It may settle while kafkajs's run is still joining: awaited below, not unhandled meanwhile.
     joined.catch(() => undefined);
@@ -105,6 +106,28 @@ export class KafkaMessageConsumer implements MessageConsumer {
       eachBatch: (payload) => this.#batch(payload, handle),
     });
     await joined;
+  }
+
+  /** Subscribes to the topic. One not there yet is waited for: a broker that makes topics on first
+   * use (auto.create.topics.enable) answers the request that makes it with "unknown topic". Past
+   * TOPIC_WAIT_MS the start fails, saying so. */
+  async #subscribe(unlessStopped: () => void): Promise<void> {
+    const { topic } = this.#options;
+    const deadline = Date.now() + TOPIC_WAIT_MS;
+    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 1_000)) {
+      try {
+        await this.#consumer.subscribe({ topics: [topic], fromBeginning: true });
+        unlessStopped();
+        return;
+      } catch (error) {
+        if ((error as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
+        if (Date.now() + delayMs > deadline) {
+          throw new Error(`Kafka topic ${topic} does not exist and the brokers did not make it within ${String(TOPIC_WAIT_MS / 1000)} s (auto.create.topics.enable off?): create it`, { cause: error });
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      unlessStopped();
+    }
   }
 
   /** Resolves when the consumer joined its group; rejects when it crashed for good, or was

@@ -8,24 +8,24 @@
 // more members before it starts.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, it, vi } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
 import type { IncomingMessage, MessageOutcome } from '../../domain/ports.ts';
 import { KafkaMessageConsumer, type KafkaConsumerOptions } from '../../infra/kafka/consumer.ts';
 import { KafkaMessagePublisher } from '../../infra/kafka/publisher.ts';
-import { FAST_GROUP, produceMessages, readTopic, testKafka, uniqueName } from './kafka.ts';
+import { committedOffsets, FAST_GROUP, produceMessages, readTopic, testKafka, uniqueName } from './kafka.ts';
 
 const HANDLED: MessageOutcome = { kind: 'handled' };
 const text = (m: IncomingMessage): string => m.value?.toString('utf8') ?? '';
 const where = (m: IncomingMessage): string => `${String(m.partition)}:${m.offset}`;
 
 /** The contract, against the Kafka whose bootstrap brokers `brokers` answers (once the suite runs). */
-export function kafkaContract(name: string, brokers: () => string[]): void {
+export function kafkaContract(name: string, brokers: () => string[], peer: { mockCluster?: boolean } = {}): void {
   describe(name, () => {
-    kafkaContractTests(brokers);
+    kafkaContractTests(brokers, peer.mockCluster === true);
   });
 }
 
-function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
+function kafkaContractTests(requireKafkaBrokers: () => string[], mockCluster: boolean): void {
   const consumers: KafkaMessageConsumer[] = [];
   const publishers: KafkaMessagePublisher[] = [];
 
@@ -47,17 +47,7 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     }
   };
 
-  /** The group's committed offset per partition of the topic (-1: none). */
-  const committed = async (groupId: string, topic: string): Promise<Map<number, bigint>> => {
-    const admin = testKafka(requireKafkaBrokers()).admin();
-    await admin.connect();
-    try {
-      const [offsets] = await admin.fetchOffsets({ groupId, topics: [topic] });
-      return new Map((offsets?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
-    } finally {
-      await admin.disconnect();
-    }
-  };
+  const committed = (groupId: string, topic: string): Promise<Map<number, bigint>> => committedOffsets(requireKafkaBrokers(), groupId, topic);
 
   /** Where each partition of the topic ends (its high watermark). */
   const ends = async (topic: string): Promise<Map<number, bigint>> => {
@@ -176,7 +166,10 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     const topic = uniqueName('contract-retry');
     const groupId = uniqueName('contract-retry');
     await produceMessages(brokers, topic, Array.from({ length: 10 }, (_, i) => ({ value: `m${String(i)}`, partition: 0 })));
-    const logger = { error: vi.fn() };
+    // A plain recorder, not vi.fn(): vitest clears every mock when a test starts (clearMocks), and
+    // a concurrent test starting meanwhile wiped the calls (why a log line once went "missing").
+    const logged: { entry: object; msg: string }[] = [];
+    const logger = { error: (entry: object, msg: string): void => void logged.push({ entry, msg }) };
     const handled: string[] = [];
     const attempts: number[] = [];
     const committedAtFailure: (bigint | undefined)[] = [];
@@ -194,16 +187,13 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     expect(attempts).toHaveLength(3);
     for (const c of committedAtFailure) expect(c === undefined || c <= 3n).toBe(true);
     // Paused, not spinning, for longer each time (the partition's reads resume within a fetch wait).
-    const retries = logger.error.mock.calls.map(([entry]) => (entry as { retryInMs?: number }).retryInMs).filter((ms) => ms !== undefined);
-    // Each failure is logged with its pause (200 ms, then 400 ms). Under a loaded CI the first of
-    // the two log lines was once missing ([400] only) with both failures and both pauses seen: not
-    // understood yet (see the closing note of stop 10), so the pauses are checked by their timing.
-    expect(retries.length).toBeGreaterThanOrEqual(1);
-    expect(retries.at(-1)).toBe(400);
+    const retries = logged.map(({ entry }) => (entry as { retryInMs?: number }).retryInMs).filter((ms) => ms !== undefined);
+    // Each failure is logged with its pause: 200 ms, then 400 ms.
+    expect(retries).toEqual([200, 400]);
     const [a0 = 0, a1 = 0, a2 = 0] = attempts;
     expect(a1 - a0).toBeGreaterThanOrEqual(190);
     expect(a2 - a1).toBeGreaterThanOrEqual(390);
-    expect(logger.error).toHaveBeenCalledWith(expect.objectContaining({ topic, partition: 0, offset: '3', err: expect.any(Error) }), expect.any(String));
+    expect(logged).toContainEqual({ entry: expect.objectContaining({ topic, partition: 0, offset: '3', err: expect.any(Error) }), msg: expect.any(String) });
     await until('offset 10 committed', async () => (await committed(groupId, topic)).get(0) === 10n);
   });
 
@@ -312,6 +302,20 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     expect(second).toEqual(['5', '6', '7', '8', '9']);
   });
 
+  it.concurrent('a consumer started before its topic exists starts, and reads what is produced to it afterwards', async ({ expect }) => {
+    const topic = uniqueName('contract-no-topic-yet');
+    const handled: string[] = [];
+    // A real broker answers the first metadata request for a topic it is about to create itself
+    // (auto.create.topics.enable) with "unknown topic": the start waits for the topic instead of failing.
+    await consumer(topic, uniqueName('contract-no-topic-yet')).start((m) => {
+      handled.push(text(m));
+      return Promise.resolve(HANDLED);
+    });
+    await produceMessages(requireKafkaBrokers(), topic, [{ value: 'after the start', partition: 0 }]);
+    await until('the message', () => handled.length >= 1);
+    expect(handled).toEqual(['after the start']);
+  });
+
   it.concurrent('a stopped consumer cannot start again; stopping one never started is fine', async ({ expect }) => {
     const c = consumer(uniqueName('contract-never'), uniqueName('contract-never'));
     await c.stop();
@@ -319,19 +323,50 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
   });
 
   it.concurrent('a stop while the consumer waits for its group ends the start, and nothing is handled', async ({ expect }) => {
+    const brokers = requireKafkaBrokers();
     const topic = uniqueName('contract-stop-starting');
-    await produceMessages(requireKafkaBrokers(), topic, [{ value: 'never handled' }]);
-    const c = consumer(topic, uniqueName('contract-stop-starting'));
-    const handled: string[] = [];
-    const starting = c.start((m) => {
-      handled.push(text(m));
-      return Promise.resolve(HANDLED);
-    });
-    const rejected = expect(starting).rejects.toThrow(/stopped before it joined/);
-    await sleep(200); // connected and subscribed: the group's first member waits 3 s for others
-    await c.stop();
-    await rejected;
-    await sleep(300);
-    expect(handled).toEqual([]);
+    const groupId = uniqueName('contract-stop-starting');
+    await produceMessages(brokers, topic, [{ value: 'never handled', partition: 0 }]);
+    // The mock cluster lets a new group's first member wait 3 s for others: the stop comes then.
+    // A broker that starts a new group at once (ours) would let it in within milliseconds: there,
+    // a member of the group stuck in its handler sends no heartbeat and so does not rejoin, and the
+    // newcomer's join waits for it (until its session would time out, 6 s). (The mock cluster
+    // drops such a join instead of letting it wait.)
+    const stuck = testKafka(brokers).consumer({ groupId, ...FAST_GROUP, maxWaitTimeInMs: 200 });
+    let release = (): void => undefined;
+    let holding = mockCluster;
+    try {
+      if (!mockCluster) {
+        await stuck.connect();
+        await stuck.subscribe({ topics: [topic], fromBeginning: true });
+        await stuck.run({
+          autoCommit: false,
+          eachMessage: () => {
+            holding = true;
+            return new Promise<void>((resolve) => (release = resolve));
+          },
+        });
+      }
+      await until('the stuck member holding the message', () => holding);
+
+      const c = consumer(topic, groupId);
+      const handled: string[] = [];
+      const starting = c.start((m) => {
+        handled.push(text(m));
+        return Promise.resolve(HANDLED);
+      });
+      const rejected = expect(starting).rejects.toThrow(/stopped before it joined/);
+      await sleep(500); // connected and subscribed: its JoinGroup waits (for others, or for the stuck member)
+      const stopping = c.stop();
+      // Let go, the stuck member rejoins and the join under way ends: the stop need not wait out a session.
+      release();
+      await stopping;
+      await rejected;
+      await sleep(300);
+      expect(handled).toEqual([]);
+    } finally {
+      release();
+      await stuck.disconnect();
+    }
   });
 }
