@@ -272,13 +272,18 @@ if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
     console.log(line);
   };
   if (values.install) {
-    const java = findJava();
-    const installed = installKafka(say);
-    if ('missing' in installed) {
-      console.error(`[kafka] ${installed.missing}`);
+    // Fails (exit 1, saying why) where no broker could run: no Java 17+, or the jars not fetched.
+    const fail = (why: string): never => {
+      console.error(`[kafka] ${why}`);
       process.exit(1);
+    };
+    const java = findJava();
+    if ('missing' in java) fail(java.missing);
+    else {
+      const installed = installKafka(say);
+      if ('missing' in installed) fail(installed.missing);
+      else console.log(`[kafka] Apache Kafka ${KAFKA_VERSION} jars in ${installed.libs}; Java ${String(java.version)} (${java.java}) runs them`);
     }
-    console.log(`[kafka] Apache Kafka ${KAFKA_VERSION} jars in ${installed.libs}; ${'missing' in java ? java.missing : `Java ${String(java.version)} (${java.java}) runs them`}`);
     process.exit(0);
   }
   const broker = await startKafkaBroker({ ...(values.port === undefined ? {} : { port: Number(values.port) }), log: say });

@@ -56,6 +56,12 @@ export function kafkaSkipReason(): string | undefined {
   return reason;
 }
 
+/** Whether this run's Kafka grants producer ids (a broker does; librdkafka's mock cluster does not
+ * to kafkajs), so the service's publisher may be idempotent. */
+export function idempotentProducers(): boolean {
+  return inject('kafkaNotABroker') === undefined;
+}
+
 let notABrokerPrinted = false;
 
 /** `describe` for what needs a real Kafka broker, skipped (with the reason printed and in its

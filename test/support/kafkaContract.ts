@@ -8,8 +8,9 @@
 // more members before it starts.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, it } from 'vitest';
-import type { IncomingMessage, MessageOutcome } from '../../domain/ports.ts';
+import { afterAll, describe, it, type TestFunction } from 'vitest';
+import type { KafkaMessage } from 'kafkajs';
+import type { BatchOutcome, IncomingMessage, MessageOutcome } from '../../domain/ports.ts';
 import { KafkaMessageConsumer, type KafkaConsumerOptions } from '../../infra/kafka/consumer.ts';
 import { KafkaMessagePublisher } from '../../infra/kafka/publisher.ts';
 import { committedOffsets, FAST_GROUP, produceMessages, readTopic, testKafka, uniqueName } from './kafka.ts';
@@ -39,6 +40,13 @@ function kafkaContractTests(requireKafkaBrokers: () => string[], mockCluster: bo
     return c;
   };
 
+  /** Idempotent, as the service's, except on the mock cluster (which grants kafkajs no producer id). */
+  const newPublisher = (): KafkaMessagePublisher => {
+    const publisher = new KafkaMessagePublisher({ brokers: requireKafkaBrokers(), clientId: 'kafka-contract', idempotent: !mockCluster });
+    publishers.push(publisher);
+    return publisher;
+  };
+
   const until = async (what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
     while (!(await condition())) {
@@ -63,8 +71,7 @@ function kafkaContractTests(requireKafkaBrokers: () => string[], mockCluster: bo
   it.concurrent('what is published arrives in order with its key, value, headers and message id', async ({ expect }) => {
     const brokers = requireKafkaBrokers();
     const topic = uniqueName('contract-publish');
-    const publisher = new KafkaMessagePublisher({ brokers, clientId: 'kafka-contract' });
-    publishers.push(publisher);
+    const publisher = newPublisher();
     await publisher.publish(topic, []); // nothing to send: resolves
     await publisher.publish(topic, [
       { key: 'order-1', id: 'id-1', value: '{"n":1}', headers: { 'content-type': 'application/json' } },
@@ -98,6 +105,63 @@ function kafkaContractTests(requireKafkaBrokers: () => string[], mockCluster: bo
     await publisher.close();
     await publisher.close();
     await expect(publisher.publish(topic, [{ key: 'k', id: 'id-4', value: 'late' }])).rejects.toThrow(/closed/);
+  });
+
+  it.concurrent('each key keeps its order across many publishes, some of them at once', async ({ expect }) => {
+    const topic = uniqueName('contract-order');
+    const publisher = newPublisher();
+    // 40 keys (notifications), 25 changes each, interleaved, in 10 publishes of 100 asked for at once.
+    const changes = Array.from({ length: 1000 }, (_, i) => ({ key: `n-${String(i % 40)}`, id: `e-${String(i)}`, value: JSON.stringify({ step: Math.floor(i / 40) }) }));
+    await Promise.all(Array.from({ length: 10 }, (_, b) => publisher.publish(topic, changes.slice(b * 100, b * 100 + 100))));
+    const read = await readTopic(requireKafkaBrokers(), topic, { count: 1000 });
+    expect(read).toHaveLength(1000);
+    const byKey = new Map<string, number[]>();
+    for (const m of read) byKey.set(m.key ?? '', [...(byKey.get(m.key ?? '') ?? []), (JSON.parse(text(m)) as { step: number }).step]);
+    expect(byKey.size).toBe(40);
+    for (const steps of byKey.values()) expect(steps).toEqual(Array.from({ length: 25 }, (_, i) => i));
+  });
+
+  const brokerOnly = (name: string, body: TestFunction): void => {
+    if (mockCluster) it.skip(`${name} (skipped: librdkafka's mock cluster grants kafkajs no producer id)`, body);
+    else it.concurrent(name, body);
+  };
+
+  brokerOnly('the publisher is an idempotent producer: the broker gave it a producer id and numbers its batches per partition', async ({ expect }) => {
+    const brokers = requireKafkaBrokers();
+    const topic = uniqueName('contract-idempotent');
+    const publisher = newPublisher();
+    for (let b = 0; b < 3; b++) await publisher.publish(topic, Array.from({ length: 5 }, (_, i) => ({ key: 'one-key', id: `${String(b)}-${String(i)}`, value: `v${String(b * 5 + i)}` })));
+    // A plain producer, for contrast: its batches carry no producer id (-1).
+    const plain = testKafka(brokers).producer();
+    await plain.connect();
+    await plain.send({ topic, acks: -1, messages: [{ key: 'one-key', value: 'plain' }] });
+    await plain.disconnect();
+    // What the broker stored with each record batch, as kafkajs decodes it (batchContext).
+    const batches: { producerId: string; firstSequence: number; value: string }[] = [];
+    const reader = testKafka(brokers).consumer({ groupId: uniqueName('contract-idempotent'), maxWaitTimeInMs: 200 });
+    await reader.connect();
+    try {
+      await reader.subscribe({ topics: [topic], fromBeginning: true });
+      await reader.run({
+        autoCommit: false,
+        eachMessage: ({ message }) => {
+          const context = (message as KafkaMessage & { batchContext: { producerId: string; firstSequence: number } }).batchContext;
+          batches.push({ producerId: context.producerId, firstSequence: context.firstSequence, value: message.value?.toString('utf8') ?? '' });
+          return Promise.resolve();
+        },
+      });
+      await until('the 16 messages', () => batches.length >= 16);
+    } finally {
+      await reader.disconnect();
+    }
+    const ours = batches.filter((b) => b.value !== 'plain');
+    expect(ours.map((b) => b.value)).toEqual(Array.from({ length: 15 }, (_, i) => `v${String(i)}`));
+    const producerIds = new Set(ours.map((b) => b.producerId));
+    expect(producerIds.size).toBe(1);
+    expect(BigInt([...producerIds][0] ?? '-1')).toBeGreaterThanOrEqual(0n);
+    // Three sends of five: batches numbered 0, 5 and 10.
+    expect([...new Set(ours.map((b) => b.firstSequence))]).toEqual([0, 5, 10]);
+    expect(batches.find((b) => b.value === 'plain')?.producerId).toBe('-1');
   });
 
   it.concurrent('a dead message goes to the dead-letter topic with the reason and its origin, and the consumer goes on', async ({ expect }) => {
@@ -195,6 +259,42 @@ function kafkaContractTests(requireKafkaBrokers: () => string[], mockCluster: bo
     expect(a2 - a1).toBeGreaterThanOrEqual(390);
     expect(logged).toContainEqual({ entry: expect.objectContaining({ topic, partition: 0, offset: '3', err: expect.any(Error) }), msg: expect.any(String) });
     await until('offset 10 committed', async () => (await committed(groupId, topic)).get(0) === 10n);
+  });
+
+  it.concurrent('batches: a partition\'s messages come in slices of at most batchSize, in order; dead letters go out, and a retry reads again from its message', async ({ expect }) => {
+    const brokers = requireKafkaBrokers();
+    const topic = uniqueName('contract-batches');
+    const groupId = uniqueName('contract-batches');
+    await produceMessages(brokers, topic, Array.from({ length: 30 }, (_, i) => ({ key: `k${String(i)}`, value: `m${String(i)}`, partition: 0 })));
+    const slices: string[][] = [];
+    const handled: string[] = [];
+    let retried = false;
+    await consumer(topic, groupId, { batchSize: 8 }).startBatches((messages) => {
+      slices.push(messages.map(text));
+      return Promise.resolve(
+        messages.map((m): BatchOutcome => {
+          if (text(m) === 'm5') return { kind: 'dead', reason: 'unreadable' };
+          if (text(m) === 'm19' && !retried) {
+            retried = true;
+            return { kind: 'retry', error: new Error('the store is unavailable') };
+          }
+          handled.push(text(m));
+          return HANDLED;
+        }),
+      );
+    });
+    await until('offset 30 committed', async () => (await committed(groupId, topic)).get(0) === 30n);
+
+    expect(slices.every((slice) => slice.length <= 8)).toBe(true);
+    // m19 twice (its retry); what came after it in its slice, handled the first time round, comes
+    // again with it; nothing before it does.
+    expect(slices.flat().filter((v) => v === 'm19')).toHaveLength(2);
+    const all = Array.from({ length: 30 }, (_, i) => `m${String(i)}`);
+    expect([...new Set(handled)].sort()).toEqual(all.filter((v) => v !== 'm5').sort());
+    const twice = handled.filter((v, i) => handled.indexOf(v) !== i);
+    expect(twice.every((v) => Number(v.slice(1)) > 19)).toBe(true);
+    const dead = await readTopic(brokers, `${topic}.dead`, { count: 1 });
+    expect(dead.map((m) => [m.key, text(m), m.headers['x-dead-letter-reason']])).toEqual([['k5', 'm5', 'unreadable']]);
   });
 
   it.concurrent('a handler that keeps failing is tried with growing pauses, and the message is handled once it succeeds', async ({ expect }) => {
