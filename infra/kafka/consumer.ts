@@ -207,7 +207,18 @@ export class KafkaMessageConsumer implements MessageConsumer {
       for (let i = 0; i < messages.length; i += sliceSize) {
         if (this.#stopping || !payload.isRunning() || payload.isStale()) break;
         const slice = messages.slice(i, i + sliceSize);
-        const failed = await this.#slice(batch.topic, batch.partition, slice, handle);
+        // A slice may take a while on a busy machine: the member keeps saying it is alive meanwhile,
+        // so that the group does not give its partitions away under it (kafkajs sends a heartbeat
+        // only when its interval passed).
+        const beating = setInterval(() => {
+          payload.heartbeat().catch(() => undefined);
+        }, HEARTBEAT_EVERY_MS);
+        let failed: { index: number; error: unknown } | undefined;
+        try {
+          failed = await this.#slice(batch.topic, batch.partition, slice, handle);
+        } finally {
+          clearInterval(beating);
+        }
         if (failed !== undefined) {
           handled += failed.index;
           this.#retryLater(batch.topic, batch.partition, (slice[failed.index] as KafkaMessage).offset, failed.error, pause);

@@ -297,6 +297,23 @@ function kafkaContractTests(requireKafkaBrokers: () => string[], mockCluster: bo
     expect(dead.map((m) => [m.key, text(m), m.headers['x-dead-letter-reason']])).toEqual([['k5', 'm5', 'unreadable']]);
   });
 
+  it.concurrent('a slice handled for longer than the session timeout keeps the member in its group: handled once, committed', async ({ expect }) => {
+    const brokers = requireKafkaBrokers();
+    const topic = uniqueName('contract-slow-slice');
+    const groupId = uniqueName('contract-slow-slice');
+    await produceMessages(brokers, topic, Array.from({ length: 5 }, (_, i) => ({ value: `m${String(i)}`, partition: 0 })));
+    const handled: string[] = [];
+    await consumer(topic, groupId).startBatches(async (messages) => {
+      // Past the group's 6 s session timeout (FAST_GROUP), with no heartbeat of the handler's own.
+      if (handled.length === 0) await sleep(8_000);
+      handled.push(...messages.map(text));
+      return messages.map(() => HANDLED);
+    });
+    await until('offset 5 committed', async () => (await committed(groupId, topic)).get(0) === 5n, 30_000);
+    await sleep(1_000);
+    expect(handled).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
+  });
+
   it.concurrent('a handler that keeps failing is tried with growing pauses, and the message is handled once it succeeds', async ({ expect }) => {
     const brokers = requireKafkaBrokers();
     const topic = uniqueName('contract-backoff');
