@@ -242,7 +242,7 @@ async function kafkaFigure(smtpUrl: string, rounds: number, n: number): Promise<
   } finally {
     await found.stop?.();
   }
-  return { raw: median(raws), ours: median(ours), readModel: median(readModels), ratio: median(ours.map((o, i) => o / (raws[i] ?? 1))), messages: n, peer: found.source.split(',')[0] ?? found.source };
+  return { raw: median(raws), ours: median(ours), readModel: median(readModels), ratio: median(ours.map((o, i) => o / (raws[i] ?? 1))), messages: n, peer: found.source.replace(/, started in .*$/, '') };
 }
 
 /** REST triggers (in-app) sent open loop at `rate` per second for `seconds`: each timed from when it
