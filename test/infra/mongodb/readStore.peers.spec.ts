@@ -1,72 +1,49 @@
-// The ReadStore contract on MongoDB: against MONGODB_URL when it is set, else in a container
-// started through testcontainers, else skipped with the reason in the title. Plus what only a real
-// server shows: leases between instances by the server's clock, hostile values and keys, and the
-// cases mingo does not model (PCRE anchors, `$elemMatch` over non-documents), compared with SQLite.
+// The ReadStore contract on every MongoDB peer (test/support/mongoPeers.ts: FerretDB in every run
+// where Go builds it; MongoDB against MONGODB_URL or in a container), each peer's missing ones
+// skipped with the reason in the title. Plus what only a real server shows: leases between
+// instances by the server's clock, hostile values and keys, and the cases mingo does not model
+// (PCRE anchors, `$elemMatch` over non-documents), compared with SQLite.
 
 import { randomUUID } from 'node:crypto';
-import { MongoDBContainer, type StartedMongoDBContainer } from '@testcontainers/mongodb';
 import { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import type { Document, DocumentWrite, Page, ReadStore } from '../../../domain/ports.ts';
 import type { Query } from '../../../domain/shared/filtering.ts';
 import { openMongoReadStore, type MongoReadStore } from '../../../infra/mongodb/readStore.ts';
 import { openSqliteReadStore } from '../../../infra/sqlite/readStore.ts';
-import { IMAGES, planTarget } from '../../support/containers.ts';
+import { eachMongoPeer } from '../../support/mongoPeers.ts';
+import { limitedIt } from '../../support/peerLimits.ts';
 import { readStoreContract } from '../../support/readStoreContract.ts';
 import { fixtureDocuments, fixtureQuery, type FilteringBody } from '../../support/readStoreFixtures.ts';
-
-const plan = planTarget('MONGODB_URL');
-
-/** The container's replica set names its member by an address only the container knows. */
-const direct = (connectionString: string): string =>
-  connectionString.includes('?') ? `${connectionString}&directConnection=true` : `${connectionString.replace(/\/?$/, '/')}?directConnection=true`;
 
 const upsert = (doc: Document, version: number): DocumentWrite => ({ kind: 'upsert', id: doc.id, version, doc });
 const idsOf = (docs: readonly Document[]): string[] => docs.map((d) => d.id);
 const fresh = (): string => `c${randomUUID().replaceAll('-', '')}`;
 const everything: Page = { offset: 0, limit: 1000 };
 
-if (plan.kind === 'skip') {
-  describe.skip(`ReadStore contract: MongoDB (skipped: ${plan.reason})`, () => {
-    it('runs where MongoDB or a container engine is available', () => undefined);
-  });
-} else {
-  let container: StartedMongoDBContainer | undefined;
-  let url = plan.kind === 'url' ? plan.url : undefined;
+eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
+  const it = limitedIt(peer.limits);
+  // One database per file and peer; a server that outlives the run keeps nothing of it.
   const dbName = `readstore_test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
   const opened: Promise<MongoReadStore>[] = [];
 
-  beforeAll(async () => {
-    if (plan.kind !== 'container') return;
-    container = await new MongoDBContainer(IMAGES.mongodb).start();
-    url = direct(container.getConnectionString());
-  }, 240_000);
-
   afterAll(async () => {
     for (const s of await Promise.allSettled(opened)) if (s.status === 'fulfilled') await s.value.close();
-    if (url !== undefined && container === undefined) {
-      // A server that outlives the run keeps nothing of it.
-      const client = new MongoClient(url);
-      try {
-        await client.db(dbName).dropDatabase();
-      } finally {
-        await client.close();
-      }
+    const client = new MongoClient(serverUrl());
+    try {
+      await client.db(dbName).dropDatabase();
+    } finally {
+      await client.close();
     }
-    await container?.stop();
   }, 60_000);
 
-  const serverUrl = (): string => {
-    if (url === undefined) throw new Error('MongoDB did not start');
-    return url;
-  };
   const openStore = (): Promise<MongoReadStore> => {
     const store = openMongoReadStore(serverUrl(), { dbName });
     opened.push(store);
     return store;
   };
   // The contract closes the store it opens.
-  readStoreContract('MongoDB', () => openMongoReadStore(serverUrl(), { dbName }));
+  readStoreContract(peer.name, () => openMongoReadStore(serverUrl(), { dbName }), peer.limits);
 
   describe('MongoDB read store on a real server', () => {
     let one: MongoReadStore;
@@ -210,4 +187,4 @@ if (plan.kind === 'skip') {
       });
     });
   });
-}
+});
