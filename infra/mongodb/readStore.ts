@@ -394,11 +394,13 @@ export class MongoReadStore implements ReadStore {
     }
   }
 
+  /** Drops the collection with its indexes: one command, where deleting every document writes one
+   * oplog entry each and leaves the empty collection behind. Whoever writes it again (a rebuild
+   * reusing the generation) declares its indexes first (ensureCollection). */
   async reset(collection: string, projection: string): Promise<void> {
     const documents = this.#documents(collection);
     await this.#run(async () => {
-      // deleteMany rather than drop: the collection keeps the indexes ensureCollection made.
-      await documents.deleteMany({});
+      await documents.drop();
       await this.#checkpoints.deleteOne({ _id: { $eq: projection } });
     });
   }

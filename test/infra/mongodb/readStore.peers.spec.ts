@@ -99,6 +99,28 @@ eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
       });
     });
 
+    describe('what the store sends', () => {
+      it('drops a reset collection with its indexes, rather than deleting its documents one by one', async () => {
+        const c = fresh();
+        await one.ensureCollection(c, ['code', 'name']);
+        await one.applyBatch(c, Array.from({ length: 20 }, (_, i) => upsert({ id: randomUUID(), code: `R${String(i)}` }, 1)), 3n);
+        const client = new MongoClient(serverUrl());
+        try {
+          const exists = async () => (await client.db(dbName).listCollections({ name: `rm_${c}` }).toArray()).length;
+          expect(await exists()).toBe(1);
+          await one.reset(c, c);
+          expect(await exists()).toBe(0);
+          expect(await one.checkpoint(c)).toBe(0n);
+          // Declared again by whoever writes it next, it works as before.
+          await one.ensureCollection(c, ['code', 'name']);
+          await one.applyBatch(c, [upsert({ id: randomUUID(), code: 'AGAIN' }, 1)], 1n);
+          expect(await one.size(c)).toBe(1);
+        } finally {
+          await client.close();
+        }
+      });
+    });
+
     describe('injection', () => {
       let c: string;
 
