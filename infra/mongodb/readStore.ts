@@ -80,7 +80,7 @@ const TRANSIENT_CODES: ReadonlySet<number> = new Set([
   13435, // NotPrimaryNoSecondaryOk
 ]);
 
-/** How long one search, count or autocomplete may run on the server (a LIKE pattern such as
+/** How long one search, count, size, scan or autocomplete may run on the server (a LIKE pattern such as
  * `a%a%a%…b` backtracks); beyond it the request answers 503. */
 const QUERY_TIME_LIMIT_MS = 10_000;
 
@@ -320,7 +320,7 @@ export class MongoReadStore implements ReadStore {
 
   async size(collection: string): Promise<number> {
     const documents = this.#documents(collection);
-    return this.#run(() => documents.countDocuments(asFilter<PositionedDocument>(LIVE)));
+    return this.#run(() => documents.countDocuments(asFilter<PositionedDocument>(LIVE), { maxTimeMS: QUERY_TIME_LIMIT_MS }));
   }
 
   async scan(collection: string, options: { after?: string; limit: number; query?: Query }): Promise<Document[]> {

@@ -5,11 +5,11 @@
 // (PCRE anchors, `$elemMatch` over non-documents), compared with SQLite.
 
 import { randomUUID } from 'node:crypto';
-import { MongoClient } from 'mongodb';
+import { MongoClient, type CommandStartedEvent, type Document as BsonDocument } from 'mongodb';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import type { Document, DocumentWrite, Page, ReadStore } from '../../../domain/ports.ts';
 import type { Query } from '../../../domain/shared/filtering.ts';
-import { openMongoReadStore, type MongoReadStore } from '../../../infra/mongodb/readStore.ts';
+import { MongoReadStore, openMongoReadStore } from '../../../infra/mongodb/readStore.ts';
 import { openSqliteReadStore } from '../../../infra/sqlite/readStore.ts';
 import { eachMongoPeer } from '../../support/mongoPeers.ts';
 import { limitedIt } from '../../support/peerLimits.ts';
@@ -20,6 +20,34 @@ const upsert = (doc: Document, version: number): DocumentWrite => ({ kind: 'upse
 const idsOf = (docs: readonly Document[]): string[] => docs.map((d) => d.id);
 const fresh = (): string => `c${randomUUID().replaceAll('-', '')}`;
 const everything: Page = { offset: 0, limit: 1000 };
+
+/** A store on its own client that records what it sends: each command, and the read preference
+ * each operation selected its server with (the driver's server-selection log). */
+function watchedStore(url: string, dbName: string) {
+  const commands: CommandStartedEvent[] = [];
+  const selections: { operation: string; mode: string }[] = [];
+  const client = new MongoClient(url, {
+    monitorCommands: true,
+    mongodbLogComponentSeverities: { serverSelection: 'debug' },
+    mongodbLogPath: {
+      write: (log: BsonDocument) => {
+        const selector: unknown = log.selector;
+        if (typeof selector !== 'string' || !selector.startsWith('{') || log.message !== 'Server selection started') return;
+        selections.push({ operation: String(log.operation), mode: String((JSON.parse(selector) as { mode?: unknown }).mode) });
+      },
+    },
+  });
+  client.on('commandStarted', (event) => commands.push(event));
+  const store = new MongoReadStore(client, client.db(dbName));
+  /** What `work` sent: its commands (but the driver's own) and its server selections. */
+  const during = async (work: () => Promise<unknown>) => {
+    commands.length = 0;
+    selections.length = 0;
+    await work();
+    return { commands: commands.filter((c) => !['hello', 'ismaster', 'endSessions'].includes(c.commandName)), selections: [...selections] };
+  };
+  return { store, during };
+}
 
 eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
   const it = limitedIt(peer.limits);
@@ -117,6 +145,30 @@ eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
           expect(await one.size(c)).toBe(1);
         } finally {
           await client.close();
+        }
+      });
+
+      it('bounds every search, count and size by the query time limit', async () => {
+        const { store, during } = watchedStore(serverUrl(), dbName);
+        try {
+          const c = fresh();
+          await store.applyBatch(c, fixtureDocuments.map((d) => upsert(d, 1)), 1n);
+          const query = fixtureQuery({ filter: [{ column: 'code', operator: 'LIKE', value: '%a%' }] });
+          const reads: [string, () => Promise<unknown>][] = [
+            ['find', () => store.find(c, query, everything)],
+            ['findIds', () => store.findIds(c, query, everything)],
+            ['count', () => store.count(c, query)],
+            ['size', () => store.size(c)],
+            ['scan', () => store.scan(c, { limit: 3, query })],
+          ];
+          for (const [name, read] of reads) {
+            const { commands } = await during(read);
+            const limits: unknown[] = commands.map((command) => [name, command.commandName, command.command.maxTimeMS as unknown]);
+            expect(limits).toEqual(commands.map((command) => [name, command.commandName, 10_000]));
+            expect(commands.length, name).toBeGreaterThan(0);
+          }
+        } finally {
+          await store.close();
         }
       });
     });
