@@ -13,6 +13,7 @@ import {
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
+  ReadPreference,
   type AnyBulkWriteOperation,
   type Collection,
   type Db,
@@ -20,6 +21,7 @@ import {
   type IndexDescription,
   type IndexDescriptionInfo,
   type UpdateFilter,
+  type WriteConcernSettings,
 } from 'mongodb';
 import type { CollectionOptions, Document, DocumentWrite, JsonPage, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
 import { StoreUnavailableError } from '../../domain/shared/errors.ts';
@@ -83,6 +85,16 @@ const TRANSIENT_CODES: ReadonlySet<number> = new Set([
 /** How long one search, count, size, scan or autocomplete may run on the server (a LIKE pattern such as
  * `a%a%a%…b` backtracks); beyond it the request answers 503. */
 const QUERY_TIME_LIMIT_MS = 10_000;
+
+/**
+ * What leases, checkpoints and the read-model generations' compare-and-set rely on, whatever
+ * MONGODB_URL asks (`readPreference=secondaryPreferred` or `w=1` there would break them silently):
+ * reads from the primary, which has every acknowledged write, and writes a majority acknowledged,
+ * which no failover rolls back. Searches follow the URL.
+ */
+const PRIMARY = ReadPreference.primary;
+const MAJORITY: WriteConcernSettings = { w: 'majority' };
+const COORDINATION = { readPreference: PRIMARY, writeConcern: MAJORITY };
 
 /** The server refused an index option it does not implement (FerretDB: partial indexes). */
 const refusedOption = (error: unknown, option: string): boolean =>
@@ -161,11 +173,11 @@ export class MongoReadStore implements ReadStore {
   }
 
   get #checkpoints(): Collection<Checkpoint> {
-    return this.#db.collection<Checkpoint>(CHECKPOINTS);
+    return this.#db.collection<Checkpoint>(CHECKPOINTS, COORDINATION);
   }
 
   get #leases(): Collection<Lease> {
-    return this.#db.collection<Lease>(LEASES);
+    return this.#db.collection<Lease>(LEASES, COORDINATION);
   }
 
   async #run<T>(work: () => Promise<T>): Promise<T> {
@@ -273,7 +285,8 @@ export class MongoReadStore implements ReadStore {
     const documents = this.#documents(collection);
     const found = new Map<string, Omit<VersionedDocument, 'id'>>();
     if (ids.length === 0) return found;
-    const rows = await this.#run(() => documents.find({ _id: { $in: [...ids] } }).toArray());
+    // From the primary: a generation record's compare-and-set reads back the write it just made.
+    const rows = await this.#run(() => documents.find({ _id: { $in: [...ids] } }, { readPreference: PRIMARY }).toArray());
     for (const row of rows) found.set(row._id, stored(row));
     return found;
   }
@@ -425,7 +438,7 @@ export class MongoReadStore implements ReadStore {
         this.#lacks.pipelineUpdates = true;
       }
     }
-    const { localTime } = await this.#db.command({ hello: 1 });
+    const { localTime } = await this.#db.command({ hello: 1 }, { readPreference: PRIMARY });
     if (!(localTime instanceof Date)) throw new Error('the server answered hello without its localTime, which a lease reads as its clock');
     const update = leaseUpdateAt(owner, ttlMs, localTime) as UpdateFilter<Lease>;
     return await this.#leases.updateOne(asFilter<Lease>(leaseFilterAt(projection, owner, localTime)), update, { upsert: true });

@@ -9,6 +9,7 @@
 // the test say so; on MongoDB every test runs as written.
 
 import { MongoDBContainer, type StartedMongoDBContainer } from '@testcontainers/mongodb';
+import { MongoClient, type CommandStartedEvent, type Document as BsonDocument } from 'mongodb';
 import { afterAll, beforeAll, describe, inject, it } from 'vitest';
 import { IMAGES, planTarget } from './containers.ts';
 import type { PeerLimit, PeerLimits } from './peerLimits.ts';
@@ -170,3 +171,34 @@ function beforeAllStart(peer: MongoPeer, started: (url: string) => void): void {
   }, 60_000);
 }
 
+
+/** The URL with more connection-string options. */
+export const withOptions = (url: string, options: string): string => `${url}${url.includes('?') ? '&' : url.endsWith('/') ? '?' : '/?'}${options}`;
+
+/** A client that records what it sends: each command, and the read preference each operation
+ * selected its server with (the driver's server-selection log; against a single server every read
+ * preference reaches it, so only the log tells which one was asked for). */
+export function watchedClient(url: string) {
+  const commands: CommandStartedEvent[] = [];
+  const selections: { operation: string; mode: string }[] = [];
+  const client = new MongoClient(url, {
+    monitorCommands: true,
+    mongodbLogComponentSeverities: { serverSelection: 'debug' },
+    mongodbLogPath: {
+      write: (log: BsonDocument) => {
+        const selector: unknown = log.selector;
+        if (typeof selector !== 'string' || !selector.startsWith('{') || log.message !== 'Server selection started') return;
+        selections.push({ operation: String(log.operation), mode: String((JSON.parse(selector) as { mode?: unknown }).mode) });
+      },
+    },
+  });
+  client.on('commandStarted', (event) => commands.push(event));
+  /** What `work` sent: its commands (but the driver's own) and its server selections. */
+  const during = async (work: () => Promise<unknown>) => {
+    commands.length = 0;
+    selections.length = 0;
+    await work();
+    return { commands: commands.filter((c) => !['hello', 'ismaster', 'endSessions'].includes(c.commandName)), selections: [...selections] };
+  };
+  return { client, during };
+}

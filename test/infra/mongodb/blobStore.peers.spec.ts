@@ -7,9 +7,9 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { finished } from 'node:stream/promises';
 import { GridFSBucket, MongoClient, ObjectId } from 'mongodb';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { BLOB_BUCKET, openMongoBlobStore, type MongoBlobStore } from '../../../infra/mongodb/blobStore.ts';
+import { BLOB_BUCKET, MongoBlobStore, openMongoBlobStore } from '../../../infra/mongodb/blobStore.ts';
 import { blobStoreContract } from '../../support/blobStoreContract.ts';
-import { eachMongoPeer } from '../../support/mongoPeers.ts';
+import { eachMongoPeer, watchedClient, withOptions } from '../../support/mongoPeers.ts';
 import { limitedIt } from '../../support/peerLimits.ts';
 
 const sha256Of = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
@@ -55,6 +55,26 @@ eachMongoPeer('MongoDB blob store', (peer, serverUrl) => {
 
     beforeAll(async () => {
       [one, two] = await Promise.all([openStore(), openStore()]);
+    });
+
+    it('reads from the primary and writes with majority, whatever the URL asks', async () => {
+      const { client, during } = watchedClient(withOptions(serverUrl(), 'readPreference=secondaryPreferred&w=1'));
+      const store = new MongoBlobStore(client, client.db(dbName));
+      try {
+        const content = new Uint8Array(randomBytes(300 * 1024));
+        const put = await during(() => store.put(content, 'image/png'));
+        const get = await during(() => store.get(sha256Of(content)));
+        const has = await during(() => store.has(sha256Of(content)));
+        for (const { commands, selections } of [put, get, has]) {
+          expect(selections.length).toBeGreaterThan(0);
+          expect(selections.filter((selection) => selection.mode !== 'primary')).toEqual([]);
+          const writes = commands.filter((command) => ['insert', 'update', 'delete'].includes(command.commandName));
+          expect(writes.map((command) => command.command.writeConcern as unknown)).toEqual(writes.map(() => ({ w: 'majority', j: true })));
+        }
+        expect(put.commands.some((command) => command.commandName === 'insert')).toBe(true);
+      } finally {
+        await store.close();
+      }
     });
 
     // Twenty rounds of racing 600 KB uploads: a few seconds on MongoDB; FerretDB over SQLite takes

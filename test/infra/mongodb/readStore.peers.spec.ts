@@ -5,13 +5,13 @@
 // (PCRE anchors, `$elemMatch` over non-documents), compared with SQLite.
 
 import { randomUUID } from 'node:crypto';
-import { MongoClient, type CommandStartedEvent, type Document as BsonDocument } from 'mongodb';
+import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import type { Document, DocumentWrite, Page, ReadStore } from '../../../domain/ports.ts';
 import type { Query } from '../../../domain/shared/filtering.ts';
 import { MongoReadStore, openMongoReadStore } from '../../../infra/mongodb/readStore.ts';
 import { openSqliteReadStore } from '../../../infra/sqlite/readStore.ts';
-import { eachMongoPeer } from '../../support/mongoPeers.ts';
+import { eachMongoPeer, watchedClient, withOptions } from '../../support/mongoPeers.ts';
 import { limitedIt } from '../../support/peerLimits.ts';
 import { readStoreContract } from '../../support/readStoreContract.ts';
 import { fixtureDocuments, fixtureQuery, type FilteringBody } from '../../support/readStoreFixtures.ts';
@@ -20,33 +20,10 @@ const upsert = (doc: Document, version: number): DocumentWrite => ({ kind: 'upse
 const idsOf = (docs: readonly Document[]): string[] => docs.map((d) => d.id);
 const fresh = (): string => `c${randomUUID().replaceAll('-', '')}`;
 const everything: Page = { offset: 0, limit: 1000 };
-
-/** A store on its own client that records what it sends: each command, and the read preference
- * each operation selected its server with (the driver's server-selection log). */
+/** A store on a client that records what it sends (watchedClient). */
 function watchedStore(url: string, dbName: string) {
-  const commands: CommandStartedEvent[] = [];
-  const selections: { operation: string; mode: string }[] = [];
-  const client = new MongoClient(url, {
-    monitorCommands: true,
-    mongodbLogComponentSeverities: { serverSelection: 'debug' },
-    mongodbLogPath: {
-      write: (log: BsonDocument) => {
-        const selector: unknown = log.selector;
-        if (typeof selector !== 'string' || !selector.startsWith('{') || log.message !== 'Server selection started') return;
-        selections.push({ operation: String(log.operation), mode: String((JSON.parse(selector) as { mode?: unknown }).mode) });
-      },
-    },
-  });
-  client.on('commandStarted', (event) => commands.push(event));
-  const store = new MongoReadStore(client, client.db(dbName));
-  /** What `work` sent: its commands (but the driver's own) and its server selections. */
-  const during = async (work: () => Promise<unknown>) => {
-    commands.length = 0;
-    selections.length = 0;
-    await work();
-    return { commands: commands.filter((c) => !['hello', 'ismaster', 'endSessions'].includes(c.commandName)), selections: [...selections] };
-  };
-  return { store, during };
+  const { client, during } = watchedClient(url);
+  return { store: new MongoReadStore(client, client.db(dbName)), during };
 }
 
 eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
@@ -167,6 +144,38 @@ eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
             expect(limits).toEqual(commands.map((command) => [name, command.commandName, 10_000]));
             expect(commands.length, name).toBeGreaterThan(0);
           }
+        } finally {
+          await store.close();
+        }
+      });
+
+      it('reads leases, checkpoints and documents by id from the primary and writes them with majority, whatever the URL asks', async () => {
+        // Against a single server every read preference reaches it; the one each operation asked
+        // for is in the driver's server-selection log.
+        const { store, during } = watchedStore(withOptions(serverUrl(), 'readPreference=secondaryPreferred&w=1'), dbName);
+        try {
+          const c = fresh();
+          const id = randomUUID();
+          const coordination: [string, () => Promise<unknown>][] = [
+            ['applyBatch', () => store.applyBatch(c, [upsert({ id, code: 'A' }, 1)], 5n)],
+            ['saveCheckpoint', () => store.saveCheckpoint(`${c}-processor`, 7n)],
+            ['checkpoint', () => store.checkpoint(c)],
+            ['getMany', () => store.getMany(c, [id])],
+            ['tryLease', () => store.tryLease(c, 'one', 30_000)],
+            ['releaseLease', () => store.releaseLease(c, 'one')],
+          ];
+          for (const [name, work] of coordination) {
+            const { commands, selections } = await during(work);
+            const onCoordination = commands.filter((command) => ['checkpoints', 'leases'].includes(String(command.command[command.commandName])));
+            for (const command of onCoordination.filter((command) => ['update', 'delete', 'insert'].includes(command.commandName))) {
+              expect([name, command.commandName, command.command.writeConcern]).toEqual([name, command.commandName, { w: 'majority' }]);
+            }
+            for (const selection of selections) expect([name, selection.operation, selection.mode]).toEqual([name, selection.operation, 'primary']);
+            expect(selections.length, name).toBeGreaterThan(0);
+          }
+          // Searches follow the URL.
+          const { selections } = await during(() => store.find(c, fixtureQuery({}), everything));
+          expect(selections.map((selection) => selection.mode)).toEqual(['secondaryPreferred']);
         } finally {
           await store.close();
         }
