@@ -448,10 +448,34 @@ export class MongoReadStore implements ReadStore {
     await this.#run(() => this.#leases.deleteOne(asFilter<Lease>(leaseOwnedBy(projection, owner))));
   }
 
+  /**
+   * The log these read models were folded from (`log` names it, e.g. `embedded <uuid>`): recorded
+   * by the first process to open the database, answered to every later one, which refuses to
+   * start when it follows another log (its positions would mean other events).
+   */
+  async claimLog(log: string): Promise<string> {
+    const claims = this.#db.collection<{ _id: string; log: string }>(FOLDED_FROM, COORDINATION);
+    return await this.#run(async () => {
+      const claim = async (): Promise<string | undefined> => (await claims.findOne({ _id: { $eq: 'log' } }))?.log;
+      const recorded = await claim();
+      if (recorded !== undefined) return recorded;
+      try {
+        await claims.insertOne({ _id: 'log', log });
+      } catch (error) {
+        // Another process recorded its log at the same moment: its claim stands.
+        if (!isDuplicateKey(error)) throw error;
+      }
+      return (await claim()) ?? log;
+    });
+  }
+
   async close(): Promise<void> {
     await this.#client.close();
   }
 }
+
+/** Where the read models' database says which log they were folded from (claimLog). */
+const FOLDED_FROM = 'folded_from';
 
 /** The database when neither the URL's path nor the caller names one. */
 export const DEFAULT_DATABASE = 'admin-read-models';

@@ -11,9 +11,9 @@ export type PeerLimit = { error: string } | { differs: string };
 
 export type PeerLimits = { peer: string; tests: Readonly<Record<string, PeerLimit>> };
 
-/** `it`, with the tests `limits` lists run as "the peer fails it". */
+/** `it`, with the tests `limits` lists run as "the peer fails it" (`.each` is vitest's own). */
 export function limitedIt(limits: PeerLimits | undefined) {
-  return (title: string, body: () => unknown, timeout?: number): void => {
+  const limited = (title: string, body: () => unknown, timeout?: number): void => {
     const limit = limits?.tests[title];
     if (limits === undefined || limit === undefined) {
       it(title, async () => {
@@ -37,4 +37,5 @@ export function limitedIt(limits: PeerLimits | undefined) {
       process.stderr.write(`[${limits.peer}] ${title}: ${verdict}: ${message.split('\n')[0] ?? ''}\n`);
     }, timeout);
   };
+  return Object.assign(limited, { each: it.each.bind(it) });
 }
