@@ -55,7 +55,12 @@ export class ReadModelJobs {
   readonly #o: ReadModelJobsOptions;
   readonly #jobs;
   readonly #instanceId: string;
+  /** The jobs this process runs, from the moment it asks for their lease (a round trip to a
+   * server store) to their end: idle() and stop() wait for them, and no request takes their
+   * generation meanwhile. */
   readonly #running = new Map<string, Promise<void>>();
+  /** Jobs whose generation this process reserved and whose record it has not created yet. */
+  readonly #reserving = new Set<string>();
   #stopping = false;
 
   constructor(options: ReadModelJobsOptions) {
@@ -111,7 +116,7 @@ export class ReadModelJobs {
     try {
       return isFinal((await this.#jobs.get(jobId)).status);
     } catch (error) {
-      if (error instanceof DomainError && error.status === 'NOT_FOUND') return !this.#running.has(jobId);
+      if (error instanceof DomainError && error.status === 'NOT_FOUND') return !this.#running.has(jobId) && !this.#reserving.has(jobId);
       throw error;
     }
   };
@@ -122,16 +127,21 @@ export class ReadModelJobs {
   async recreate(name: string, ctx: CommandContext, options: { dropLive: boolean }): Promise<string> {
     const id = this.#jobIdFor(ctx, options.dropLive ? 'delete' : 'recreate', name);
     if (await this.#existing(id)) return id;
-    const generation = await this.#o.readModels.beginRebuild(name, id, { dropLive: options.dropLive, isEnded: this.#isEnded });
-    if (generation === undefined) {
-      const busy = this.#o.readModels.statuses().find((s) => s.name === name);
-      throw new DomainError('READ_MODEL.REBUILDING', 'CONFLICT', `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`);
-    }
+    this.#reserving.add(id);
     try {
-      return await this.#start(id, RECREATE, { indexName: name, dropLive: options.dropLive, generation }, ctx);
-    } catch (error) {
-      await this.#o.readModels.abandonRebuild(name, id);
-      throw error;
+      const generation = await this.#o.readModels.beginRebuild(name, id, { dropLive: options.dropLive, isEnded: this.#isEnded });
+      if (generation === undefined) {
+        const busy = this.#o.readModels.statuses().find((s) => s.name === name);
+        throw new DomainError('READ_MODEL.REBUILDING', 'CONFLICT', `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`);
+      }
+      try {
+        return await this.#start(id, RECREATE, { indexName: name, dropLive: options.dropLive, generation }, ctx);
+      } catch (error) {
+        await this.#o.readModels.abandonRebuild(name, id);
+        throw error;
+      }
+    } finally {
+      this.#reserving.delete(id);
     }
   }
 
@@ -181,49 +191,57 @@ export class ReadModelJobs {
 
   /** Starts a job in the background if this process can take its lease (another may run it);
    * false when it cannot. `resumed` counts earlier resumes when the job is taken over. */
-  async #claimAndRun(record: JobRecord, resumed: number | undefined): Promise<boolean> {
-    if (this.#running.has(record.id)) return true;
-    if (this.#stopping || isFinal(record.status)) return false;
+  #claimAndRun(record: JobRecord, resumed: number | undefined): Promise<boolean> {
+    if (this.#running.has(record.id)) return Promise.resolve(true);
+    if (this.#stopping || isFinal(record.status)) return Promise.resolve(false);
     const lease = `job:${record.id}`;
     const leaseMs = this.#o.leaseMs ?? 15_000;
-    if (!(await this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs))) return false;
-    const held = { lost: false };
-    const run = (async () => {
-      const renew = setInterval(() => {
-        void this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs).then(
-          (ok) => {
-            if (!ok) held.lost = true;
-          },
-          () => undefined,
-        );
-      }, leaseMs / 3);
-      try {
-        if (resumed !== undefined) {
-          if (resumed >= MAX_RESUMES) {
-            await this.#fail(record, `stopped ${String(resumed)} times without finishing (the process running it ended); not resumed again`);
-            return;
-          }
-          const started = (record.data)?.progress !== undefined;
-          await this.#command(record.id, {
-            type: 'Resume',
-            reason: started ? 'the process running it ended before it finished; resumed from where it was' : 'taken up by a worker: no process was running it',
-          });
-        }
-        if (record.jobType === REFRESH) await this.#refresh(record, held);
-        else await this.#recreate(record, held);
-      } catch (error) {
-        const reason = error instanceof Error ? error.message : String(error);
-        this.#o.logger?.error({ err: error, job: record.id }, 'read-model job failed');
-        // A job whose lease passed to another runner is that runner's to end.
-        if (!held.lost) await this.#fail(record, reason).catch(() => undefined);
-      } finally {
-        clearInterval(renew);
-        await this.#o.readStore.releaseLease(lease, this.#instanceId).catch(() => undefined);
-        this.#running.delete(record.id);
-      }
-    })();
+    const claim = this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs);
+    const run = claim.then(
+      async (taken) => {
+        if (taken) await this.#run(record, resumed, lease, leaseMs);
+      },
+      () => undefined,
+    ).finally(() => this.#running.delete(record.id));
+    // At once, not after the lease's round trip: see #running.
     this.#running.set(record.id, run);
-    return true;
+    return claim;
+  }
+
+  /** Runs a job whose lease this process holds, renewing it, and gives the lease up at the end. */
+  async #run(record: JobRecord, resumed: number | undefined, lease: string, leaseMs: number): Promise<void> {
+    const held = { lost: false };
+    const renew = setInterval(() => {
+      void this.#o.readStore.tryLease(lease, this.#instanceId, leaseMs).then(
+        (ok) => {
+          if (!ok) held.lost = true;
+        },
+        () => undefined,
+      );
+    }, leaseMs / 3);
+    try {
+      if (resumed !== undefined) {
+        if (resumed >= MAX_RESUMES) {
+          await this.#fail(record, `stopped ${String(resumed)} times without finishing (the process running it ended); not resumed again`);
+          return;
+        }
+        const started = (record.data)?.progress !== undefined;
+        await this.#command(record.id, {
+          type: 'Resume',
+          reason: started ? 'the process running it ended before it finished; resumed from where it was' : 'taken up by a worker: no process was running it',
+        });
+      }
+      if (record.jobType === REFRESH) await this.#refresh(record, held);
+      else await this.#recreate(record, held);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.#o.logger?.error({ err: error, job: record.id }, 'read-model job failed');
+      // A job whose lease passed to another runner is that runner's to end.
+      if (!held.lost) await this.#fail(record, reason).catch(() => undefined);
+    } finally {
+      clearInterval(renew);
+      await this.#o.readStore.releaseLease(lease, this.#instanceId).catch(() => undefined);
+    }
   }
 
   async #fail(record: JobRecord, reason: string): Promise<void> {
