@@ -10,6 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../infra/config.ts';
 import { openStores, type OpenedStores } from '../../infra/stores.ts';
 import { eachMongoPeer, withDatabase } from '../support/mongoPeers.ts';
+import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -103,4 +104,39 @@ eachMongoPeer('openStores with the embedded log and read models', (_peer, url) =
       /the read models in MongoDB at .* were folded from the embedded log [0-9a-f-]{36}, not this embedded log [0-9a-f-]{36}: give MONGODB_URL another database/,
     );
   });
+
+  it('runs the whole service (npm start) on the embedded log with its read models in MongoDB: serves writes and searches, restarts on its data, refuses another log', async () => {
+    const DATA_DIR = freshDir();
+    const MONGODB_URL = freshDatabase();
+    const env = { ...process.env, PORT: '0', DATA_DIR, MONGODB_URL, LOG_LEVEL: 'warn', EVENTSTORE_URL: '', KAFKA_BROKERS: '', ROLE: 'all' };
+    const stop = async (s: ServiceProcess): Promise<void> => {
+      s.child.kill('SIGTERM');
+      if (s.child.exitCode === null) await new Promise((r) => s.child.once('exit', r));
+    };
+    const call = (s: ServiceProcess, path: string, body?: unknown) =>
+      fetch(`${s.url}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const first = await startServiceProcess(env);
+    try {
+      expect(first.output()).toContain(`read models: MongoDB at ${MONGODB_URL}`);
+      const created = await call(first, '/api/v1/user-group-types', { code: 'OVER-MONGO', name: 'Over MongoDB', registry: {} });
+      expect(created.status).toBe(201);
+      const at = created.headers.get('x-event-position') ?? '';
+      const found = await call(first, `/api/v1/user-group-types/search?minPosition=${at}`, { filter: [{ column: 'code', operator: 'LIKE', value: 'over-%' }] });
+      expect(((await found.json()) as { code: string }[]).map((r) => r.code)).toEqual(['OVER-MONGO']);
+    } finally {
+      await stop(first);
+    }
+    const again = await startServiceProcess(env);
+    try {
+      const found = await call(again, '/api/v1/user-group-types/search', {});
+      expect(((await found.json()) as { code: string }[]).map((r) => r.code)).toEqual(['OVER-MONGO']);
+    } finally {
+      await stop(again);
+    }
+    await expect(startServiceProcess({ ...env, DATA_DIR: freshDir() })).rejects.toThrow(/were folded from the embedded log [0-9a-f-]{36}, not this embedded log/);
+  }, 120_000);
 });
