@@ -44,7 +44,7 @@ function sourceDigest(): string {
 /** Why Go cannot build it here, or undefined when it can. */
 function goMissing(): string | undefined {
   const found = spawnSync('go', ['version'], { encoding: 'utf8' });
-  if (found.error !== undefined) return 'Go is not on PATH (FerretDB is built from source with Go 1.24 or later: https://go.dev/dl or apt-get install golang)';
+  if (found.error !== undefined) return 'Go is not on PATH (FerretDB is built from source with Go 1.24 or later)';
   const version = /go(\d+)\.(\d+)/.exec(found.stdout);
   const [major, minor] = [Number(version?.[1] ?? 0), Number(version?.[2] ?? 0)];
   if (major < MIN_GO[0] || (major === MIN_GO[0] && minor < MIN_GO[1])) {
