@@ -198,20 +198,11 @@ export class MongoReadStore implements ReadStore {
   }
 
   /** Only the indexes the collection lacks: creating existing ones again is a no-op to MongoDB, but
-   * FerretDB drops the connection when every index asked for exists, and answers an error when
-   * another writer created one at the same moment (then they all exist, which is what was asked). */
+   * FerretDB drops the connection when every index asked for exists. */
   async #createIndexes(documents: Collection<PositionedDocument>, wanted: IndexDescription[]): Promise<void> {
-    const missing = async (): Promise<IndexDescription[]> => {
-      const existing = new Set((await this.#secondaryIndexes(documents)).map((index) => index.name));
-      return wanted.filter((spec) => spec.name === undefined || !existing.has(spec.name));
-    };
-    const specs = await missing();
-    if (specs.length === 0) return;
-    try {
-      await this.#createSpecs(documents, specs);
-    } catch (error) {
-      if ((await missing()).length > 0) throw error;
-    }
+    const existing = new Set((await this.#secondaryIndexes(documents)).map((index) => index.name));
+    const specs = wanted.filter((spec) => spec.name === undefined || !existing.has(spec.name));
+    if (specs.length > 0) await this.#createSpecs(documents, specs);
   }
 
   async #createSpecs(documents: Collection<PositionedDocument>, specs: IndexDescription[]): Promise<void> {
