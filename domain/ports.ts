@@ -198,7 +198,8 @@ export type ReadStore = {
     checkpoint: Position,
     projection?: string,
   ): Promise<void>;
-  /** Drops a collection's documents and the named projection's checkpoint. */
+  /** Drops a collection's documents and the named projection's checkpoint (MongoDB drops the
+   * collection with its indexes: whoever writes it again calls ensureCollection first). */
   reset(collection: string, projection: string): Promise<void>;
   /** Takes or renews the lease that lets one instance run a projection: true when `owner` holds it
    * for the next `ttlMs` (it was free, lapsed, or already the owner's), false when another holds it. */

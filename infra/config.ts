@@ -103,11 +103,6 @@ export const ConfigSchema = z
     if (oidc !== 0 && oidc !== 3) {
       ctx.addIssue({ code: 'custom', message: 'AUTH_ISSUER, AUTH_AUDIENCE and AUTH_JWKS_URL go together', path: ['AUTH_ISSUER'] });
     }
-    if (c.MONGODB_URL !== undefined && c.EVENTSTORE_URL === undefined) {
-      // Shared read models folded from one machine's private log would claim positions no other
-      // instance has, and a fresh DATA_DIR would leave them ahead of their log.
-      ctx.addIssue({ code: 'custom', message: 'MONGODB_URL needs EVENTSTORE_URL: shared read models must be folded from a shared log', path: ['MONGODB_URL'] });
-    }
   });
 export type Config = z.infer<typeof ConfigSchema>;
 
