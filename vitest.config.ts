@@ -9,6 +9,8 @@ export default defineConfig({
     // Looks for a container engine once; *.containers.spec.ts skip with its reason when none.
     // Finds a Kafka once (KAFKA_BROKERS, else librdkafka's mock cluster through kcat); the Kafka
     // suites skip with its reason when none.
-    globalSetup: ['test/support/containerRuntime.globalSetup.ts', 'test/support/kafka.globalSetup.ts'],
+    // Starts one FerretDB (built by scripts/ferretdb.ts) for the MongoDB peer suites; they skip
+    // with its reason where Go is missing.
+    globalSetup: ['test/support/containerRuntime.globalSetup.ts', 'test/support/kafka.globalSetup.ts', 'test/support/ferretdb.globalSetup.ts'],
   },
 });

@@ -22,7 +22,7 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
     ...(config.SMTP_URL === undefined ? {} : { mail: new SmtpMailSender({ url: config.SMTP_URL, ...(config.SMTP_FROM === undefined ? {} : { from: config.SMTP_FROM }) }) }),
     ...(config.SMS_GATEWAY_URL === undefined ? {} : { sms: new HttpSmsGateway({ url: config.SMS_GATEWAY_URL, ...(config.SMS_GATEWAY_TOKEN === undefined ? {} : { token: config.SMS_GATEWAY_TOKEN }) }) }),
     outbound: createGuardedClient({ allow: allowListFrom(config.OUTBOUND_ALLOW), timeoutMs: config.OUTBOUND_TIMEOUT_MS, maxBytes: config.OUTBOUND_MAX_BYTES }),
-    ...(brokers.length === 0 ? {} : { messaging: kafkaMessaging({ brokers, clientId: config.KAFKA_CLIENT_ID, logger, sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS, heartbeatIntervalMs: config.KAFKA_HEARTBEAT_INTERVAL_MS, concurrency: config.KAFKA_CONSUMER_CONCURRENCY }) }),
+    ...(brokers.length === 0 ? {} : { messaging: kafkaMessaging({ brokers, clientId: config.KAFKA_CLIENT_ID, logger, sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS, heartbeatIntervalMs: config.KAFKA_HEARTBEAT_INTERVAL_MS, batchSize: config.KAFKA_CONSUMER_BATCH, idempotentProducer: config.KAFKA_IDEMPOTENT_PRODUCER }) }),
     settings: {
       notifications: {
         triggerTopic: config.KAFKA_TRIGGER_TOPIC,

@@ -75,7 +75,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -84,7 +84,7 @@ import { parseArgs } from 'node:util';
 import autocannon, { type Options, type Request, type Result } from 'autocannon';
 import type { NewEvent } from '../domain/ports.ts';
 import { SqliteEventStore } from '../infra/sqlite/eventStore.ts';
-import { LOG_PRAGMAS, RAW_SCHEMA } from './common.ts';
+import { LOG_PRAGMAS, postJson, RAW_SCHEMA, type Answer } from './common.ts';
 import { ensurePeerInstalled, type PeerInstall } from './emmett/install.ts';
 import { notificationFigure, notificationRows, type NotificationFigure } from './notifications.ts';
 import { pdfFigure, pdfRows, type PdfFigure } from './pdf.ts';
@@ -527,28 +527,6 @@ async function peerFigures(install: Extract<PeerInstall, { ok: true }>): Promise
 
 // ---------------------------------------------------------------------------------------------
 // 6: projection lag under sustained creates
-
-type Answer = { status: number; position: string | undefined; body: string };
-
-/** One POST of a JSON body over `agent`'s keep-alive connections. */
-function postJson(agent: Agent, url: URL, path: string, headers: Record<string, string>, body: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      { host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', reject);
-        res.on('end', () => {
-          const position = res.headers['x-event-position'];
-          resolve({ status: res.statusCode ?? 0, position: typeof position === 'string' ? position : undefined, body: Buffer.concat(chunks).toString('utf8') });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 /** Nearest-rank percentile of sorted values. */
 const percentile = (sorted: readonly number[], p: number): number => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? NaN;

@@ -7,17 +7,26 @@
 //                    woken by the log, and for e-mail the SMTP conversation with a local server
 //                    (smtp-server). One trigger at a time; p50 and p99. Baseline in the same run: a
 //                    plain create of one notification over HTTP (POST /api/v1/notifications → 201).
-//   Kafka ingest     N trigger messages produced to a topic of this run's Kafka (KAFKA_BROKERS, else
-//                    librdkafka's mock cluster through kcat) while the service's consumer reads it,
-//                    until every trigger is in the log and its read model (count of
-//                    notification-triggers, from the first one seen); then a raw kafkajs consumer
-//                    (eachBatch, no work) reads the same messages from the same broker. Messages per
-//                    second of each.
+//   sustained        REST triggers (in-app) sent open loop at --rate per second for --seconds, each
+//                    timed from when it was due (not when the client got round to sending it) to
+//                    its notification's SENT event in the log (a reader of the log in the same
+//                    process); p50 and p99, and the rate reached. Goal: p99 under 50 ms at 500/s.
+//   Kafka ingest     N trigger messages produced to a fresh topic of this run's Kafka first
+//                    (KAFKA_BROKERS, else the real Apache Kafka broker of scripts/kafka.ts, else
+//                    librdkafka's mock cluster through kcat; the table names it); then a raw kafkajs
+//                    consumer (eachBatch, no work) reads them, from joining its group to its N-th
+//                    message; then the service starts with the topic's rules already made, and its
+//                    consumer takes them into the log: from joining its group until the N-th trigger
+//                    is appended (read from the log), and until the read model counts them all.
+//                    Messages per second of each.
+//                    Goal: at least 10,000 messages/s into the log, or 25% of the raw consumer.
 //
 // Flags: --notification-rounds N (default 3), --triggers N (per channel per round, default 50),
-// --kafka-messages N (per round, default 5000).
+// --kafka-messages N (per round, default 50000), --rate N (default 500), --seconds N (default 10),
+// --kafka-only (the Kafka ingest alone, --notification-rounds rounds of it).
 
 import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,13 +38,19 @@ import { composeService, type Service } from '../api/compose.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
 import { kafkaMessaging } from '../infra/kafka/messaging.ts';
 import { SmtpMailSender } from '../infra/mail/smtpSender.ts';
+import { notification } from '../domain/notifications/notification.ts';
+import { notificationTrigger } from '../domain/notifications/trigger.ts';
+import type { EventStore, Messaging } from '../domain/ports.ts';
+import { idIn } from '../domain/shared/streams.ts';
 import { findKafka } from '../test/support/kafka.globalSetup.ts';
+import { postJson } from './common.ts';
 
 export type NotificationFigure = {
   create: { p50: number; p99: number };
   inApp: { p50: number; p99: number };
   email: { p50: number; p99: number };
-  kafka: { raw: number; ours: number; ratio: number; messages: number } | { skipped: string };
+  sustained: { p50: number; p99: number; rate: number; target: number; triggers: number };
+  kafka: { raw: number; ours: number; readModel: number; ratio: number; messages: number; peer: string } | { skipped: string };
 };
 
 const configTypeId = '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
@@ -43,22 +58,40 @@ const quantile = (sorted: readonly number[], q: number): number => sorted[Math.m
 const median = (values: readonly number[]): number => quantile([...values].sort((a, b) => a - b), 0.5);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-type Bench = { service: Service; base: string; headers: Record<string, string>; close: () => Promise<void> };
+type Bench = { service: Service; eventStore: EventStore; base: string; headers: Record<string, string>; close: () => Promise<void>; joined?: () => number | undefined };
 
+const secret = new TextEncoder().encode('bench-secret-that-is-long-enough-for-hs256-0123456789');
+
+/** The service on a fresh data folder, listening, with the bench's rules and templates made; with
+ * Kafka, they are made by a first service without it, so that the consumer, which starts with the
+ * service, finds them for its very first message. */
 async function benchService(options: { smtpUrl: string; brokers?: string[]; topic?: string }): Promise<Bench> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-notifications-'));
-  const secret = new TextEncoder().encode('bench-secret-that-is-long-enough-for-hs256-0123456789');
-  const service = await composeService({
-    ...openEmbeddedStores(dataDir),
-    verifyToken: hs256Verifier(secret),
-    mail: new SmtpMailSender({ url: options.smtpUrl, timeoutMs: 5000 }),
-    ...(options.brokers === undefined ? {} : { messaging: kafkaMessaging({ brokers: options.brokers, clientId: 'bench' }), settings: { notifications: { triggerTopic: options.topic ?? 'bench', groupId: `bench-${String(Date.now())}` } } }),
-  });
-  await service.startProjectors();
-  const base = await service.app.listen({ port: 0, host: '127.0.0.1' });
   const headers = { authorization: `Bearer ${await signHs256(secret, { sub: 'bench', roles: ['admin'] })}`, 'content-type': 'application/json' };
+  let joinedAt: number | undefined;
+  // The trigger consumer's start resolves once it joined its group: the clock of its ingest starts there.
+  const timedJoin = (messaging: Messaging): Messaging => ({
+    ...messaging,
+    consumer: (o) => {
+      const c = messaging.consumer(o);
+      const joined = (): void => void (joinedAt = performance.now());
+      return { start: (h) => c.start(h).then(joined), startBatches: (h) => c.startBatches(h).then(joined), stop: () => c.stop() };
+    },
+  });
+  const start = async (kafka: boolean) => {
+    const stores = openEmbeddedStores(dataDir);
+    const service = await composeService({
+      ...stores,
+      verifyToken: hs256Verifier(secret),
+      mail: new SmtpMailSender({ url: options.smtpUrl, timeoutMs: 5000 }),
+      ...(!kafka || options.brokers === undefined ? {} : { messaging: timedJoin(kafkaMessaging({ brokers: options.brokers, clientId: 'bench' })), settings: { notifications: { triggerTopic: options.topic ?? 'bench', groupId: `bench-${String(Date.now())}` } } }),
+    });
+    await service.startProjectors();
+    return { service, eventStore: stores.eventStore, base: await service.app.listen({ port: 0, host: '127.0.0.1' }) };
+  };
+  let running = await start(false);
   const post = async (path: string, body: unknown) => {
-    const res = await fetch(base + path, { method: 'POST', headers, body: JSON.stringify(body) });
+    const res = await fetch(running.base + path, { method: 'POST', headers, body: JSON.stringify(body) });
     if (res.status !== 201) throw new Error(`${path}: ${String(res.status)} ${await res.text()}`);
   };
   for (const [code, eventType] of [['BENCH_APP', 'REST'], ['BENCH_MAIL', 'REST'], ['BENCH_KAFKA', 'KAFKA']] as const) {
@@ -66,12 +99,16 @@ async function benchService(options: { smtpUrl: string; brokers?: string[]; topi
     const channel = code === 'BENCH_MAIL' ? 'EMAIL' : 'APPLICATION';
     await post('/api/v1/notification-templates', { code: `${code}_T`, name: code, configTypeId, status: 'ACTIVE', notificationRuleCode: code, deliveryType: channel, subject: 'Ticket {{ticket}}', content: '<p>Closed: {{ticket}}</p>' });
   }
+  if (options.brokers !== undefined) {
+    await running.service.close();
+    running = await start(true);
+  }
   return {
-    service,
-    base,
+    ...running,
     headers,
+    joined: () => joinedAt,
     close: async () => {
-      await service.close();
+      await running.service.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -121,20 +158,23 @@ async function produce(kafka: Kafka, topic: string, messages: { key: string; val
   await producer.disconnect();
 }
 
-/** Messages per second a raw kafkajs consumer reads the topic's first n messages at (from its first message). */
+/** Messages per second a raw kafkajs consumer reads the topic's first n messages at, from the moment
+ * it joined its group (its fetches and their decoding counted, as the service's are). */
 async function rawRead(kafka: Kafka, topic: string, n: number): Promise<number> {
   const consumer = kafka.consumer({ groupId: `raw-${String(Date.now())}-${String(Math.random())}`, maxWaitTimeInMs: 100 });
   await consumer.connect();
   await consumer.subscribe({ topics: [topic], fromBeginning: true });
   let seen = 0;
-  let first = 0;
+  let joined = 0;
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    joined = performance.now();
+  });
   const done = new Promise<number>((resolve) => {
     void consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
-        if (seen === 0) first = performance.now();
         seen += batch.messages.length;
-        if (seen >= n) resolve(performance.now() - first);
+        if (seen >= n) resolve(performance.now() - joined);
         await Promise.resolve();
       },
     });
@@ -144,37 +184,57 @@ async function rawRead(kafka: Kafka, topic: string, n: number): Promise<number> 
   return n / (ms / 1000);
 }
 
-/** Messages per second the service takes n trigger messages into its log at (from the first trigger seen). */
-async function serviceIngest(b: Bench, n: number, before: number): Promise<number> {
-  const count = () => json<number>(b, 'POST', '/api/v1/notification-triggers/count', { filter: [{ column: 'source', operator: 'EQ', value: 'KAFKA' }] });
+/** The service's rates for n trigger messages already in its topic, from the moment its consumer
+ * joined its group: into the log (until the n-th trigger is appended, read from the log) and into
+ * the read model (until it counts n). */
+async function serviceIngest(b: Bench, n: number): Promise<{ log: number; readModel: number }> {
+  let after = 0n;
+  let seen = 0;
   let first: number | undefined;
-  for (;;) {
-    const c = await count();
-    if (first === undefined && c > before) first = performance.now();
-    if (c >= before + n) return n / (Math.max(1, performance.now() - (first ?? performance.now())) / 1000);
-    await sleep(20);
+  let logMs: number | undefined;
+  // Joined before the first trigger is appended: its start resolves on the join.
+  const deadline = performance.now() + 600_000;
+  while (logMs === undefined) {
+    const events = await b.eventStore.readAll({ after, limit: 10_000, types: [notificationTrigger.createdEvent] });
+    const now = performance.now();
+    first ??= b.joined?.();
+    for (const e of events) {
+      after = e.position;
+      if ((e.data as { source?: unknown }).source === 'KAFKA') seen += 1;
+    }
+    if (seen >= n) logMs = now - (first ?? now);
+    else if (now > deadline) throw new Error(`${String(seen)} of ${String(n)} triggers in the log after 10 minutes`);
+    else if (events.length === 0) await sleep(5);
   }
+  const count = () => json<number>(b, 'POST', '/api/v1/notification-triggers/count', { filter: [{ column: 'source', operator: 'EQ', value: 'KAFKA' }] });
+  while ((await count()) < n) await sleep(20);
+  const readModelMs = performance.now() - (first ?? 0);
+  return { log: n / (Math.max(1, logMs) / 1000), readModel: n / (Math.max(1, readModelMs) / 1000) };
 }
 
 async function kafkaFigure(smtpUrl: string, rounds: number, n: number): Promise<NotificationFigure['kafka']> {
-  const found = await findKafka();
+  const found = await findKafka((line) => {
+    console.log(`  ${line}`);
+  });
   if ('skip' in found) return { skipped: found.skip };
+  console.log(`  Kafka: ${found.source} on ${found.brokers.join(',')}`);
   const kafka = new Kafka({ clientId: 'bench-raw', brokers: found.brokers, logLevel: logLevel.NOTHING });
   const raws: number[] = [];
   const ours: number[] = [];
+  const readModels: number[] = [];
   try {
     for (let round = 1; round <= rounds; round++) {
       const topic = `bench-triggers-${String(Date.now())}-${String(round)}`;
-      // The service first (its rules made), then the messages: it takes them as they come ...
+      // The messages first, then each reader of the same topic in turn, from the same broker.
+      await produce(kafka, topic, messagesOf(n, round));
+      const raw = await rawRead(kafka, topic, n);
       const b = await benchService({ smtpUrl, brokers: found.brokers, topic });
       try {
-        await produce(kafka, topic, messagesOf(n, round));
-        const mine = await serviceIngest(b, n, 0);
-        // ... and a raw consumer reads the same messages from the same broker.
-        const raw = await rawRead(kafka, topic, n);
+        const mine = await serviceIngest(b, n);
         raws.push(raw);
-        ours.push(mine);
-        console.log(`  kafka round ${String(round)}: raw kafkajs ${raw.toFixed(0)} msg/s | ours ${mine.toFixed(0)} msg/s (${(mine / raw).toFixed(3)})`);
+        ours.push(mine.log);
+        readModels.push(mine.readModel);
+        console.log(`  kafka round ${String(round)}: raw kafkajs ${raw.toFixed(0)} msg/s | ours into the log ${mine.log.toFixed(0)} msg/s (${(mine.log / raw).toFixed(3)}), into the read model ${mine.readModel.toFixed(0)} msg/s`);
       } finally {
         await b.close();
       }
@@ -182,10 +242,76 @@ async function kafkaFigure(smtpUrl: string, rounds: number, n: number): Promise<
   } finally {
     await found.stop?.();
   }
-  return { raw: median(raws), ours: median(ours), ratio: median(ours.map((o, i) => o / (raws[i] ?? 1))), messages: n };
+  return { raw: median(raws), ours: median(ours), readModel: median(readModels), ratio: median(ours.map((o, i) => o / (raws[i] ?? 1))), messages: n, peer: found.source.replace(/, started in .*$/, '') };
 }
 
-export async function notificationFigure(options: { rounds: number; triggers: number; kafkaMessages: number }): Promise<NotificationFigure> {
+/** REST triggers (in-app) sent open loop at `rate` per second for `seconds`: each timed from when it
+ * was due to its notification's SENT event in the log. */
+async function sustainedTriggers(b: Bench, rate: number, seconds: number): Promise<NotificationFigure['sustained']> {
+  const total = Math.round(rate * seconds);
+  const due = new Map<string, number>();
+  // Read as they come, in whatever order the log has them; matched up at the end.
+  const notificationsOf = new Map<string, string[]>();
+  const sentAt = new Map<string, number>();
+  const processed = `${notificationTrigger.name}Processed`;
+  const sent = `${notification.name}StateChanged`;
+  let after = await b.eventStore.headPosition();
+  const watching = { on: true };
+  const watch = (async () => {
+    while (watching.on) {
+      const events = await b.eventStore.readAll({ after, limit: 5_000, types: [processed, sent] });
+      const now = performance.now();
+      for (const e of events) {
+        after = e.position;
+        if (e.type === processed) {
+          notificationsOf.set(idIn(notificationTrigger.category, e.stream) ?? '', (e.data as { notificationIds?: string[] }).notificationIds ?? []);
+        } else if ((e.data as { to?: unknown }).to === 'SENT') {
+          sentAt.set(idIn(notification.category, e.stream) ?? '', now);
+        }
+      }
+      if (events.length === 0) await sleep(1);
+    }
+  })();
+  const agent = new Agent({ keepAlive: true, maxSockets: 50 });
+  const url = new URL(b.base);
+  const started = performance.now();
+  const requests: Promise<void>[] = [];
+  let sentCount = 0;
+  let lastSent = started;
+  while (sentCount < total) {
+    const dueNow = Math.min(total, Math.floor(((performance.now() - started) * rate) / 1000) + 1);
+    for (; sentCount < dueNow; sentCount++) {
+      const at = started + (sentCount * 1000) / rate;
+      const i = sentCount;
+      lastSent = performance.now();
+      requests.push(
+        postJson(agent, url, '/api/v1/notification-rules/BENCH_APP/trigger', b.headers, JSON.stringify({ ownerType: 'TICKET', ownerId: `S-${String(i)}`, data: { ticket: i } })).then((answer) => {
+          if (answer.status !== 202) throw new Error(`sustained trigger: ${String(answer.status)} ${answer.body}`);
+          due.set((JSON.parse(answer.body) as { triggerId: string }).triggerId, at);
+        }),
+      );
+    }
+    await sleep(1);
+  }
+  const reached = total / ((lastSent - started) / 1000 + 1 / rate);
+  await Promise.all(requests);
+  agent.destroy();
+  const latencies = (): number[] =>
+    [...due].flatMap(([trigger, at]) => {
+      const [id] = notificationsOf.get(trigger) ?? [];
+      const done = sentAt.get(id ?? '');
+      return done === undefined ? [] : [done - at];
+    });
+  const deadline = performance.now() + 120_000;
+  while (latencies().length < total && performance.now() < deadline) await sleep(50);
+  watching.on = false;
+  await watch;
+  const sorted = latencies().sort((x, y) => x - y);
+  if (sorted.length < total) throw new Error(`${String(sorted.length)} of ${String(total)} sustained triggers SENT within 2 minutes`);
+  return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), rate: reached, target: rate, triggers: total };
+}
+
+export async function notificationFigure(options: { rounds: number; triggers: number; kafkaMessages: number; rate?: number; seconds?: number }): Promise<NotificationFigure> {
   const smtp = new SMTPServer({ authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false, disableReverseLookup: true, onData: (stream, _s, callback) => { stream.on('end', () => { callback(); }); stream.resume(); } });
   await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
   const smtpUrl = `smtp://127.0.0.1:${String((smtp.server.address() as AddressInfo).port)}`;
@@ -213,12 +339,21 @@ export async function notificationFigure(options: { rounds: number; triggers: nu
     } finally {
       await b.close();
     }
+    // A fresh service, so that the sustained load meets no backlog of the rounds above.
+    const fresh = await benchService({ smtpUrl });
+    let sustained: NotificationFigure['sustained'];
+    try {
+      sustained = await sustainedTriggers(fresh, options.rate ?? 500, options.seconds ?? 10);
+      console.log(`  sustained: ${sustained.rate.toFixed(0)} of ${String(sustained.target)} triggers/s, trigger to SENT in-app p50 ${sustained.p50.toFixed(1)} ms, p99 ${sustained.p99.toFixed(1)} ms`);
+    } finally {
+      await fresh.close();
+    }
     const figure = (values: number[]) => {
       const sorted = [...values].sort((x, y) => x - y);
       return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) };
     };
     const kafka = await kafkaFigure(smtpUrl, options.rounds, options.kafkaMessages);
-    return { create: figure(creates), inApp: figure(inApp), email: figure(email), kafka };
+    return { create: figure(creates), inApp: figure(inApp), email: figure(email), sustained, kafka };
   } finally {
     await new Promise<void>((resolve) => { smtp.close(() => { resolve(); }); });
   }
@@ -231,15 +366,25 @@ export function notificationRows(f: NotificationFigure): [string, string, string
     ['REST trigger to SENT, in-app, p50 / p99', `${ms(f.create.p50)} / ${ms(f.create.p99)} (H, plain create)`, `${ms(f.inApp.p50)} / ${ms(f.inApp.p99)}`, '—', '— (reported)', true],
     ['REST trigger to SENT, e-mail to local SMTP, p50 / p99', `${ms(f.create.p50)} / ${ms(f.create.p99)} (H)`, `${ms(f.email.p50)} / ${ms(f.email.p99)}`, '—', '— (reported)', true],
   ];
+  const sustainedMet = f.sustained.p99 < 50 && f.sustained.rate >= 0.97 * f.sustained.target;
+  rows.push([`REST trigger to SENT, in-app, sustained ${String(f.sustained.target)}/s for ${String(f.sustained.triggers)} triggers, p50 / p99`, '—', `${ms(f.sustained.p50)} / ${ms(f.sustained.p99)} at ${f.sustained.rate.toFixed(0)}/s`, '—', 'p99 < 50 ms at 500/s', sustainedMet]);
   if ('skipped' in f.kafka) rows.push(['Kafka trigger ingest', 'not measured', f.kafka.skipped, '—', '—', true]);
-  else rows.push([`Kafka trigger ingest, ${String(f.kafka.messages)} messages`, `${f.kafka.raw.toFixed(0)} msg/s (I, raw kafkajs consumer)`, `${f.kafka.ours.toFixed(0)} msg/s`, `${(f.kafka.ratio * 100).toFixed(1)}%`, '— (reported)', true]);
+  else {
+    const met = f.kafka.ours >= 10_000 || f.kafka.ratio >= 0.25;
+    rows.push([`Kafka trigger ingest into the log, ${String(f.kafka.messages)} messages (${f.kafka.peer})`, `${f.kafka.raw.toFixed(0)} msg/s (I, raw kafkajs consumer)`, `${f.kafka.ours.toFixed(0)} msg/s (read model: ${f.kafka.readModel.toFixed(0)} msg/s)`, `${(f.kafka.ratio * 100).toFixed(1)}%`, '≥ 10,000 msg/s or ≥ 25%', met]);
+  }
   return rows;
 }
 
 if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
-  const { values } = parseArgs({ options: { 'notification-rounds': { type: 'string', default: '3' }, triggers: { type: 'string', default: '50' }, 'kafka-messages': { type: 'string', default: '5000' } } });
-  const options = { rounds: Number(values['notification-rounds']), triggers: Number(values.triggers), kafkaMessages: Number(values['kafka-messages']) };
-  console.log(`Notifications: ${String(options.rounds)} rounds of ${String(options.triggers)} triggers per channel, ${String(options.kafkaMessages)} Kafka messages per round`);
+  const { values } = parseArgs({ options: { 'notification-rounds': { type: 'string', default: '3' }, triggers: { type: 'string', default: '50' }, 'kafka-messages': { type: 'string', default: '50000' }, rate: { type: 'string', default: '500' }, seconds: { type: 'string', default: '10' }, 'kafka-only': { type: 'boolean', default: false } } });
+  if (values['kafka-only']) {
+    const kafka = await kafkaFigure('smtp://127.0.0.1:9', Number(values['notification-rounds']), Number(values['kafka-messages']));
+    console.log(JSON.stringify(kafka));
+    process.exit(0);
+  }
+  const options = { rounds: Number(values['notification-rounds']), triggers: Number(values.triggers), kafkaMessages: Number(values['kafka-messages']), rate: Number(values.rate), seconds: Number(values.seconds) };
+  console.log(`Notifications: ${String(options.rounds)} rounds of ${String(options.triggers)} triggers per channel, ${String(options.rate)} triggers/s for ${String(options.seconds)} s, ${String(options.kafkaMessages)} Kafka messages per round`);
   const figure = await notificationFigure(options);
   console.log(['', '| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...notificationRows(figure).map(([a, b, c, d, e, ok]) => `| ${a} | ${b} | ${c} | ${d} | ${e} | ${ok ? 'yes' : 'NO'} |`)].join('\n'));
   process.exit(0);

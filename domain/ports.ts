@@ -198,7 +198,8 @@ export type ReadStore = {
     checkpoint: Position,
     projection?: string,
   ): Promise<void>;
-  /** Drops a collection's documents and the named projection's checkpoint. */
+  /** Drops a collection's documents and the named projection's checkpoint (MongoDB drops the
+   * collection with its indexes: whoever writes it again calls ensureCollection first). */
   reset(collection: string, projection: string): Promise<void>;
   /** Takes or renews the lease that lets one instance run a projection: true when `owner` holds it
    * for the next `ttlMs` (it was free, lapsed, or already the owner's), false when another holds it. */
@@ -366,8 +367,16 @@ export type IncomingMessage = {
  * dead (it can never be handled: it goes to the dead-letter topic with the reason, then its offset
  * is committed). A handler that throws has done nothing durable: the message comes again. */
 export type MessageOutcome = { kind: 'handled' } | { kind: 'dead'; reason: string };
+/** What became of one message of a batch: handled or dead as above, or `retry` (a store failed:
+ * nothing durable was done for it), when it and every message after it in its partition are read
+ * again after a pause. */
+export type BatchOutcome = MessageOutcome | { kind: 'retry'; error: unknown };
 export type MessageConsumer = {
   start(handle: (message: IncomingMessage) => Promise<MessageOutcome>): Promise<void>;
+  /** As `start`, handing over the messages of one partition a batch at a time (in offset order, a
+   * fetched batch or a slice of one), so a handler can take them into its store together; it answers
+   * one outcome per message, in the same order. */
+  startBatches(handle: (messages: readonly IncomingMessage[]) => Promise<BatchOutcome[]>): Promise<void>;
   stop(): Promise<void>;
 };
 /** A message to publish; `id` is deterministic (a header), so a consumer can drop repeats of an

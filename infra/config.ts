@@ -32,8 +32,13 @@ export const ConfigSchema = z
     // partitions to the others, and how often a member says it is alive.
     KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
     KAFKA_HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(3000),
-    // Trigger messages of a batch taken at once (after a failure, the rest of its window again).
-    KAFKA_CONSUMER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+    // The most trigger messages of a fetched batch taken into the log together (one transaction of
+    // the embedded log); after a failure, the rest of the slice is taken again.
+    KAFKA_CONSUMER_BATCH: z.coerce.number().int().min(1).max(10_000).default(500),
+    // The events topic's producer: idempotent (the broker numbers its batches, so a retry is neither
+    // doubled nor reordered). `false` only for a broker that grants no producer ids (librdkafka's
+    // mock cluster, which the tests fall back to without Java).
+    KAFKA_IDEMPOTENT_PRODUCER: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
     // SMS delivery: a JSON POST per SMS to this gateway (infra/sms/httpSmsGateway.ts), with the
     // token as a bearer when set.
     SMS_GATEWAY_URL: optionalUrl,
@@ -97,11 +102,6 @@ export const ConfigSchema = z
     const oidc = [c.AUTH_ISSUER, c.AUTH_AUDIENCE, c.AUTH_JWKS_URL].filter((v) => v !== undefined).length;
     if (oidc !== 0 && oidc !== 3) {
       ctx.addIssue({ code: 'custom', message: 'AUTH_ISSUER, AUTH_AUDIENCE and AUTH_JWKS_URL go together', path: ['AUTH_ISSUER'] });
-    }
-    if (c.MONGODB_URL !== undefined && c.EVENTSTORE_URL === undefined) {
-      // Shared read models folded from one machine's private log would claim positions no other
-      // instance has, and a fresh DATA_DIR would leave them ahead of their log.
-      ctx.addIssue({ code: 'custom', message: 'MONGODB_URL needs EVENTSTORE_URL: shared read models must be folded from a shared log', path: ['MONGODB_URL'] });
     }
   });
 export type Config = z.infer<typeof ConfigSchema>;

@@ -23,14 +23,18 @@ export type OpenedStores = {
   description: string[];
 };
 
-async function openEventStore(config: StoresConfig): Promise<[EventStore, string]> {
+/** The log, what the banner says of it, and its identity for read models kept in MongoDB: the
+ * embedded log's own id; `kurrentdb` for any KurrentDB (which one is not told apart: its URL may be
+ * spelt many ways). */
+async function openEventStore(config: StoresConfig): Promise<[EventStore, string, string]> {
   if (config.EVENTSTORE_URL !== undefined) {
     const limit = config.EVENTSTORE_MAX_APPEND_BYTES;
     const store = await openKurrentEventStore(config.EVENTSTORE_URL, limit === undefined ? {} : { maxAppendBytes: limit });
-    return [store, `event log: KurrentDB at ${redactCredentials(config.EVENTSTORE_URL)}`];
+    return [store, `event log: KurrentDB at ${redactCredentials(config.EVENTSTORE_URL)}`, 'kurrentdb'];
   }
   const path = join(config.DATA_DIR, EVENT_LOG_FILE);
-  return [openSqliteEventStore(path), `event log: SQLite ${path}`];
+  const log = openSqliteEventStore(path);
+  return [log, `event log: SQLite ${path}`, `embedded log ${log.logId()}`];
 }
 
 /**
@@ -53,9 +57,26 @@ function checkSameLog(config: Pick<Config, 'EVENTSTORE_URL' | 'DATA_DIR'>, readM
   }
 }
 
-async function openReadStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>): Promise<[ReadStore, string]> {
+/**
+ * Read models in MongoDB say which log they were folded from (claimLog), as the embedded ones do in
+ * `read-models.db.log`: a database folded from another log (another DATA_DIR's, or KurrentDB's)
+ * refuses the start instead of serving models ahead of, or apart from, this log. So one process
+ * on the embedded log may keep its read models in MongoDB; a second process on another embedded
+ * log is refused the same database.
+ */
+async function openReadStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>, log: string): Promise<[ReadStore, string]> {
   if (config.MONGODB_URL !== undefined) {
-    return [await openMongoReadStore(config.MONGODB_URL), `read models: MongoDB at ${redactCredentials(config.MONGODB_URL)}`];
+    const where = redactCredentials(config.MONGODB_URL);
+    const store = await openMongoReadStore(config.MONGODB_URL);
+    const folded = await store.claimLog(log).catch(async (error: unknown) => {
+      await store.close();
+      throw error;
+    });
+    if (folded !== log) {
+      await store.close();
+      throw new Error(`the read models in MongoDB at ${where} were folded from the ${folded}, not this ${log}: give MONGODB_URL another database (its path) or drop that one to fold them from this log`);
+    }
+    return [store, `read models: MongoDB at ${where}`];
   }
   const path = join(config.DATA_DIR, READ_MODELS_FILE);
   return [openSqliteReadStore({ path }), `read models: SQLite ${path}`];
@@ -77,10 +98,10 @@ type StoresConfig = Pick<Config, 'EVENTSTORE_URL' | 'MONGODB_URL' | 'DATA_DIR'> 
 export async function openStores(config: StoresConfig): Promise<OpenedStores> {
   mkdirSync(config.DATA_DIR, { recursive: true });
   if (config.MONGODB_URL === undefined) checkSameLog(config, join(config.DATA_DIR, READ_MODELS_FILE));
-  const [eventStore, events] = await openEventStore(config);
+  const [eventStore, events, log] = await openEventStore(config);
   const opened: { close(): Promise<void> }[] = [eventStore];
   try {
-    const [readStore, reads] = await openReadStore(config);
+    const [readStore, reads] = await openReadStore(config, log);
     opened.push(readStore);
     const [blobStore, blobs] = await openBlobStore(config);
     return { eventStore, readStore, blobStore, description: [events, reads, blobs] };

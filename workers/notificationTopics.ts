@@ -20,7 +20,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { notification } from '../domain/notifications/notification.ts';
 import { notificationTrigger, triggerPayload } from '../domain/notifications/trigger.ts';
-import type { EventStore, IncomingMessage, MessageConsumer, MessageOutcome, MessagePublisher, PublishedMessage, ReadStore, RecordedEvent } from '../domain/ports.ts';
+import type { BatchOutcome, EventStore, IncomingMessage, MessageConsumer, MessageOutcome, MessagePublisher, PublishedMessage, ReadStore, RecordedEvent } from '../domain/ports.ts';
+import type { LiveRecord } from '../domain/resource/defineResource.ts';
 import { keyedRecordId, resourceService } from '../domain/resource/service.ts';
 import { notificationRule } from '../domain/registries/notificationRule.ts';
 import { isDomainError } from '../domain/shared/errors.ts';
@@ -91,43 +92,78 @@ function idempotencyKeyOf(message: IncomingMessage, ruleCode: string): string {
   return `kafka:${message.topic}:sha256:${hash.digest('hex')}`;
 }
 
-/** What becomes of one trigger message (see the file's comment). Throws when a store fails: the
- * message is then not committed and comes again. */
-export function triggerMessageHandler(deps: TriggerMessageDeps): (message: IncomingMessage) => Promise<MessageOutcome> {
+/** What becomes of the trigger messages of one batch (see the file's comment), one outcome each, in
+ * order: `retry` for one a store failed on (nothing durable was done for it: it comes again). The
+ * batch's triggers are created together: each rule is read once per batch, and their appends
+ * arrive in one event-loop turn, which the embedded log commits as one transaction (one fsync).
+ * Nothing more is needed for exactly once: a trigger's id and event id derive from its message, so
+ * a batch taken again after a crash (its offsets not yet committed) appends nothing twice, on the
+ * embedded log as on KurrentDB (where the appends stay one per trigger, issued together). */
+export function triggerBatchHandler(deps: TriggerMessageDeps): (messages: readonly IncomingMessage[]) => Promise<BatchOutcome[]> {
   const rules = resourceService(notificationRule, deps.eventStore);
   const triggers = resourceService(notificationTrigger, deps.eventStore);
-  return async (message) => {
-    const read = parsed(message);
-    if ('kind' in read) return read;
-    const { payload, ruleCode } = read;
+  return (messages) => {
     const now = deps.now();
-    const rule = await rules.live(ruleCode, true);
-    if (rule === undefined) return dead(`no notification rule ${ruleCode}`);
-    if (!withinPeriod(rule.fields.validityFrom, rule.fields.validityTo, now)) return dead(`notification rule ${ruleCode} is not valid now`);
-    if (!TOPIC_RULE_TYPES.has(String(rule.fields.eventType))) return dead(`notification rule ${ruleCode} has eventType ${typeof rule.fields.eventType === 'string' ? rule.fields.eventType : '(none)'}, not KAFKA or DIRECT`);
-    const { ruleCode: _code, ...fields } = payload;
-    const origin = { topic: message.topic, partition: message.partition, offset: message.offset, ...(message.key === null ? {} : { key: message.key.slice(0, 255) }) };
-    const key = idempotencyKeyOf(message, ruleCode);
-    // A message seen before (redelivered, or sent again): its trigger is in the log already.
-    const id = keyedRecordId(notificationTrigger, KAFKA_TRIGGER_ACTOR, key);
-    if ((await triggers.live(id)) !== undefined) return { kind: 'handled' };
-    try {
-      await triggers.create({ ...fields, ruleCode, source: 'KAFKA', origin, status: 'RECEIVED' }, { actor: KAFKA_TRIGGER_ACTOR, now, newId: deps.newId, requestId: deps.newId(), correlationId: key, idempotencyKey: key });
-    } catch (error) {
-      if (!isDomainError(error) || error.httpStatus >= 500) throw error;
-      // A copy of it handled at the same moment (another partition): the trigger is there.
-      if (error.status === 'CONFLICT' && (await triggers.live(id)) !== undefined) return { kind: 'handled' };
-      // Refused by the domain (a record over the size limit): it never will be taken.
-      return dead(`${error.message}${error.errors.length === 0 ? '' : `: ${error.errors.slice(0, 5).join('; ')}`}`);
-    }
-    return { kind: 'handled' };
+    const read = new Map<string, Promise<LiveRecord | undefined>>();
+    const ruleOf = (code: string): Promise<LiveRecord | undefined> => {
+      let rule = read.get(code);
+      if (rule === undefined) {
+        rule = rules.live(code, true);
+        read.set(code, rule);
+      }
+      return rule;
+    };
+    return Promise.all(
+      messages.map((message) =>
+        takeTrigger(message, { ruleOf, triggers, now, newId: deps.newId }).catch((error: unknown): BatchOutcome => ({ kind: 'retry', error })),
+      ),
+    );
   };
+}
+
+/** One message at a time (the batch handler over a batch of one): throws where it answers `retry`. */
+export function triggerMessageHandler(deps: TriggerMessageDeps): (message: IncomingMessage) => Promise<MessageOutcome> {
+  const batch = triggerBatchHandler(deps);
+  return async (message) => {
+    const [outcome] = await batch([message]);
+    if (outcome === undefined) throw new Error('no outcome for the message');
+    if (outcome.kind === 'retry') throw outcome.error;
+    return outcome;
+  };
+}
+
+type TakeContext = { ruleOf: (code: string) => Promise<LiveRecord | undefined>; triggers: ReturnType<typeof resourceService>; now: Date; newId: () => string };
+
+/** One message: a trigger appended (or found there already), or a dead letter. Throws when a store fails. */
+async function takeTrigger(message: IncomingMessage, { ruleOf, triggers, now, newId }: TakeContext): Promise<MessageOutcome> {
+  const read = parsed(message);
+  if ('kind' in read) return read;
+  const { payload, ruleCode } = read;
+  const rule = await ruleOf(ruleCode);
+  if (rule === undefined) return dead(`no notification rule ${ruleCode}`);
+  if (!withinPeriod(rule.fields.validityFrom, rule.fields.validityTo, now)) return dead(`notification rule ${ruleCode} is not valid now`);
+  if (!TOPIC_RULE_TYPES.has(String(rule.fields.eventType))) return dead(`notification rule ${ruleCode} has eventType ${typeof rule.fields.eventType === 'string' ? rule.fields.eventType : '(none)'}, not KAFKA or DIRECT`);
+  const { ruleCode: _code, ...fields } = payload;
+  const origin = { topic: message.topic, partition: message.partition, offset: message.offset, ...(message.key === null ? {} : { key: message.key.slice(0, 255) }) };
+  const key = idempotencyKeyOf(message, ruleCode);
+  try {
+    // A message seen before (redelivered, or sent again) names a trigger already in the log: the
+    // create under its key answers as the first one did and writes nothing.
+    await triggers.create({ ...fields, ruleCode, source: 'KAFKA', origin, status: 'RECEIVED' }, { actor: KAFKA_TRIGGER_ACTOR, now, newId, requestId: newId(), correlationId: key, idempotencyKey: key });
+  } catch (error) {
+    if (!isDomainError(error) || error.httpStatus >= 500) throw error;
+    // A copy of it handled at the same moment (another partition): the trigger is there.
+    if (error.status === 'CONFLICT' && (await triggers.live(keyedRecordId(notificationTrigger, KAFKA_TRIGGER_ACTOR, key))) !== undefined) return { kind: 'handled' };
+    // Refused by the domain (a record over the size limit): it never will be taken.
+    return dead(`${error.message}${error.errors.length === 0 ? '' : `: ${error.errors.slice(0, 5).join('; ')}`}`);
+  }
+  return { kind: 'handled' };
 }
 
 /** The trigger topic's consumer as a worker of the process. */
 export function triggerConsumer(consumer: MessageConsumer, deps: TriggerMessageDeps): { start(): Promise<void>; stop(): Promise<void> } {
-  const handle = triggerMessageHandler(deps);
-  return { start: () => consumer.start(handle), stop: () => consumer.stop() };
+  const handle = triggerBatchHandler(deps);
+  return { start: () => consumer.startBatches(handle), stop: () => consumer.stop() };
 }
 
 const PUBLISHED = new Set([notification.createdEvent, `${notification.name}StateChanged`]);

@@ -69,7 +69,12 @@ export class ReadModelJobs {
   readonly #o: ReadModelJobsOptions;
   readonly #jobs;
   readonly #instanceId: string;
+  /** The jobs this process runs, from the moment it asks for their lease (a round trip to a
+   * server store) to their end: idle() and stop() wait for them, and no request takes their
+   * generation meanwhile. */
   readonly #running = new Map<string, Promise<void>>();
+  /** Jobs whose generation this process reserved and whose record it has not created yet. */
+  readonly #reserving = new Set<string>();
   #stopping = false;
 
   constructor(options: ReadModelJobsOptions) {
@@ -125,7 +130,7 @@ export class ReadModelJobs {
     try {
       return isFinal((await this.#jobs.get(jobId)).status);
     } catch (error) {
-      if (error instanceof DomainError && error.status === 'NOT_FOUND') return !this.#running.has(jobId);
+      if (error instanceof DomainError && error.status === 'NOT_FOUND') return !this.#running.has(jobId) && !this.#reserving.has(jobId);
       throw error;
     }
   };
@@ -136,16 +141,21 @@ export class ReadModelJobs {
   async recreate(name: string, ctx: CommandContext, options: { dropLive: boolean }): Promise<string> {
     const id = this.#jobIdFor(ctx, options.dropLive ? 'delete' : 'recreate', name);
     if (await this.#existing(id)) return id;
-    const generation = await this.#o.readModels.beginRebuild(name, id, { dropLive: options.dropLive, isEnded: this.#isEnded });
-    if (generation === undefined) {
-      const busy = this.#o.readModels.statuses().find((s) => s.name === name);
-      throw new DomainError('READ_MODEL.REBUILDING', 'CONFLICT', `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`);
-    }
+    this.#reserving.add(id);
     try {
-      return await this.#start(id, RECREATE, { indexName: name, dropLive: options.dropLive, generation }, ctx);
-    } catch (error) {
-      await this.#o.readModels.abandonRebuild(name, id);
-      throw error;
+      const generation = await this.#o.readModels.beginRebuild(name, id, { dropLive: options.dropLive, isEnded: this.#isEnded });
+      if (generation === undefined) {
+        const busy = this.#o.readModels.statuses().find((s) => s.name === name);
+        throw new DomainError('READ_MODEL.REBUILDING', 'CONFLICT', `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`);
+      }
+      try {
+        return await this.#start(id, RECREATE, { indexName: name, dropLive: options.dropLive, generation }, ctx);
+      } catch (error) {
+        await this.#o.readModels.abandonRebuild(name, id);
+        throw error;
+      }
+    } finally {
+      this.#reserving.delete(id);
     }
   }
 

@@ -13,9 +13,10 @@ export type KafkaMessagingOptions = {
   /** Passed to every consumer (tests lower the group's session timeout). */
   sessionTimeoutMs?: number;
   heartbeatIntervalMs?: number;
-  /** Messages of a batch a consumer handles at once (default 16: triggers are independent, and
-   * their appends then share the log's group commits). */
-  concurrency?: number;
+  /** `startBatches`: the most messages handed over at once (default 500). */
+  batchSize?: number;
+  /** The publisher's producer is idempotent (default true; see KafkaPublisherOptions). */
+  idempotentProducer?: boolean;
 };
 
 /** KAFKA_BROKERS as a list of host:port. */
@@ -28,7 +29,7 @@ export const brokerList = (value: string): string[] =>
 export function kafkaMessaging(options: KafkaMessagingOptions): Messaging {
   const { brokers, clientId, logger, sessionTimeoutMs, heartbeatIntervalMs } = options;
   const common = { brokers, clientId, ...(logger === undefined ? {} : { logger }) };
-  const publisher = new KafkaMessagePublisher(common);
+  const publisher = new KafkaMessagePublisher({ ...common, idempotent: options.idempotentProducer ?? true });
   return {
     consumer: (c) =>
       new KafkaMessageConsumer({
@@ -36,7 +37,7 @@ export function kafkaMessaging(options: KafkaMessagingOptions): Messaging {
         ...c,
         ...(sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs }),
         ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs }),
-        concurrency: options.concurrency ?? 16,
+        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
       }),
     publisher,
     close: () => publisher.close(),

@@ -10,7 +10,7 @@
 
 import { finished } from 'node:stream/promises';
 import { createHash } from 'node:crypto';
-import { GridFSBucket, MongoGridFSChunkError, MongoRuntimeError, type Db, type GridFSFile, type MongoClient, type ObjectId } from 'mongodb';
+import { GridFSBucket, MongoGridFSChunkError, MongoRuntimeError, ReadPreference, type Db, type GridFSFile, type MongoClient, type ObjectId } from 'mongodb';
 import type { BlobRef, BlobStore } from '../../domain/ports.ts';
 import { checkBlob, checkSha256 } from '../../domain/shared/blobs.ts';
 import { connectMongo, translateError } from './readStore.ts';
@@ -41,8 +41,11 @@ export class MongoBlobStore implements BlobStore {
   constructor(client: MongoClient, db: Db) {
     this.#client = client;
     // Majority and journaled, whatever the URL says: the event naming a blob is appended once put
-    // answers, and must not outlive the blob through a failover or a crash.
-    this.#bucket = new GridFSBucket(db, { bucketName: BLOB_BUCKET, writeConcern: { w: 'majority', journal: true } });
+    // answers, and must not outlive the blob through a failover or a crash. Read from the primary
+    // likewise (the bucket's file lookups and index checks read through its database's setting): a
+    // put reads back the file it just wrote, which a secondary may not have yet.
+    const primary = client.db(db.databaseName, { readPreference: ReadPreference.primary });
+    this.#bucket = new GridFSBucket(primary, { bucketName: BLOB_BUCKET, writeConcern: { w: 'majority', journal: true } });
   }
 
   async #run<T>(work: () => Promise<T>): Promise<T> {

@@ -211,6 +211,9 @@ export function likeRegex(pattern: LikePattern): string {
   }
   const [first = '', ...rest] = segments.map(segmentRegex);
   const last = rest.pop();
+  // Contains (`%text%`): the text alone, unanchored. The engine tries it at each start as the lazy
+  // lookahead would, and every engine accepts it, FerretDB's too (Go's RE2 has no lookahead).
+  if (first === '' && rest.length === 1 && last === '') return rest[0] ?? '';
   const middle = rest.map((segment, i) => `(?=(${ANY_CHAR}*?${segment}))\\${String(i + 1)}`).join('');
   const end = last === undefined ? '(?![\\s\\S])' : last === '' ? '' : `${ANY_CHAR}*${last}(?![\\s\\S])`;
   return `^${first}${middle}${end}`;
@@ -531,6 +534,20 @@ export function leaseFilter(projection: string, owner: string): MongoFilter {
 export function leaseUpdate(owner: string, ttlMs: number): MongoFilter[] {
   if (!Number.isFinite(ttlMs) || ttlMs < 0) throw new RangeError(`invalid lease duration ${String(ttlMs)}`);
   return [{ $set: { owner: { $literal: owner }, expiresAt: { $add: ['$$NOW', { $literal: ttlMs }] } } }];
+}
+
+/**
+ * The same lease for a server that runs no update pipeline (FerretDB): the server's clock read
+ * just before (`now`, its `hello.localTime`) stands in for `$$NOW`. A reading taken earlier than
+ * the write only shortens the lease it grants and delays a takeover, never the reverse.
+ */
+export function leaseFilterAt(projection: string, owner: string, now: Date): MongoFilter {
+  return { _id: { $eq: projection }, $or: [{ owner: { $eq: owner } }, { expiresAt: { $lte: now } }] };
+}
+
+export function leaseUpdateAt(owner: string, ttlMs: number, now: Date): MongoFilter {
+  if (!Number.isFinite(ttlMs) || ttlMs < 0) throw new RangeError(`invalid lease duration ${String(ttlMs)}`);
+  return { $set: { owner, expiresAt: new Date(now.getTime() + ttlMs) } };
 }
 
 export const leaseOwnedBy = (projection: string, owner: string): MongoFilter => ({

@@ -13,6 +13,7 @@ import {
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
+  ReadPreference,
   type AnyBulkWriteOperation,
   type Collection,
   type Db,
@@ -20,6 +21,7 @@ import {
   type IndexDescription,
   type IndexDescriptionInfo,
   type UpdateFilter,
+  type WriteConcernSettings,
 } from 'mongodb';
 import type { CollectionOptions, Document, DocumentWrite, JsonPage, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
 import { StoreUnavailableError } from '../../domain/shared/errors.ts';
@@ -40,8 +42,10 @@ import {
   encodePosition,
   indexSpec,
   leaseFilter,
+  leaseFilterAt,
   leaseOwnedBy,
   leaseUpdate,
+  leaseUpdateAt,
   storedDocument,
   versionedWrite,
   type Checkpoint,
@@ -52,6 +56,8 @@ import {
 
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
+const TYPE_MISMATCH = 14;
+const NOT_IMPLEMENTED = 238;
 /** Documents per insertMany of a bulk load: bounds what one batch holds in memory (the driver
  * splits a batch into messages of the server's size itself). */
 const BULK_LOAD_BATCH = 10_000;
@@ -76,9 +82,28 @@ const TRANSIENT_CODES: ReadonlySet<number> = new Set([
   13435, // NotPrimaryNoSecondaryOk
 ]);
 
-/** How long one search, count or autocomplete may run on the server (a LIKE pattern such as
+/** How long one search, count, size, scan or autocomplete may run on the server (a LIKE pattern such as
  * `a%a%a%…b` backtracks); beyond it the request answers 503. */
 const QUERY_TIME_LIMIT_MS = 10_000;
+
+/**
+ * What leases, checkpoints and the read-model generations' compare-and-set rely on, whatever
+ * MONGODB_URL asks (`readPreference=secondaryPreferred` or `w=1` there would break them silently):
+ * reads from the primary, which has every acknowledged write, and writes a majority acknowledged,
+ * which no failover rolls back. Searches follow the URL.
+ */
+const PRIMARY = ReadPreference.primary;
+const MAJORITY: WriteConcernSettings = { w: 'majority' };
+const COORDINATION = { readPreference: PRIMARY, writeConcern: MAJORITY };
+
+/** The server refused an index option it does not implement (FerretDB: partial indexes). */
+const refusedOption = (error: unknown, option: string): boolean =>
+  error instanceof MongoServerError && error.code === NOT_IMPLEMENTED && error.message.includes(option);
+
+/** The server refused an update given as a pipeline (FerretDB: "BSON field 'update.updates.u' is
+ * the wrong type 'array', expected type 'object'"). */
+const refusedPipelineUpdate = (error: unknown): boolean =>
+  error instanceof MongoServerError && (error.code === NOT_IMPLEMENTED || (error.code === TYPE_MISMATCH && error.message.includes('updates.u')));
 
 function isTransient(error: unknown): boolean {
   if (error instanceof MongoServerError && typeof error.code === 'number' && TRANSIENT_CODES.has(error.code)) return true;
@@ -131,6 +156,12 @@ function stored(row: Pick<PositionedDocument, 'v' | 'deleted' | 'doc' | '_positi
 export class MongoReadStore implements ReadStore {
   readonly #client: MongoClient;
   readonly #db: Db;
+  /**
+   * What this server refused of what MongoDB offers, learnt from its first refusal: FerretDB has
+   * no partial indexes (the index then holds tombstones too) and no update pipelines (a lease then
+   * reads the server's clock first instead of `$$NOW`). MongoDB never refuses either.
+   */
+  readonly #lacks = { partialIndexes: false, pipelineUpdates: false };
 
   constructor(client: MongoClient, db: Db) {
     this.#client = client;
@@ -142,11 +173,11 @@ export class MongoReadStore implements ReadStore {
   }
 
   get #checkpoints(): Collection<Checkpoint> {
-    return this.#db.collection<Checkpoint>(CHECKPOINTS);
+    return this.#db.collection<Checkpoint>(CHECKPOINTS, COORDINATION);
   }
 
   get #leases(): Collection<Lease> {
-    return this.#db.collection<Lease>(LEASES);
+    return this.#db.collection<Lease>(LEASES, COORDINATION);
   }
 
   async #run<T>(work: () => Promise<T>): Promise<T> {
@@ -162,9 +193,31 @@ export class MongoReadStore implements ReadStore {
     const documents = this.#documents(collection);
     const specs = [...new Set(indexedPaths)].filter((path) => path !== 'id').map(indexSpec);
     await this.#run(async () => {
-      // Same names and options each time, so creating them again is a no-op.
-      if (specs.length > 0) await documents.createIndexes(specs);
+      if (specs.length > 0) await this.#createIndexes(documents, specs);
     });
+  }
+
+  /** Only the indexes the collection lacks: creating existing ones again is a no-op to MongoDB, but
+   * FerretDB drops the connection when every index asked for exists. */
+  async #createIndexes(documents: Collection<PositionedDocument>, wanted: IndexDescription[]): Promise<void> {
+    const existing = new Set((await this.#secondaryIndexes(documents)).map((index) => index.name));
+    const specs = wanted.filter((spec) => spec.name === undefined || !existing.has(spec.name));
+    if (specs.length > 0) await this.#createSpecs(documents, specs);
+  }
+
+  async #createSpecs(documents: Collection<PositionedDocument>, specs: IndexDescription[]): Promise<void> {
+    const whole = (): IndexDescription[] => specs.map(({ partialFilterExpression: _live, ...spec }) => spec);
+    if (this.#lacks.partialIndexes) {
+      await documents.createIndexes(whole());
+      return;
+    }
+    try {
+      await documents.createIndexes(specs);
+    } catch (error) {
+      if (!refusedOption(error, 'partialFilterExpression')) throw error;
+      this.#lacks.partialIndexes = true;
+      await documents.createIndexes(whole());
+    }
   }
 
   async applyBatch(collection: string, writes: readonly DocumentWrite[], checkpoint: Position, projection = collection): Promise<void> {
@@ -174,12 +227,24 @@ export class MongoReadStore implements ReadStore {
       const { filter, replacement } = versionedWrite(write);
       return { replaceOne: { filter: asFilter<PositionedDocument>(filter), replacement: positioned(replacement, write.position), upsert: true } };
     });
-    const advance = checkpointUpdate(checkpoint) as UpdateFilter<Checkpoint>;
     await this.#run(async () => {
       if (operations.length > 0) await this.#write(documents, operations);
       // After the writes: a crash in between replays a batch whose writes the version guard ignores.
-      await this.#checkpoints.updateOne({ _id: { $eq: projection } }, advance, { upsert: true });
+      await this.#advance(projection, checkpoint);
     });
+  }
+
+  /** Moves a checkpoint forward (`$max`), creating it when missing. Of two first writes at once,
+   * MongoDB retries the loser's upsert itself (its filter is an `_id` equality); FerretDB answers a
+   * duplicate key, and the write is sent again: the checkpoint exists by then. */
+  async #advance(id: string, position: Position): Promise<void> {
+    const advance = checkpointUpdate(position) as UpdateFilter<Checkpoint>;
+    try {
+      await this.#checkpoints.updateOne({ _id: { $eq: id } }, advance, { upsert: true });
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      await this.#checkpoints.updateOne({ _id: { $eq: id } }, advance, { upsert: true });
+    }
   }
 
   /**
@@ -187,22 +252,31 @@ export class MongoReadStore implements ReadStore {
    * an upsert whose filter is more than an `_id` equality, so when two writers inserted one new
    * document at once the loser's write is sent once more: now that the document exists, the guard
    * decides, and a second duplicate key really means a version at least as new is stored.
+   *
+   * A server that stops an unordered write at its first failure (FerretDB) answers for fewer
+   * operations than it was sent; the ones it did not answer for are sent again rather than lost
+   * (a write that did land is a no-op the second time: the guard misses).
    */
   async #write(documents: Collection<PositionedDocument>, operations: AnyBulkWriteOperation<PositionedDocument>[], retried = false): Promise<void> {
-    try {
-      await documents.bulkWrite(operations, { ordered: false });
-    } catch (error) {
-      const duplicates = error instanceof MongoBulkWriteError ? duplicateKeyFailures(error) : undefined;
-      if (duplicates === undefined) throw error;
-      if (retried) return;
-      const again = duplicates.map((i) => operations[i]).filter((op) => op !== undefined);
-      await this.#write(documents, again, true);
+    const duplicates: AnyBulkWriteOperation<PositionedDocument>[] = [];
+    for (let pending = operations; pending.length > 0; ) {
+      try {
+        await documents.bulkWrite(pending, { ordered: false });
+        pending = [];
+      } catch (error) {
+        const failed = error instanceof MongoBulkWriteError ? duplicateKeyFailures(error) : undefined;
+        if (failed === undefined || !(error instanceof MongoBulkWriteError)) throw error;
+        const skipped = new Set(failed);
+        duplicates.push(...pending.filter((_op, i) => skipped.has(i)));
+        const answered = failed.length + error.result.matchedCount + error.result.upsertedCount;
+        pending = answered < pending.length ? pending.filter((_op, i) => !skipped.has(i)) : [];
+      }
     }
+    if (!retried && duplicates.length > 0) await this.#write(documents, duplicates, true);
   }
 
   async saveCheckpoint(processor: string, position: Position): Promise<void> {
-    const advance = checkpointUpdate(position) as UpdateFilter<Checkpoint>;
-    await this.#run(() => this.#checkpoints.updateOne({ _id: { $eq: processor } }, advance, { upsert: true }));
+    await this.#run(() => this.#advance(processor, position));
   }
 
   async checkpoint(projection: string): Promise<Position> {
@@ -214,7 +288,8 @@ export class MongoReadStore implements ReadStore {
     const documents = this.#documents(collection);
     const found = new Map<string, Omit<VersionedDocument, 'id'>>();
     if (ids.length === 0) return found;
-    const rows = await this.#run(() => documents.find({ _id: { $in: [...ids] } }).toArray());
+    // From the primary: a generation record's compare-and-set reads back the write it just made.
+    const rows = await this.#run(() => documents.find({ _id: { $in: [...ids] } }, { readPreference: PRIMARY }).toArray());
     for (const row of rows) found.set(row._id, stored(row));
     return found;
   }
@@ -261,7 +336,7 @@ export class MongoReadStore implements ReadStore {
 
   async size(collection: string): Promise<number> {
     const documents = this.#documents(collection);
-    return this.#run(() => documents.countDocuments(asFilter<PositionedDocument>(LIVE)));
+    return this.#run(() => documents.countDocuments(asFilter<PositionedDocument>(LIVE), { maxTimeMS: QUERY_TIME_LIMIT_MS }));
   }
 
   async scan(collection: string, options: { after?: string; limit: number; query?: Query }): Promise<Document[]> {
@@ -312,9 +387,9 @@ export class MongoReadStore implements ReadStore {
         }
         if (batch.length > 0) await target.insertMany(batch, { ordered: false });
       } finally {
-        if (indexes.length > 0) await target.createIndexes(indexes);
+        if (indexes.length > 0) await this.#createIndexes(target, indexes);
       }
-      await this.#checkpoints.updateOne({ _id: { $eq: projection } }, checkpointUpdate(checkpoint), { upsert: true });
+      await this.#advance(projection, checkpoint);
     });
   }
 
@@ -335,20 +410,20 @@ export class MongoReadStore implements ReadStore {
     }
   }
 
+  /** Drops the collection with its indexes: one command, where deleting every document writes one
+   * oplog entry each and leaves the empty collection behind. Whoever writes it again (a rebuild
+   * reusing the generation) declares its indexes first (ensureCollection). */
   async reset(collection: string, projection: string): Promise<void> {
     const documents = this.#documents(collection);
     await this.#run(async () => {
-      // deleteMany rather than drop: the collection keeps the indexes ensureCollection made.
-      await documents.deleteMany({});
+      await documents.drop();
       await this.#checkpoints.deleteOne({ _id: { $eq: projection } });
     });
   }
 
   async tryLease(projection: string, owner: string, ttlMs: number): Promise<boolean> {
-    const filter = asFilter<Lease>(leaseFilter(projection, owner));
-    const update = leaseUpdate(owner, ttlMs);
     try {
-      const result = await this.#leases.updateOne(filter, update, { upsert: true });
+      const result = await this.#takeLease(projection, owner, ttlMs);
       return result.matchedCount + result.upsertedCount > 0;
     } catch (error) {
       // The filter missed an existing lease, so the upsert tried to create it again: another holds it.
@@ -357,14 +432,53 @@ export class MongoReadStore implements ReadStore {
     }
   }
 
+  async #takeLease(projection: string, owner: string, ttlMs: number): Promise<{ matchedCount: number; upsertedCount: number }> {
+    if (!this.#lacks.pipelineUpdates) {
+      try {
+        return await this.#leases.updateOne(asFilter<Lease>(leaseFilter(projection, owner)), leaseUpdate(owner, ttlMs), { upsert: true });
+      } catch (error) {
+        if (!refusedPipelineUpdate(error)) throw error;
+        this.#lacks.pipelineUpdates = true;
+      }
+    }
+    const { localTime } = await this.#db.command({ hello: 1 }, { readPreference: PRIMARY });
+    if (!(localTime instanceof Date)) throw new Error('the server answered hello without its localTime, which a lease reads as its clock');
+    const update = leaseUpdateAt(owner, ttlMs, localTime) as UpdateFilter<Lease>;
+    return await this.#leases.updateOne(asFilter<Lease>(leaseFilterAt(projection, owner, localTime)), update, { upsert: true });
+  }
+
   async releaseLease(projection: string, owner: string): Promise<void> {
     await this.#run(() => this.#leases.deleteOne(asFilter<Lease>(leaseOwnedBy(projection, owner))));
+  }
+
+  /**
+   * The log these read models were folded from (`log` names it, e.g. `embedded <uuid>`): recorded
+   * by the first process to open the database, answered to every later one, which refuses to
+   * start when it follows another log (its positions would mean other events).
+   */
+  async claimLog(log: string): Promise<string> {
+    const claims = this.#db.collection<{ _id: string; log: string }>(FOLDED_FROM, COORDINATION);
+    return await this.#run(async () => {
+      const claim = async (): Promise<string | undefined> => (await claims.findOne({ _id: { $eq: 'log' } }))?.log;
+      const recorded = await claim();
+      if (recorded !== undefined) return recorded;
+      try {
+        await claims.insertOne({ _id: 'log', log });
+      } catch (error) {
+        // Another process recorded its log at the same moment: its claim stands.
+        if (!isDuplicateKey(error)) throw error;
+      }
+      return (await claim()) ?? log;
+    });
   }
 
   async close(): Promise<void> {
     await this.#client.close();
   }
 }
+
+/** Where the read models' database says which log they were folded from (claimLog). */
+const FOLDED_FROM = 'folded_from';
 
 /** The database when neither the URL's path nor the caller names one. */
 export const DEFAULT_DATABASE = 'admin-read-models';

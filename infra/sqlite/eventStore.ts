@@ -2,6 +2,7 @@
 // event-loop turn are group-committed: one transaction (one fsync) for all of them, each in its own
 // savepoint so one request's conflict does not fail the others.
 
+import { randomUUID } from 'node:crypto';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import {
   CodeTakenError,
@@ -114,6 +115,16 @@ export class SqliteEventStore implements EventStore {
     this.#db.exec(EVENT_LOG_PRAGMAS);
     addAutoincrement(this.#db);
     this.#db.exec(EVENT_LOG_SCHEMA);
+  }
+
+  /** This log's own identity, made once with it (a random UUID in the file): read models kept
+   * outside DATA_DIR (MongoDB) record which log they were folded from, and a path says less (a
+   * fresh DATA_DIR at the same path is another log). */
+  logId(): string {
+    this.#db.exec('CREATE TABLE IF NOT EXISTS log_identity (id TEXT NOT NULL)');
+    this.#db.prepare('INSERT INTO log_identity (id) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM log_identity)').run(randomUUID());
+    const row = this.#db.prepare('SELECT id FROM log_identity LIMIT 1').get() as { id: string };
+    return row.id;
   }
 
   #stmt(sql: string): StatementSync {

@@ -104,7 +104,8 @@ export function tracedDocumentRenderers(documents: DocumentRenderers): DocumentR
 }
 
 /** Kafka: a span per publish whose context travels in each message's headers (W3C `traceparent`),
- * and a span per message consumed, a child of the publisher's when the message carries one. */
+ * and a span per message consumed, a child of the publisher's when the message carries one; a
+ * batch handed over at once is one span, linked to the publisher's span of each of its messages. */
 export function tracedMessaging(messaging: Messaging): Messaging {
   const publisher: MessagePublisher = {
     publish: (topic, messages) => {
@@ -140,6 +141,29 @@ export function tracedMessaging(messaging: Messaging): Messaging {
                 const outcome = await handle(message);
                 if (outcome.kind === 'dead') span.setAttribute('messaging.dead_letter_reason', outcome.reason);
                 return outcome;
+              } catch (error) {
+                recordError(span, error);
+                throw error;
+              } finally {
+                span.end();
+              }
+            });
+          }),
+        startBatches: (handle) =>
+          consumer.startBatches((messages) => {
+            const first = messages[0];
+            const links = messages.flatMap((m) => {
+              const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, m.headers));
+              return linked === undefined ? [] : [{ context: linked }];
+            });
+            const attributes = { 'messaging.system': 'kafka', 'messaging.destination.name': first?.topic ?? '', 'messaging.destination.partition.id': String(first?.partition ?? ''), 'messaging.kafka.offset': first?.offset ?? '', 'messaging.batch.message_count': messages.length, 'messaging.consumer.group.name': options.groupId };
+            return tracer.startActiveSpan(`process ${first?.topic ?? ''}`, { kind: SpanKind.CONSUMER, attributes, links }, ROOT_CONTEXT, async (span) => {
+              try {
+                const outcomes = await handle(messages);
+                span.setAttribute('messaging.dead_letter_count', outcomes.filter((o) => o.kind === 'dead').length);
+                const retry = outcomes.find((o) => o.kind === 'retry');
+                if (retry !== undefined) recordError(span, retry.error);
+                return outcomes;
               } catch (error) {
                 recordError(span, error);
                 throw error;

@@ -1,9 +1,18 @@
-// The shared operation set, run for every registry descriptor through the whole stack on the
-// embedded stores.
+// The shared operation set, run for every registry descriptor through the whole stack: on the
+// embedded stores through inject and over real HTTP, and over real HTTP with the read models and
+// blobs on each MongoDB peer (test/support/mongoPeers.ts: FerretDB in every run), the log embedded,
+// the stores opened as the service opens them (infra/stores.ts).
 
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { registries } from '../../domain/registries/index.ts';
+import { openStores } from '../../infra/stores.ts';
+import { eachMongoPeer, withDatabase } from '../support/mongoPeers.ts';
+import { limitedIt, type PeerLimits } from '../support/peerLimits.ts';
 import { enumField, optionalTextField, sampleBody, uniqueCode } from '../support/samples.ts';
 import { manualClock, startTestApp, type TestApp } from '../support/testApp.ts';
 
@@ -12,11 +21,38 @@ const expectErrorBody = (body: unknown, status: string) => {
   expect(Number.isNaN(Date.parse((body as { timestamp: string }).timestamp))).toBe(false);
 };
 
+/** Where the service's read models and blobs live: the embedded stores, or a MongoDB peer's database. */
+type ReadModelsAt = { mongodbUrl: () => string; limits: PeerLimits };
+
 describe.each(['inject', 'real HTTP'] as const)('over %s', (transport) => {
+  registryContract(transport);
+});
+
+eachMongoPeer('over real HTTP, read models and blobs', (peer, url) => {
+  const dbName = `registries_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  afterAll(async () => {
+    const client = new MongoClient(url());
+    try {
+      await client.db(dbName).dropDatabase();
+    } finally {
+      await client.close();
+    }
+  });
+  registryContract('real HTTP', { mongodbUrl: () => withDatabase(url(), dbName), limits: peer.limits });
+});
+
+function registryContract(transport: 'inject' | 'real HTTP', readModels?: ReadModelsAt): void {
+const it = limitedIt(readModels?.limits);
 let t: TestApp;
 const clock = manualClock();
 beforeAll(async () => {
-  t = await startTestApp({ clock });
+  if (readModels === undefined) {
+    t = await startTestApp({ clock });
+  } else {
+    const dataDir = mkdtempSync(join(tmpdir(), 'admin-test-'));
+    const { eventStore, readStore, blobStore } = await openStores({ DATA_DIR: dataDir, EVENTSTORE_URL: undefined, MONGODB_URL: readModels.mongodbUrl() });
+    t = await startTestApp({ clock, dataDir, stores: { eventStore, readStore, blobStore } });
+  }
   if (transport === 'real HTTP') await t.listen();
 });
 afterAll(async () => {
@@ -82,6 +118,7 @@ describe.each(registries.map((def) => [def.path, def] as const))('%s', (path, de
     expect(eq.json()).toBe(1);
 
     const ac = await t.call({ method: 'GET', url: `${base}/autocomplete?search=${prefix.toLowerCase()}&size=5` });
+    expect(ac.statusCode, ac.body).toBe(200);
     expect(ac.json<string[]>().slice(0, 3)).toEqual([`${prefix}_A`, `${prefix}_B`, `${prefix}_C`]);
   });
 
@@ -258,4 +295,4 @@ describe.each(registries.map((def) => [def.path, def] as const))('%s', (path, de
     });
   });
 });
-});
+}

@@ -1,5 +1,6 @@
 // Where and how the Kafka suites run. test/support/kafka.globalSetup.ts finds a Kafka once per run
-// (KAFKA_BROKERS, else librdkafka's mock cluster through kcat, else none); a suite asks here:
+// (KAFKA_BROKERS, else a real Apache Kafka broker it starts, else librdkafka's mock cluster through
+// kcat, else none); a suite asks here:
 //
 //   describeKafka('my adapter', () => {
 //     it('…', async () => {
@@ -10,14 +11,17 @@
 //     });
 //   });
 //
-// On the mock cluster, as on a Kafka with default settings, a consumer group with no member waits
-// 3 s for more members before it starts, so every fresh group (every `readTopic` too) costs about
-// 3 s: run independent tests with `it.concurrent`, on their own topics and groups (`uniqueName`).
-// A group its only member left takes a new member only after the session timeout less 1 s on the
-// mock (kafkajs default: 30 s): give consumers that a test restarts `FAST_GROUP` (session 6 s, the
-// least a Kafka accepts by default). Not less than about 4 s on the mock: a member waits up to 3 s
-// in its JoinGroup without a heartbeat, the mock drops it past its session timeout, and the join
-// then hangs until kafkajs gives up on the request.
+// `describeKafkaBroker` is for what only a real broker shows (rebalances of a live group, the
+// idempotent producer): skipped on the mock cluster, with the reason.
+//
+// Our broker starts a new group at once (group.initial.rebalance.delay.ms=0); the mock cluster, as a
+// Kafka with default settings, waits 3 s for more members first, so every fresh group (every
+// `readTopic` too) costs about 3 s there: run independent tests with `it.concurrent`, on their own
+// topics and groups (`uniqueName`). A group its only member left takes a new member only after the
+// session timeout less 1 s on the mock (kafkajs default: 30 s): give consumers that a test restarts
+// `FAST_GROUP` (session 6 s, the least a Kafka accepts by default). Not less than about 4 s on the
+// mock: a member waits up to 3 s in its JoinGroup without a heartbeat, the mock drops it past its
+// session timeout, and the join then hangs until kafkajs gives up on the request.
 
 import { randomUUID } from 'node:crypto';
 import { Kafka, Partitioners, logLevel, type KafkaMessage } from 'kafkajs';
@@ -50,6 +54,52 @@ export function kafkaSkipReason(): string | undefined {
     process.stderr.write(`[kafka] skipping the Kafka suites: ${reason}\n`);
   }
   return reason;
+}
+
+/** Whether this run's Kafka grants producer ids (a broker does; librdkafka's mock cluster does not
+ * to kafkajs), so the service's publisher may be idempotent. */
+export function idempotentProducers(): boolean {
+  return inject('kafkaNotABroker') === undefined;
+}
+
+let notABrokerPrinted = false;
+
+/** `describe` for what needs a real Kafka broker, skipped (with the reason printed and in its
+ * title) when this run has none, or only the mock cluster. */
+export function describeKafkaBroker(name: string, body: () => void): void {
+  const reason = kafkaSkipReason() ?? inject('kafkaNotABroker');
+  if (reason === undefined) {
+    describe(name, body);
+    return;
+  }
+  if (!notABrokerPrinted) {
+    notABrokerPrinted = true;
+    process.stderr.write(`[kafka] skipping the suites that need a real Kafka broker: ${reason}\n`);
+  }
+  describe.skip(`${name} (skipped: ${reason})`, body);
+}
+
+/** Makes the topic with this many partitions (one replica each). */
+export async function createTopic(brokers: readonly string[], topic: string, partitions: number): Promise<void> {
+  const admin = testKafka(brokers).admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** The group's committed offset per partition of the topic (-1: none). */
+export async function committedOffsets(brokers: readonly string[], groupId: string, topic: string): Promise<Map<number, bigint>> {
+  const admin = testKafka(brokers).admin();
+  await admin.connect();
+  try {
+    const [offsets] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    return new Map((offsets?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 /** `describe`, skipped when this run has no Kafka, with the reason printed and in its title. */

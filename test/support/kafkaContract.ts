@@ -8,24 +8,25 @@
 // more members before it starts.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, it, vi } from 'vitest';
-import type { IncomingMessage, MessageOutcome } from '../../domain/ports.ts';
+import { afterAll, describe, it, type TestFunction } from 'vitest';
+import type { KafkaMessage } from 'kafkajs';
+import type { BatchOutcome, IncomingMessage, MessageOutcome } from '../../domain/ports.ts';
 import { KafkaMessageConsumer, type KafkaConsumerOptions } from '../../infra/kafka/consumer.ts';
 import { KafkaMessagePublisher } from '../../infra/kafka/publisher.ts';
-import { FAST_GROUP, produceMessages, readTopic, testKafka, uniqueName } from './kafka.ts';
+import { committedOffsets, FAST_GROUP, produceMessages, readTopic, testKafka, uniqueName } from './kafka.ts';
 
 const HANDLED: MessageOutcome = { kind: 'handled' };
 const text = (m: IncomingMessage): string => m.value?.toString('utf8') ?? '';
 const where = (m: IncomingMessage): string => `${String(m.partition)}:${m.offset}`;
 
 /** The contract, against the Kafka whose bootstrap brokers `brokers` answers (once the suite runs). */
-export function kafkaContract(name: string, brokers: () => string[]): void {
+export function kafkaContract(name: string, brokers: () => string[], peer: { mockCluster?: boolean } = {}): void {
   describe(name, () => {
-    kafkaContractTests(brokers);
+    kafkaContractTests(brokers, peer.mockCluster === true);
   });
 }
 
-function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
+function kafkaContractTests(requireKafkaBrokers: () => string[], mockCluster: boolean): void {
   const consumers: KafkaMessageConsumer[] = [];
   const publishers: KafkaMessagePublisher[] = [];
 
@@ -39,6 +40,13 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     return c;
   };
 
+  /** Idempotent, as the service's, except on the mock cluster (which grants kafkajs no producer id). */
+  const newPublisher = (): KafkaMessagePublisher => {
+    const publisher = new KafkaMessagePublisher({ brokers: requireKafkaBrokers(), clientId: 'kafka-contract', idempotent: !mockCluster });
+    publishers.push(publisher);
+    return publisher;
+  };
+
   const until = async (what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
     while (!(await condition())) {
@@ -47,17 +55,7 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     }
   };
 
-  /** The group's committed offset per partition of the topic (-1: none). */
-  const committed = async (groupId: string, topic: string): Promise<Map<number, bigint>> => {
-    const admin = testKafka(requireKafkaBrokers()).admin();
-    await admin.connect();
-    try {
-      const [offsets] = await admin.fetchOffsets({ groupId, topics: [topic] });
-      return new Map((offsets?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
-    } finally {
-      await admin.disconnect();
-    }
-  };
+  const committed = (groupId: string, topic: string): Promise<Map<number, bigint>> => committedOffsets(requireKafkaBrokers(), groupId, topic);
 
   /** Where each partition of the topic ends (its high watermark). */
   const ends = async (topic: string): Promise<Map<number, bigint>> => {
@@ -73,8 +71,7 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
   it.concurrent('what is published arrives in order with its key, value, headers and message id', async ({ expect }) => {
     const brokers = requireKafkaBrokers();
     const topic = uniqueName('contract-publish');
-    const publisher = new KafkaMessagePublisher({ brokers, clientId: 'kafka-contract' });
-    publishers.push(publisher);
+    const publisher = newPublisher();
     await publisher.publish(topic, []); // nothing to send: resolves
     await publisher.publish(topic, [
       { key: 'order-1', id: 'id-1', value: '{"n":1}', headers: { 'content-type': 'application/json' } },
@@ -108,6 +105,63 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     await publisher.close();
     await publisher.close();
     await expect(publisher.publish(topic, [{ key: 'k', id: 'id-4', value: 'late' }])).rejects.toThrow(/closed/);
+  });
+
+  it.concurrent('each key keeps its order across many publishes, some of them at once', async ({ expect }) => {
+    const topic = uniqueName('contract-order');
+    const publisher = newPublisher();
+    // 40 keys (notifications), 25 changes each, interleaved, in 10 publishes of 100 asked for at once.
+    const changes = Array.from({ length: 1000 }, (_, i) => ({ key: `n-${String(i % 40)}`, id: `e-${String(i)}`, value: JSON.stringify({ step: Math.floor(i / 40) }) }));
+    await Promise.all(Array.from({ length: 10 }, (_, b) => publisher.publish(topic, changes.slice(b * 100, b * 100 + 100))));
+    const read = await readTopic(requireKafkaBrokers(), topic, { count: 1000 });
+    expect(read).toHaveLength(1000);
+    const byKey = new Map<string, number[]>();
+    for (const m of read) byKey.set(m.key ?? '', [...(byKey.get(m.key ?? '') ?? []), (JSON.parse(text(m)) as { step: number }).step]);
+    expect(byKey.size).toBe(40);
+    for (const steps of byKey.values()) expect(steps).toEqual(Array.from({ length: 25 }, (_, i) => i));
+  });
+
+  const brokerOnly = (name: string, body: TestFunction): void => {
+    if (mockCluster) it.skip(`${name} (skipped: librdkafka's mock cluster grants kafkajs no producer id)`, body);
+    else it.concurrent(name, body);
+  };
+
+  brokerOnly('the publisher is an idempotent producer: the broker gave it a producer id and numbers its batches per partition', async ({ expect }) => {
+    const brokers = requireKafkaBrokers();
+    const topic = uniqueName('contract-idempotent');
+    const publisher = newPublisher();
+    for (let b = 0; b < 3; b++) await publisher.publish(topic, Array.from({ length: 5 }, (_, i) => ({ key: 'one-key', id: `${String(b)}-${String(i)}`, value: `v${String(b * 5 + i)}` })));
+    // A plain producer, for contrast: its batches carry no producer id (-1).
+    const plain = testKafka(brokers).producer();
+    await plain.connect();
+    await plain.send({ topic, acks: -1, messages: [{ key: 'one-key', value: 'plain' }] });
+    await plain.disconnect();
+    // What the broker stored with each record batch, as kafkajs decodes it (batchContext).
+    const batches: { producerId: string; firstSequence: number; value: string }[] = [];
+    const reader = testKafka(brokers).consumer({ groupId: uniqueName('contract-idempotent'), maxWaitTimeInMs: 200 });
+    await reader.connect();
+    try {
+      await reader.subscribe({ topics: [topic], fromBeginning: true });
+      await reader.run({
+        autoCommit: false,
+        eachMessage: ({ message }) => {
+          const context = (message as KafkaMessage & { batchContext: { producerId: string; firstSequence: number } }).batchContext;
+          batches.push({ producerId: context.producerId, firstSequence: context.firstSequence, value: message.value?.toString('utf8') ?? '' });
+          return Promise.resolve();
+        },
+      });
+      await until('the 16 messages', () => batches.length >= 16);
+    } finally {
+      await reader.disconnect();
+    }
+    const ours = batches.filter((b) => b.value !== 'plain');
+    expect(ours.map((b) => b.value)).toEqual(Array.from({ length: 15 }, (_, i) => `v${String(i)}`));
+    const producerIds = new Set(ours.map((b) => b.producerId));
+    expect(producerIds.size).toBe(1);
+    expect(BigInt([...producerIds][0] ?? '-1')).toBeGreaterThanOrEqual(0n);
+    // Three sends of five: batches numbered 0, 5 and 10.
+    expect([...new Set(ours.map((b) => b.firstSequence))]).toEqual([0, 5, 10]);
+    expect(batches.find((b) => b.value === 'plain')?.producerId).toBe('-1');
   });
 
   it.concurrent('a dead message goes to the dead-letter topic with the reason and its origin, and the consumer goes on', async ({ expect }) => {
@@ -176,7 +230,10 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     const topic = uniqueName('contract-retry');
     const groupId = uniqueName('contract-retry');
     await produceMessages(brokers, topic, Array.from({ length: 10 }, (_, i) => ({ value: `m${String(i)}`, partition: 0 })));
-    const logger = { error: vi.fn() };
+    // A plain recorder, not vi.fn(): vitest clears every mock when a test starts (clearMocks), and
+    // a concurrent test starting meanwhile wiped the calls (why a log line once went "missing").
+    const logged: { entry: object; msg: string }[] = [];
+    const logger = { error: (entry: object, msg: string): void => void logged.push({ entry, msg }) };
     const handled: string[] = [];
     const attempts: number[] = [];
     const committedAtFailure: (bigint | undefined)[] = [];
@@ -194,17 +251,67 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     expect(attempts).toHaveLength(3);
     for (const c of committedAtFailure) expect(c === undefined || c <= 3n).toBe(true);
     // Paused, not spinning, for longer each time (the partition's reads resume within a fetch wait).
-    const retries = logger.error.mock.calls.map(([entry]) => (entry as { retryInMs?: number }).retryInMs).filter((ms) => ms !== undefined);
-    // Each failure is logged with its pause (200 ms, then 400 ms). Under a loaded CI the first of
-    // the two log lines was once missing ([400] only) with both failures and both pauses seen: not
-    // understood yet (see the closing note of stop 10), so the pauses are checked by their timing.
-    expect(retries.length).toBeGreaterThanOrEqual(1);
-    expect(retries.at(-1)).toBe(400);
+    const retries = logged.map(({ entry }) => (entry as { retryInMs?: number }).retryInMs).filter((ms) => ms !== undefined);
+    // Each failure is logged with its pause: 200 ms, then 400 ms.
+    expect(retries).toEqual([200, 400]);
     const [a0 = 0, a1 = 0, a2 = 0] = attempts;
     expect(a1 - a0).toBeGreaterThanOrEqual(190);
     expect(a2 - a1).toBeGreaterThanOrEqual(390);
-    expect(logger.error).toHaveBeenCalledWith(expect.objectContaining({ topic, partition: 0, offset: '3', err: expect.any(Error) }), expect.any(String));
+    expect(logged).toContainEqual({ entry: expect.objectContaining({ topic, partition: 0, offset: '3', err: expect.any(Error) }), msg: expect.any(String) });
     await until('offset 10 committed', async () => (await committed(groupId, topic)).get(0) === 10n);
+  });
+
+  it.concurrent('batches: a partition\'s messages come in slices of at most batchSize, in order; dead letters go out, and a retry reads again from its message', async ({ expect }) => {
+    const brokers = requireKafkaBrokers();
+    const topic = uniqueName('contract-batches');
+    const groupId = uniqueName('contract-batches');
+    await produceMessages(brokers, topic, Array.from({ length: 30 }, (_, i) => ({ key: `k${String(i)}`, value: `m${String(i)}`, partition: 0 })));
+    const slices: string[][] = [];
+    const handled: string[] = [];
+    let retried = false;
+    await consumer(topic, groupId, { batchSize: 8 }).startBatches((messages) => {
+      slices.push(messages.map(text));
+      return Promise.resolve(
+        messages.map((m): BatchOutcome => {
+          if (text(m) === 'm5') return { kind: 'dead', reason: 'unreadable' };
+          if (text(m) === 'm19' && !retried) {
+            retried = true;
+            return { kind: 'retry', error: new Error('the store is unavailable') };
+          }
+          handled.push(text(m));
+          return HANDLED;
+        }),
+      );
+    });
+    await until('offset 30 committed', async () => (await committed(groupId, topic)).get(0) === 30n);
+
+    expect(slices.every((slice) => slice.length <= 8)).toBe(true);
+    // m19 twice (its retry); what came after it in its slice, handled the first time round, comes
+    // again with it; nothing before it does.
+    expect(slices.flat().filter((v) => v === 'm19')).toHaveLength(2);
+    const all = Array.from({ length: 30 }, (_, i) => `m${String(i)}`);
+    expect([...new Set(handled)].sort()).toEqual(all.filter((v) => v !== 'm5').sort());
+    const twice = handled.filter((v, i) => handled.indexOf(v) !== i);
+    expect(twice.every((v) => Number(v.slice(1)) > 19)).toBe(true);
+    const dead = await readTopic(brokers, `${topic}.dead`, { count: 1 });
+    expect(dead.map((m) => [m.key, text(m), m.headers['x-dead-letter-reason']])).toEqual([['k5', 'm5', 'unreadable']]);
+  });
+
+  it.concurrent('a slice handled for longer than the session timeout keeps the member in its group: handled once, committed', async ({ expect }) => {
+    const brokers = requireKafkaBrokers();
+    const topic = uniqueName('contract-slow-slice');
+    const groupId = uniqueName('contract-slow-slice');
+    await produceMessages(brokers, topic, Array.from({ length: 5 }, (_, i) => ({ value: `m${String(i)}`, partition: 0 })));
+    const handled: string[] = [];
+    await consumer(topic, groupId).startBatches(async (messages) => {
+      // Past the group's 6 s session timeout (FAST_GROUP), with no heartbeat of the handler's own.
+      if (handled.length === 0) await sleep(8_000);
+      handled.push(...messages.map(text));
+      return messages.map(() => HANDLED);
+    });
+    await until('offset 5 committed', async () => (await committed(groupId, topic)).get(0) === 5n, 30_000);
+    await sleep(1_000);
+    expect(handled).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
   });
 
   it.concurrent('a handler that keeps failing is tried with growing pauses, and the message is handled once it succeeds', async ({ expect }) => {
@@ -312,6 +419,20 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
     expect(second).toEqual(['5', '6', '7', '8', '9']);
   });
 
+  it.concurrent('a consumer started before its topic exists starts, and reads what is produced to it afterwards', async ({ expect }) => {
+    const topic = uniqueName('contract-no-topic-yet');
+    const handled: string[] = [];
+    // A real broker answers the first metadata request for a topic it is about to create itself
+    // (auto.create.topics.enable) with "unknown topic": the start waits for the topic instead of failing.
+    await consumer(topic, uniqueName('contract-no-topic-yet')).start((m) => {
+      handled.push(text(m));
+      return Promise.resolve(HANDLED);
+    });
+    await produceMessages(requireKafkaBrokers(), topic, [{ value: 'after the start', partition: 0 }]);
+    await until('the message', () => handled.length >= 1);
+    expect(handled).toEqual(['after the start']);
+  });
+
   it.concurrent('a stopped consumer cannot start again; stopping one never started is fine', async ({ expect }) => {
     const c = consumer(uniqueName('contract-never'), uniqueName('contract-never'));
     await c.stop();
@@ -319,19 +440,50 @@ function kafkaContractTests(requireKafkaBrokers: () => string[]): void {
   });
 
   it.concurrent('a stop while the consumer waits for its group ends the start, and nothing is handled', async ({ expect }) => {
+    const brokers = requireKafkaBrokers();
     const topic = uniqueName('contract-stop-starting');
-    await produceMessages(requireKafkaBrokers(), topic, [{ value: 'never handled' }]);
-    const c = consumer(topic, uniqueName('contract-stop-starting'));
-    const handled: string[] = [];
-    const starting = c.start((m) => {
-      handled.push(text(m));
-      return Promise.resolve(HANDLED);
-    });
-    const rejected = expect(starting).rejects.toThrow(/stopped before it joined/);
-    await sleep(200); // connected and subscribed: the group's first member waits 3 s for others
-    await c.stop();
-    await rejected;
-    await sleep(300);
-    expect(handled).toEqual([]);
+    const groupId = uniqueName('contract-stop-starting');
+    await produceMessages(brokers, topic, [{ value: 'never handled', partition: 0 }]);
+    // The mock cluster lets a new group's first member wait 3 s for others: the stop comes then.
+    // A broker that starts a new group at once (ours) would let it in within milliseconds: there,
+    // a member of the group stuck in its handler sends no heartbeat and so does not rejoin, and the
+    // newcomer's join waits for it (until its session would time out, 6 s). (The mock cluster
+    // drops such a join instead of letting it wait.)
+    const stuck = testKafka(brokers).consumer({ groupId, ...FAST_GROUP, maxWaitTimeInMs: 200 });
+    let release = (): void => undefined;
+    let holding = mockCluster;
+    try {
+      if (!mockCluster) {
+        await stuck.connect();
+        await stuck.subscribe({ topics: [topic], fromBeginning: true });
+        await stuck.run({
+          autoCommit: false,
+          eachMessage: () => {
+            holding = true;
+            return new Promise<void>((resolve) => (release = resolve));
+          },
+        });
+      }
+      await until('the stuck member holding the message', () => holding);
+
+      const c = consumer(topic, groupId);
+      const handled: string[] = [];
+      const starting = c.start((m) => {
+        handled.push(text(m));
+        return Promise.resolve(HANDLED);
+      });
+      const rejected = expect(starting).rejects.toThrow(/stopped before it joined/);
+      await sleep(500); // connected and subscribed: its JoinGroup waits (for others, or for the stuck member)
+      const stopping = c.stop();
+      // Let go, the stuck member rejoins and the join under way ends: the stop need not wait out a session.
+      release();
+      await stopping;
+      await rejected;
+      await sleep(300);
+      expect(handled).toEqual([]);
+    } finally {
+      release();
+      await stuck.disconnect();
+    }
   });
 }

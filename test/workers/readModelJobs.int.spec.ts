@@ -1,14 +1,20 @@
 // The read-model jobs under the races and failures an adversarial review tried (issue 13):
 // concurrent recreates and deletes, dead runners and held leases, retried keys, ROLE=worker,
 // other instances around a swap, late generation reads, and the job and job-step routes' edges.
+// On the embedded stores, and with the read models (generations, leases, checkpoints) and blobs on
+// each MongoDB peer (test/support/mongoPeers.ts: FerretDB in every run), the log embedded.
 
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { ReadStore } from '../../domain/ports.ts';
+import { MongoClient } from 'mongodb';
+import { afterAll, afterEach, describe, expect } from 'vitest';
+import type { BlobStore, EventStore, ReadStore } from '../../domain/ports.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
+import { openStores } from '../../infra/stores.ts';
+import { eachMongoPeer, withDatabase } from '../support/mongoPeers.ts';
+import { limitedIt, type PeerLimits } from '../support/peerLimits.ts';
 import { GENERATIONS } from '../../workers/readModels.ts';
 import { manualClock, startTestApp, type TestApp } from '../support/testApp.ts';
 
@@ -20,8 +26,38 @@ afterEach(async () => {
 type Job = { id: string; status: string; data: Record<string, unknown> };
 type ReadModel = { name: string; documents: number; state: string; generation: number | null; building: number | null; jobId: string | null };
 
+type Stores = { eventStore: EventStore; readStore: ReadStore; blobStore: BlobStore };
+
+describe('on the embedded stores', () => {
+  readModelJobsSuite((dataDir) => Promise.resolve(openEmbeddedStores(dataDir)));
+});
+
+eachMongoPeer('read-model jobs, the read models and blobs', (peer, url) => {
+  // One database per data folder: an instance restarted on its folder finds its read models again.
+  const databases = new Map<string, string>();
+  afterAll(async () => {
+    const client = new MongoClient(url());
+    try {
+      for (const dbName of databases.values()) await client.db(dbName).dropDatabase();
+    } finally {
+      await client.close();
+    }
+  });
+  const storesAt = async (dataDir: string): Promise<Stores> => {
+    const dbName = databases.get(dataDir) ?? `jobs_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    databases.set(dataDir, dbName);
+    const { eventStore, readStore, blobStore } = await openStores({ DATA_DIR: dataDir, EVENTSTORE_URL: undefined, MONGODB_URL: withDatabase(url(), dbName) });
+    return { eventStore, readStore, blobStore };
+  };
+  readModelJobsSuite(storesAt, peer.limits);
+});
+
+/** Every test below, on the stores `storesAt` opens in a data folder. */
+function readModelJobsSuite(storesAt: (dataDir: string) => Promise<Stores>, limits?: PeerLimits): void {
+const it = limitedIt(limits);
 const start = async (options: Parameters<typeof startTestApp>[0] = {}): Promise<TestApp> => {
-  const t = await startTestApp(options);
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
+  const t = await startTestApp({ ...options, dataDir, stores: options.stores ?? (await storesAt(dataDir)) });
   apps.push(t);
   return t;
 };
@@ -97,7 +133,7 @@ describe('review: rebuild jobs and the scheduler', () => {
     const { jobId } = ack.json<{ jobId: string }>();
     await api.close({ keepData: true });
 
-    const stores = openEmbeddedStores(api.dataDir);
+    const stores = await storesAt(api.dataDir);
     // The runner that died still holds the job's lease for a while (another instance, MongoDB).
     expect(await stores.readStore.tryLease(`job:${jobId}`, 'dead-instance', 60_000)).toBe(true);
     const t = await start({ dataDir: api.dataDir, stores });
@@ -148,7 +184,7 @@ describe('review: rebuild jobs and the scheduler', () => {
 
   it('in ROLE=worker (folding left to ROLE=projector) a recreate finishes', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'review-worker-'));
-    const stores = openEmbeddedStores(dataDir);
+    const stores = await storesAt(dataDir);
     const w = await start({ dataDir, stores, role: 'worker' });
     const jobId = await w.service.readModelJobs.recreate('user_group_types', { actor: 'review', now: new Date(), newId: randomUUID }, { dropLive: false });
     const done = await Promise.race([w.service.readModelJobs.idle().then(() => true), new Promise<boolean>((r) => {
@@ -168,7 +204,7 @@ describe('review: rebuild jobs and the scheduler', () => {
 describe('review: searches while a generation is swapped', () => {
   it('another instance never answers empty after a swap dropped the generation it still serves', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'review-two-'));
-    const stores = openEmbeddedStores(dataDir);
+    const stores = await storesAt(dataDir);
     const a = await start({ dataDir, stores });
     const b = await start({ dataDir, stores, role: 'api' });
     const at = await seed(a, 20);
@@ -185,15 +221,15 @@ describe('review: searches while a generation is swapped', () => {
     const t = await start();
     const at = await seed(t, 260);
     const search = () => t.call({ method: 'POST', url: `/api/v1/user-group-types/search?size=1000&minPosition=${at}`, payload: {} });
-    const lengths: number[] = [];
+    const answers: (number | string)[] = [];
     await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/recreate' });
     const state = { done: false };
     const running = t.service.readModelJobs.idle().then(() => {
       state.done = true;
     });
-    while (!state.done) lengths.push(...(await Promise.all([search(), search(), search()])).map((r) => r.json<unknown[]>().length));
+    while (!state.done) answers.push(...(await Promise.all([search(), search(), search()])).map((r) => (r.statusCode === 200 ? r.json<unknown[]>().length : r.body)));
     await running;
-    expect(new Set(lengths)).toEqual(new Set([260]));
+    expect(new Set(answers)).toEqual(new Set([260]));
   });
 });
 
@@ -285,7 +321,8 @@ describe('review: job and job-step routes (expected to pass)', () => {
       const ack = await t.call({ method: 'POST', url: `/api/v1/indexes/${name}/recreate` });
       expect(ack.statusCode).toBe(202);
       await t.service.readModelJobs.idle();
-      expect((await getJob(t, ack.json<{ jobId: string }>().jobId)).status).toBe('COMPLETED');
+      const rebuilt = await getJob(t, ack.json<{ jobId: string }>().jobId);
+      expect(rebuilt.status, JSON.stringify(rebuilt.data)).toBe('COMPLETED');
       await refreshAll(t);
       expect(await model(t, name)).toMatchObject({ generation: 1, state: 'live' });
     }
@@ -309,7 +346,7 @@ describe('review: job and job-step routes (expected to pass)', () => {
 describe('review: generation records and status dates', () => {
   it('a generations poll that read before a rebuild reserved its generation does not undo the reservation (the swap then fails)', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'review-poll-'));
-    const stores = openEmbeddedStores(dataDir);
+    const stores = await storesAt(dataDir);
     const real = stores.readStore;
     let holdPoll = false;
     let release: (() => void) | undefined;
@@ -344,7 +381,7 @@ describe('review: generation records and status dates', () => {
         const value = Reflect.get(target, prop, target) as unknown;
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
-    }) as ReadStore;
+    });
     const t = await start({ dataDir, stores: { eventStore: stores.eventStore, readStore, blobStore: stores.blobStore } });
     await seed(t, 3);
     await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/recreate' });
@@ -370,3 +407,4 @@ describe('review: generation records and status dates', () => {
     expect(again.json()).toMatchObject({ log: 'note', endDate: '2026-01-02T00:00:00.000Z' });
   });
 });
+}

@@ -1,5 +1,5 @@
-// Notification triggers over Kafka, end to end against a real Kafka-protocol broker (librdkafka's
-// mock cluster through kcat, or KAFKA_BROKERS; skipped with the reason without one): trigger
+// Notification triggers over Kafka, end to end against this run's Kafka (the real broker, else
+// librdkafka's mock cluster, or KAFKA_BROKERS; skipped with the reason without one): trigger
 // messages become notifications exactly once per distinct message (a copy sent again and a
 // redelivery after a restart make nothing twice), messages that cannot be triggers are in the
 // dead-letter topic with their reason, and every notification state change is published to the
@@ -7,7 +7,7 @@
 
 import { expect, it } from 'vitest';
 import { kafkaMessaging } from '../../../infra/kafka/messaging.ts';
-import { describeKafka, FAST_GROUP, produceMessages, readTopic, requireKafkaBrokers, uniqueName, type TestMessage } from '../../support/kafka.ts';
+import { describeKafka, FAST_GROUP, idempotentProducers, produceMessages, readTopic, requireKafkaBrokers, uniqueName, type TestMessage } from '../../support/kafka.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 const configTypeId = '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
@@ -17,7 +17,7 @@ type Notification = { id: string; status: string; ownerId: string; subject?: str
 function startApp(brokers: string[], topics: { triggerTopic: string; deadLetterTopic: string; eventsTopic: string; groupId: string }, dataDir?: string): Promise<TestApp> {
   return startTestApp({
     ...(dataDir === undefined ? {} : { dataDir }),
-    extra: { messaging: kafkaMessaging({ brokers, clientId: 'kafka-e2e', ...FAST_GROUP }), settings: { notifications: topics } },
+    extra: { messaging: kafkaMessaging({ brokers, clientId: 'kafka-e2e', ...FAST_GROUP, idempotentProducer: idempotentProducers() }), settings: { notifications: topics } },
   });
 }
 

@@ -1,7 +1,8 @@
 // The Kafka adapters' contract (test/support/kafkaContract.ts) against a real Kafka broker in a
 // container started through testcontainers (Confluent's image in KRaft mode: the image
 // @testcontainers/kafka drives), where a container engine exists; skipped with the reason where
-// none does. kafka.int.spec.ts runs the same contract against KAFKA_BROKERS or the mock cluster.
+// none does. kafka.int.spec.ts runs the same contract against this run's Kafka (KAFKA_BROKERS, the
+// real broker of scripts/kafka.ts, or the mock cluster).
 
 import { KafkaContainer, type StartedKafkaContainer } from '@testcontainers/kafka';
 import { afterAll, beforeAll, describe, inject, it } from 'vitest';

@@ -30,8 +30,10 @@ import {
   encodePosition,
   indexSpec,
   leaseFilter,
+  leaseFilterAt,
   leaseOwnedBy,
   leaseUpdate,
+  leaseUpdateAt,
   likeRegex,
   sortDocument,
   storedDocument,
@@ -629,12 +631,25 @@ describe('checkpoints', () => {
 
 // ---------------------------------------------------------------------------------------------
 
-describe('leases through mingo', () => {
+/** The two forms of a lease's write: with `$$NOW` in an update pipeline, and (for a server without
+ * update pipelines: FerretDB) at the server's clock read just before, here the test's. */
+const leaseForms = [
+  { form: 'with $$NOW in an update pipeline', write: (projection: string, owner: string, ttlMs: number) => ({ filter: leaseFilter(projection, owner), update: leaseUpdate(owner, ttlMs) as PipelineStage[] }) },
+  {
+    form: "at the server's clock read first",
+    write: (projection: string, owner: string, ttlMs: number) => {
+      const now = new Date();
+      return { filter: leaseFilterAt(projection, owner, now), update: leaseUpdateAt(owner, ttlMs, now) };
+    },
+  },
+];
+
+describe.each(leaseForms)('leases through mingo, $form', ({ write }) => {
   /** tryLease as the server runs it: the update when the filter matches, else the upsert's insert,
    * which a held lease refuses with a duplicate key. */
   function tryLease(leases: Lease[], projection: string, owner: string, ttlMs: number): boolean {
-    const update = leaseUpdate(owner, ttlMs) as PipelineStage[];
-    if (mingoUpdateOne(leases, leaseFilter(projection, owner), update).matchedCount > 0) return true;
+    const { filter, update } = write(projection, owner, ttlMs);
+    if (mingoUpdateOne(leases, filter, update).matchedCount > 0) return true;
     if (leases.some((l) => l._id === projection)) return false;
     const inserted: Record<string, unknown>[] = [{ _id: projection }];
     mingoUpdateOne(inserted, {}, update);
@@ -674,7 +689,7 @@ describe('leases through mingo', () => {
     expect(leases[0]?.owner).toBe('$owner');
     expect(tryLease(leases, 'p', '$$NOW', 30_000)).toBe(false);
     expect(tryLease(leases, 'p', '$owner', 30_000)).toBe(true);
-    expect(() => leaseUpdate('x', Number.NaN)).toThrow(RangeError);
+    expect(() => write('p', 'x', Number.NaN)).toThrow(RangeError);
   });
 });
 

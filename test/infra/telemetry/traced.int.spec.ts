@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { trace } from '@opentelemetry/api';
 import { node } from '@opentelemetry/sdk-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { IncomingMessage, MessageOutcome, Messaging, PublishedMessage } from '../../../domain/ports.ts';
+import type { BatchOutcome, IncomingMessage, Messaging, PublishedMessage } from '../../../domain/ports.ts';
 import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
 import { openSqliteReadStore } from '../../../infra/sqlite/readStore.ts';
 import { tracedDocumentRenderers, tracedEventStore, tracedMessaging, tracedReadStore } from '../../../infra/telemetry/traced.ts';
@@ -108,12 +108,16 @@ describe('traced renders', () => {
 
 describe('traced Kafka', () => {
   /** Topics in memory: what is published is what a consumer of the topic is handed. */
-  function inMemoryMessaging(): Messaging & { deliver(topic: string): Promise<MessageOutcome[]> } {
+  function inMemoryMessaging(): Messaging & { deliver(topic: string): Promise<BatchOutcome[]> } {
     const topics = new Map<string, PublishedMessage[]>();
-    const handlers = new Map<string, (m: IncomingMessage) => Promise<MessageOutcome>>();
+    const handlers = new Map<string, (messages: readonly IncomingMessage[]) => Promise<BatchOutcome[]>>();
     return {
       consumer: ({ topic }) => ({
         start: (handle) => {
+          handlers.set(topic, (messages) => Promise.all(messages.map(handle)));
+          return Promise.resolve();
+        },
+        startBatches: (handle) => {
           handlers.set(topic, handle);
           return Promise.resolve();
         },
@@ -131,7 +135,7 @@ describe('traced Kafka', () => {
         const handle = handlers.get(topic);
         if (handle === undefined) throw new Error('no consumer');
         const messages = topics.get(topic) ?? [];
-        return Promise.all(messages.map((m, i) => handle({ topic, partition: 0, offset: String(i), key: m.key, headers: { ...m.headers }, value: Buffer.from(m.value) })));
+        return handle(messages.map((m, i) => ({ topic, partition: 0, offset: String(i), key: m.key, headers: { ...m.headers }, value: Buffer.from(m.value) })));
       },
     };
   }
@@ -153,6 +157,24 @@ describe('traced Kafka', () => {
       expect(p.parentSpanContext?.spanId).toBe(send?.spanContext().spanId);
     }
     expect(processed.some((p) => p.attributes['messaging.dead_letter_reason'] === 'unreadable')).toBe(true);
+  });
+
+  it('makes one span of a batch handed over at once, linked to the publisher’s span of each message', async () => {
+    const raw = inMemoryMessaging();
+    const messaging = tracedMessaging(raw);
+    await messaging.consumer({ groupId: 'g', topic: 'batched', deadLetterTopic: 'dead' }).startBatches((messages) => Promise.resolve(messages.map((m) => (m.key === 'bad' ? { kind: 'dead', reason: 'unreadable' } : { kind: 'handled' }))));
+    await inParent(() => messaging.publisher.publish('batched', [{ key: 'a', id: '1', value: '{}' }, { key: 'bad', id: '2', value: '{}' }]));
+    await inParent(() => messaging.publisher.publish('batched', [{ key: 'c', id: '3', value: '{}' }]));
+    const sends = spans('send batched');
+    expect(sends).toHaveLength(2);
+
+    expect(await raw.deliver('batched')).toEqual([{ kind: 'handled' }, { kind: 'dead', reason: 'unreadable' }, { kind: 'handled' }]);
+    const [batch, ...more] = spans('process batched');
+    expect(more).toHaveLength(0);
+    expect(batch?.parentSpanContext).toBeUndefined();
+    expect(batch?.attributes).toMatchObject({ 'messaging.batch.message_count': 3, 'messaging.dead_letter_count': 1, 'messaging.consumer.group.name': 'g' });
+    // One link per message, to the span that published it.
+    expect(batch?.links.map((l) => l.context.spanId).sort()).toEqual([sends[0], sends[0], sends[1]].map((s) => s?.spanContext().spanId).sort());
   });
 
   it('starts a trace of its own for a message that carries none', async () => {

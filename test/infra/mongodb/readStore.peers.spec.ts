@@ -1,72 +1,54 @@
-// The ReadStore contract on MongoDB: against MONGODB_URL when it is set, else in a container
-// started through testcontainers, else skipped with the reason in the title. Plus what only a real
-// server shows: leases between instances by the server's clock, hostile values and keys, and the
-// cases mingo does not model (PCRE anchors, `$elemMatch` over non-documents), compared with SQLite.
+// The ReadStore contract on every MongoDB peer (test/support/mongoPeers.ts: FerretDB in every run
+// where Go builds it; MongoDB against MONGODB_URL or in a container), each peer's missing ones
+// skipped with the reason in the title. Plus what only a real server shows: leases between
+// instances by the server's clock, hostile values and keys, and the cases mingo does not model
+// (PCRE anchors, `$elemMatch` over non-documents), compared with SQLite.
 
 import { randomUUID } from 'node:crypto';
-import { MongoDBContainer, type StartedMongoDBContainer } from '@testcontainers/mongodb';
 import { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import type { Document, DocumentWrite, Page, ReadStore } from '../../../domain/ports.ts';
 import type { Query } from '../../../domain/shared/filtering.ts';
-import { openMongoReadStore, type MongoReadStore } from '../../../infra/mongodb/readStore.ts';
+import { MongoReadStore, openMongoReadStore } from '../../../infra/mongodb/readStore.ts';
 import { openSqliteReadStore } from '../../../infra/sqlite/readStore.ts';
-import { IMAGES, planTarget } from '../../support/containers.ts';
+import { eachMongoPeer, watchedClient, withOptions } from '../../support/mongoPeers.ts';
+import { limitedIt } from '../../support/peerLimits.ts';
 import { readStoreContract } from '../../support/readStoreContract.ts';
 import { fixtureDocuments, fixtureQuery, type FilteringBody } from '../../support/readStoreFixtures.ts';
-
-const plan = planTarget('MONGODB_URL');
-
-/** The container's replica set names its member by an address only the container knows. */
-const direct = (connectionString: string): string =>
-  connectionString.includes('?') ? `${connectionString}&directConnection=true` : `${connectionString.replace(/\/?$/, '/')}?directConnection=true`;
 
 const upsert = (doc: Document, version: number): DocumentWrite => ({ kind: 'upsert', id: doc.id, version, doc });
 const idsOf = (docs: readonly Document[]): string[] => docs.map((d) => d.id);
 const fresh = (): string => `c${randomUUID().replaceAll('-', '')}`;
 const everything: Page = { offset: 0, limit: 1000 };
+/** A store on a client that records what it sends (watchedClient). */
+function watchedStore(url: string, dbName: string) {
+  const { client, during } = watchedClient(url);
+  return { store: new MongoReadStore(client, client.db(dbName)), during };
+}
 
-if (plan.kind === 'skip') {
-  describe.skip(`ReadStore contract: MongoDB (skipped: ${plan.reason})`, () => {
-    it('runs where MongoDB or a container engine is available', () => undefined);
-  });
-} else {
-  let container: StartedMongoDBContainer | undefined;
-  let url = plan.kind === 'url' ? plan.url : undefined;
+eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
+  const it = limitedIt(peer.limits);
+  // One database per file and peer; a server that outlives the run keeps nothing of it.
   const dbName = `readstore_test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
   const opened: Promise<MongoReadStore>[] = [];
 
-  beforeAll(async () => {
-    if (plan.kind !== 'container') return;
-    container = await new MongoDBContainer(IMAGES.mongodb).start();
-    url = direct(container.getConnectionString());
-  }, 240_000);
-
   afterAll(async () => {
     for (const s of await Promise.allSettled(opened)) if (s.status === 'fulfilled') await s.value.close();
-    if (url !== undefined && container === undefined) {
-      // A server that outlives the run keeps nothing of it.
-      const client = new MongoClient(url);
-      try {
-        await client.db(dbName).dropDatabase();
-      } finally {
-        await client.close();
-      }
+    const client = new MongoClient(serverUrl());
+    try {
+      await client.db(dbName).dropDatabase();
+    } finally {
+      await client.close();
     }
-    await container?.stop();
   }, 60_000);
 
-  const serverUrl = (): string => {
-    if (url === undefined) throw new Error('MongoDB did not start');
-    return url;
-  };
   const openStore = (): Promise<MongoReadStore> => {
     const store = openMongoReadStore(serverUrl(), { dbName });
     opened.push(store);
     return store;
   };
   // The contract closes the store it opens.
-  readStoreContract('MongoDB', () => openMongoReadStore(serverUrl(), { dbName }));
+  readStoreContract(peer.name, () => openMongoReadStore(serverUrl(), { dbName }), peer.limits);
 
   describe('MongoDB read store on a real server', () => {
     let one: MongoReadStore;
@@ -119,6 +101,84 @@ if (plan.kind === 'skip') {
         expect(await one.tryLease(p, '$owner', 30_000)).toBe(true);
         expect(await two.tryLease(p, '$$NOW', 30_000)).toBe(false);
         expect(await one.tryLease(p, '$owner', 30_000)).toBe(true);
+      });
+    });
+
+    describe('what the store sends', () => {
+      it('drops a reset collection with its indexes, rather than deleting its documents one by one', async () => {
+        const c = fresh();
+        await one.ensureCollection(c, ['code', 'name']);
+        await one.applyBatch(c, Array.from({ length: 20 }, (_, i) => upsert({ id: randomUUID(), code: `R${String(i)}` }, 1)), 3n);
+        const client = new MongoClient(serverUrl());
+        try {
+          const exists = async () => (await client.db(dbName).listCollections({ name: `rm_${c}` }).toArray()).length;
+          expect(await exists()).toBe(1);
+          await one.reset(c, c);
+          expect(await exists()).toBe(0);
+          expect(await one.checkpoint(c)).toBe(0n);
+          // Declared again by whoever writes it next, it works as before.
+          await one.ensureCollection(c, ['code', 'name']);
+          await one.applyBatch(c, [upsert({ id: randomUUID(), code: 'AGAIN' }, 1)], 1n);
+          expect(await one.size(c)).toBe(1);
+        } finally {
+          await client.close();
+        }
+      });
+
+      it('bounds every search, count and size by the query time limit', async () => {
+        const { store, during } = watchedStore(serverUrl(), dbName);
+        try {
+          const c = fresh();
+          await store.applyBatch(c, fixtureDocuments.map((d) => upsert(d, 1)), 1n);
+          const query = fixtureQuery({ filter: [{ column: 'code', operator: 'LIKE', value: '%a%' }] });
+          const reads: [string, () => Promise<unknown>][] = [
+            ['find', () => store.find(c, query, everything)],
+            ['findIds', () => store.findIds(c, query, everything)],
+            ['count', () => store.count(c, query)],
+            ['size', () => store.size(c)],
+            ['scan', () => store.scan(c, { limit: 3, query })],
+          ];
+          for (const [name, read] of reads) {
+            const { commands } = await during(read);
+            const limits: unknown[] = commands.map((command) => [name, command.commandName, command.command.maxTimeMS as unknown]);
+            expect(limits).toEqual(commands.map((command) => [name, command.commandName, 10_000]));
+            expect(commands.length, name).toBeGreaterThan(0);
+          }
+        } finally {
+          await store.close();
+        }
+      });
+
+      it('reads leases, checkpoints and documents by id from the primary and writes them with majority, whatever the URL asks', async () => {
+        // Against a single server every read preference reaches it; the one each operation asked
+        // for is in the driver's server-selection log.
+        const { store, during } = watchedStore(withOptions(serverUrl(), 'readPreference=secondaryPreferred&w=1'), dbName);
+        try {
+          const c = fresh();
+          const id = randomUUID();
+          const coordination: [string, () => Promise<unknown>][] = [
+            ['applyBatch', () => store.applyBatch(c, [upsert({ id, code: 'A' }, 1)], 5n)],
+            ['saveCheckpoint', () => store.saveCheckpoint(`${c}-processor`, 7n)],
+            ['checkpoint', () => store.checkpoint(c)],
+            ['getMany', () => store.getMany(c, [id])],
+            ['tryLease', () => store.tryLease(c, 'one', 30_000)],
+            ['releaseLease', () => store.releaseLease(c, 'one')],
+          ];
+          for (const [name, work] of coordination) {
+            const { commands, selections } = await during(work);
+            const onCoordination = commands.filter((command) => ['checkpoints', 'leases'].includes(String(command.command[command.commandName])));
+            for (const command of onCoordination.filter((command) => ['update', 'delete', 'insert'].includes(command.commandName))) {
+              expect([name, command.commandName, command.command.writeConcern]).toEqual([name, command.commandName, { w: 'majority' }]);
+            }
+            for (const selection of selections) expect([name, selection.operation, selection.mode]).toEqual([name, selection.operation, 'primary']);
+            expect(selections.length, name).toBeGreaterThan(0);
+          }
+          // Searches follow the URL.
+          const { selections } = await during(() => store.find(c, fixtureQuery({}), everything));
+          expect(selections.map((selection) => selection.mode)).toEqual(['secondaryPreferred']);
+        } finally {
+          await store.close();
+        }
       });
     });
 
@@ -210,4 +270,4 @@ if (plan.kind === 'skip') {
       });
     });
   });
-}
+});
