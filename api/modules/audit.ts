@@ -87,6 +87,18 @@ const querystring = z.strictObject({
 
 type Query = z.infer<typeof querystring>;
 
+/** The query as the document states it: `types` and `streams` as lists of what the modules
+ * declare (filterOf checks them and names what is unknown), at most MAX_FILTER_ITEMS each. */
+function documentedQuery(catalog: Catalog) {
+  const alternatives = (names: Iterable<string>) => [...names].sort().join('|');
+  const list = (entry: string) => `^(?:${entry})(?:,(?:${entry})){0,${String(MAX_FILTER_ITEMS - 1)}}$`;
+  const stream = `${alternatives(catalog.byPath.keys())}|(?:${alternatives(catalog.byCategory.keys())})(?:-[\\w-]*\\w)?`;
+  return querystring.extend({
+    types: querystring.shape.types.meta({ pattern: list(alternatives(catalog.types)) }),
+    streams: querystring.shape.streams.meta({ pattern: list(stream) }),
+  });
+}
+
 /** What the feed knows of the modules: each category's resource, and every event type they write. */
 type Catalog = { byCategory: ReadonlyMap<string, ResourceDefinition>; byPath: ReadonlyMap<string, ResourceDefinition>; types: ReadonlySet<string> };
 
@@ -347,7 +359,7 @@ function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
           ' Streams are capped per instance (`AUDIT_STREAMS_MAX`, 503 `AUDIT.TOO_MANY_STREAMS` beyond) and per caller (`AUDIT_STREAMS_PER_CALLER`, 429 ' +
           '`AUDIT.TOO_MANY_STREAMS_OF_CALLER`), both with `Retry-After`; a client that stops reading is disconnected after `AUDIT_STALL_MS` (60 s); the stream ends when the caller\'s token ' +
           'expires or its login session ends (checked every heartbeat interval), and when the server shuts down.',
-        querystring,
+        querystring: documentedQuery(catalog),
         headers: z.object({
           'last-event-id': z.string().optional().meta({ description: 'the `id` of the last message received: a stream resumes after it (wins over `after`)' }),
           accept: z.string().optional().meta({ description: '`text/event-stream` for a live stream; JSON otherwise' }),
