@@ -101,10 +101,15 @@ export async function fuzzService(command: string, options: FuzzOptions): Promis
   }
 }
 
-/** The closing part of Schemathesis's report: operations, phases, failures, warnings, counts. */
+/** What a reader needs of Schemathesis's report: each failure with its reproduction, then the
+ * summary (operations, phases, failures, warnings, counts). */
 export const summaryOf = (output: string): string => {
-  const at = output.lastIndexOf('SUMMARY');
-  return at < 0 ? output.slice(-2000) : output.slice(at);
+  const failures = output.indexOf('= FAILURES =');
+  const summary = output.lastIndexOf('SUMMARY');
+  const closing = summary < 0 ? output.slice(-2000) : output.slice(summary);
+  if (failures < 0) return closing;
+  const end = output.indexOf('= WARNINGS =', failures);
+  return `${output.slice(failures, end < 0 ? failures + 30_000 : Math.min(end, failures + 30_000))}\n${closing}`;
 };
 
 async function main(): Promise<void> {

@@ -361,7 +361,7 @@ function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
           'expires or its login session ends (checked every heartbeat interval), and when the server shuts down.',
         querystring: documentedQuery(catalog),
         headers: z.object({
-          'last-event-id': z.string().optional().meta({ description: 'the `id` of the last message received: a stream resumes after it (wins over `after`)' }),
+          'last-event-id': z.string().optional().meta({ pattern: '^\\d{1,40}$', description: 'the `id` of the last message received: a stream resumes after it (wins over `after`)' }),
           accept: z.string().optional().meta({ description: '`text/event-stream` for a live stream; JSON otherwise' }),
         }),
         response: {

@@ -21,7 +21,7 @@ describe.skipIf(reason !== undefined)('Schemathesis on the whole API', () => {
       if ('missing' in installed) return;
       const result = await fuzzService(installed.st, { maxExamples: MAX_EXAMPLES_IN_TESTS });
       say(result.summary);
-      expect(result.exitCode, result.output.slice(-20_000)).toBe(0);
+      expect(result.exitCode, result.summary).toBe(0);
     },
     30 * 60_000,
   );
