@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError, validationFailed } from '../domain/shared/errors.ts';
 import { holdsMoreValuesThan } from '../domain/shared/json.ts';
 import { scanJsonText } from '../domain/shared/jsonText.ts';
+import { jsonProblem } from './errorHandler.ts';
 
 const MAX_JSON_DEPTH = 32;
 const MAX_JSON_VALUES = 50_000;
@@ -61,16 +62,18 @@ function textProblem(text: string, maxValues: number): TextProblem | undefined {
   return validationFailed('JSON would not be stored as sent', scan.errors);
 }
 
-/** The parser's refusal, or the scan's when the parser refused a well-formed text for a member
- * name (fastify's parser says only that the body is not valid JSON). */
+/** The scan's refusal when the parser refused a well-formed text for a member name; else what the
+ * parser found and where (fastify's parser says only that the body is not valid JSON, so JSON.parse
+ * says it again), never a stretch of the text: a body may hold a password. */
 function parserRefusal(error: Error, text: string, early: TextProblem | undefined): Error {
-  if (early?.prototypeKey !== true) return error;
+  // Only its refusal of a text: an empty body keeps its own answer.
+  if ((error as { code?: unknown }).code !== 'FST_ERR_CTP_INVALID_JSON_BODY') return error;
   try {
     JSON.parse(text);
-  } catch {
-    return error;
+  } catch (syntax) {
+    return syntax instanceof SyntaxError ? new DomainError('HTTP.BAD_REQUEST', 'BAD_REQUEST', `Malformed JSON: ${jsonProblem(syntax.message)}`) : error;
   }
-  return early;
+  return early?.prototypeKey === true ? early : error;
 }
 
 function valueProblem(text: string, value: unknown, maxValues: number): DomainError | undefined {

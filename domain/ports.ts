@@ -249,7 +249,8 @@ export type Paper = { name: string; widthMm: number; heightMm: number; landscape
  * the renderer except for `data:` URLs. Busy: DomainError FORMATTER.RENDERER_BUSY (503 with a
  * retry delay); over the time limit: FORMATTER.RENDER_TIMEOUT; no browser: FORMATTER.RENDERER_UNAVAILABLE. */
 export type PdfRenderer = {
-  pdf(html: string, paper: Paper): Promise<Uint8Array>;
+  /** `caller`: whose the render is (each caller has a share of the pages; 429 beyond it). */
+  pdf(html: string, paper: Paper, caller?: TemplateCaller): Promise<Uint8Array>;
   close(): Promise<void>;
 };
 
@@ -263,7 +264,8 @@ export type OfficeInput = 'html-text' | 'html-table' | 'docx' | 'odt' | 'xlsx' |
  * creation and modification date and that of its date fields (the template version's), so that
  * it does not vary by run; `paper`, when given, becomes the size of every page style. */
 export type OfficeConverter = {
-  /** `caller`: whose the conversion is (the HTML's cleaning before it runs as a template job). */
+  /** `caller`: whose the conversion is (each caller has a share of the converter, and the HTML's
+   * cleaning before it runs as its template job). */
   convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options?: { date?: Date; paper?: Paper; caller?: TemplateCaller }): Promise<Uint8Array>;
   close(): Promise<void>;
 };

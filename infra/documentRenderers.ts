@@ -18,6 +18,7 @@ export function openDocumentRenderers(settings: RendererSettings = {}, logger?: 
     ...(settings.RENDER_QUEUE_LIMIT === undefined ? {} : { queueLimit: settings.RENDER_QUEUE_LIMIT }),
     ...(settings.RENDER_TIMEOUT_MS === undefined ? {} : { timeoutMs: settings.RENDER_TIMEOUT_MS }),
     ...(settings.RENDER_RECYCLE_AFTER === undefined ? {} : { recycleAfter: settings.RENDER_RECYCLE_AFTER }),
+    ...(settings.TEMPLATE_JOBS_PER_CALLER === undefined ? {} : { jobsPerCaller: settings.TEMPLATE_JOBS_PER_CALLER }),
     ...(logger === undefined ? {} : { logger }),
   };
   const { pages: _slots, ...officeDiscipline } = discipline;

@@ -9,7 +9,8 @@
 // cannot be taken back from a job), so without the cap one caller's slow renders would make every
 // other caller wait for them.
 
-import { rendererBusy } from '../domain/documents/documents.ts';
+import { callerBusy, rendererBusy } from '../domain/documents/documents.ts';
+import type { TemplateCaller } from '../domain/ports.ts';
 
 export type RenderQueueOptions = {
   /** Renders at once (pages of the browser, documents of the office process). */
@@ -21,6 +22,17 @@ export type RenderQueueOptions = {
   /** Each caller's share, for the renders that name one. */
   shares?: { jobs: number; refused: (retryAfterSeconds: number) => Error };
 };
+
+/** Each caller's share of a renderer (template threads, Chromium pages, LibreOffice): `jobs`
+ * renders waiting or running (TEMPLATE_JOBS_PER_CALLER), 429 beyond. */
+export const callerShares = (what: string, jobs: number): NonNullable<RenderQueueOptions['shares']> => ({
+  jobs,
+  refused: (retryAfterSeconds) => callerBusy(what, jobs, 'TEMPLATE_JOBS_PER_CALLER', retryAfterSeconds),
+});
+
+/** The share a render counts to: its caller's (the token's subject); the service's own and an
+ * unnamed caller's count to none. */
+export const shareKeyOf = (caller: TemplateCaller | undefined): string | undefined => (caller === undefined || caller === 'service' ? undefined : caller.subject);
 
 type Waiting = { key: string | undefined; start: () => void };
 

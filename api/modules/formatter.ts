@@ -20,10 +20,12 @@ import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
 
 const tags = ['formatter'];
-/** What the routes that evaluate templates say about a caller's share of the template threads. */
+/** What the routes that evaluate templates say about a caller's share of the template threads (and
+ * of the PDF pages and LibreOffice, for documents). */
 const SHARE =
-  'A caller (the token\'s subject) may have at most TEMPLATE_JOBS_PER_CALLER (2) template evaluations waiting or running at once: ' +
-  'beyond, 429 `FORMATTER.TOO_MANY_RENDERS_OF_CALLER` with `Retry-After`; a full template queue is a 503 `FORMATTER.RENDERER_BUSY` with `Retry-After`.';
+  'A caller (the token\'s subject) may have at most TEMPLATE_JOBS_PER_CALLER (2) template evaluations waiting or running at once, and as many ' +
+  'PDF renders and as many office conversions: beyond, 429 `FORMATTER.TOO_MANY_RENDERS_OF_CALLER` with `Retry-After`; a full queue is a 503 ' +
+  '`FORMATTER.RENDERER_BUSY` with `Retry-After`.';
 /** The largest template text a preview takes (as a stored template's content). */
 export const MAX_TEMPLATE_CHARS = 500_000;
 

@@ -8,7 +8,10 @@
 // A URL outside the file is allowed only as a hyperlink (a hyperlink relationship, a HYPERLINK
 // field, an ODF text:a or draw:a) to http:, https: or mailto:: a reader's suite follows it only
 // when the reader clicks it. The XML is scanned, not parsed: any prefix stands for a namespace, and
-// something that only looks like one of these (in a comment) is refused too, never missed.
+// something that only looks like one of these (in a comment) is refused too, never missed. It is
+// scanned as a reader reads it: every part that is XML, whatever its name (a suite goes by content
+// type), in UTF-16 as well as UTF-8, and with the text that comments and processing instructions
+// interrupt joined and CDATA sections read as text (`INCLUDEPIC<!-- -->TURE` is INCLUDEPICTURE).
 
 import type PizZip from 'pizzip';
 
@@ -175,15 +178,55 @@ function odfPartProblems(xml: string): string[] {
   return problems;
 }
 
+/** A part's text as an XML reader decodes it (XML 1.0, appendix F): UTF-16 by its byte order mark
+ * or by the two bytes of its first `<`, else UTF-8; undefined for a part that is no XML (an image). */
+function xmlTextOf(bytes: Uint8Array): string | undefined {
+  const [first, second] = bytes;
+  const utf16le = (first === 0xff && second === 0xfe) || (first === 0x3c && second === 0);
+  const utf16be = (first === 0xfe && second === 0xff) || (first === 0 && second === 0x3c);
+  const decoder = new TextDecoder(utf16le ? 'utf-16le' : utf16be ? 'utf-16be' : 'utf-8');
+  // An image is not decoded whole to find that out.
+  return /^\s*</.test(decoder.decode(bytes.subarray(0, 64))) ? decoder.decode(bytes) : undefined;
+}
+
+/** What a reader sets aside from the text between tags: the text around a comment or a processing
+ * instruction is one text to it, and a CDATA section is text (`true`: kept, escaped). */
+const ASIDES: readonly (readonly [string, string, boolean])[] = [
+  ['<!--', '-->', false],
+  ['<?', '?>', false],
+  ['<![CDATA[', ']]>', true],
+];
+const escaped = (text: string): string => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+
+/** The markup as a reader gives it: comments and processing instructions dropped, CDATA sections as
+ * escaped text. One pass with indexOf (an unclosed one ends the text), so it stays linear. */
+function asRead(xml: string): string {
+  const parts: string[] = [];
+  let at = 0;
+  for (let open = xml.indexOf('<'); open >= 0; open = xml.indexOf('<', open + 1)) {
+    const aside = ASIDES.find(([start]) => xml.startsWith(start, open));
+    if (aside === undefined) continue;
+    const [start, end, kept] = aside;
+    const close = xml.indexOf(end, open + start.length);
+    parts.push(xml.slice(at, open), kept ? escaped(xml.slice(open + start.length, close < 0 ? xml.length : close)) : '');
+    at = close < 0 ? xml.length : close + end.length;
+    open = at - 1;
+  }
+  parts.push(xml.slice(at));
+  return parts.join('');
+}
+
 /** Where an office file (a DOCX, XLSX, ODT or ODS, opened) refers to anything outside it, as
  * `part: what` lines. Embedded objects (a chart's workbook, an OLE object) are not looked into:
  * a reader's suite opens them only when the reader activates them. */
 export function externalReferencesOf(zip: PizZip, odf: boolean): string[] {
   return Object.values(zip.files).flatMap((file) => {
-    if (file.dir || !/\.(xml|rels|vml)$/i.test(file.name)) return [];
-    const xml = file.asText();
+    const xml = file.dir ? undefined : xmlTextOf(file.asUint8Array());
+    if (xml === undefined) return [];
     const doctype = doctypeProblem(xml);
-    const found = [...(doctype === undefined ? [] : [doctype]), ...(odf ? odfPartProblems(xml) : /\.rels$/i.test(file.name) ? relationshipProblems(xml) : ooxmlPartProblems(xml))];
+    const problems = odf ? odfPartProblems : /\.rels$/i.test(file.name) ? relationshipProblems : ooxmlPartProblems;
+    // As written (a reference only in a comment is refused too) and as read.
+    const found = [...new Set([...(doctype === undefined ? [] : [doctype]), ...problems(xml), ...problems(asRead(xml))])];
     if (!odf && LINKING_PARTS.test(file.name)) found.push('links the workbook to other workbooks or data sources');
     return found.map((problem) => `${file.name}: ${problem}`);
   });

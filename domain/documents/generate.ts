@@ -61,7 +61,7 @@ async function fromText(template: TemplateVersion, data: unknown, format: Docume
   if (format === 'html') return new TextEncoder().encode(text);
   if (format === 'pdf') {
     if (renderers.pdf === undefined) throw rendererUnavailable('PDF', PDF_HINT);
-    return reproduciblePdf(await renderers.pdf.pdf(text, paperOf(template.documentSize)), versionDate(template));
+    return reproduciblePdf(await renderers.pdf.pdf(text, paperOf(template.documentSize), caller), versionDate(template));
   }
   const from: OfficeInput = SPREADSHEETS.has(format) ? 'html-table' : 'html-text';
   return office(renderers).convert(new TextEncoder().encode(text), from, format, { date: versionDate(template), ...officePaper(template), caller });
@@ -95,10 +95,10 @@ async function fromFile(template: TemplateVersion, data: unknown, format: Docume
     throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes text documents`, ['format: one of pdf, docx, doc, odt']);
   }
   // docxtemplater fills DOCX; an ODT goes through DOCX and back.
-  const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx', { date });
+  const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx', { date, caller });
   const filled = await runner(renderers).file({ kind: 'docx', bytes: docx, data, date: date.toISOString() }, caller);
   if (format === 'docx') return filled;
-  const converted = await office(renderers).convert(filled, 'docx', format, { date, ...officePaper(template) });
+  const converted = await office(renderers).convert(filled, 'docx', format, { date, ...officePaper(template), caller });
   return format === 'pdf' ? reproduciblePdf(converted, date) : converted;
 }
 
@@ -108,9 +108,9 @@ async function fromSpreadsheet(template: TemplateVersion, bytes: Uint8Array, kin
     throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes spreadsheets`, ['format: one of xlsx, xls, ods, pdf']);
   }
   const date = versionDate(template);
-  const xlsx = kind === 'xlsx' ? bytes : await office(renderers).convert(bytes, kind, 'xlsx', { date });
+  const xlsx = kind === 'xlsx' ? bytes : await office(renderers).convert(bytes, kind, 'xlsx', { date, caller });
   const filled = await runner(renderers).file({ kind: 'xlsx', bytes: xlsx, data, date: date.toISOString(), key: template.id, version: template.auditInfo.version }, caller);
   if (format === 'xlsx') return filled;
-  const converted = await office(renderers).convert(filled, 'xlsx', format, { date, ...officePaper(template) });
+  const converted = await office(renderers).convert(filled, 'xlsx', format, { date, ...officePaper(template), caller });
   return format === 'pdf' ? reproduciblePdf(converted, date) : converted;
 }

@@ -1,7 +1,8 @@
 // PDF from HTML through Chromium (puppeteer-core): one browser, its pages reused, JavaScript off,
 // every request but `data:` URLs aborted (and a dead proxy behind that, for anything that would get
 // past it), a time limit per render, the browser recycled after N renders or a crash, and a bounded
-// queue in front (infra/renderQueue.ts). Launched on the first PDF, not at start.
+// queue in front (infra/renderQueue.ts) where each caller has a share. Launched on the first PDF,
+// not at start.
 
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
@@ -9,8 +10,8 @@ import path from 'node:path';
 import puppeteer, { type Browser, type HTTPRequest, type Page } from 'puppeteer-core';
 import { rendererUnavailable, renderTimedOut } from '../../domain/documents/documents.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import type { Paper, PdfRenderer } from '../../domain/ports.ts';
-import { RenderQueue, withTimeout } from '../renderQueue.ts';
+import type { Paper, PdfRenderer, TemplateCaller } from '../../domain/ports.ts';
+import { callerShares, RenderQueue, shareKeyOf, withTimeout } from '../renderQueue.ts';
 
 export type ChromiumOptions = {
   /** CHROME_PATH: a Chromium or Chrome executable; else one on PATH, else @sparticuz/chromium's. */
@@ -23,6 +24,9 @@ export type ChromiumOptions = {
   timeoutMs?: number;
   /** Renders after which the browser is replaced by a fresh one (default 500). */
   recycleAfter?: number;
+  /** Renders one caller may have waiting or running (default 2; 429 beyond), on all pages but one:
+   * a render that runs to the time limit cannot be taken back, so another caller always has a page. */
+  jobsPerCaller?: number;
   logger?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
 };
 
@@ -99,15 +103,15 @@ export class ChromiumPdfRenderer implements PdfRenderer {
   launches = 0;
 
   constructor(options: ChromiumOptions = {}) {
-    this.#options = { pages: 2, queueLimit: 32, timeoutMs: 15_000, recycleAfter: 500, ...options };
-    this.#queue = new RenderQueue({ slots: this.#options.pages, queueLimit: this.#options.queueLimit, what: 'PDF' });
+    this.#options = { pages: 2, queueLimit: 32, timeoutMs: 15_000, recycleAfter: 500, jobsPerCaller: 2, ...options };
+    this.#queue = new RenderQueue({ slots: this.#options.pages, queueLimit: this.#options.queueLimit, what: 'PDF', shares: callerShares('PDF', this.#options.jobsPerCaller) });
   }
 
   get queue(): RenderQueue {
     return this.#queue;
   }
 
-  async pdf(html: string, paper: Paper): Promise<Uint8Array> {
+  async pdf(html: string, paper: Paper, caller?: TemplateCaller): Promise<Uint8Array> {
     return this.#queue.run(async () => {
       try {
         return await this.#render(html, paper);
@@ -121,7 +125,7 @@ export class ChromiumPdfRenderer implements PdfRenderer {
         if (error instanceof BrowserGone) throw new DomainError('FORMATTER.RENDERER_CRASHED', 'SERVICE_UNAVAILABLE', 'The PDF renderer crashed twice on this document', [], { retryAfterSeconds: 1 });
         throw error;
       }
-    });
+    }, shareKeyOf(caller));
   }
 
   /** The process of the browser in use, if one runs (for tests that crash it). */

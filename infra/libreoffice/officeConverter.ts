@@ -18,7 +18,7 @@ import { rendererUnavailable, renderTimedOut } from '../../domain/documents/docu
 import { redateZip } from '../../domain/documents/fileTemplates.ts';
 import type { OfficeConverter, OfficeFormat, OfficeInput, Paper, TemplateCaller } from '../../domain/ports.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import { RenderQueue, withTimeout } from '../renderQueue.ts';
+import { callerShares, RenderQueue, shareKeyOf, withTimeout } from '../renderQueue.ts';
 import { offlineHtml } from './offlineHtml.ts';
 
 export const OFFICE_INSTALL_HINT =
@@ -94,6 +94,9 @@ export type LibreOfficeOptions = {
   queueLimit?: number;
   timeoutMs?: number;
   recycleAfter?: number;
+  /** Conversions one caller may have waiting or running (default 2; 429 beyond): one caller's
+   * documents that run to the time limit hold the one process for that many of them at most. */
+  jobsPerCaller?: number;
   logger?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
   /** Cleans HTML before LibreOffice imports it, as the conversion's caller's work; default
    * offlineHtml on this thread (the service runs it in a template worker: parse5 over a large text
@@ -102,7 +105,7 @@ export type LibreOfficeOptions = {
 };
 
 export class LibreOfficeConverter implements OfficeConverter {
-  readonly #options: Required<Pick<LibreOfficeOptions, 'queueLimit' | 'timeoutMs' | 'recycleAfter'>> & LibreOfficeOptions;
+  readonly #options: Required<Pick<LibreOfficeOptions, 'queueLimit' | 'timeoutMs' | 'recycleAfter' | 'jobsPerCaller'>> & LibreOfficeOptions;
   /** One document at a time: one soffice renders one document at a time anyway. */
   readonly #queue: RenderQueue;
   readonly #work = mkdtempSync(path.join(tmpdir(), 'admin-office-'));
@@ -112,8 +115,8 @@ export class LibreOfficeConverter implements OfficeConverter {
   starts = 0;
 
   constructor(options: LibreOfficeOptions = {}) {
-    this.#options = { queueLimit: 32, timeoutMs: 30_000, recycleAfter: 200, ...options };
-    this.#queue = new RenderQueue({ slots: 1, queueLimit: this.#options.queueLimit, what: 'office' });
+    this.#options = { queueLimit: 32, timeoutMs: 30_000, recycleAfter: 200, jobsPerCaller: 2, ...options };
+    this.#queue = new RenderQueue({ slots: 1, queueLimit: this.#options.queueLimit, what: 'office', shares: callerShares('office', this.#options.jobsPerCaller) });
   }
 
   async convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options: { date?: Date; paper?: Paper; caller?: TemplateCaller } = {}): Promise<Uint8Array> {
@@ -124,7 +127,7 @@ export class LibreOfficeConverter implements OfficeConverter {
     }
     const clean = this.#options.offlineHtml ?? ((html: string) => Promise.resolve(offlineHtml(html)));
     const bytes = from.startsWith('html') ? new TextEncoder().encode(await clean(new TextDecoder().decode(input), options.caller)) : input;
-    return this.#queue.run(() => this.#convert(bytes, source, filter, to, options));
+    return this.#queue.run(() => this.#convert(bytes, source, filter, to, options), shareKeyOf(options.caller));
   }
 
   async #convert(bytes: Uint8Array, source: { extension: string; filter?: string }, filter: string, to: OfficeFormat, options: { date?: Date; paper?: Paper }): Promise<Uint8Array> {

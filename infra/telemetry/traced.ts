@@ -91,7 +91,7 @@ export function tracedDocumentRenderers(documents: DocumentRenderers): DocumentR
         }),
     ...(pdf === undefined
       ? {}
-      : { pdf: { pdf: (html, paper) => inSpan('render.pdf', { 'render.paper': paper.name, 'render.landscape': paper.landscape }, () => pdf.pdf(html, paper), SpanKind.INTERNAL), close: () => pdf.close() } }),
+      : { pdf: { pdf: (html, paper, caller) => inSpan('render.pdf', { 'render.paper': paper.name, 'render.landscape': paper.landscape }, () => pdf.pdf(html, paper, caller), SpanKind.INTERNAL), close: () => pdf.close() } }),
     ...(office === undefined
       ? {}
       : {

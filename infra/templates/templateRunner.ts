@@ -11,11 +11,11 @@
 // lane, which no caller's job, however many callers send them, can delay.
 
 import { Worker } from 'node:worker_threads';
-import { callerBusy, documentTooLarge, rendererUnavailable } from '../../domain/documents/documents.ts';
+import { documentTooLarge, rendererUnavailable } from '../../domain/documents/documents.ts';
 import type { TemplateCaller, TemplateJob, TemplateRunner } from '../../domain/ports.ts';
 import type { WorkerJob } from './worker.ts';
 import { DomainError, type StatusName } from '../../domain/shared/errors.ts';
-import { RenderQueue, withTimeout } from '../renderQueue.ts';
+import { callerShares, RenderQueue, shareKeyOf, withTimeout } from '../renderQueue.ts';
 
 export type TemplateRunnerOptions = {
   /** Threads of the interactive lane (default 2; with 1, one caller can hold it). */
@@ -48,7 +48,7 @@ export class WorkerTemplateRunner implements TemplateRunner {
   constructor(options: TemplateRunnerOptions = {}) {
     const o = { threads: 2, serviceThreads: 1, queueLimit: 64, jobsPerCaller: 2, timeoutMs: 5000, memoryMb: 512, ...options };
     const limits = { timeoutMs: o.timeoutMs, memoryMb: o.memoryMb };
-    const shares = { jobs: o.jobsPerCaller, refused: (retryAfterSeconds: number) => callerBusy('template', o.jobsPerCaller, 'TEMPLATE_JOBS_PER_CALLER', retryAfterSeconds) };
+    const shares = callerShares('template', o.jobsPerCaller);
     this.#interactive = new WorkerLane(o.threads, new RenderQueue({ slots: o.threads, queueLimit: o.queueLimit, what: 'template', shares }), limits);
     this.#service = new WorkerLane(o.serviceThreads, new RenderQueue({ slots: o.serviceThreads, queueLimit: o.queueLimit, what: 'template' }), limits);
   }
@@ -73,7 +73,7 @@ export class WorkerTemplateRunner implements TemplateRunner {
   }
 
   #run(job: WorkerJob, caller: TemplateCaller | undefined): Promise<string | Uint8Array> {
-    return caller === 'service' ? this.#service.run(job) : this.#interactive.run(job, caller?.subject);
+    return caller === 'service' ? this.#service.run(job) : this.#interactive.run(job, shareKeyOf(caller));
   }
 
   async close(): Promise<void> {

@@ -101,6 +101,21 @@ describe('a malformed body', () => {
     expect(res.json<ErrorBody>().message).toMatch(/^Malformed JSON/);
   });
 
+  it('says what the parser found and where, never the text (a body may hold a password)', async () => {
+    const cases = [
+      ['{"code":"x","registry":{},}', 'Expected double-quoted property name at position 26 (line 1 column 27)'],
+      ['{"code" "x"}', "Expected ':' after property name at position 8 (line 1 column 9)"],
+      ['{"password":"s3cret\\q"}', 'Bad escaped character at position 20 (line 1 column 21)'],
+      ['{"password":"s3cret', 'Unterminated string at position 19 (line 1 column 20)'],
+    ];
+    for (const [text, problem] of cases) {
+      const res = await t.call({ method: 'POST', url: base, headers: { 'content-type': 'application/json' }, payload: text });
+      expect(res.statusCode, text).toBe(400);
+      expect(res.json<ErrorBody>(), text).toMatchObject({ code: 'HTTP.BAD_REQUEST', message: `Malformed JSON: ${problem}` });
+      expect(res.body).not.toContain('s3cret');
+    }
+  });
+
   it('still answers for too deep nesting first', async () => {
     const res = await t.call({ method: 'POST', url: base, payload: bodyText(uniqueCode(), `{"d":${'['.repeat(40)}${']'.repeat(40)}}`) });
     expect(res.statusCode).toBe(400);

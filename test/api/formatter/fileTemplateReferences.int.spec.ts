@@ -32,7 +32,7 @@ async function refused(bytes: Uint8Array, ...lines: (string | RegExp)[]): Promis
 }
 
 /** A zip with these parts replaced or added. */
-function withParts(bytes: Uint8Array, parts: Record<string, string>): Uint8Array {
+function withParts(bytes: Uint8Array, parts: Record<string, string | Uint8Array>): Uint8Array {
   const zip = new PizZip(bytes);
   for (const [name, text] of Object.entries(parts)) zip.file(name, text);
   return zip.generate({ type: 'uint8array', compression: 'DEFLATE' });
@@ -104,6 +104,25 @@ describe('DOCX templates with external references', () => {
     expect(made.statusCode, made.body).toBe(200);
     expect(partText(made.rawPayload, 'word/document.xml')).toContain('Dear Ada');
     expect(new PizZip(made.rawPayload).file('word/_rels/document.xml.rels')?.asText()).toContain('Target="https://example.com/"');
+  });
+
+  it('are refused however a part is encoded or named, and whatever comments, CDATA or processing instructions split a field', async () => {
+    // An XML reader takes UTF-16 by its byte order mark or by the bytes of its first `<` (LibreOffice
+    // fetched this linked image, as a recipient's suite would, when its relationships were UTF-16).
+    const utf16 = (xml: string, bom: boolean) => Buffer.concat([Buffer.from(bom ? [0xff, 0xfe] : []), Buffer.from(xml.replace('encoding="UTF-8"', 'encoding="UTF-16"'), 'utf16le')]);
+    const linked = rels(`<Relationship Id="rIdWeb" Type="${REL}/image" Target="http://127.0.0.1:9/linked.png" TargetMode="External"/>`);
+    for (const bom of [true, false]) {
+      await refused(withParts(docxOf(para('x') + linkedImage('rIdWeb')), { 'word/_rels/document.xml.rels': utf16(linked, bom) }), 'content: word/_rels/document.xml.rels: external target "http://127.0.0.1:9/linked.png" (relationship rIdWeb, image)');
+    }
+    const big = Buffer.from(linked.replace('encoding="UTF-8"', 'encoding="UTF-16"'), 'utf16le').swap16();
+    await refused(withParts(docxOf(para('x') + linkedImage('rIdWeb')), { 'word/_rels/document.xml.rels': big }), /external target "http:\/\/127.0.0.1:9\/linked.png"/);
+    // A reader joins the text around a comment or a processing instruction, and reads a CDATA section as text.
+    for (const instruction of ['INCLUDEPIC<!-- -->TURE "http://127.0.0.1:9/p.png"', 'INCLUDEPIC<?x y?>TURE "http://127.0.0.1:9/p.png"', '<![CDATA[INCLUDEPICTURE "http://127.0.0.1:9/p.png"]]>']) {
+      await refused(docxOf(para('x') + field(instruction)), 'content: word/document.xml: field "INCLUDEPICTURE \\"http://127.0.0.1:9/p.png\\"" reads from outside the document');
+    }
+    // A suite reads a part by its content type, whatever its name.
+    const header = `<?xml version="1.0"?><w:hdr xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">${field('INCLUDETEXT "http://127.0.0.1:9/h"')}</w:hdr>`;
+    await refused(withParts(docxOf(para('x')), { 'word/header1.bin': header }), /^content: word\/header1.bin: field "INCLUDETEXT/);
   });
 
   it('refuses a hyperlink relationship to a local file or a share', async () => {

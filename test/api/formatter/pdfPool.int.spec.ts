@@ -1,12 +1,14 @@
-// The PDF renderer under pressure, over real HTTP: 200 concurrent requests against a pool of 2
-// pages get 200s or 503s with Retry-After (never a 500, never a hung request); a render past its
+// The PDF renderer under pressure, over real HTTP: 200 concurrent requests of 200 callers against a
+// pool of 2 pages get 200s or 503s with Retry-After (never a 500, never a hung request; one caller's
+// share of the pages is documentShares.int.spec.ts's); a render past its
 // time limit is a 503 and the next one succeeds; a killed browser is replaced and the next render
 // succeeds.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signHs256 } from '../../../api/auth.ts';
 import { ChromiumPdfRenderer } from '../../../infra/chromium/pdfRenderer.ts';
 import { readPdf } from '../../support/pdf.ts';
-import { startTestApp, type TestApp } from '../../support/testApp.ts';
+import { startTestApp, TEST_SECRET, type TestApp } from '../../support/testApp.ts';
 
 let t: TestApp;
 let base: string;
@@ -25,17 +27,18 @@ afterAll(async () => {
   await t.close();
 });
 
-const render = (code: string, data: unknown) =>
+const render = (code: string, data: unknown, token = t.tokens.viewer) =>
   fetch(`${base}/api/v1/formatter/documents/${code}?format=pdf`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${t.tokens.viewer}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify(data),
     signal: AbortSignal.timeout(60_000),
   });
 
 describe('the PDF pool', () => {
-  it('answers 200 concurrent requests with 200 or 503 + Retry-After, never a 500 or a hang', async () => {
-    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => render('TWO_PAGES', { title: `doc ${String(i)}`, body: 'lorem ipsum' })));
+  it('answers 200 concurrent requests of 200 callers with 200 or 503 + Retry-After, never a 500 or a hang', async () => {
+    const viewers = await Promise.all(Array.from({ length: 200 }, (_, i) => signHs256(TEST_SECRET, { sub: `viewer-${String(i)}`, roles: ['viewer'] })));
+    const answers = await Promise.all(viewers.map((token, i) => render('TWO_PAGES', { title: `doc ${String(i)}`, body: 'lorem ipsum' }, token)));
     const statuses = new Map<number, number>();
     for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
     expect([...statuses.keys()].sort()).toEqual(expect.arrayContaining([200]));
