@@ -64,6 +64,7 @@ const ERROR_TEXT: Record<string, string> = {
   '412': 'If-Match names a version that is not the current one',
   '413': 'Body or record over its limit (request bodies: BODY_LIMIT_BYTES; a record: 512 KiB of JSON)',
   '415': 'Not application/json',
+  '431': 'The request line and headers together are over 16 KiB (a query string that long included)',
   '503': 'A store is unavailable, or `minPosition` was not reached in time',
 };
 
@@ -107,6 +108,8 @@ function describe(method: string, path: string, op: Operation): void {
   addError(op, '400');
   addError(op, '401');
   addError(op, '403');
+  // Node's parser refuses any request whose line and headers pass its limit, before any route.
+  addError(op, '431');
   if (op.requestBody !== undefined) for (const status of ['413', '415']) addError(op, status);
   if (create || change) describeWrite(method, op, change);
   else if (method === 'get' && (record || /\/(by-code\/\{code\}|versions\/\{version\})$/.test(path))) addHeaders(op, ['ETag']);
