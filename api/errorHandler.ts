@@ -7,6 +7,7 @@ import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, Fast
 import { z } from 'zod';
 import { DomainError, HttpStatus, malformedUuid, type StatusName } from '../domain/shared/errors.ts';
 import { issueLines, issuePath } from '../domain/shared/validation.ts';
+import { routeTable } from './methodNotAllowed.ts';
 import { traceIdOf } from './requestContext.ts';
 
 export const ErrorBodySchema = z
@@ -85,7 +86,20 @@ export function errorBody(error: DomainError, traceId: string, now: Date): Error
 }
 
 export function installErrorHandling(app: FastifyInstance, now: () => Date): void {
+  const routes = routeTable(app);
+  const methodsOf = routes.methodsOf.bind(routes);
+  app.addHook('onRequest', (request, reply, done) => {
+    // Answered here, the request goes no further (a callback hook that replies calls no done).
+    if (routes.shadowed(request)) answerNoRoute(request, reply, methodsOf, now);
+    else done();
+  });
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    // No route took the request: what is wrong is the route, whatever its body (fastify refuses a
+    // QUERY without Content-Type before the not-found handler runs).
+    if (request.is404) {
+      answerNoRoute(request, reply, methodsOf, now);
+      return;
+    }
     const domain = toDomainError(error);
     if (domain.retryAfterSeconds !== undefined) {
       // Overload is expected and says when to come back; it is not a failure of the service.
@@ -95,10 +109,21 @@ export function installErrorHandling(app: FastifyInstance, now: () => Date): voi
     void reply.code(domain.httpStatus).type('application/json').send(errorBody(domain, request.traceId, now()));
   });
   app.setNotFoundHandler((request, reply) => {
-    // The path is not repeated: the caller has it, and an error body is no place to reflect input.
-    const e = new DomainError('HTTP.NOT_FOUND', 'NOT_FOUND', `No such route for ${request.method}: the routes are listed in /openapi.json`);
-    void reply.code(404).send(errorBody(e, request.traceId, now()));
+    answerNoRoute(request, reply, methodsOf, now);
   });
+}
+
+function answerNoRoute(request: FastifyRequest, reply: FastifyReply, methodsOf: (url: string) => string[], now: () => Date): void {
+  const allowed = methodsOf(request.url);
+  if (allowed.length > 0) {
+    // RFC 9110: a path that exists answers 405 naming the methods it has, not 404.
+    const e = new DomainError('HTTP.METHOD_NOT_ALLOWED', 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this path: it has ${allowed.join(', ')}`);
+    void reply.code(405).header('allow', allowed.join(', ')).type('application/json').send(errorBody(e, request.traceId, now()));
+    return;
+  }
+  // The path is not repeated: the caller has it, and an error body is no place to reflect input.
+  const e = new DomainError('HTTP.NOT_FOUND', 'NOT_FOUND', `No such route for ${request.method}: the routes are listed in /openapi.json`);
+  void reply.code(404).type('application/json').send(errorBody(e, request.traceId, now()));
 }
 
 /** Fastify's messages for these carry the whole URL, which an answer must not echo back. */

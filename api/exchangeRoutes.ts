@@ -15,6 +15,7 @@ import type { ResourceService } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import {
   checkCompareField,
+  compareFields,
   diffAgainst,
   exportObjectSchema,
   ExportRequestSchema,
@@ -75,7 +76,9 @@ export const DEFAULT_EXCHANGE: ExchangeSettings = {
 
 export const exchangeSettings = (deps: Pick<AppDeps, 'exchange'>): ExchangeSettings => ({ ...DEFAULT_EXCHANGE, ...deps.exchange });
 
-const compareFieldQuery = z.string().min(1).max(255).optional().meta({ description: 'the field records are matched by: id (default), code, or another field unique on both sides' });
+/** Checked by checkCompareField (its 400 names the fields); documented as their list. */
+const compareFieldQuery = (def: ResourceDefinition) =>
+  z.string().min(1).max(255).optional().meta({ enum: compareFields(def), description: 'the field records are matched by: id (default), code, or another field unique on both sides' });
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 const allowMassRemoveQuery = bool.default(false).meta({ description: 'true: apply however many records the diff deletes (see MASS_REMOVE_PERCENT)' });
 
@@ -156,7 +159,8 @@ function exportRoute(kit: RouteKit): void {
           'keyset page at a time, so any number of records exports in constant memory; should the read model fail midway the answer ' +
           'ends early and is not valid JSON. `?minPosition=` waits until the read model reflects a write.',
         querystring: z.strictObject({ minPosition: position.optional() }),
-        body: ExportRequestSchema,
+        // The resource's own compare fields in the document (the shared schema cannot list them).
+        body: ExportRequestSchema.extend({ compareField: compareFieldQuery(def) }),
         response: { 200: exportObjectSchema(def, record), ...errors(400) },
       },
     },
@@ -220,7 +224,7 @@ function exportDiffRoute(kit: RouteKit, limits: ExchangeSettings): void {
         tags,
         summary: `Compare an export of ${def.name} records with the records here`,
         description: `${DIFF_DESCRIPTION} Each item of \`data\` must be a valid ${def.name} record (400 naming \`data[i]\` otherwise).`,
-        querystring: z.strictObject({ compareField: compareFieldQuery, minPosition: position.optional() }),
+        querystring: z.strictObject({ compareField: compareFieldQuery(def), minPosition: position.optional() }),
         body: exportObjectSchema(def),
         response: { 200: z.array(diffEntrySchema(def, record)), ...errors(400, 413) },
       },
@@ -233,13 +237,26 @@ function exportDiffRoute(kit: RouteKit, limits: ExchangeSettings): void {
   );
 }
 
+/** The parts of an import's form read at most: its one file, and a few fields beside it. */
+const IMPORT_FORM = { files: 1, fields: 10, parts: 11 } as const;
+
 const tooBig = (limits: ExchangeSettings) => tooLarge('IMPORT', 'The file', limits.importFileMaxBytes + 1, limits.importFileMaxBytes);
 
-/** An error of reading the form: 413 for a file over the limit; the form's own limits (parts,
- * files: 413) keep their status; the parser's other errors are the form's fault. */
+/** The form's own limits, which its parser answers 413: a form of more parts than an import reads
+ * is malformed, whatever its size. */
+const FORM_LIMITS: Readonly<Record<string, string>> = {
+  FST_FILES_LIMIT: 'one file, `file`',
+  FST_FIELDS_LIMIT: `at most ${String(IMPORT_FORM.fields)} other fields (read and dropped)`,
+  FST_PARTS_LIMIT: `at most ${String(IMPORT_FORM.parts)} parts`,
+};
+
+/** An error of reading the form: 413 for a file over the limit, 400 for a form over its part
+ * limits; the parser's other errors are the form's fault. */
 function importError(error: unknown, limits: ExchangeSettings): unknown {
   const { code, statusCode } = error as { code?: string; statusCode?: number };
   if (code === 'FST_REQ_FILE_TOO_LARGE') return tooBig(limits);
+  const limit = code === undefined ? undefined : FORM_LIMITS[code];
+  if (limit !== undefined) return validationFailed('An import form holds the field `file` and little else', [`(form): ${limit}`]);
   if (isDomainError(error) || (typeof statusCode === 'number' && statusCode < 500)) return error;
   return validationFailed(`Malformed multipart/form-data: ${error instanceof Error ? error.message.slice(0, 200) : 'unreadable'}`, ['file: a multipart/form-data body (lines end with CRLF)']);
 }
@@ -349,8 +366,9 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
           `(\`data[i].field\`). The answer is its diff: ${DIFF_DESCRIPTION} With save=true the diff is applied as by diff/apply, and an entry ` +
           `that failed carries \`error\`. ${MASS_REMOVE_TEXT(limits)} ${JOB_TEXT(limits)}`,
         consumes: ['multipart/form-data'],
-        querystring: z.strictObject({ save: bool.default(false), compareField: compareFieldQuery, allowMassRemove: allowMassRemoveQuery }),
-        body: z.object({ file: z.unknown().meta({ type: 'string', format: 'binary', description: 'the export object as JSON' }) }).nullish(),
+        querystring: z.strictObject({ save: bool.default(false), compareField: compareFieldQuery(def), allowMassRemove: allowMassRemoveQuery }),
+        // Read as it arrives by importedDiff (multipart: fastify validates no body); documented as sent.
+        body: z.unknown().meta({ type: 'object', properties: { file: { type: 'string', format: 'binary', description: 'the export object as JSON' } }, required: ['file'] }),
         response: { 200: z.array(diffEntrySchema(def, record)), 202: JobAckSchema, ...errors(400, 413) },
       },
     },
@@ -429,7 +447,7 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
           'with other fields is 409 DIFF.ALREADY_EXISTS for that entry. An entry naming a record the caller may not read answers what the ' +
           'plain create, replace or delete of it would answer that caller (a create: 409 for its taken id or code; a replace or delete: 404 ' +
           `naming what the entry named), never with the record. ${MASS_REMOVE_TEXT(limits)} ${JOB_TEXT(limits)}`,
-        querystring: z.strictObject({ compareField: compareFieldQuery, allowMassRemove: allowMassRemoveQuery }),
+        querystring: z.strictObject({ compareField: compareFieldQuery(def), allowMassRemove: allowMassRemoveQuery }),
         body: z.array(diffEntryInput),
         response: { 200: z.array(z.union([record, DiffEntryFailureSchema])), 202: JobAckSchema, ...errors(400, 413) },
       },
@@ -454,7 +472,7 @@ export function exchangeRoutes(kit: RouteKit): void {
   // at most IMPORT_FILE_MAX_BYTES (413 beyond).
   if (kit.offers('import')) {
     void kit.app.register(async (scope) => {
-      await scope.register(fastifyMultipart, { limits: { fileSize: limits.importFileMaxBytes, files: 1, fields: 10, parts: 11 } });
+      await scope.register(fastifyMultipart, { limits: { fileSize: limits.importFileMaxBytes, ...IMPORT_FORM } });
       importRoute({ ...kit, app: scope, r: scope.withTypeProvider<ZodTypeProvider>() }, limits);
     });
   }

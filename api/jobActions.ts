@@ -19,7 +19,7 @@ import { ErrorBodySchema, errorBody } from './errorHandler.ts';
 import { zodRoutes, type AppDeps } from './module.ts';
 import { commandContext } from './requestContext.ts';
 import { errors } from './resourceRoutes.ts';
-import { JobAckSchema } from './schemas.ts';
+import { idOnly, JobAckSchema } from './schemas.ts';
 import { serviceOf } from './services.ts';
 
 /** Failed steps listed in a failed job's error body. */
@@ -99,7 +99,7 @@ const JobStateSchema = z
   });
 type JobState = z.infer<typeof JobStateSchema>;
 
-const idParams = z.strictObject({ id: z.string().max(255) });
+const idParams = z.strictObject({ id: idOnly() });
 
 /** A path's id: a UUID, else the contract's 400. */
 function uuidParam(id: string): string {

@@ -1,9 +1,9 @@
 // What every route shares at the protocol level, added to the OpenAPI document once instead of in
 // each route's schema: the headers the service reads (Idempotency-Key, If-Match, X-Request-Id,
 // X-Correlation-Id) and answers (ETag, Location, X-Event-Position, the echoed ids), and the errors
-// any route can answer (401 and 403 behind a token; 400, 413 and 415 with a body; 412 with
-// If-Match; 503 where a read waits for a read model). A client generated from the document then
-// knows everything the server does.
+// any route can answer (400 for a malformed header, parameter or body; 401 and 403 behind a token;
+// 413 and 415 with a body; 412 with If-Match; 503 where a read waits for a read model). A client
+// generated from the document then knows everything the server does.
 
 type Json = Record<string, unknown>;
 type Operation = { parameters?: Json[]; responses?: Record<string, Json>; requestBody?: unknown; security?: unknown[] };
@@ -27,7 +27,7 @@ const parameters: Json = {
     in: 'header',
     required: false,
     description: 'The version (`auditInfo.version`, as in the ETag) the write applies to; another current version answers 412. `*` or absent: the latest.',
-    schema: { type: 'string', examples: ['"3"'] },
+    schema: { type: 'string', pattern: '^\\s*(\\*|(W/)?"?[0-9]{1,15}"?)\\s*$', examples: ['"3"'] },
   },
   RequestId: {
     name: 'X-Request-Id',
@@ -60,9 +60,11 @@ const ERROR_TEXT: Record<string, string> = {
   '400': 'Malformed request: the error body names each violated field',
   '401': 'No or invalid bearer token',
   '403': 'The token\'s roles do not allow this',
+  '409': 'A conflict: a unique value taken, the record still referred to, a move its state forbids, or the Idempotency-Key used for another request',
   '412': 'If-Match names a version that is not the current one',
   '413': 'Body or record over its limit (request bodies: BODY_LIMIT_BYTES; a record: 512 KiB of JSON)',
   '415': 'Not application/json',
+  '431': 'The request line and headers together are over 16 KiB (a query string that long included)',
   '503': 'A store is unavailable, or `minPosition` was not reached in time',
 };
 
@@ -91,6 +93,7 @@ function describeWrite(method: string, op: Operation, change: boolean): void {
   addParameters(op, change ? ['IdempotencyKey', 'IfMatch'] : ['IdempotencyKey']);
   addHeaders(op, !change ? ['Location', 'ETag', 'EventPosition'] : method === 'delete' ? ['EventPosition'] : ['ETag', 'EventPosition']);
   addError(op, '503');
+  addError(op, '409');
   if (change) addError(op, '412');
 }
 
@@ -101,9 +104,13 @@ function describe(method: string, path: string, op: Operation): void {
   const change = ['put', 'patch', 'delete'].includes(method) && record;
   addParameters(op, ['RequestId', 'CorrelationId']);
   addHeaders(op, ['RequestId', 'CorrelationId']);
+  // Every operation reads headers the service checks (the id headers at least): any can be a 400.
+  addError(op, '400');
   addError(op, '401');
   addError(op, '403');
-  if (op.requestBody !== undefined) for (const status of ['400', '413', '415']) addError(op, status);
+  // Node's parser refuses any request whose line and headers pass its limit, before any route.
+  addError(op, '431');
+  if (op.requestBody !== undefined) for (const status of ['413', '415']) addError(op, status);
   if (create || change) describeWrite(method, op, change);
   else if (method === 'get' && (record || /\/(by-code\/\{code\}|versions\/\{version\})$/.test(path))) addHeaders(op, ['ETag']);
   if ((op.parameters ?? []).some((p) => p.name === 'minPosition')) addError(op, '503');

@@ -35,6 +35,14 @@ export function traceIdOf(traceparent: unknown): string {
   return valid && m?.[2] !== undefined ? m[2] : randomUUID().replaceAll('-', '');
 }
 
+/** The API's contract (openapi.json) gives the id headers 1..200 printable ASCII characters: a
+ * value outside it is refused, not silently replaced by a generated id the caller would not know. */
+function malformedIdHeader(request: FastifyRequest): Error | undefined {
+  const wrong = ['x-request-id', 'x-correlation-id'].filter((name) => request.headers[name] !== undefined && headerId(request.headers[name]) === undefined);
+  if (wrong.length === 0) return undefined;
+  return validationFailed('Invalid request id header', wrong.map((name) => `header.${name}: 1..200 printable ASCII characters`));
+}
+
 const ZERO_TRACE = '0'.repeat(32);
 const ZERO_PARENT = '0'.repeat(16);
 
@@ -50,7 +58,7 @@ export function installRequestContext(app: FastifyInstance): void {
     request.traceId = (tracing ? activeTraceId() : undefined) ?? traceIdOf(request.headers.traceparent);
     request.correlationId = headerId(request.headers['x-correlation-id']) ?? request.id;
     void reply.header('x-request-id', request.id).header('x-correlation-id', request.correlationId);
-    done();
+    done(request.url.startsWith('/api/') ? malformedIdHeader(request) : undefined);
   });
 }
 

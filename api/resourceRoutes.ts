@@ -29,7 +29,7 @@ import { ifMatchVersion } from './requestContext.ts';
 import { accessTo, assertReadable, assertWritable, readScope, writeContext } from './access.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
-import { historyEntrySchema, idOrCode, pageSchema } from './schemas.ts';
+import { historyEntrySchema, idOnly, idOrCode, pageSchema, queryInteger } from './schemas.ts';
 import { exchangeRoutes } from './exchangeRoutes.ts';
 
 const MAX_HISTORY_PAGE = 1000;
@@ -41,25 +41,30 @@ const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 
 /** A whole number in a path or query: decimal digits only (not ' ', '1e3' or '0x10', which a plain
  * Number() reads as 0, 1000 and 16). */
-const wholeNumber = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,16}$/, { error: 'expected a whole number in decimal digits' })
-    .transform(Number)
-    .pipe(z.int().min(min).max(max));
-
 const writeQuery = z.strictObject({ immediatelyRefresh: bool.optional() });
 const readModelQuery = z.strictObject({ minPosition: position.optional() });
 const idOrCodeParams = z.strictObject({ idOrCode: idOrCode() });
+/** For a resource without codes, `{idOrCode}` is its id (checked by `target`). */
+const idParams = z.strictObject({ idOrCode: idOnly() });
 
 export const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBodySchema]));
 
 /** A member of a merge patch: scalars as their field, objects and maps as a nested merge patch
  * (whose nulls remove members, RFC 7396); the merged result is validated in full by the decider. */
 function patchValue(field: z.ZodType): z.ZodType {
-  const inner = field instanceof z.ZodOptional ? (field.unwrap() as z.ZodType) : field;
+  if (field instanceof z.ZodDefault) {
+    // null is let through to the decider, whose 400 says the member has a default; documented as
+    // what it is, a value that cannot be null.
+    const inner = field.unwrap() as z.ZodType;
+    const { $schema: _, ...documented } = z.toJSONSchema(inner, { io: 'input', unrepresentable: 'any' });
+    return inner.nullable().optional().meta({ anyOf: undefined, ...documented });
+  }
+  const optional = field instanceof z.ZodOptional;
+  const inner = optional ? (field.unwrap() as z.ZodType) : field;
   const nested = inner instanceof z.ZodObject || inner instanceof z.ZodRecord;
-  return (nested ? z.record(z.string(), z.unknown()).meta({ description: 'merge patch of this object' }) : inner).nullable().optional();
+  const value = nested ? z.record(z.string(), z.unknown()).meta({ description: 'merge patch of this object' }) : inner;
+  // null removes a member: only an optional one may go (a required one would leave the record invalid).
+  return (optional ? value.nullable() : value).optional();
 }
 
 /** For validation of the top level and for the OpenAPI document; the merged result is validated in full.
@@ -79,8 +84,8 @@ const newPatchSchema = (def: ResourceDefinition) =>
   z
     .strictObject({
       ...Object.fromEntries(Object.entries(def.fields.shape).map(([k, v]) => [k, patchValue(v as z.ZodType)])),
-      id: z.unknown().optional().meta({ description: 'Read-only: a patch naming it is refused.' }),
-      auditInfo: z.unknown().optional().meta({ description: 'Read-only: a patch naming it is refused.' }),
+      id: z.unknown().optional().meta({ readOnly: true, description: 'Read-only: a patch naming it is refused.' }),
+      auditInfo: z.unknown().optional().meta({ readOnly: true, description: 'Read-only: a patch naming it is refused.' }),
     })
     .meta({ id: `${def.name}Patch`, description: 'JSON merge patch (RFC 7396): null removes a field.' });
 
@@ -102,6 +107,10 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
     if (!def.hasCode && !isUuid(idOrCode)) throw malformedUuid('id', idOrCode);
     return idOrCode;
   };
+
+  const recordParams = def.hasCode ? idOrCodeParams : idParams;
+  /** A write's 422 where a field names another record: missing, not valid now, or a cycle. */
+  const referenceErrors = def.references.length > 0 ? errors(422) : {};
 
   const waitForReadModel = (at: Position | undefined) => waitForReadModelAt(deps, def.collection, at);
 
@@ -135,14 +144,14 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   const catchUp = (minPosition: string | undefined) => catchUpTo(deps, def.collection, minPosition);
 
   const create = options.create;
-  const createBody = create?.body ?? def.input;
+  const createBody = create?.body ?? def.createInput;
   const createFrom = (body: unknown, context: CommandContext): Promise<WriteResult> => (create === undefined ? service.create(body, context) : create.run(deps, body, context));
 
-  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target, createBody, createFrom };
+  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target, createBody, createFrom, recordParams, referenceErrors };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
-function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow, createBody, createFrom }: RouteKit): void {
+function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow, createBody, createFrom, recordParams, referenceErrors }: RouteKit): void {
   if (offers('create'))
   r.post(
     base,
@@ -153,7 +162,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
         summary: `Create a ${def.name}`,
         querystring: writeQuery,
         body: createBody,
-        response: { 201: record, ...errors(400, 401, 403, 409, 415) },
+        response: { 201: record, ...errors(400, 401, 403, 409, 415), ...referenceErrors },
       },
     },
     async (request, reply) => {
@@ -173,10 +182,10 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
       schema: {
         tags,
         summary: `Replace a ${def.name}`,
-        params: idOrCodeParams,
+        params: recordParams,
         querystring: writeQuery,
         body: def.input,
-        response: { 200: record, ...errors(400, 404, 409, 412) },
+        response: { 200: record, ...errors(400, 404, 409, 412), ...referenceErrors },
       },
     },
     async (request, reply) => {
@@ -196,10 +205,10 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
         tags,
         summary: `Change some fields of a ${def.name} (JSON merge patch, RFC 7396)`,
         consumes: ['application/merge-patch+json', 'application/json'],
-        params: idOrCodeParams,
+        params: recordParams,
         querystring: writeQuery,
         body: patchSchema(def),
-        response: { 200: record, ...errors(400, 404, 409, 412) },
+        response: { 200: record, ...errors(400, 404, 409, 412), ...referenceErrors },
       },
     },
     async (request, reply) => {
@@ -215,7 +224,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
     `${base}/:idOrCode`,
     {
       config: write,
-      schema: { tags, summary: `Delete a ${def.name}`, params: idOrCodeParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
+      schema: { tags, summary: `Delete a ${def.name}`, params: recordParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
     },
     async (request, reply) => {
       const version = await writableNow(request, target(request.params.idOrCode));
@@ -227,7 +236,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
 }
 
 /** Reads of one record fold its stream, so they reflect every acknowledged write. */
-function recordRoutes({ r, def, service, base, tags, record, read, offers, target, visible }: RouteKit): void {
+function recordRoutes({ r, def, service, base, tags, record, read, offers, target, visible, recordParams }: RouteKit): void {
   if (offers('byCode'))
   r.get(
     `${base}/by-code/:code`,
@@ -273,7 +282,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       schema: {
         tags,
         summary: `Get a ${def.name} by id or code, optionally as it was at a time`,
-        params: idOrCodeParams,
+        params: recordParams,
         querystring: z.strictObject({ asOf: dateTime().optional() }),
         response: { 200: record, ...errors(400, 404) },
       },
@@ -292,7 +301,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       schema: {
         tags,
         summary: `A ${def.name} as it was at one version`,
-        params: z.strictObject({ idOrCode: idOrCode(), version: wholeNumber(0, Number.MAX_SAFE_INTEGER) }),
+        params: recordParams.extend({ version: queryInteger(0, Number.MAX_SAFE_INTEGER) }),
         response: { 200: record, ...errors(400, 404) },
       },
     },
@@ -304,7 +313,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
 }
 
 /** A record's versions, paged and written one at a time. */
-function historyRoute({ r, def, deps, service, base, tags, read, offers, target, visible }: RouteKit): void {
+function historyRoute({ r, def, deps, service, base, tags, read, offers, target, visible, recordParams }: RouteKit): void {
   if (offers('history'))
   r.get(
     `${base}/:idOrCode/history`,
@@ -316,10 +325,10 @@ function historyRoute({ r, def, deps, service, base, tags, read, offers, target,
         description:
           'Oldest first, in pages of `size` versions (default and at most 1000). `X-Total-Count` gives the number of versions; ' +
           'when more follow, a `Link` header names the next page (`rel="next"`). History stays readable after a delete.',
-        params: idOrCodeParams,
+        params: recordParams,
         querystring: z.strictObject({
-          page: wholeNumber(0, 1_000_000).default(0),
-          size: wholeNumber(1, MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),
+          page: queryInteger(0, 1_000_000).default(0),
+          size: queryInteger(1, MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),
         }),
         response: { 200: z.array(historyEntrySchema), ...errors(400, 404) },
       },
@@ -394,7 +403,7 @@ function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, o
         tags,
         summary: `Search ${def.name} records (unpaged)`,
         querystring: z.strictObject({
-          size: wholeNumber(1, MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
+          size: queryInteger(1, MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
           minPosition: position.optional(),
         }),
         body: FilteringSchema,
@@ -455,7 +464,7 @@ function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, co
         summary: 'Codes and names starting with or containing the search text, best first',
         querystring: z.strictObject({
           search: z.string().max(255).default(''),
-          size: wholeNumber(1, 100).default(10),
+          size: queryInteger(1, 100).default(10),
           minPosition: position.optional(),
         }),
         response: { 200: z.array(z.string()) },

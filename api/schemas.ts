@@ -2,6 +2,17 @@
 
 import { z } from 'zod';
 import { validationFailed } from '../domain/shared/errors.ts';
+import { UUID_JSON_PATTERN } from '../domain/shared/ids.ts';
+
+/** A whole number in a query string: decimal digits on the wire (no sign, exponent or spaces),
+ * documented as the integer range it must fall in, which is what a client generates values from. */
+export const queryInteger = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, { error: 'expected a whole number in decimal digits' })
+    .transform(Number)
+    .pipe(z.int().min(min).max(max))
+    .meta({ type: 'integer', minimum: min, maximum: max, pattern: undefined });
 
 const sortInfo = z.object({ sorted: z.boolean(), unsorted: z.boolean(), empty: z.boolean() });
 
@@ -46,11 +57,21 @@ export const historyEntrySchema = z
  * without codes answers 400 for anything but a uuid). */
 export const idOrCode = () => z.string().min(1).max(255);
 
+/** `{idOrCode}` of a resource without codes: its id, checked where it is used (400
+ * MALFORMED_UUID), documented as a UUID. One name on every path of a resource, so that OpenAPI sees
+ * one path (`/jobs/{id}` beside `/jobs/{idOrCode}` would be two templates of one path). */
+export const idOnly = () => idOrCode().meta({ format: 'uuid', pattern: UUID_JSON_PATTERN, description: 'the record\'s id (this resource has no code)' });
+
 /** The answer of an action that goes on in a job (SPEC.md "job acknowledgement"). */
 export const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'JobAcknowledgement' });
 
-/** `?expand=`: repeated or comma-separated values of a route's own list. */
-export const expandQuery = () => z.union([z.string().max(255), z.array(z.string().max(255)).max(10)]).optional();
+/** `?expand=`: repeated or comma-separated values of a route's own list (checked by parseExpand),
+ * documented as the repeated form with the values allowed. */
+export const expandQuery = (allowed: readonly string[]) =>
+  z
+    .union([z.string().max(255), z.array(z.string().max(255)).max(10)])
+    .optional()
+    .meta({ anyOf: undefined, type: 'array', items: { type: 'string', enum: [...allowed] }, maxItems: 10, description: `any of ${allowed.join(', ')}; repeated or comma-separated` });
 
 /** The values an `?expand=` names, each one of `allowed` (400 naming those that are not). */
 export function parseExpand<T extends string>(raw: string | string[] | undefined, allowed: readonly T[]): T[] {

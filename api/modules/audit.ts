@@ -20,6 +20,7 @@ import { allows, authenticate } from '../auth.ts';
 import { zodRoutes, type AppDeps, type Module } from '../module.ts';
 import { position } from '../readModelWait.ts';
 import { errors } from '../resourceRoutes.ts';
+import { queryInteger } from '../schemas.ts';
 
 export const AUDIT_DEFAULT_LIMIT = 100;
 export const AUDIT_MAX_LIMIT = 1000;
@@ -73,24 +74,30 @@ const SSE_DESCRIPTION =
   'A comment line `: heartbeat` comes after `AUDIT_HEARTBEAT_MS` (15 s) without events. It starts after `Last-Event-ID` (sent by a reconnecting EventSource), else after `after`, else at the ' +
   'log\'s head (new events only); every event after that position arrives once, in log order, whatever the disconnections. `limit` does not apply.';
 
-const wholeNumber = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,16}$/, { error: 'expected a whole number in decimal digits' })
-    .transform(Number)
-    .pipe(z.int().min(min).max(max));
-
 const querystring = z.strictObject({
   after: position.optional().meta({ description: 'the position to read after (exclusive): a `position` or `next` received before; default 0 (the whole log) for JSON, the head for a stream' }),
-  limit: wholeNumber(1, AUDIT_MAX_LIMIT).default(AUDIT_DEFAULT_LIMIT).meta({ description: `events per page: default ${String(AUDIT_DEFAULT_LIMIT)}, at most ${String(AUDIT_MAX_LIMIT)}` }),
-  types: z.string().max(20_000).optional().meta({ description: 'event types, comma-separated (e.g. `UserCreated,UserDeleted`); an unknown type is a 400' }),
-  streams: z.string().max(40_000).optional().meta({
+  limit: queryInteger(1, AUDIT_MAX_LIMIT).default(AUDIT_DEFAULT_LIMIT).meta({ description: `events per page: default ${String(AUDIT_DEFAULT_LIMIT)}, at most ${String(AUDIT_MAX_LIMIT)}` }),
+  // Bounded so that the longest valid request line fits Node's 16 KiB limit of the request head.
+  types: z.string().max(4000).regex(/^\w+(,\w+)*$/, { error: 'event type names, comma-separated, none empty' }).optional().meta({ description: 'event types, comma-separated (e.g. `UserCreated,UserDeleted`); an unknown type is a 400' }),
+  streams: z.string().max(7000).regex(/^[\w-]+(,[\w-]+)*$/, { error: 'categories, paths or stream names, comma-separated, none empty' }).optional().meta({
     description:
       'comma-separated: a category (`user`, or the resource\'s path `users`: every stream of it) or a whole stream (`user-6f1c…`, one record); both kinds may be mixed. An unknown category is a 400',
   }),
 });
 
 type Query = z.infer<typeof querystring>;
+
+/** The query as the document states it: `types` and `streams` as lists of what the modules
+ * declare (filterOf checks them and names what is unknown), at most MAX_FILTER_ITEMS each. */
+function documentedQuery(catalog: Catalog) {
+  const alternatives = (names: Iterable<string>) => [...names].sort().join('|');
+  const list = (entry: string) => `^(?:${entry})(?:,(?:${entry})){0,${String(MAX_FILTER_ITEMS - 1)}}$`;
+  const stream = `${alternatives(catalog.byPath.keys())}|(?:${alternatives(catalog.byCategory.keys())})(?:-[\\w-]*\\w)?`;
+  return querystring.extend({
+    types: querystring.shape.types.meta({ pattern: list(alternatives(catalog.types)) }),
+    streams: querystring.shape.streams.meta({ pattern: list(stream) }),
+  });
+}
 
 /** What the feed knows of the modules: each category's resource, and every event type they write. */
 type Catalog = { byCategory: ReadonlyMap<string, ResourceDefinition>; byPath: ReadonlyMap<string, ResourceDefinition>; types: ReadonlySet<string> };
@@ -352,9 +359,9 @@ function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
           ' Streams are capped per instance (`AUDIT_STREAMS_MAX`, 503 `AUDIT.TOO_MANY_STREAMS` beyond) and per caller (`AUDIT_STREAMS_PER_CALLER`, 429 ' +
           '`AUDIT.TOO_MANY_STREAMS_OF_CALLER`), both with `Retry-After`; a client that stops reading is disconnected after `AUDIT_STALL_MS` (60 s); the stream ends when the caller\'s token ' +
           'expires or its login session ends (checked every heartbeat interval), and when the server shuts down.',
-        querystring,
+        querystring: documentedQuery(catalog),
         headers: z.object({
-          'last-event-id': z.string().optional().meta({ description: 'the `id` of the last message received: a stream resumes after it (wins over `after`)' }),
+          'last-event-id': z.string().optional().meta({ pattern: '^\\d{1,40}$', description: 'the `id` of the last message received: a stream resumes after it (wins over `after`)' }),
           accept: z.string().optional().meta({ description: '`text/event-stream` for a live stream; JSON otherwise' }),
         }),
         response: {

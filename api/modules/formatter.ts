@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { DocumentFormats } from '../../domain/documents/documents.ts';
+import { CONTENT_TYPES, DocumentFormats } from '../../domain/documents/documents.ts';
 import type { TemplateCaller } from '../../domain/ports.ts';
 import { inProcessTemplates } from '../../domain/documents/templateJobs.ts';
 import { generateDocument, templateText, type TemplateVersion } from '../../domain/documents/generate.ts';
@@ -59,7 +59,7 @@ function previewRoute(r: ZodRoutes, deps: AppDeps): void {
           'fails on the data (a bad time zone) a 422. ' +
           SHARE,
         body: z.strictObject({ data: data.optional(), content: z.string().max(MAX_TEMPLATE_CHARS) }),
-        response: { 200: z.string().meta({ description: 'text/html' }), ...errors(400, 413, 422, 429, 503) },
+        response: { 200: { description: 'The rendered HTML', content: { 'text/html': { schema: z.string() } } }, ...errors(400, 413, 422, 429, 503) },
       },
     },
     async (request, reply) => {
@@ -106,7 +106,10 @@ function renderRoute(r: ZodRoutes, deps: AppDeps): void {
         params: z.strictObject({ templateCode: z.string().min(1).max(255) }),
         querystring: z.strictObject({ templateVersion }),
         body: data,
-        response: { 200: z.string().meta({ description: 'text/html or text/plain' }), ...errors(400, 404, 413, 422, 429, 503) },
+        response: {
+          200: { description: 'The rendered text: text/plain for SOURCE documents, else text/html', content: { 'text/html': { schema: z.string() }, 'text/plain': { schema: z.string() } } },
+          ...errors(400, 404, 413, 422, 429, 503),
+        },
       },
     },
     async (request, reply) => {
@@ -129,6 +132,12 @@ const format = z.enum(DocumentFormats).default('pdf').meta({ description: 'the d
 
 const sha256Tag = (bytes: Uint8Array): string => `"${createHash('sha256').update(bytes).digest('hex')}"`;
 const wantsJson = (request: FastifyRequest): boolean => /^\s*application\/json\s*(;|,|$)/i.test(request.headers.accept ?? '');
+
+/** A document's answer: its bytes in the format's content type, or their base64 as JSON. */
+const documentContent: Record<string, { schema: z.ZodType }> = {
+  'application/json': { schema: z.string().meta({ description: 'the document in base64' }) },
+  ...Object.fromEntries([...new Set(Object.values(CONTENT_TYPES))].map((type) => [type.split(';')[0] ?? type, { schema: z.string().meta({ format: 'binary' }) }])),
+};
 
 function documentRoute(r: ZodRoutes, deps: AppDeps): void {
   const templateAt = templateSource(deps);
@@ -155,7 +164,13 @@ function documentRoute(r: ZodRoutes, deps: AppDeps): void {
         params: z.strictObject({ documentTemplateCode: z.string().min(1).max(255) }),
         querystring: z.strictObject({ format, templateVersion }),
         body: data,
-        response: { 200: z.any().meta({ description: 'the document (application/pdf, text/html, the office types), or its base64 as a JSON string' }), ...errors(400, 404, 413, 422, 429, 503) },
+        response: {
+          200: {
+            description: 'The document in its format\'s content type, or with `Accept: application/json` its base64 as a JSON string',
+            content: documentContent,
+          },
+          ...errors(400, 404, 413, 422, 429, 503),
+        },
       },
     },
     async (request, reply) => {

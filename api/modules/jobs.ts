@@ -18,7 +18,7 @@ import { orphanedApplies } from '../diffApply.ts';
 import { jobActionRoutes } from '../jobActions.ts';
 import { errors } from '../resourceRoutes.ts';
 import { catchUpTo, position } from '../readModelWait.ts';
-import { expandQuery, parseExpand } from '../schemas.ts';
+import { expandQuery, idOnly, parseExpand } from '../schemas.ts';
 import { serviceOf } from '../services.ts';
 
 const admin = { permissions: { read: 'admin', write: 'admin' } } as const;
@@ -151,7 +151,7 @@ export const jobsModule: Module = {
     jobActionRoutes(app, deps);
 
     r.get(
-      '/api/v1/jobs/:id',
+      '/api/v1/jobs/:idOrCode',
       {
         config: { permission: 'admin' },
         schema: {
@@ -161,16 +161,16 @@ export const jobsModule: Module = {
             'The job itself reflects every acknowledged write (its stream is folded). Its steps come from the jobs read model: ' +
             'pass the `X-Event-Position` of a step\'s write as `minPosition` to see that step (waits at most 5 s, then 503). ' +
             '`expand` may be repeated or comma-separated; without JOB_STEPS `jobSteps` is empty.',
-          params: z.strictObject({ id: z.string().max(255) }),
+          params: z.strictObject({ idOrCode: idOnly() }),
           querystring: z.strictObject({
-            expand: expandQuery(),
+            expand: expandQuery(['JOB_STEPS']),
             minPosition: position.optional(),
           }),
           response: { 200: job.record, ...errors(400, 403, 404, 503) },
         },
       },
       async (request, reply) => {
-        const { id } = request.params;
+        const { idOrCode: id } = request.params;
         if (!isUuid(id)) throw malformedUuid('id', id);
         const expand = parseExpand(request.query.expand, ['JOB_STEPS'] as const);
         const found = await jobs.get(id);

@@ -34,6 +34,7 @@ import { position, waitForReadModelAt } from '../readModelWait.ts';
 import { ifMatchVersion } from '../requestContext.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
+import { idOnly } from '../schemas.ts';
 
 const tags = [log.path];
 const base = `/api/v1/${log.path}`;
@@ -139,7 +140,7 @@ async function answerWrite(deps: AppDeps, reply: FastifyReply, result: WriteResu
   if (refresh === 'true') await waitForReadModelAt(deps, log.collection, result.position);
 }
 
-const idParams = z.strictObject({ id: z.string().max(255) });
+const idParams = z.strictObject({ id: idOnly() });
 const uuidOf = (id: string): string => {
   if (!isUuid(id)) throw malformedUuid('id', id);
   return id.toLowerCase();

@@ -22,6 +22,7 @@ import { position } from '../readModelWait.ts';
 import { templateCallerOf } from '../requestContext.ts';
 import { errors } from '../resourceRoutes.ts';
 import { serviceOf } from '../services.ts';
+import { idOnly } from '../schemas.ts';
 
 const tags = [notification.path];
 const base = `/api/v1/${notification.path}`;
@@ -128,7 +129,7 @@ function stateRoute(r: ZodRoutes, deps: AppDeps): void {
         description:
           'PLAN → SENDING → SENT | FAILED; PLAN → CANCELLED; SENT → READ → ANSWERED; PLAN or SENT → EXPIRED. Another move is a 409 naming the ' +
           'allowed ones; the same state again changes nothing. The move is an event with the caller as actor and `reason` when given.',
-        params: z.strictObject({ id: z.string().max(255) }),
+        params: z.strictObject({ id: idOnly() }),
         querystring: z.strictObject({ newState: z.enum(NotificationStatuses), reason: z.string().min(1).max(1000).optional() }),
         response: { 204: z.undefined(), ...errors(400, 404, 409) },
       },
@@ -195,7 +196,7 @@ function readRoutes(r: ZodRoutes, deps: AppDeps, list: Record<number, z.ZodType>
         tags,
         summary: 'The related entities of a notification of one refType',
         description: 'Read from the log: every acknowledged write shows.',
-        params: z.strictObject({ id: z.string().max(255) }),
+        params: z.strictObject({ id: idOnly() }),
         querystring: z.strictObject({ refType: text() }),
         response: { 200: z.array(relatedEntity), ...errors(400, 404) },
       },

@@ -46,18 +46,18 @@ function assignmentRoutes(r: ZodRoutes, deps: AppDeps): void {
   const assignments = serviceOf(deps, userGroupRegion);
   const groups = serviceOf(deps, userGroup);
   r.get(
-    `/api/v1/${userGroupRegion.path}/:id`,
+    `/api/v1/${userGroupRegion.path}/:idOrCode`,
     {
       config: read,
       schema: {
         tags: [userGroupRegion.path],
         summary: 'A user group region, with its group as it is now',
-        params: z.strictObject({ id: uuid() }),
+        params: z.strictObject({ idOrCode: uuid() }),
         response: { 200: userGroupRegion.record, ...errors(400, 404) },
       },
     },
     async (request, reply) => {
-      const found = await assertReadable(deps, request, userGroupRegion, await assignments.get(request.params.id));
+      const found = await assertReadable(deps, request, userGroupRegion, await assignments.get(request.params.idOrCode));
       const group = await groups.get(String(found.userGroupId)).catch(() => undefined);
       return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(await embedding(deps, request, group)) });
     },

@@ -166,7 +166,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
         params: z.strictObject({ idOrCode: idOrCode() }),
         querystring: z.strictObject({
           asOf: dateTime().optional(),
-          expand: expandQuery(),
+          expand: expandQuery(['REGIONS', 'ROLES']),
           minPosition: position.optional(),
         }),
         response: { 200: expandedUser, ...errors(400, 404, 503) },

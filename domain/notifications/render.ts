@@ -57,6 +57,11 @@ export type RenderEnv = {
 export const missingTemplate = (code: string): DomainError =>
   new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', 'UNPROCESSABLE_ENTITY', `No notification template ${JSON.stringify(code)}`, [`templateCode: ${code} does not exist`]);
 
+const missingFormatterTemplate = (code: string, id: string): DomainError =>
+  new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', 'UNPROCESSABLE_ENTITY', `Notification template ${JSON.stringify(code)} names no formatter template`, [
+    `templateCode: ${code} names formatterDocumentTemplateId ${id}, which does not exist`,
+  ]);
+
 const inactive = (code: string): DomainError =>
   new DomainError('NOTIFICATION.TEMPLATE_NOT_ACTIVE', 'UNPROCESSABLE_ENTITY', `Notification template ${JSON.stringify(code)} is not ACTIVE`, [`templateCode: ${code} is not ACTIVE`]);
 
@@ -81,8 +86,15 @@ async function activeTemplate(env: RenderEnv, code: string): Promise<Template> {
 async function contentsOf(env: RenderEnv, template: Template, payload: CreatePayload, extra: JsonObject): Promise<string | undefined> {
   const data = { ...(payload.data ?? {}), ...extra };
   if (typeof template.formatterDocumentTemplateId === 'string') {
-    const found = await resourceService(formatterTemplate, env.eventStore).get(template.formatterDocumentTemplateId);
-    const document = env.readable === undefined ? found : await env.readable(formatterTemplate, found);
+    const id = template.formatterDocumentTemplateId;
+    // The request names the notification template; a formatter template it names that is gone (or
+    // that the caller may not read) is a 422 of that reference, not a 404 of the request.
+    const missing = (error: unknown): never => {
+      if (error instanceof DomainError && error.status === 'NOT_FOUND') throw missingFormatterTemplate(String(template.code), id);
+      throw error;
+    };
+    const found = await resourceService(formatterTemplate, env.eventStore).get(id).catch(missing);
+    const document = env.readable === undefined ? found : await env.readable(formatterTemplate, found).catch(missing);
     return templateText(document as unknown as TemplateVersion, { ...data, ...(payload.formatterDocumentTemplateDataOverride ?? {}) }, env.documents ?? {}, env.caller);
   }
   if (typeof template.content !== 'string') return undefined;

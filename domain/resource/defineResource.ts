@@ -8,6 +8,7 @@ import type { Column, ColumnCatalog, ColumnType } from '../shared/filtering.ts';
 import { auditInfoSchema, uuid } from '../shared/fields.ts';
 import { isUuid } from '../shared/ids.ts';
 import type { JsonObject } from '../shared/json.ts';
+import { UUID_V4_JSON_PATTERN } from '../shared/ids.ts';
 
 export type FieldRule = (fields: Record<string, unknown>) => string[];
 
@@ -193,6 +194,8 @@ export type ResourceDefinition = {
   readonly record: z.ZodObject;
   /** What create and replace accept: the fields plus the read-only id and auditInfo a client may echo back. */
   readonly input: z.ZodObject;
+  /** `input` as a create documents it (the same validation): `id` is the client's choice there. */
+  readonly createInput: z.ZodObject;
   readonly description: string;
 };
 
@@ -326,17 +329,6 @@ function codeInput(code: z.ZodType): z.ZodType {
 }
 
 /** What create and replace accept: the fields, and the read-only members a client may echo back. */
-const inputSchema = (spec: ResourceSpec, hasCode: boolean): z.ZodObject =>
-  z
-    .strictObject({
-      id: uuid().optional().meta({ description: 'Read-only, except that a create may choose it: a random UUID (version 4); a replace may echo the record\'s own.' }),
-      ...spec.fields.shape,
-      ...(hasCode ? { code: codeInput(spec.fields.shape.code as z.ZodType) } : {}),
-      ...Object.fromEntries(Object.keys(spec.readOnly ?? {}).map((k) => [k, z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' })])),
-      auditInfo: z.unknown().optional().meta({ description: 'Read-only: ignored when sent.' }),
-    })
-    .meta({ id: `${spec.name}Write` });
-
 const readOnlySchemas = (spec: ResourceSpec): Record<string, z.ZodType> =>
   Object.fromEntries(Object.entries(spec.readOnly ?? {}).map(([k, v]) => [k, v.schema]));
 
@@ -393,9 +385,30 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     record: z
       .strictObject({ id: uuid(), ...shape, ...readOnlySchemas(spec), auditInfo: auditInfoSchema })
       .meta({ id: spec.name, description }),
-    input: inputSchema(spec, hasCode),
+    input: inputOf(spec, hasCode, 'Write'),
+    createInput: inputOf(spec, hasCode, 'Create'),
     description,
   };
+}
+
+/** What a write accepts: the fields, and the read-only members a client may echo back (a replace
+ * sends back what it read; `readOnly` in the document). Validated alike; documented apart, since a
+ * create may choose its id. */
+function inputOf(spec: ResourceSpec, hasCode: boolean, kind: 'Write' | 'Create'): z.ZodObject {
+  const readOnly = { readOnly: true, description: 'Read-only: ignored when sent.' };
+  const id =
+    kind === 'Create'
+      ? { pattern: UUID_V4_JSON_PATTERN, description: 'The record\'s id, when the client chooses it: a random UUID (version 4).' }
+      : { readOnly: true, description: 'Read-only: a replace may echo the record\'s own id.' };
+  return z
+    .strictObject({
+      id: uuid().optional().meta(id),
+      ...spec.fields.shape,
+      ...(hasCode ? { code: codeInput(spec.fields.shape.code as z.ZodType) } : {}),
+      ...Object.fromEntries(Object.keys(spec.readOnly ?? {}).map((k) => [k, z.unknown().optional().meta(readOnly)])),
+      auditInfo: z.unknown().optional().meta(readOnly),
+    })
+    .meta({ id: `${spec.name}${kind}` });
 }
 
 /** A coded-value registry: the shared operation set over records with a unique `code`. */

@@ -58,21 +58,21 @@ export function comparable(def: ResourceDefinition, record: JsonObject, compareF
 export const sameRecord = (def: ResourceDefinition, a: JsonObject, b: JsonObject, compareField: string): boolean =>
   deepEqual(comparable(def, a, compareField), comparable(def, b, compareField));
 
-/** The field records are matched by: `id`, `code`, or another scalar field of the record (not an
- * audit field); whether its values are unique is seen in the data. 400 otherwise. */
+/** The fields records may be matched by: `id`, `code`, and every other scalar field of the record
+ * (not an audit field); whether its values are unique is seen in the data. */
+export function compareFields(def: ResourceDefinition): string[] {
+  return [...new Set(['id', ...(def.hasCode ? ['code'] : []), ...scalarFields(def).filter((f) => f !== 'code' || def.hasCode)])];
+}
+
+const scalarFields = (def: ResourceDefinition): string[] =>
+  [...def.columns.columns.values()].filter((c) => !c.array && c.type !== 'any' && !c.path.startsWith('auditInfo.')).map((c) => c.path);
+
+/** A compare field of the resource's, else 400 naming them. */
 export function checkCompareField(def: ResourceDefinition, field: string): string {
-  if (field === 'id' || (field === 'code' && def.hasCode)) return field;
-  const column = def.columns.columns.get(field);
-  if (column === undefined || field.startsWith('auditInfo.') || column.array || column.type === 'any') {
-    throw validationFailed(`compareField ${JSON.stringify(field.slice(0, 100))} cannot match ${def.name} records`, [
-      `query.compareField: id${def.hasCode ? ', code' : ''} or another single-valued field of the record (${[...def.columns.columns.values()]
-        .filter((c) => !c.array && c.type !== 'any' && !c.path.startsWith('auditInfo.'))
-        .map((c) => c.path)
-        .slice(0, 30)
-        .join(', ')})`,
-    ]);
-  }
-  return field;
+  if (compareFields(def).includes(field)) return field;
+  throw validationFailed(`compareField ${JSON.stringify(field.slice(0, 100))} cannot match ${def.name} records`, [
+    `query.compareField: id${def.hasCode ? ', code' : ''} or another single-valued field of the record (${scalarFields(def).slice(0, 30).join(', ')})`,
+  ]);
 }
 
 /** A record's value of the compare field (a dotted path), as one string key; undefined when absent. */

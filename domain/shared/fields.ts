@@ -10,6 +10,16 @@ export const uuid = () =>
     .overwrite((s) => s.toLowerCase())
     .meta({ description: 'A UUID; stored and returned in lower case.' });
 
+/** A JSON Schema pattern of what zod's ISO format accepts, with at most `digits` fractional
+ * digits of a second beyond which only zeros may follow (what dateTime keeps). */
+const isoPattern = (schema: z.ZodType, digits?: number): string => {
+  const { pattern } = z.toJSONSchema(schema) as { pattern?: string };
+  if (pattern === undefined) throw new Error('zod gave no pattern for an ISO format');
+  return digits === undefined ? pattern : pattern.replace('(?:\\.\\d+)?', `(?:\\.\\d{1,${String(digits)}}0*)?`);
+};
+const DATE_TIME_PATTERN = isoPattern(z.iso.datetime({ offset: true, local: false }), 3);
+const DAY_OR_DATE_TIME_PATTERN = `^(?:${isoPattern(z.iso.date()).slice(1, -1)}|${DATE_TIME_PATTERN.slice(1, -1)})$`;
+
 export const dateTime = (error = 'expected an ISO 8601 date-time with a time zone') =>
   z.iso
     .datetime({ offset: true, local: false, error })
@@ -21,7 +31,7 @@ export const dateTime = (error = 'expected an ISO 8601 date-time with a time zon
       const t = Date.parse(s);
       return Number.isNaN(t) ? s : new Date(t).toISOString();
     })
-    .meta({ description: 'ISO 8601 date-time with a time zone, at most millisecond precision; stored and returned in UTC (…Z).' });
+    .meta({ pattern: DATE_TIME_PATTERN, description: 'ISO 8601 date-time with a time zone, at most millisecond precision; stored and returned in UTC (…Z).' });
 
 /** ASCII without spaces: meant for programmatic reference. */
 export const code = () =>
@@ -36,8 +46,14 @@ export const text = (max = 255) => z.string().min(1).max(max);
 /** Free text such as a description or a template body. */
 export const longText = (max = 100_000) => z.string().max(max);
 
+/** Any JSON value. One instance, named in the schema registry: every map of JSON values refers to
+ * one OpenAPI component (a fresh recursive schema per field made an unresolvable `__shared` ref). */
+// Registered as it is (`.meta()` would name a copy, while the recursion refers to the original).
+export const jsonValue = z.json();
+z.globalRegistry.add(jsonValue, { id: 'JsonValue', description: 'Any JSON value.' });
+
 /** A map of string to any JSON value: `Map<String, Object>` in the source specification. */
-export const jsonMap = () => z.record(z.string().max(255), z.json());
+export const jsonMap = () => z.record(z.string().max(255), jsonValue);
 
 export const stringList = (maxItems = 1000) => z.array(z.string().max(255)).max(maxItems);
 
@@ -99,6 +115,7 @@ export const dayOrDateTime = (edge: 'start' | 'end') =>
     .pipe(dateTime('expected a day (yyyy-MM-dd) or an ISO 8601 date-time with a time zone'))
     .meta({
       'x-column-type': 'date-time',
+      pattern: DAY_OR_DATE_TIME_PATTERN,
       description: `A day (yyyy-MM-dd, taken in UTC as its ${edge === 'start' ? 'first' : 'last'} millisecond) or an ISO 8601 date-time with a time zone; stored and returned as a date-time in UTC.`,
     });
 

@@ -169,6 +169,7 @@ export const SortItemSchema = z.strictObject({
     .string()
     .transform((s) => s.toUpperCase())
     .pipe(z.enum(['ASC', 'DESC']))
+    .meta({ pattern: '^([Aa][Ss][Cc]|[Dd][Ee][Ss][Cc])$', description: 'ASC or DESC, in any case' })
     .default('ASC'),
 });
 

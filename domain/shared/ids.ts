@@ -3,13 +3,17 @@
 
 import { createHash } from 'node:crypto';
 
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** The checks below as JSON Schema patterns (no flags there: both cases spelled out). */
+export const UUID_JSON_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+export const UUID_V4_JSON_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
+
+export const UUID_PATTERN = new RegExp(UUID_JSON_PATTERN);
 
 export const isUuid = (s: string): boolean => UUID_PATTERN.test(s);
 
 /** A random UUID (version 4, RFC 9562 variant): the only kind a client may choose for a new record,
  * so its ids cannot collide with the service's derived (version 5) ids or be guessable (nil, v1). */
-export const isUuidV4 = (s: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i.test(s);
+export const isUuidV4 = (s: string): boolean => new RegExp(UUID_V4_JSON_PATTERN).test(s);
 
 /** Namespace of this service's derived ids (a fixed random UUID). */
 const NAMESPACE = Buffer.from('3f0d1c52a6e44c6c9a1e5b7f2d8e4a91', 'hex');

@@ -247,6 +247,12 @@ describe('worklog types (a registry)', () => {
     expect(deep.json<{ message: string; errors: string[] }>()).toMatchObject({ message: expect.stringContaining('nests deeper'), errors: [expect.stringContaining('data[0]')] });
     const noFile = await t.call({ method: 'POST', url: `${base}/import`, payload: {} });
     expect(noFile.statusCode, noFile.body).toBe(400);
+    // A form of more parts than an import reads is malformed, not too large (it may be tiny).
+    const boundary = '----manyfields';
+    const fields = Array.from({ length: 12 }, (_, i) => `--${boundary}\r\nContent-Disposition: form-data; name="f${String(i)}"\r\n\r\n{}\r\n`).join('');
+    const crowded = await t.call({ method: 'POST', url: `${base}/import`, payload: `${fields}--${boundary}--\r\n`, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    expect(crowded.statusCode, crowded.body).toBe(400);
+    expect(crowded.json<{ errors: string[] }>().errors).toEqual(['(form): at most 10 other fields (read and dropped)']);
     // Lines ending in LF alone are no multipart body: a 400, not a 500.
     const lf = multipart('{"data": [], "filtering": []}').payload.toString('utf8').replaceAll('\r\n', '\n');
     const broken = await t.app.inject({

@@ -48,12 +48,12 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(op(`${base}/by-code/{code}`, 'get').responses['200']?.headers ?? {})).toContain('ETag');
   });
 
-  it('declares 401 and 403 on every /api route, and 413 and 415 on every route with a body', () => {
+  it('declares 400, 401 and 403 on every /api route, and 413 and 415 on every route with a body', () => {
     for (const [path, item] of Object.entries(paths).filter(([p]) => p.startsWith('/api/'))) {
       for (const [method, o] of Object.entries(item)) {
-        expect(Object.keys(o.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403']));
+        expect(Object.keys(o.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['400', '401', '403']));
         if ((o as { requestBody?: unknown }).requestBody !== undefined) {
-          expect(Object.keys(o.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['400', '413', '415']));
+          expect(Object.keys(o.responses), `${method} ${path}`).toEqual(expect.arrayContaining(['413', '415']));
         }
       }
     }
@@ -61,6 +61,57 @@ describe('the OpenAPI document', () => {
 
   it('declares 503 where a read waits for a read model', () => {
     expect(Object.keys(op(`${base}/count`, 'post').responses)).toContain('503');
+  });
+});
+
+describe('the OpenAPI document\'s references', () => {
+  it('all resolve: every $ref is a JSON pointer to a member of the document', async () => {
+    const doc = (await t.call({ method: 'GET', url: '/openapi.json', as: null })).json<Record<string, unknown>>();
+    const refs = new Set<string>();
+    const collect = (value: unknown): void => {
+      if (Array.isArray(value)) value.forEach(collect);
+      else if (typeof value === 'object' && value !== null) {
+        for (const [key, member] of Object.entries(value)) {
+          if (key === '$ref' && typeof member === 'string') refs.add(member);
+          else collect(member);
+        }
+      }
+    };
+    collect(doc);
+    const resolve = (ref: string): unknown =>
+      ref
+        .slice(2)
+        .split('/')
+        .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'))
+        .reduce<unknown>((node, token) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[token] : undefined), doc);
+    const broken = [...refs].filter((ref) => !ref.startsWith('#/') || resolve(ref) === undefined);
+    expect(refs.size).toBeGreaterThan(10);
+    expect(broken).toEqual([]);
+  });
+});
+
+describe('the protocol the document states', () => {
+  it('answers 405 with Allow, naming the methods of the path, for a method the path does not have', async () => {
+    const res = await t.call({ method: 'PATCH', url: base });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('GET, HEAD, POST');
+    expect(res.json()).toMatchObject({ status: 'METHOD_NOT_ALLOWED', code: 'HTTP.METHOD_NOT_ALLOWED' });
+    // The concrete path, not the template it also matches (`/{idOrCode}` has PUT, PATCH, DELETE).
+    const concrete = await t.call({ method: 'DELETE', url: `${base}/count` });
+    expect(concrete.statusCode).toBe(405);
+    expect(concrete.headers.allow).toBe('POST');
+    expect((await t.call({ method: 'GET', url: '/api/v1/no-such-thing' })).statusCode).toBe(404);
+  });
+
+  it('refuses id headers outside their documented form (1..200 printable ASCII) with 400', async () => {
+    for (const [name, value] of [['x-request-id', ''], ['x-request-id', 'a b'], ['x-correlation-id', 'x'.repeat(201)]] as const) {
+      const res = await t.call({ method: 'GET', url: base, headers: { [name]: value } });
+      expect(res.statusCode, `${name}: ${JSON.stringify(value)}`).toBe(400);
+      expect(res.json<{ errors: string[] }>().errors).toEqual([`header.${name}: 1..200 printable ASCII characters`]);
+    }
+    const ok = await t.call({ method: 'GET', url: base, headers: { 'x-request-id': 'req-1', 'x-correlation-id': 'corr-1' } });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.headers['x-request-id']).toBe('req-1');
   });
 });
 

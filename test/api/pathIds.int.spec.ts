@@ -54,7 +54,7 @@ describe('a path parameter naming a record', () => {
         }
       }
     }
-    expect(checked).toEqual(expect.arrayContaining(['GET /api/v1/users/{userId}/groups userId', 'GET /api/v1/users/{userId}/roles userId', 'GET /api/v1/users/{id}/thumbnail id', 'GET /api/v1/user-group-regions/{id} id']));
+    expect(checked).toEqual(expect.arrayContaining(['GET /api/v1/users/{userId}/groups userId', 'GET /api/v1/users/{userId}/roles userId', 'GET /api/v1/users/{id}/thumbnail id', 'GET /api/v1/user-group-regions/{idOrCode} idOrCode']));
     expect(checked.length).toBeGreaterThan(60);
   });
 });

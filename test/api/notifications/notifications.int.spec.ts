@@ -96,6 +96,16 @@ describe('creating notifications', () => {
     expect([tooLong.statusCode, tooLong.json<ErrorBody>().code, tooLong.json<ErrorBody>().errors[0]]).toEqual([422, 'NOTIFICATION.RENDERED_INVALID', '[1].subject: Too big: expected string to have <=2000 characters']);
     const unknown = await post('/api/v1/notifications', payload({ templateCode: 'NO_SUCH' }));
     expect([unknown.statusCode, unknown.json<ErrorBody>().code]).toEqual([422, 'NOTIFICATION.REFERENCE_NOT_FOUND']);
+    // A template naming a formatter template that does not exist: the reference's 422, not a 404
+    // (the request's own target, the notification, is no record that is missing).
+    const dangling = '0b4f7a52-6c1d-4e8f-9a3b-2c5d6e7f8a9b';
+    expect((await post('/api/v1/notification-templates', { code: 'DANGLING', name: 'dangling', configTypeId, status: 'ACTIVE', formatterDocumentTemplateId: dangling })).statusCode).toBe(201);
+    const gone = await post('/api/v1/notifications', payload({ templateCode: 'DANGLING' }));
+    expect([gone.statusCode, gone.json<ErrorBody>().code, gone.json<ErrorBody>().errors]).toEqual([
+      422,
+      'NOTIFICATION.REFERENCE_NOT_FOUND',
+      [`templateCode: DANGLING names formatterDocumentTemplateId ${dangling}, which does not exist`],
+    ]);
     expect(await count()).toBe(before + 2);
   });
 
