@@ -20,6 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
+// kafkajs's request queues, armed only when they have something to check (see the file).
+import '../infra/kafka/requestQueue.ts';
 
 export const KAFKA_VERSION = '4.4.0';
 const LOG4J_VERSION = '2.26.1';

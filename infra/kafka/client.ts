@@ -2,6 +2,8 @@
 // (errors, and warnings when it has `warn`), or nowhere when none is given, so tests stay quiet.
 
 import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+// kafkajs's request queues, armed only when they have something to check (see the file).
+import './requestQueue.ts';
 
 export type KafkaLogger = { error(obj: object, msg: string): void; warn?(obj: object, msg: string): void };
 

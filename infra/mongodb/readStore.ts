@@ -162,10 +162,29 @@ export class MongoReadStore implements ReadStore {
    * reads the server's clock first instead of `$$NOW`). MongoDB never refuses either.
    */
   readonly #lacks = { partialIndexes: false, pipelineUpdates: false };
+  /**
+   * Whether a dropped collection can be created again at once, asked of the server once (buildInfo).
+   * Not on FerretDB (1.x over SQLite): it runs each statement on one of a pool of SQLite
+   * connections, and one that last read the schema before a drop still sees the dropped table and
+   * its indexes, so creating them again there can fail ("index … already exists": a rebuild failed
+   * so, now and then). There a collection is emptied instead of dropped.
+   */
+  #dropsSafely: boolean | undefined;
 
   constructor(client: MongoClient, db: Db) {
     this.#client = client;
     this.#db = db;
+  }
+
+  /** Drops a collection with its indexes where the server can create them again at once; else
+   * deletes its documents, its indexes kept (see #dropsSafely). */
+  async #drop(documents: Collection<PositionedDocument>): Promise<void> {
+    if (this.#dropsSafely === undefined) {
+      const info = await this.#db.command({ buildInfo: 1 });
+      this.#dropsSafely = !('ferretdbVersion' in info);
+    }
+    if (this.#dropsSafely) await documents.drop();
+    else await documents.deleteMany({});
   }
 
   #documents(collection: string): Collection<PositionedDocument> {
@@ -364,7 +383,7 @@ export class MongoReadStore implements ReadStore {
    * Drops the collection (its indexes with it: dropping beats deleting every document), inserts
    * the documents unordered in batches, then builds the indexes it had, each once over the loaded
    * collection. The indexes come back whatever happens; the checkpoint only when every document
-   * is in.
+   * is in. (On FerretDB the collection is emptied instead, its indexes kept: see #dropsSafely.)
    */
   async bulkLoad(
     collection: string,
@@ -376,7 +395,7 @@ export class MongoReadStore implements ReadStore {
     await this.#run(async () => {
       const indexes = await this.#secondaryIndexes(target);
       await this.#checkpoints.deleteOne({ _id: { $eq: projection } });
-      await target.drop();
+      await this.#drop(target);
       try {
         let batch: PositionedDocument[] = [];
         for await (const document of documents) {
@@ -412,11 +431,12 @@ export class MongoReadStore implements ReadStore {
 
   /** Drops the collection with its indexes: one command, where deleting every document writes one
    * oplog entry each and leaves the empty collection behind. Whoever writes it again (a rebuild
-   * reusing the generation) declares its indexes first (ensureCollection). */
+   * reusing the generation) declares its indexes first (ensureCollection). FerretDB's is emptied
+   * instead (#dropsSafely). */
   async reset(collection: string, projection: string): Promise<void> {
     const documents = this.#documents(collection);
     await this.#run(async () => {
-      await documents.drop();
+      await this.#drop(documents);
       await this.#checkpoints.deleteOne({ _id: { $eq: projection } });
     });
   }

@@ -7,6 +7,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatterTemplate } from '../../domain/registries/formatterTemplate.ts';
 import { userGroupType } from '../../domain/registries/userGroupType.ts';
+import { cpuTimed } from '../support/cpuTime.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 
@@ -37,26 +38,22 @@ function raw(request: string | Buffer): Promise<string> {
 }
 const bodyOf = (response: string): ErrorBody => JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as ErrorBody;
 
-async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
-  const start = performance.now();
-  const value = await work();
-  return { value, ms: performance.now() - start };
-}
-
+// "At once" is CPU time of the test's thread, where the app runs under inject: what the refusal
+// costs, which a loaded machine does not change (its wall time it does).
 describe('huge bodies are refused before they are walked', () => {
   it('a million empty arrays: 400 at once', async () => {
-    const { value: res, ms } = await timed(() =>
+    const { value: res, cpuMs } = await cpuTimed(() =>
       t.call({ method: 'POST', url: groups, payload: `{"code":"X","name":"x","registry":{"a":[${Array(1_000_000).fill('[]').join(',')}]}}` }),
     );
     expect(res.statusCode).toBe(400);
     expect(res.json<ErrorBody>().message).toMatch(/more than 50000 values/);
-    expect(ms).toBeLessThan(1000);
+    expect(cpuMs).toBeLessThan(1000);
   });
 
   it('a 3 MB value: 413 at once', async () => {
-    const { value: res, ms } = await timed(() => t.call({ method: 'POST', url: groups, payload: { ...sampleBody(userGroupType, uniqueCode()), registry: { a: 'x'.repeat(3_000_000) } } }));
+    const { value: res, cpuMs } = await cpuTimed(() => t.call({ method: 'POST', url: groups, payload: { ...sampleBody(userGroupType, uniqueCode()), registry: { a: 'x'.repeat(3_000_000) } } }));
     expect(res.statusCode).toBe(413);
-    expect(ms).toBeLessThan(1000);
+    expect(cpuMs).toBeLessThan(1000);
   });
 
   it('a body with 60,000 bad keys answers at most 101 error lines', async () => {
@@ -134,9 +131,10 @@ describe('bytes and values are refused, not changed', () => {
 
 describe('answers that could not end, or came without the error body', () => {
   it('a minPosition past the newest write is 400 at once, not a 5 s wait', async () => {
-    const { value: res, ms } = await timed(() => t.call({ method: 'GET', url: `${groups}?minPosition=99999999999` }));
+    // The wait answered 503 READ_MODEL.LAGGING when it ran out: a 400 is the answer without it.
+    const res = await t.call({ method: 'GET', url: `${groups}?minPosition=99999999999` });
     expect(res.statusCode).toBe(400);
-    expect(ms).toBeLessThan(1000);
+    expect(res.json<ErrorBody>().message).toBe('minPosition is ahead of the log');
   });
 
   it('a 404 does not repeat the path', async () => {

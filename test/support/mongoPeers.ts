@@ -103,13 +103,6 @@ const FERRETDB_LIMITS: Readonly<Record<string, PeerLimit>> = {
   'a generations poll that read before a rebuild reserved its generation does not undo the reservation (the swap then fails)': { notRun: UNSTEADY },
   'a client cannot end a service job (409), so a pending DELETE-rebuild is not stranded: a restart finishes it': { notRun: UNSTEADY },
   'a DELETE of the jobs read model whose runner died is resumed after a restart (the scheduler reads its due items from that very model)': { notRun: UNSTEADY },
-  // Failed in some runs: FerretDB answered "SQL logic error: index rm_jobs__g1_…_doc.auditInfo.whenEdited_1__id_1
-  // already exists" to the bulk load's index creation on the collection it had just dropped and
-  // filled again (it listed the index as missing just before).
-  'recreates the jobs and job_steps models themselves; the rebuild job shows COMPLETED in the rebuilt jobs model': {
-    notRun: "FerretDB sometimes answers 'index … already exists' creating a re-created collection's indexes",
-  },
-
   // The registries' routes over a service whose read models are in FerretDB (registryContract).
   'lists, searches, pages, counts and autocompletes from the read model': { differs: 'autocomplete answers 500 (no $concatArrays, as above)' },
 };

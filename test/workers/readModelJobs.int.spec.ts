@@ -187,17 +187,10 @@ describe('review: rebuild jobs and the scheduler', () => {
     const stores = await storesAt(dataDir);
     const w = await start({ dataDir, stores, role: 'worker' });
     const jobId = await w.service.readModelJobs.recreate('user_group_types', { actor: 'review', now: new Date(), newId: randomUUID }, { dropLive: false });
-    const done = await Promise.race([w.service.readModelJobs.idle().then(() => true), new Promise<boolean>((r) => {
-      setTimeout(() => {
-        r(false);
-      }, 1500);
-    })]);
-    if (!done) {
-      // Unstick it so the app can close: the rebuild loop ends when the log fails.
-      await stores.eventStore.close();
-      await w.service.readModelJobs.idle();
-    }
-    expect(done, `job ${jobId} still IN_PROGRESS after 1.5 s: its catch-up projector is followOnly`).toBe(true);
+    // No time limit of its own (a loaded machine takes what it takes): a catch-up projector that
+    // only follows never ends the job, and the test meets its timeout.
+    await w.service.readModelJobs.idle();
+    expect(w.service.readModels.statuses().find((m) => m.name === 'user_group_types'), `job ${jobId}`).toMatchObject({ generation: 1, building: null });
   });
 });
 

@@ -258,19 +258,18 @@ describe('guarded client: resolution is checked, then pinned', () => {
 });
 
 describe('guarded client: answers', () => {
-  it('times out a server that never answers, within the limit and some slack', async () => {
+  // /hang never answers and /drip never ends: only the time limit can end these calls, so that
+  // they end at all proves it, and no upper bound on the wall clock (a loaded machine's) is needed.
+  it('times out a server that never answers, at the limit', async () => {
     const client = createGuardedClient({ allow: ['127.0.0.1/32'], timeoutMs: 300 });
     const started = Date.now();
     expect((await failure(client.getJson(`http://127.0.0.1:${port}/hang`))).message).toBe('timed out after 300 ms');
-    expect(Date.now() - started).toBeLessThan(300 + 700);
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
   });
 
   it('the time limit covers the body: a server that drips it is cut', async () => {
     const client = createGuardedClient({ allow: ['127.0.0.1/32'], timeoutMs: 300 });
-    const started = Date.now();
     expect((await failure(client.getJson(`http://127.0.0.1:${port}/drip`))).message).toBe('timed out after 300 ms');
-    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('cuts a chunked body over the limit, with no Content-Length to trust', async () => {

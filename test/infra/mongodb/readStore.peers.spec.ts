@@ -105,23 +105,37 @@ eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
     });
 
     describe('what the store sends', () => {
-      it('drops a reset collection with its indexes, rather than deleting its documents one by one', async () => {
-        const c = fresh();
-        await one.ensureCollection(c, ['code', 'name']);
-        await one.applyBatch(c, Array.from({ length: 20 }, (_, i) => upsert({ id: randomUUID(), code: `R${String(i)}` }, 1)), 3n);
+      it('drops a reset or bulk-loaded collection with its indexes, rather than deleting its documents one by one; empties it on FerretDB', async () => {
+        // On FerretDB a create after a drop failed now and then: a SQLite connection of its pool
+        // that had not read the schema since the drop took the dropped table's index for an
+        // existing one ("index … already exists"), and a rebuild failed so
+        // (test/workers/readModelJobs.int.spec.ts, two instances around a swap).
+        const dropped = !peer.name.startsWith('FerretDB');
+        const { store, during } = watchedStore(serverUrl(), dbName);
         const client = new MongoClient(serverUrl());
         try {
+          const c = fresh();
+          await store.ensureCollection(c, ['code', 'name']);
+          await store.applyBatch(c, Array.from({ length: 20 }, (_, i) => upsert({ id: randomUUID(), code: `R${String(i)}` }, 1)), 3n);
           const exists = async () => (await client.db(dbName).listCollections({ name: `rm_${c}` }).toArray()).length;
+          // The drops and deletes sent to the collection (the checkpoint's delete aside).
+          const emptying = async (work: () => Promise<unknown>) =>
+            (await during(work)).commands.filter((e) => ['drop', 'delete'].includes(e.commandName) && e.command[e.commandName] !== 'checkpoints').map((e) => e.commandName);
           expect(await exists()).toBe(1);
-          await one.reset(c, c);
-          expect(await exists()).toBe(0);
-          expect(await one.checkpoint(c)).toBe(0n);
+          expect(await emptying(() => store.reset(c, c))).toEqual([dropped ? 'drop' : 'delete']);
+          expect(await exists()).toBe(dropped ? 0 : 1);
+          expect(await store.size(c)).toBe(0);
+          expect(await store.checkpoint(c)).toBe(0n);
           // Declared again by whoever writes it next, it works as before.
-          await one.ensureCollection(c, ['code', 'name']);
-          await one.applyBatch(c, [upsert({ id: randomUUID(), code: 'AGAIN' }, 1)], 1n);
-          expect(await one.size(c)).toBe(1);
+          await store.ensureCollection(c, ['code', 'name']);
+          await store.applyBatch(c, [upsert({ id: randomUUID(), code: 'AGAIN' }, 1)], 1n);
+          expect(await store.size(c)).toBe(1);
+          const loaded = [{ id: 'd1', version: 1, doc: { id: 'd1', code: 'LOADED' } }];
+          expect(await emptying(() => store.bulkLoad(c, loaded, 4n))).toEqual([dropped ? 'drop' : 'delete']);
+          expect(await store.find(c, fixtureQuery({}), everything)).toEqual([{ id: 'd1', code: 'LOADED' }]);
         } finally {
           await client.close();
+          await store.close();
         }
       });
 

@@ -110,11 +110,12 @@ describe('HttpSmsGateway', () => {
   });
 
   it('a gateway that does not answer in time is transient', async () => {
+    // It never answers: only the time limit ends the call (no upper bound on a loaded machine's clock).
     behaviour = 'hang';
     const started = Date.now();
     const error = await failure(new HttpSmsGateway({ url: base, timeoutMs: 300 }).send(sms));
     expect(error).toMatchObject({ transient: true, message: 'SMS gateway timed out after 300 ms' });
-    expect(Date.now() - started).toBeLessThan(1500);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
   });
 
   it('a refused connection is transient', async () => {
