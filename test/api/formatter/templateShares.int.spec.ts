@@ -113,3 +113,34 @@ describe('template work under attack', () => {
     expect(Number(answers.find((r) => r.statusCode === 503)?.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe('notification triggers under attack', () => {
+  it('an editor\'s six triggers of a heavy template leave an admin\'s trigger under 2 s; each of them FAILS at the time limit', async () => {
+    expect((await t.call({ method: 'POST', url: '/api/v1/notification-rules', as: 'editor', payload: { code: 'HEAVY', name: 'Heavy', eventType: 'REST' } })).statusCode).toBe(201);
+    const template = { code: 'HEAVY_INAPP', name: 'Heavy', configTypeId, status: 'ACTIVE', notificationRuleCode: 'HEAVY', deliveryType: 'APPLICATION', content: heavy.content };
+    expect((await t.call({ method: 'POST', url: '/api/v1/notification-templates', as: 'editor', payload: template })).statusCode).toBe(201);
+    const attacks = await Promise.all(
+      range(6).map(async (i) => {
+        const res = await t.call({ method: 'POST', url: '/api/v1/notification-rules/HEAVY/trigger', as: 'editor', payload: { ownerType: 'TICKET', ownerId: `H-${String(i)}`, data: heavy.data } });
+        expect(res.statusCode, res.body).toBe(202);
+        return res.json<{ triggerId: string }>().triggerId;
+      }),
+    );
+    // The editor's triggers hold the service lane.
+    for (let i = 0; i < 500 && templates.load.service.running === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(templates.load.service.running).toBeGreaterThan(0);
+    const trigger = await timed(() => triggerProcessed('T-3'));
+    expect(trigger.ms, `trigger ${String(Math.round(trigger.ms))} ms`).toBeLessThan(QUICK_MS);
+    expect(trigger.value).toBe('PROCESSED');
+    // Each heavy trigger ends FAILED with the time limit as its reason, as it would alone.
+    for (const id of attacks) {
+      let found: { status: string; reason?: string } = { status: 'RECEIVED' };
+      for (let i = 0; i < 3000 && found.status === 'RECEIVED'; i++) {
+        found = (await t.call({ method: 'GET', url: `/api/v1/notification-triggers/${id}` })).json();
+        if (found.status === 'RECEIVED') await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(found.status).toBe('FAILED');
+      expect(found.reason).toContain('was stopped');
+    }
+  });
+});
