@@ -5,7 +5,8 @@
 // rule's role, which grants reading or writing some records, by a caller whose built-in roles write
 // every record (admin, editor). Changing, disabling, deleting a user, setting its password or
 // thumbnail, by any route (replace, patch, delete, import, diff/apply), takes every role it holds
-// (403); and no one makes the last enabled admin stop being one (409).
+// (403); removing it from a group that carries a role takes an admin (403), as adding it to one
+// does; and no one makes the last enabled admin stop being one (409).
 
 import type { FastifyRequest } from 'fastify';
 import { isBuiltInRole } from '../../domain/access/coverage.ts';
@@ -101,6 +102,12 @@ const lastAdmin = (code: unknown): DomainError =>
     'no other user has the role admin, is ENABLE and inside its validity (and on PASSWORD where this service logs users in)',
   ]);
 
+/** The group codes a user names before a change and no longer after it. */
+const codesLeft = (before: JsonObject, after: JsonObject): string[] => {
+  const kept = new Set(Array.isArray(after.groups) ? after.groups : []);
+  return (Array.isArray(before.groups) ? before.groups : []).filter((c): c is string => typeof c === 'string' && !kept.has(c));
+};
+
 /** The caller's standing over a user, checked on every change of one (ServedResource.guard). */
 export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuard {
   return async ({ before, after }) => {
@@ -110,6 +117,13 @@ export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuar
     const unheld = admin ? [] : (await rolesOf(deps, before)).filter((role) => caller === undefined || !holds(caller, role));
     if (unheld.length > 0) {
       throw forbidden(`The user holds ${unheld.join(', ')}, which you do not hold: changing, disabling or deleting a user takes every role it holds`);
+    }
+    if (!admin && after !== undefined) {
+      // Leaving a group that carries a role revokes the role: an admin's decision, as joining one
+      // (domain/identity/user.ts) and setting a group's role are. The caller holding the role is
+      // not enough: an editor holds every access rule's role.
+      const revoking = (await groupsOf(deps, { groups: codesLeft(before, after) })).filter((g) => typeof g.associatedUserRoleId === 'string');
+      if (revoking.length > 0) throw forbidden(`Only an admin may remove a user from ${revoking.map((g) => String(g.code)).join(', ')}: the group grants a role`);
     }
     const now = deps.clock.now();
     const embeddedLogin = deps.issueToken !== undefined;
