@@ -11,7 +11,7 @@
 import type { FastifyRequest } from 'fastify';
 import { isBuiltInRole } from '../../domain/access/coverage.ts';
 import { effectiveRoles, groupRoleIds } from '../../domain/identity/roles.ts';
-import { isActiveUser, user } from '../../domain/identity/user.ts';
+import { canLogIn, isActiveUser, user } from '../../domain/identity/user.ts';
 import { userGroup } from '../../domain/identity/userGroup.ts';
 import { accessRule } from '../../domain/registries/accessRule.ts';
 import type { ChangeGuard } from '../../domain/shared/commandHandler.ts';
@@ -61,11 +61,21 @@ export function holds(caller: Caller, role: string): boolean {
   return allows(caller, 'write');
 }
 
-/** An admin that can act: `admin` among its own roles (a group never grants a built-in role),
- * enabled, inside its validity now, and, where this service logs users in, on PASSWORD (a user on
- * another authentication cannot log in here). */
-function enabledAdmin(fields: JsonObject, now: Date, embeddedLogin: boolean): boolean {
-  return Array.isArray(fields.roles) && fields.roles.includes('admin') && isActiveUser(fields, now) && (!embeddedLogin || fields.authentication === 'PASSWORD');
+/** `admin` among its own roles (a group never grants a built-in role). */
+const isAdmin = (fields: JsonObject): boolean => Array.isArray(fields.roles) && fields.roles.includes('admin');
+
+/** An admin that can act: where this service logs users in, one that can log in now (the login's
+ * own test: enabled, inside its validity, on PASSWORD, with a password set); with AUTH_ISSUER, who
+ * logs in is the issuer's to say, and an enabled admin inside its validity counts. `hidden` is the
+ * user's hidden part as stored (a change of its fields leaves it as it is). */
+function enabledAdmin(fields: JsonObject, hidden: JsonObject | undefined, now: Date): boolean {
+  return isAdmin(fields) && (hidden === undefined ? isActiveUser(fields, now) : canLogIn({ fields, hidden }, now));
+}
+
+/** The hidden part of a user, where this service logs users in (undefined otherwise: not needed). */
+async function hiddenOf(deps: AppDeps, id: unknown): Promise<JsonObject | undefined> {
+  if (deps.issueToken === undefined) return undefined;
+  return (await serviceOf(deps, user).live(String(id)))?.hidden ?? {};
 }
 
 /** Users read when looking for another enabled admin (the read model narrows them to those with
@@ -80,8 +90,10 @@ async function anotherAdmin(deps: AppDeps, id: unknown, now: Date): Promise<bool
     { column: 'status', operator: 'EQ', value: 'ENABLE' },
     { column: 'id', operator: 'NOT_EQ', value: String(id) },
   ] as const;
-  const found = await readModelLookup(deps)(user, filter, ADMINS_READ);
-  return found.some((f) => enabledAdmin(f, now, deps.issueToken !== undefined));
+  for (const found of await readModelLookup(deps)(user, filter, ADMINS_READ)) {
+    if (isActiveUser(found, now) && enabledAdmin(found, await hiddenOf(deps, found.id), now)) return true;
+  }
+  return false;
 }
 
 /** One check of the last admin at a time in this process, held until its change is written, so two
@@ -99,7 +111,7 @@ const lastAdminLock = (deps: AppDeps): KeyedLocks => {
 
 const lastAdmin = (code: unknown): DomainError =>
   new DomainError('USER.LAST_ADMIN', 'CONFLICT', `${String(code)} is the last enabled admin: make another user an enabled admin first`, [
-    'no other user has the role admin, is ENABLE and inside its validity (and on PASSWORD where this service logs users in)',
+    'no other user has the role admin, is ENABLE and inside its validity (and, where this service logs users in, is on PASSWORD with a password set)',
   ]);
 
 /** The group codes a user names before a change and no longer after it. */
@@ -125,9 +137,10 @@ export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuar
       const revoking = (await groupsOf(deps, { groups: codesLeft(before, after) })).filter((g) => typeof g.associatedUserRoleId === 'string');
       if (revoking.length > 0) throw forbidden(`Only an admin may remove a user from ${revoking.map((g) => String(g.code)).join(', ')}: the group grants a role`);
     }
+    if (!isAdmin(before)) return undefined;
     const now = deps.clock.now();
-    const embeddedLogin = deps.issueToken !== undefined;
-    if (!enabledAdmin(before, now, embeddedLogin) || (after !== undefined && enabledAdmin(after, now, embeddedLogin))) return undefined;
+    const hidden = await hiddenOf(deps, before.id);
+    if (!enabledAdmin(before, hidden, now) || (after !== undefined && enabledAdmin(after, hidden, now))) return undefined;
     const release = await lastAdminLock(deps).acquire([{ name: 'last-admin', exclusive: true }]);
     try {
       if (!(await anotherAdmin(deps, before.id, now))) throw lastAdmin(before.code);

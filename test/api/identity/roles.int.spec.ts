@@ -190,17 +190,23 @@ describe('a change judged on the user as it is', () => {
 });
 
 describe('the last enabled admin', () => {
-  it('stays one: no disable, delete, removal, expiry, demotion or move off PASSWORD, by anyone, until another is one', async () => {
+  it('stays one: no disable, delete, removal, expiry, demotion or move off PASSWORD, by anyone, until another who can log in is one', async () => {
     const own = await startIdentityApp();
     try {
       const call = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => own.call({ method, url, ...(payload === undefined ? {} : { payload }) });
-      const make = async (code: string, extra: Record<string, unknown> = {}) => {
+      const make = async (code: string, extra: Record<string, unknown> = {}, password = true) => {
         expect((await call('POST', '/api/v1/users', { code, type: 'INDIVIDUAL', givenName: code, chars: {}, ...extra })).statusCode).toBe(201);
+        if (password) expect((await call('PUT', `/api/v1/users/${code}/password`, { password: PASSWORD })).statusCode).toBe(204);
       };
       await make('root', { roles: ['admin'] });
+      // Admins that cannot log in, each for one reason the login refuses them: they do not count.
       await make('off-admin', { roles: ['admin'], status: 'DISABLE' });
       await make('old-admin', { roles: ['admin'], validTo: '2020-01-01' });
       await make('dir-admin', { roles: ['admin'], authentication: 'LDAP' });
+      await make('no-password-admin', { roles: ['admin'] }, false);
+      for (const code of ['off-admin', 'old-admin', 'dir-admin', 'no-password-admin']) {
+        expect((await own.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: code, password: PASSWORD }, as: null })).statusCode, code).toBe(401);
+      }
       const root = await record(own, 'root');
       const refused = [
         await call('PATCH', '/api/v1/users/root', { status: 'DISABLE' }),
@@ -215,7 +221,7 @@ describe('the last enabled admin', () => {
       expect(applied.json<Outcome[]>()[0]?.error?.code).toBe('USER.LAST_ADMIN');
       const imported = await importUsers(own, [await record(own, 'off-admin')], 'save=true&compareField=code&allowMassRemove=true', adminHeaders(own));
       expect(imported.json<Outcome[]>().find((o) => o.left?.code === 'root')?.error?.code).toBe('USER.LAST_ADMIN');
-      expect(await record(own, 'root')).toMatchObject({ status: 'ENABLE', roles: ['admin'], auditInfo: { version: 0 } });
+      expect(await record(own, 'root')).toMatchObject({ status: 'ENABLE', roles: ['admin'], auditInfo: { version: 1 } });
       expect((await call('PATCH', '/api/v1/users/root', { description: 'still here' })).statusCode).toBe(200);
       // With a second one, either may go, not both; two demoting each other at once: one wins.
       await make('second', { roles: ['admin'] });
