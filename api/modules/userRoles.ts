@@ -41,7 +41,8 @@ async function groupRuleCodes(deps: AppDeps, groups: readonly JsonObject[], now:
   const rules = serviceOf(deps, accessRule);
   const codes = new Map<string, string>();
   for (const id of groupRoleIds(groups, now)) {
-    const rule = await rules.get(id).catch(() => undefined);
+    // By id only: an old rule whose code is shaped like this id must not stand in for it.
+    const rule = await rules.getById(id).catch(() => undefined);
     if (typeof rule?.code === 'string' && !isBuiltInRole(rule.code)) codes.set(id, rule.code);
   }
   return codes;
