@@ -31,12 +31,12 @@ export const callerShares = (what: string, jobs: number): NonNullable<RenderQueu
 });
 
 /** The share a render counts to: its caller's (the token's subject), or, for the service's own
- * work, the actor it is done for; the service's unnamed work and an unnamed caller's count to none. */
+ * work, the actor it is done for; an unnamed caller's counts to none. */
 export const shareKeyOf = (caller: TemplateCaller | undefined): string | undefined =>
-  caller === undefined || caller === 'service' ? undefined : 'subject' in caller ? caller.subject : caller.serviceFor;
+  caller === undefined ? undefined : 'subject' in caller ? caller.subject : caller.serviceFor;
 
 /** Whether a render is the service's own work rather than a caller's. */
-export const isServiceWork = (caller: TemplateCaller | undefined): boolean => caller === 'service' || (caller !== undefined && 'serviceFor' in caller);
+export const isServiceWork = (caller: TemplateCaller | undefined): boolean => caller !== undefined && 'serviceFor' in caller;
 
 type Waiting = { key: string | undefined; start: () => void };
 
