@@ -280,9 +280,10 @@ export type TemplateJob =
   | { kind: 'xlsx'; bytes: Uint8Array; data: unknown; date: string; key: string; version: number };
 
 /** Whose a template job is: a caller's (the token's subject), which shares the callers' capacity
- * with the others, each within a bounded share; or the service's own ('service': notifications the
- * reactors make), which no caller's job may delay. */
-export type TemplateCaller = { subject: string } | 'service';
+ * with the others, each within a bounded share; or the service's own (notifications the reactors
+ * make), which no caller's job may delay: `serviceFor` names who raised the work (a trigger's
+ * actor), whose share of the service's capacity it counts to. */
+export type TemplateCaller = { subject: string } | { serviceFor: string };
 
 /** Runs template jobs within a time and memory limit, away from the requests' event loop: past
  * the time limit FORMATTER.RENDER_FAILED (422: the data makes the template too slow), past the

@@ -30,9 +30,13 @@ export const callerShares = (what: string, jobs: number): NonNullable<RenderQueu
   refused: (retryAfterSeconds) => callerBusy(what, jobs, 'TEMPLATE_JOBS_PER_CALLER', retryAfterSeconds),
 });
 
-/** The share a render counts to: its caller's (the token's subject); the service's own and an
- * unnamed caller's count to none. */
-export const shareKeyOf = (caller: TemplateCaller | undefined): string | undefined => (caller === undefined || caller === 'service' ? undefined : caller.subject);
+/** The share a render counts to: its caller's (the token's subject), or, for the service's own
+ * work, the actor it is done for; an unnamed caller's counts to none. */
+export const shareKeyOf = (caller: TemplateCaller | undefined): string | undefined =>
+  caller === undefined ? undefined : 'subject' in caller ? caller.subject : caller.serviceFor;
+
+/** Whether a render is the service's own work rather than a caller's. */
+export const isServiceWork = (caller: TemplateCaller | undefined): boolean => caller !== undefined && 'serviceFor' in caller;
 
 type Waiting = { key: string | undefined; start: () => void };
 

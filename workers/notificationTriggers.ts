@@ -96,11 +96,11 @@ class TriggerProcessor {
     // The templates are read from their read model: caught up with the trigger first, so a
     // template made ACTIVE just before it is seen.
     await this.#deps.readModels.waitFor(notificationTemplate.collection, event.position, 10_000);
-    const outcome = await this.#outcome(trigger.fields, commandFor, ctx.now);
+    const outcome = await this.#outcome(trigger.fields, commandFor, ctx.now, triggerActorOf(event));
     await this.#triggers.execute(id, outcome, ctx);
   }
 
-  async #outcome(trigger: JsonObject, commandFor: CommandFor, now: Date): Promise<TriggerOutcome> {
+  async #outcome(trigger: JsonObject, commandFor: CommandFor, now: Date, actor: string): Promise<TriggerOutcome> {
     const code = String(trigger.ruleCode);
     const rule = await this.#rules.live(code, true);
     if (rule === undefined) return { type: 'Fail', reason: `no notification rule ${code}` };
@@ -110,8 +110,9 @@ class TriggerProcessor {
     const templates = await this.#templates(code);
     if (templates.length === 0) return { type: 'Fail', reason: `notification rule ${code} has no ACTIVE template` };
     const record = await this.#recordOf(trigger);
-    // The service's own work: rendered in the lane no caller's template can delay.
-    const env: RenderEnv = { eventStore: this.#deps.eventStore, blobStore: this.#deps.blobStore, documents: this.#deps.documents, caller: 'service' };
+    // The service's own work: rendered in the lane no caller's template can delay, within the
+    // share of whoever raised the trigger.
+    const env: RenderEnv = { eventStore: this.#deps.eventStore, blobStore: this.#deps.blobStore, documents: this.#deps.documents, caller: { serviceFor: actor } };
     const notificationIds: string[] = [];
     const problems: string[] = [];
     for (const template of templates) {
@@ -192,14 +193,28 @@ class TriggerProcessor {
   }
 }
 
+/** Who raised a trigger (its NotificationTriggered event), whose share of the trigger reactor and
+ * of the service's template threads it counts to: the REST caller; the Kafka topic (not the message
+ * key, which the producer chooses freely and could vary to take every share); the actor of the
+ * event a SYSTEM rule matched (the reactor's, for a trigger recorded before the origin named it). */
+export function triggerActorOf(event: RecordedEvent): string {
+  const origin = isPlainObject(event.data.origin) ? event.data.origin : {};
+  if (event.data.source === 'KAFKA') return `kafka:${String(origin.topic)}`;
+  if (event.data.source === 'SYSTEM' && typeof origin.actor === 'string') return origin.actor;
+  return event.metadata.actor;
+}
+
 export function triggerReactor(deps: TriggerDeps): Reactor {
   const processor = new TriggerProcessor(deps);
   return {
     name: TRIGGERS,
     categories: [notificationTrigger.category],
     eventTypes: [notificationTrigger.createdEvent],
-    // Each trigger is its own stream: eight at once, so their appends share group commits.
+    // Each trigger is its own stream: eight at once, so their appends share group commits; one
+    // actor's on seven of them at most, so that its triggers, however slow their templates, leave
+    // a place to the others' (and the template threads do the same: infra/templates/).
     concurrency: 8,
+    shareOf: triggerActorOf,
     react: (event, commandFor) => processor.react(event, commandFor),
   };
 }
@@ -255,7 +270,8 @@ export function systemRuleReactor(deps: TriggerDeps, resources: readonly Resourc
       const data = { eventType: event.type, eventId: event.id, stream: event.stream, recordId, version: event.revision };
       let failure: Error | undefined;
       for (const rule of rules) {
-        const input = { ruleCode: String(rule.code), source: 'SYSTEM', data, ownerType: def.errorPrefix, ownerId: recordId, origin: { eventId: event.id, eventType: event.type, stream: event.stream }, status: 'RECEIVED' };
+        const origin = { eventId: event.id, eventType: event.type, stream: event.stream, actor: event.metadata.actor };
+        const input = { ruleCode: String(rule.code), source: 'SYSTEM', data, ownerType: def.errorPrefix, ownerId: recordId, origin, status: 'RECEIVED' };
         // One rule refused does not keep the others from firing.
         await triggers.create(input, commandFor(`rule:${rule.id}`)).catch((error: unknown) => {
           if (!isDomainError(error) || error.httpStatus >= 500) throw error;

@@ -21,9 +21,12 @@ export type BatchContext = {
   /** Notes an event (or a document) the handler skipped, so it cannot stall the processor. */
   recordFailure(event: Pick<RecordedEvent, 'position' | 'stream' | 'type'>, error: unknown): void;
   now(): Date;
+  /** Resolves once the log's head has passed `position` (an event appended after it). */
+  appendedAfter(position: Position): Promise<void>;
 };
 
-export type Batch = { from: Position; to: Position };
+/** `full`: the read stopped at the batch size, so the log has more of the handler's events after `to`. */
+export type Batch = { from: Position; to: Position; full: boolean };
 
 export type ProcessorHandler = {
   /** The checkpoint's and the lease's key. */
@@ -33,12 +36,19 @@ export type ProcessorHandler = {
   readonly eventTypes?: readonly string[];
   /** Prepares what the handler writes to (called before the first batch, and again after a failure). */
   init?(): Promise<void>;
+  /** Waits for the work it still has in hand (see `handle`); called when the processor stops. */
+  settle?(): Promise<void>;
   /**
    * Handles one batch (the events after `from` up to `to`) and moves the checkpoint to `to` (with
    * its writes, where the store can). `events` may be empty when only the checkpoint moves. Throws
    * only when a store fails: the batch is then read again.
+   *
+   * A handler that keeps work in hand past its return (a reactor whose slow events must not hold
+   * newer ones back) may stop short: it saves the checkpoint up to where every event is handled and
+   * returns that position; the next batch starts there at once, and the handler recognises the
+   * events it still has in hand when they come again.
    */
-  handle(events: readonly RecordedEvent[], batch: Batch, ctx: BatchContext): Promise<void>;
+  handle(events: readonly RecordedEvent[], batch: Batch, ctx: BatchContext): Promise<Position | undefined>;
 };
 
 export type ProcessorOptions = {
@@ -96,6 +106,8 @@ export class LogProcessor {
   #loop: Promise<void> | undefined;
   #unsubscribe: (() => void) | undefined;
   #waiters: { position: Position; resolve: () => void }[] = [];
+  /** Handlers waiting for an append past a position (BatchContext.appendedAfter). */
+  #appendWaiters: { position: Position; resolve: () => void }[] = [];
   /** When (by this processor's clock) it first saw log positions it has not handled yet, oldest
    * first, coalesced per millisecond and bounded: the age of the first is the lag in ms. */
   #unseen: { position: Position; seenAt: number }[] = [];
@@ -120,6 +132,10 @@ export class LogProcessor {
         this.#recordFailure(event, error);
       },
       now: () => this.#now(),
+      appendedAfter: (position) => {
+        if (this.#head > position) return Promise.resolve();
+        return new Promise<void>((resolve) => this.#appendWaiters.push({ position, resolve }));
+      },
     };
   }
 
@@ -141,6 +157,11 @@ export class LogProcessor {
       if (p > this.#head) this.#head = p;
       this.#notice(p);
       this.#wake?.();
+      if (this.#appendWaiters.length > 0) {
+        const passed = this.#appendWaiters.filter((w) => w.position < p);
+        this.#appendWaiters = this.#appendWaiters.filter((w) => w.position >= p);
+        for (const w of passed) w.resolve();
+      }
     });
     try {
       await this.#init();
@@ -165,6 +186,7 @@ export class LogProcessor {
     this.#unsubscribe?.();
     this.#wake?.();
     await this.#loop;
+    await this.handler.settle?.();
     if (this.#active) {
       this.#active = false;
       await this.#reads.releaseLease(this.handler.name, this.#instanceId).catch((error: unknown) => {
@@ -275,16 +297,22 @@ export class LogProcessor {
     const next = complete && head > last ? head : last;
     if (next === this.#checkpoint) return true;
     this.#assertLeaseValid();
-    const batch = { from: this.#checkpoint, to: next };
-    if (events.length === 0) await this.handler.handle(events, batch, this.#context);
+    const batch = { from: this.#checkpoint, to: next, full: !complete };
+    let handled: Position | undefined;
+    if (events.length === 0) handled = await this.handler.handle(events, batch, this.#context);
     else {
       const attributes = { 'processor.name': this.handler.name, 'processor.events': events.length, 'processor.from': batch.from.toString(), 'processor.to': batch.to.toString() };
       // A trace of its own: a processor started by a request (a rebuild's swap) must not file every
       // later batch under that request.
-      await traced(`batch ${this.handler.name}`, attributes, () => this.handler.handle(events, batch, this.#context), { root: true });
+      handled = await traced(`batch ${this.handler.name}`, attributes, () => this.handler.handle(events, batch, this.#context), { root: true });
     }
-    this.#advanceTo(next);
-    return complete;
+    if (handled === undefined) {
+      this.#advanceTo(next);
+      return complete;
+    }
+    // Stopped short, with work in hand: read again from there at once.
+    if (handled > this.#checkpoint) this.#advanceTo(handled);
+    return false;
   }
 
   #recordFailure(e: Pick<RecordedEvent, 'position' | 'stream' | 'type'>, error: unknown): void {

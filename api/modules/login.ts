@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { verifyPassword } from '../../domain/identity/password.ts';
-import { isActiveUser, user } from '../../domain/identity/user.ts';
+import { canLogIn, user } from '../../domain/identity/user.ts';
 import { DomainError, unauthorized } from '../../domain/shared/errors.ts';
 import type { AppDeps, Module } from '../module.ts';
 import type { Caller } from '../auth.ts';
@@ -35,7 +35,7 @@ async function sessionCaller(caller: Caller, deps: AppDeps): Promise<Caller> {
   if (caller.session === undefined) return caller;
   const found = await serviceOf(deps, user).live(caller.sub, true);
   const now = deps.clock.now();
-  if (found === undefined || !isActiveUser(found.fields, now) || found.fields.authentication !== 'PASSWORD' || fingerprint(found.hidden.passwordHash) !== caller.session.pwd) {
+  if (found === undefined || !canLogIn(found, now) || fingerprint(found.hidden.passwordHash) !== caller.session.pwd) {
     throw unauthorized('The session has ended (the user was disabled or changed its password): log in again');
   }
   return { ...caller, roles: await rolesOf(deps, found.fields) };
@@ -86,7 +86,7 @@ export const loginModule: Module = {
           throw tooMany(blocked);
         }
         const matches = await verifyPassword(request.body.password, found?.hidden.passwordHash as string | undefined);
-        if (!matches || found === undefined || !isActiveUser(found.fields, now) || found.fields.authentication !== 'PASSWORD') {
+        if (!matches || found === undefined || !canLogIn(found, now)) {
           throw unauthorized('Invalid username or password');
         }
         perUser.forgive(userKey);

@@ -5,12 +5,13 @@
 // rule's role, which grants reading or writing some records, by a caller whose built-in roles write
 // every record (admin, editor). Changing, disabling, deleting a user, setting its password or
 // thumbnail, by any route (replace, patch, delete, import, diff/apply), takes every role it holds
-// (403); and no one makes the last enabled admin stop being one (409).
+// (403); removing it from a group that carries a role takes an admin (403), as adding it to one
+// does; and no one makes the last enabled admin stop being one (409).
 
 import type { FastifyRequest } from 'fastify';
 import { isBuiltInRole } from '../../domain/access/coverage.ts';
 import { effectiveRoles, groupRoleIds } from '../../domain/identity/roles.ts';
-import { isActiveUser, user } from '../../domain/identity/user.ts';
+import { canLogIn, isActiveUser, user } from '../../domain/identity/user.ts';
 import { userGroup } from '../../domain/identity/userGroup.ts';
 import { accessRule } from '../../domain/registries/accessRule.ts';
 import type { ChangeGuard } from '../../domain/shared/commandHandler.ts';
@@ -40,7 +41,8 @@ async function groupRuleCodes(deps: AppDeps, groups: readonly JsonObject[], now:
   const rules = serviceOf(deps, accessRule);
   const codes = new Map<string, string>();
   for (const id of groupRoleIds(groups, now)) {
-    const rule = await rules.get(id).catch(() => undefined);
+    // By id only: an old rule whose code is shaped like this id must not stand in for it.
+    const rule = await rules.getById(id).catch(() => undefined);
     if (typeof rule?.code === 'string' && !isBuiltInRole(rule.code)) codes.set(id, rule.code);
   }
   return codes;
@@ -60,11 +62,21 @@ export function holds(caller: Caller, role: string): boolean {
   return allows(caller, 'write');
 }
 
-/** An admin that can act: `admin` among its own roles (a group never grants a built-in role),
- * enabled, inside its validity now, and, where this service logs users in, on PASSWORD (a user on
- * another authentication cannot log in here). */
-function enabledAdmin(fields: JsonObject, now: Date, embeddedLogin: boolean): boolean {
-  return Array.isArray(fields.roles) && fields.roles.includes('admin') && isActiveUser(fields, now) && (!embeddedLogin || fields.authentication === 'PASSWORD');
+/** `admin` among its own roles (a group never grants a built-in role). */
+const isAdmin = (fields: JsonObject): boolean => Array.isArray(fields.roles) && fields.roles.includes('admin');
+
+/** An admin that can act: where this service logs users in, one that can log in now (the login's
+ * own test: enabled, inside its validity, on PASSWORD, with a password set); with AUTH_ISSUER, who
+ * logs in is the issuer's to say, and an enabled admin inside its validity counts. `hidden` is the
+ * user's hidden part as stored (a change of its fields leaves it as it is). */
+function enabledAdmin(fields: JsonObject, hidden: JsonObject | undefined, now: Date): boolean {
+  return isAdmin(fields) && (hidden === undefined ? isActiveUser(fields, now) : canLogIn({ fields, hidden }, now));
+}
+
+/** The hidden part of a user, where this service logs users in (undefined otherwise: not needed). */
+async function hiddenOf(deps: AppDeps, id: unknown): Promise<JsonObject | undefined> {
+  if (deps.issueToken === undefined) return undefined;
+  return (await serviceOf(deps, user).live(String(id)))?.hidden ?? {};
 }
 
 /** Users read when looking for another enabled admin (the read model narrows them to those with
@@ -79,8 +91,10 @@ async function anotherAdmin(deps: AppDeps, id: unknown, now: Date): Promise<bool
     { column: 'status', operator: 'EQ', value: 'ENABLE' },
     { column: 'id', operator: 'NOT_EQ', value: String(id) },
   ] as const;
-  const found = await readModelLookup(deps)(user, filter, ADMINS_READ);
-  return found.some((f) => enabledAdmin(f, now, deps.issueToken !== undefined));
+  for (const found of await readModelLookup(deps)(user, filter, ADMINS_READ)) {
+    if (isActiveUser(found, now) && enabledAdmin(found, await hiddenOf(deps, found.id), now)) return true;
+  }
+  return false;
 }
 
 /** One check of the last admin at a time in this process, held until its change is written, so two
@@ -98,8 +112,14 @@ const lastAdminLock = (deps: AppDeps): KeyedLocks => {
 
 const lastAdmin = (code: unknown): DomainError =>
   new DomainError('USER.LAST_ADMIN', 'CONFLICT', `${String(code)} is the last enabled admin: make another user an enabled admin first`, [
-    'no other user has the role admin, is ENABLE and inside its validity (and on PASSWORD where this service logs users in)',
+    'no other user has the role admin, is ENABLE and inside its validity (and, where this service logs users in, is on PASSWORD with a password set)',
   ]);
+
+/** The group codes a user names before a change and no longer after it. */
+const codesLeft = (before: JsonObject, after: JsonObject): string[] => {
+  const kept = new Set(Array.isArray(after.groups) ? after.groups : []);
+  return (Array.isArray(before.groups) ? before.groups : []).filter((c): c is string => typeof c === 'string' && !kept.has(c));
+};
 
 /** The caller's standing over a user, checked on every change of one (ServedResource.guard). */
 export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuard {
@@ -111,9 +131,17 @@ export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuar
     if (unheld.length > 0) {
       throw forbidden(`The user holds ${unheld.join(', ')}, which you do not hold: changing, disabling or deleting a user takes every role it holds`);
     }
+    if (!admin && after !== undefined) {
+      // Leaving a group that carries a role revokes the role: an admin's decision, as joining one
+      // (domain/identity/user.ts) and setting a group's role are. The caller holding the role is
+      // not enough: an editor holds every access rule's role.
+      const revoking = (await groupsOf(deps, { groups: codesLeft(before, after) })).filter((g) => typeof g.associatedUserRoleId === 'string');
+      if (revoking.length > 0) throw forbidden(`Only an admin may remove a user from ${revoking.map((g) => String(g.code)).join(', ')}: the group grants a role`);
+    }
+    if (!isAdmin(before)) return undefined;
     const now = deps.clock.now();
-    const embeddedLogin = deps.issueToken !== undefined;
-    if (!enabledAdmin(before, now, embeddedLogin) || (after !== undefined && enabledAdmin(after, now, embeddedLogin))) return undefined;
+    const hidden = await hiddenOf(deps, before.id);
+    if (!enabledAdmin(before, hidden, now) || (after !== undefined && enabledAdmin(after, hidden, now))) return undefined;
     const release = await lastAdminLock(deps).acquire([{ name: 'last-admin', exclusive: true }]);
     try {
       if (!(await anotherAdmin(deps, before.id, now))) throw lastAdmin(before.code);

@@ -121,3 +121,8 @@ export const user: ResourceDefinition = defineResource({
 
 /** Whether a user may act now: enabled and inside its validity window. */
 export const isActiveUser = (fields: JsonObject, now: Date): boolean => fields.status === 'ENABLE' && withinPeriod(fields.validFrom, fields.validTo, now);
+
+/** Whether a user can log in with this service's login now: active, on PASSWORD, and with a
+ * password set. The login, its sessions and the last-admin check all judge by this one test. */
+export const canLogIn = (user: { fields: JsonObject; hidden: JsonObject }, now: Date): boolean =>
+  isActiveUser(user.fields, now) && user.fields.authentication === 'PASSWORD' && typeof user.hidden.passwordHash === 'string';

@@ -48,7 +48,7 @@ export const notificationTrigger: ResourceDefinition = defineResource({
     ruleCode: text(),
     source: z.enum(TriggerSources),
     ...triggerPayload.shape,
-    origin: jsonMap().optional().meta({ description: 'Where it came from: a Kafka message\'s topic, partition and offset; a domain event\'s id, type and stream.' }),
+    origin: jsonMap().optional().meta({ description: 'Where it came from: a Kafka message\'s topic, partition and offset; a domain event\'s id, type, stream and actor (who made the change).' }),
     status: z.enum(TriggerStatuses),
     notificationIds: z.array(uuid()).max(10_000).optional(),
     problems: z.array(longText(2000)).max(100).optional(),

@@ -10,7 +10,7 @@ import type { AuditInfo } from '../shared/fields.ts';
 import { applyMergePatch, deepEqual, isPlainObject, jsonBytes, memberOf, type JsonObject } from '../shared/json.ts';
 import { streamName } from '../shared/streams.ts';
 import { parseOrThrow } from '../shared/validation.ts';
-import type { DecideContext, OwnCommand, RecordParts, ResourceDefinition, UniqueKey } from './defineResource.ts';
+import { codeNotUuid, type DecideContext, type OwnCommand, type RecordParts, type ResourceDefinition, type UniqueKey } from './defineResource.ts';
 
 export const SharedEventKinds = ['Created', 'Replaced', 'Patched', 'Deleted'] as const;
 export type SharedEventKind = (typeof SharedEventKinds)[number];
@@ -160,11 +160,11 @@ export function fromRecord(doc: Record<string, unknown>): RecordState {
   };
 }
 
-function validate(def: ResourceDefinition, input: unknown, patchMode = false): JsonObject {
+function validate(def: ResourceDefinition, input: unknown, before?: JsonObject, patchMode = false): JsonObject {
   const fields = parseOrThrow(def.fields, input) as JsonObject;
   const bytes = jsonBytes(fields);
   if (bytes > MAX_RECORD_BYTES) throw tooLarge(def.errorPrefix, patchMode ? 'The patched record' : 'The record', bytes, MAX_RECORD_BYTES);
-  const broken = def.rules.flatMap((rule) => rule(fields));
+  const broken = [...(def.hasCode ? codeNotUuid(fields, before) : []), ...def.rules.flatMap((rule) => rule(fields))];
   if (broken.length > 0) {
     throw validationFailed(patchMode ? 'Patched record breaks a rule' : 'Record breaks a rule', broken);
   }
@@ -291,7 +291,7 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
   if (state.status !== 'active') throw notFound(def.errorPrefix, state.status === 'absent' ? '' : state.id);
   switch (command.type) {
     case 'Replace': {
-      const fields = onChange(state.fields, validate(def, stripReadOnly(def, command.input, state.id)));
+      const fields = onChange(state.fields, validate(def, stripReadOnly(def, command.input, state.id), state.fields));
       if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
       return { events: [event('Replaced', fields)], ...keyMoves(def, state.fields, fields) };
     }
@@ -304,7 +304,7 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
         throw validationFailed('A patch cannot change read-only fields', readOnly.map((k) => `${k}: read-only`));
       }
       assertNoDefaultRemoved(def, command.patch);
-      const fields = onChange(state.fields, validate(def, applyMergePatch(state.fields, command.patch), true));
+      const fields = onChange(state.fields, validate(def, applyMergePatch(state.fields, command.patch), state.fields, true));
       if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
       const patch = mergePatchBetween(state.fields, fields);
       // A patch may say more than the state it leads to (every member it removes): then the state.

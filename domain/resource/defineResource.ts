@@ -318,9 +318,12 @@ function offeredOperations(spec: ResourceSpec, hasCode: boolean): Set<Operation>
 
 /** A unique code never has the form of a UUID: `{idOrCode}` reads a UUID as an id, so a record
  * whose code were another record's id could be reached by neither (the one with that id would
- * answer for it), and a record later created with that id would take the code over. */
+ * answer for it), and a record later created with that id would take the code over. Judged when a
+ * write sets or changes the code: a record stored with such a code before it was refused stays
+ * patchable (and is still reached by `by-code`; references by id never resolve to it). */
 const CODE_NOT_UUID = 'never has the form of a UUID (a UUID in a path names a record by its id)';
-const codeNotUuid: FieldRule = (f) => (typeof f.code === 'string' && isUuid(f.code) ? [`code: ${JSON.stringify(f.code)} ${CODE_NOT_UUID}`] : []);
+export const codeNotUuid = (f: Record<string, unknown>, before: Record<string, unknown> | undefined): string[] =>
+  typeof f.code === 'string' && isUuid(f.code) && f.code !== before?.code ? [`code: ${JSON.stringify(f.code)} ${CODE_NOT_UUID}`] : [];
 
 /** The code member of create and replace bodies, saying so. */
 function codeInput(code: z.ZodType): z.ZodType {
@@ -370,7 +373,7 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     category,
     collection: spec.path.replaceAll('-', '_'),
     fields: spec.fields,
-    rules: [...(hasCode ? [codeNotUuid] : []), ...(spec.rules ?? [])],
+    rules: spec.rules ?? [],
     columns: deriveColumns(spec.fields),
     indexed: [...new Set([...searchable, 'auditInfo.whenEdited', ...defaultSort, ...unique.flatMap((k) => k.fields), ...(spec.indexed ?? [])])],
     autocomplete: hasCode ? searchable : [],

@@ -107,13 +107,18 @@ const foldSpec = (def: ResourceDefinition, id: string): FoldSpec<RecordState> =>
   evolve: (s, e) => evolve(def, s, e),
 });
 
+/** How a text names a record: by its id or its code (a UUID as an id first), by code only, or by id
+ * only. A reference by id is resolved by id only: a code shaped like a UUID (stored before such
+ * codes were refused) must never stand in for a record with that id. */
+type NamedBy = 'idOrCode' | 'code' | 'id';
+
 /** The current state of a record named by uuid or code, from the cached fold of its stream. */
-async function currentState(def: ResourceDefinition, store: EventStore, idOrCode: string, codeOnly: boolean): Promise<RecordState> {
-  if (!codeOnly && isUuid(idOrCode)) {
+async function currentState(def: ResourceDefinition, store: EventStore, idOrCode: string, by: NamedBy): Promise<RecordState> {
+  if (by !== 'code' && isUuid(idOrCode)) {
     const folded = await foldStream(foldSpec(def, idOrCode.toLowerCase()), store);
     if (folded.version !== undefined) return folded.state;
   }
-  if (!def.hasCode) return initialState();
+  if (!def.hasCode || by === 'id') return initialState();
   const stream = await store.findCode({ scope: def.category, code: idOrCode });
   if (stream === undefined) return initialState();
   return (await foldStream(foldSpec(def, idIn(def.category, stream) ?? stream), store)).state;
@@ -254,7 +259,7 @@ async function candidatesOf(target: ResourceDefinition, store: EventStore, ref: 
   const by = ref.by ?? 'id';
   if (typeof by === 'object') return needLookup(options)(target, [{ column: by.field, operator: 'EQ', value }], 100);
   if (by === 'id' && !isUuid(value)) return undefined;
-  const state = await currentState(target, store, value, by === 'code');
+  const state = await currentState(target, store, value, by);
   return state.status === 'active' ? [toRecord(state)] : [];
 }
 
@@ -275,7 +280,7 @@ async function leadsBack(target: ResourceDefinition, store: EventStore, field: s
     if (id === ownId || step >= MAX_REFERENCE_CHAIN) return true;
     if (seen.has(id)) return false;
     seen.add(id);
-    const state = await currentState(target, store, id, false);
+    const state = await currentState(target, store, id, 'id');
     if (state.status !== 'active') return false;
     next = memberOf(state.fields, field);
   }
@@ -510,7 +515,7 @@ export const keyedRecordId = (def: ResourceDefinition, actor: string, idempotenc
 async function existingRecordId(def: ResourceDefinition, store: EventStore, idOrCode: string, ctx: CommandContext): Promise<string> {
   const underKey = await recordUnderKey(def, store, idOrCode, ctx);
   if (underKey !== undefined) return underKey;
-  const state = await currentState(def, store, idOrCode, false);
+  const state = await currentState(def, store, idOrCode, 'idOrCode');
   if (state.status !== 'active') throw notFound(def.errorPrefix, idOrCode);
   return state.id;
 }
@@ -523,7 +528,7 @@ const keyedContext = (def: ResourceDefinition, ctx: CommandContext, operation: s
 function referenceChecks(def: ResourceDefinition, store: EventStore, options: ServiceOptions) {
   const referrers = options.referrers ?? [];
   const codeReferrers = referrers.some((r) => r.reference.by === 'code');
-  const current = (id: string) => currentState(def, store, id, false);
+  const current = (id: string) => currentState(def, store, id, 'idOrCode');
   return {
     /** A change of code while records name this one by code is a 409. */
     async assertCodeKept(id: string, candidate: unknown, ctx: CommandContext): Promise<void> {
@@ -550,7 +555,7 @@ function referenceChecks(def: ResourceDefinition, store: EventStore, options: Se
 /** Runs a command with its references loaded (values new in the change), under the locks the
  * change needs. */
 function commandRunner(def: ResourceDefinition, store: EventStore, options: ServiceOptions) {
-  const current = (id: string) => currentState(def, store, id, false);
+  const current = (id: string) => currentState(def, store, id, 'idOrCode');
   const liveFields = async (id: string | undefined): Promise<JsonObject | undefined> => {
     if (id === undefined) return undefined;
     const state = await current(id);
@@ -595,7 +600,7 @@ function commandRunner(def: ResourceDefinition, store: EventStore, options: Serv
 }
 
 export function resourceService(def: ResourceDefinition, store: EventStore, options: ServiceOptions = {}) {
-  const current = (idOrCode: string, codeOnly = false) => currentState(def, store, idOrCode, codeOnly);
+  const current = (idOrCode: string, by: NamedBy = 'idOrCode') => currentState(def, store, idOrCode, by);
   const checks = referenceChecks(def, store, options);
 
   const { run, guarded } = commandRunner(def, store, options);
@@ -655,7 +660,7 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
     /** The live record with its hidden parts (a password hash), for the module's own decisions and
      * reads; never sent as it is. */
     async live(idOrCode: string, codeOnly = false): Promise<LiveRecord | undefined> {
-      const state = await current(idOrCode, codeOnly);
+      const state = await current(idOrCode, codeOnly ? 'code' : 'idOrCode');
       return state.status === 'active' ? { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version, insertedBy: state.inserted.actor } : undefined;
     },
 
@@ -676,8 +681,15 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
     },
 
     async getByCode(code: string): Promise<ResourceRecord> {
-      const state = await current(code, true);
+      const state = await current(code, 'code');
       if (state.status !== 'active') throw notFound(def.errorPrefix, code);
+      return shown(def, state);
+    },
+
+    /** The live record with this id, never one whose code is this text (a reference by id). */
+    async getById(id: string): Promise<ResourceRecord> {
+      const state = await current(id, 'id');
+      if (state.status !== 'active') throw notFound(def.errorPrefix, id);
       return shown(def, state);
     },
 

@@ -8,19 +8,22 @@
 // subject) has a share: `jobsPerCaller` waiting or running (beyond, 429), and never every thread
 // (infra/renderQueue.ts), so one caller's templates that run to the time limit leave a thread to
 // the others. The service's own jobs (notifications the trigger reactor makes) run in the service
-// lane, which no caller's job, however many callers send them, can delay.
+// lane, which no caller's job, however many callers send them, can delay. There each job names the
+// actor it is done for (who raised the trigger), who runs on all its threads but one (never
+// refused: the trigger reactor holds back an actor's triggers beyond its share of its own places),
+// so one actor's triggers whose templates run to the time limit leave a thread to the others'.
 
 import { Worker } from 'node:worker_threads';
 import { documentTooLarge, rendererUnavailable } from '../../domain/documents/documents.ts';
 import type { TemplateCaller, TemplateJob, TemplateRunner } from '../../domain/ports.ts';
 import type { WorkerJob } from './worker.ts';
 import { DomainError, type StatusName } from '../../domain/shared/errors.ts';
-import { callerShares, RenderQueue, shareKeyOf, withTimeout } from '../renderQueue.ts';
+import { callerShares, isServiceWork, RenderQueue, shareKeyOf, withTimeout } from '../renderQueue.ts';
 
 export type TemplateRunnerOptions = {
   /** Threads of the interactive lane (default 2; with 1, one caller can hold it). */
   threads?: number;
-  /** Threads of the service lane (default 1). */
+  /** Threads of the service lane (default 2: with 1, one actor's triggers can hold it). */
   serviceThreads?: number;
   /** Jobs that may wait for a thread, in each lane (default 64); beyond, 503 with Retry-After. */
   queueLimit?: number;
@@ -46,11 +49,15 @@ export class WorkerTemplateRunner implements TemplateRunner {
   readonly #service: WorkerLane;
 
   constructor(options: TemplateRunnerOptions = {}) {
-    const o = { threads: 2, serviceThreads: 1, queueLimit: 64, jobsPerCaller: 2, timeoutMs: 5000, memoryMb: 512, ...options };
+    const o = { threads: 2, serviceThreads: 2, queueLimit: 64, jobsPerCaller: 2, timeoutMs: 5000, memoryMb: 512, ...options };
     const limits = { timeoutMs: o.timeoutMs, memoryMb: o.memoryMb };
     const shares = callerShares('template', o.jobsPerCaller);
     this.#interactive = new WorkerLane(o.threads, new RenderQueue({ slots: o.threads, queueLimit: o.queueLimit, what: 'template', shares }), limits);
-    this.#service = new WorkerLane(o.serviceThreads, new RenderQueue({ slots: o.serviceThreads, queueLimit: o.queueLimit, what: 'template' }), limits);
+    // The service's jobs wait rather than being refused: at most one per trigger the reactor runs,
+    // so its queue needs no limit of its own (the interactive one's would refuse a reactor with
+    // more places than it, and a refusal fails the reactor's whole batch).
+    const actors = callerShares('template', Number.POSITIVE_INFINITY);
+    this.#service = new WorkerLane(o.serviceThreads, new RenderQueue({ slots: o.serviceThreads, queueLimit: Number.POSITIVE_INFINITY, what: 'template', shares: actors }), limits);
   }
 
   /** Jobs running and waiting in each lane. */
@@ -73,7 +80,7 @@ export class WorkerTemplateRunner implements TemplateRunner {
   }
 
   #run(job: WorkerJob, caller: TemplateCaller | undefined): Promise<string | Uint8Array> {
-    return caller === 'service' ? this.#service.run(job) : this.#interactive.run(job, shareKeyOf(caller));
+    return (isServiceWork(caller) ? this.#service : this.#interactive).run(job, shareKeyOf(caller));
   }
 
   async close(): Promise<void> {

@@ -101,3 +101,67 @@ describe('a reactor', () => {
     expect((await resourceService(worklogType, events).getByCode(good)).code).toBe(good);
   });
 });
+
+/** Worklog types mirrored by owner (the part of the code before the first `-`); a code starting
+ * with `SLOW` waits for its gate, as a trigger whose template runs to the time limit. */
+function gated(events: EventStore, concurrency: number) {
+  const gates = new Map<string, () => void>();
+  const started: string[] = [];
+  const reactor: Reactor = {
+    name: `gated-${randomUUID()}`,
+    categories: [userGroupType.category],
+    eventTypes: ['UserGroupTypeCreated'],
+    concurrency,
+    shareOf: (event) => String(event.data.code).split('-')[0],
+    async react(event, commandFor) {
+      const code = String(event.data.code);
+      started.push(code);
+      if (code.startsWith('SLOW')) await new Promise<void>((resolve) => gates.set(code, resolve));
+      await resourceService(worklogType, events).create({ code, name: code }, commandFor());
+    },
+  };
+  return { reactor, gates, started };
+}
+
+async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('not reached');
+}
+
+describe('a reactor with slow events', () => {
+  it('handles a newer event of another owner while one owner\'s slow events run, and checkpoints no further than the first not handled', async () => {
+    const dir = folder();
+    const events = openSqliteEventStore(join(dir, 'events.db'));
+    cleanups.push(() => events.close());
+    const reads = readStoreIn(dir);
+    const groups = resourceService(userGroupType, events);
+    const ctx = () => ({ actor: 'alice', now: new Date(), newId: randomUUID });
+    const { reactor, gates, started } = gated(events, 3);
+    const processor = await run(reactor, events, reads);
+    const slow = ['SLOWA-1', 'SLOWA-2', 'SLOWA-3', 'SLOWA-4'].map((c) => `${c}-${uniqueCode()}`);
+    const first = (await groups.create({ code: slow[0], name: 'slow', registry: {} }, ctx())).position ?? 0n;
+    for (const code of slow.slice(1)) await groups.create({ code, name: 'slow', registry: {} }, ctx());
+    // One owner runs on all the places but one: two of its four, whatever it sends.
+    await until(() => gates.size === 2);
+    const fast = `FAST-${uniqueCode()}`;
+    const last = (await groups.create({ code: fast, name: 'fast', registry: {} }, ctx())).position ?? 0n;
+    await until(async () => (await resourceService(worklogType, events).live(fast, true)) !== undefined);
+    expect(started.filter((c) => c.startsWith('SLOW'))).toHaveLength(2);
+    // The slow ones are not handled: neither the processor nor its stored checkpoint passes the first.
+    expect(processor.checkpoint).toBeLessThan(first);
+    expect(await reads.checkpoint(reactor.name)).toBeLessThan(first);
+    expect(await processor.waitFor(last, 50)).toBe(false);
+    // As each ends, the next of the owner starts, in log order.
+    for (const code of slow) {
+      await until(() => gates.has(code));
+      gates.get(code)?.();
+    }
+    expect(await processor.waitFor(last, 5000)).toBe(true);
+    expect(started.filter((c) => c.startsWith('SLOW'))).toEqual(slow);
+    expect(await reads.checkpoint(reactor.name)).toBeGreaterThanOrEqual(last);
+    for (const code of slow) expect((await resourceService(worklogType, events).getByCode(code)).code).toBe(code);
+  });
+});

@@ -123,3 +123,38 @@ describe('template work under attack', () => {
     expect(Number(answers.find((r) => r.statusCode === 503)?.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe('notification triggers under attack', () => {
+  it('an editor\'s six triggers of a heavy template leave an admin\'s trigger to run meanwhile; each of them FAILS at the time limit', async () => {
+    expect((await t.call({ method: 'POST', url: '/api/v1/notification-rules', as: 'editor', payload: { code: 'HEAVY', name: 'Heavy', eventType: 'REST' } })).statusCode).toBe(201);
+    const template = { code: 'HEAVY_INAPP', name: 'Heavy', configTypeId, status: 'ACTIVE', notificationRuleCode: 'HEAVY', deliveryType: 'APPLICATION', content: heavy.content };
+    expect((await t.call({ method: 'POST', url: '/api/v1/notification-templates', as: 'editor', payload: template })).statusCode).toBe(201);
+    const attacks = await Promise.all(
+      range(6).map(async (i) => {
+        const res = await t.call({ method: 'POST', url: '/api/v1/notification-rules/HEAVY/trigger', as: 'editor', payload: { ownerType: 'TICKET', ownerId: `H-${String(i)}`, data: heavy.data } });
+        expect(res.statusCode, res.body).toBe(202);
+        return res.json<{ triggerId: string }>().triggerId;
+      }),
+    );
+    const status = async (id: string) => (await t.call({ method: 'GET', url: `/api/v1/notification-triggers/${id}` })).json<{ status: string; reason?: string }>();
+    // The editor's triggers hold the service lane (their time limit waits for the fake clock).
+    while (templates.load.service.running === 0) await pause(10);
+    expect(await triggerProcessed('T-3')).toBe('PROCESSED');
+    // Processed while the editor's heavy templates still held their threads: none of them ended.
+    expect(templates.load.service.running).toBeGreaterThan(0);
+    expect((await Promise.all(attacks.map(status))).map((s) => s.status)).toEqual(Array<string>(6).fill('RECEIVED'));
+    // Each heavy trigger ends FAILED with the time limit as its reason, as it would alone.
+    for (;;) {
+      const found = await Promise.all(attacks.map(status));
+      if (found.every((s) => s.status !== 'RECEIVED')) {
+        for (const s of found) {
+          expect(s.status).toBe('FAILED');
+          expect(s.reason).toContain('was stopped');
+        }
+        break;
+      }
+      await vi.advanceTimersByTimeAsync(TIMEOUT_MS);
+      await pause(20);
+    }
+  });
+});

@@ -144,6 +144,40 @@ describe('a user who holds a role the caller does not', () => {
   });
 });
 
+describe('a group that carries a role', () => {
+  it('gains or loses a member, or its role, only by an admin\'s change, by any route; other groups stay an editor\'s', async () => {
+    const rule = await created('/api/v1/access-rules', { code: 'CARRIED', name: 'Carried', entityName: 'users', accessRule: 'READ', fullAccess: true });
+    const other = await created('/api/v1/access-rules', { code: 'CARRIED_2', name: 'Carried 2', entityName: 'users', accessRule: 'READ', fullAccess: true });
+    await created('/api/v1/user-groups', { code: 'CARRIER', name: 'Carrier', type: 'TEAM', chars: {}, associatedUserRoleId: rule.id });
+    await created('/api/v1/user-groups', { code: 'NO_ROLE', name: 'No role', type: 'TEAM', chars: {} });
+    await aUser('member', { groups: ['CARRIER', 'NO_ROLE'] });
+    await aUser('outsider');
+    const editor = as(editorHeaders(t));
+    const refusals = [
+      await editor('PATCH', '/api/v1/users/member', { groups: ['NO_ROLE'] }),
+      await editor('PUT', '/api/v1/users/member', { ...(await record(t, 'member')), groups: [] }),
+      await editor('PATCH', '/api/v1/users/outsider', { groups: ['CARRIER'] }),
+      await editor('PATCH', '/api/v1/user-groups/CARRIER', { associatedUserRoleId: other.id }),
+      await editor('PATCH', '/api/v1/user-groups/CARRIER', { associatedUserRoleId: null }),
+      await editor('PATCH', '/api/v1/user-groups/NO_ROLE', { associatedUserRoleId: rule.id }),
+    ];
+    for (const res of refusals) expect([res.statusCode, res.json<ErrorBody>().code], res.body).toEqual([403, 'AUTH.FORBIDDEN']);
+    expect(refusals[0]?.json<ErrorBody>().message).toBe('Only an admin may remove a user from CARRIER: the group grants a role');
+    const member = await record(t, 'member');
+    const applied = await t.call({ method: 'POST', url: '/api/v1/users/diff/apply?compareField=code', payload: [{ diffType: 'DIFF_TYPE_CHANGE', left: member, right: { ...member, groups: [] } }], headers: editorHeaders(t), as: null });
+    expect(applied.json<Outcome[]>()[0]?.error?.code).toBe('AUTH.FORBIDDEN');
+    // A group that carries no role, and the user's other fields, stay an editor's to change.
+    expect((await editor('PATCH', '/api/v1/users/member', { groups: ['CARRIER'], description: 'kept' })).statusCode).toBe(200);
+    expect((await editor('PATCH', '/api/v1/users/outsider', { groups: ['NO_ROLE'] })).statusCode).toBe(200);
+    const imported = await importUsers(t, [{ ...(await record(t, 'member')), groups: [] }], 'save=true&compareField=code&allowMassRemove=true', editorHeaders(t));
+    expect(imported.json<Outcome[]>().find((o) => o.right?.code === 'member')?.error?.code).toBe('AUTH.FORBIDDEN');
+    expect((await t.call({ method: 'GET', url: '/api/v1/users/member?expand=ROLES' })).json()).toMatchObject({ groups: ['CARRIER'], roles: ['CARRIED'], auditInfo: { version: 1 } });
+    // An admin's change is the way.
+    expect((await t.call({ method: 'PATCH', url: '/api/v1/users/member', payload: { groups: [] } })).statusCode).toBe(200);
+    expect((await t.call({ method: 'GET', url: '/api/v1/users/member?expand=ROLES' })).json<Rec>().roles ?? []).toEqual([]);
+  });
+});
+
 describe('a change judged on the user as it is', () => {
   it('applies every one of concurrent changes without If-Match, each judged on the version it applies to', async () => {
     await aUser('busy', { roles: ['viewer'] });
@@ -156,17 +190,23 @@ describe('a change judged on the user as it is', () => {
 });
 
 describe('the last enabled admin', () => {
-  it('stays one: no disable, delete, removal, expiry, demotion or move off PASSWORD, by anyone, until another is one', async () => {
+  it('stays one: no disable, delete, removal, expiry, demotion or move off PASSWORD, by anyone, until another who can log in is one', async () => {
     const own = await startIdentityApp();
     try {
       const call = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => own.call({ method, url, ...(payload === undefined ? {} : { payload }) });
-      const make = async (code: string, extra: Record<string, unknown> = {}) => {
+      const make = async (code: string, extra: Record<string, unknown> = {}, password = true) => {
         expect((await call('POST', '/api/v1/users', { code, type: 'INDIVIDUAL', givenName: code, chars: {}, ...extra })).statusCode).toBe(201);
+        if (password) expect((await call('PUT', `/api/v1/users/${code}/password`, { password: PASSWORD })).statusCode).toBe(204);
       };
       await make('root', { roles: ['admin'] });
+      // Admins that cannot log in, each for one reason the login refuses them: they do not count.
       await make('off-admin', { roles: ['admin'], status: 'DISABLE' });
       await make('old-admin', { roles: ['admin'], validTo: '2020-01-01' });
       await make('dir-admin', { roles: ['admin'], authentication: 'LDAP' });
+      await make('no-password-admin', { roles: ['admin'] }, false);
+      for (const code of ['off-admin', 'old-admin', 'dir-admin', 'no-password-admin']) {
+        expect((await own.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: code, password: PASSWORD }, as: null })).statusCode, code).toBe(401);
+      }
       const root = await record(own, 'root');
       const refused = [
         await call('PATCH', '/api/v1/users/root', { status: 'DISABLE' }),
@@ -181,7 +221,7 @@ describe('the last enabled admin', () => {
       expect(applied.json<Outcome[]>()[0]?.error?.code).toBe('USER.LAST_ADMIN');
       const imported = await importUsers(own, [await record(own, 'off-admin')], 'save=true&compareField=code&allowMassRemove=true', adminHeaders(own));
       expect(imported.json<Outcome[]>().find((o) => o.left?.code === 'root')?.error?.code).toBe('USER.LAST_ADMIN');
-      expect(await record(own, 'root')).toMatchObject({ status: 'ENABLE', roles: ['admin'], auditInfo: { version: 0 } });
+      expect(await record(own, 'root')).toMatchObject({ status: 'ENABLE', roles: ['admin'], auditInfo: { version: 1 } });
       expect((await call('PATCH', '/api/v1/users/root', { description: 'still here' })).statusCode).toBe(200);
       // With a second one, either may go, not both; two demoting each other at once: one wins.
       await make('second', { roles: ['admin'] });

@@ -102,7 +102,7 @@ describe('traced renders', () => {
     try {
       let text = '';
       await inParent(async () => {
-        text = (await documents.templates?.text({ kind: 'handlebars', key: 't', version: 1, source: 'Hello {{name}}', data: { name: 'there' }, mode: 'text' }, 'service')) ?? '';
+        text = (await documents.templates?.text({ kind: 'handlebars', key: 't', version: 1, source: 'Hello {{name}}', data: { name: 'there' }, mode: 'text' }, { serviceFor: 'test' })) ?? '';
       });
       expect(text).toBe('Hello there');
       expect(spans('render.template')[0]?.attributes).toMatchObject({ 'render.kind': 'handlebars' });
