@@ -114,7 +114,10 @@ export async function startKafkaBroker(options: { port?: number; log?: (line: st
     const files = writeBrokerFiles(dir, brokerPort, controllerPort ?? port ?? 0);
     const classpath = join(installed.libs, '*');
     const jvm = ['-Xmx512m', '-Xms128m', '-XX:+UseG1GC', '-Djava.awt.headless=true', `-Dlog4j2.configurationFile=${files.log4j}`, '-cp', classpath];
-    const clusterId = randomBytes(16).toString('base64url');
+    // A cluster id as Kafka's own Uuid makes it: never starting with '-', which the format tool's
+    // argument parser would take for an option (one id in 64 did, and the broker did not start).
+    let clusterId = randomBytes(16).toString('base64url');
+    while (clusterId.startsWith('-')) clusterId = randomBytes(16).toString('base64url');
     // The format tool runs for a second: compiled by C1 alone it starts twice as fast on a busy machine.
     const format = spawnSync(java.java, [...jvm, '-XX:TieredStopAtLevel=1', 'kafka.tools.StorageTool', 'format', '--cluster-id', clusterId, '--config', files.properties, '--ignore-formatted'], { encoding: 'utf8' });
     if (format.status !== 0) throw new Error(`formatting the KRaft storage failed (exit ${String(format.status)}): ${`${format.stdout}${format.stderr}`.trim().slice(-600)}`);
