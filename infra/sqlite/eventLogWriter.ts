@@ -42,22 +42,27 @@ export function fromWireError(error: WireError): Error {
   }
 }
 
+/** A connection's statements, each prepared once (integers read as bigint: positions). */
+export function statementsOf(db: DatabaseSync): (sql: string) => StatementSync {
+  const statements = new Map<string, StatementSync>();
+  return (sql) => {
+    let s = statements.get(sql);
+    if (!s) {
+      s = db.prepare(sql);
+      s.setReadBigInts(true);
+      statements.set(sql, s);
+    }
+    return s;
+  };
+}
+
 export class EventLogWriter {
   readonly #db: DatabaseSync;
-  readonly #statements = new Map<string, StatementSync>();
+  readonly #stmt: (sql: string) => StatementSync;
 
   constructor(db: DatabaseSync) {
     this.#db = db;
-  }
-
-  #stmt(sql: string): StatementSync {
-    let s = this.#statements.get(sql);
-    if (!s) {
-      s = this.#db.prepare(sql);
-      s.setReadBigInts(true);
-      this.#statements.set(sql, s);
-    }
-    return s;
+    this.#stmt = statementsOf(db);
   }
 
   /** The appends in one transaction, each judged alone: one refused by its checks has written

@@ -16,7 +16,7 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../domain/ports.ts';
-import { fromWireError, type WireAppend, type WriterAnswer, type WriterAsk, type WriterRequest } from './eventLogWriter.ts';
+import { fromWireError, statementsOf, type WireAppend, type WriterAnswer, type WriterAsk, type WriterRequest } from './eventLogWriter.ts';
 
 /**
  * Positions are AUTOINCREMENT: a plain rowid takes max + 1, so deleting the newest events (log
@@ -101,7 +101,7 @@ export class SqliteEventStore implements EventStore {
   readonly #db: DatabaseSync;
   readonly #path: string;
   readonly #listeners = new Set<(p: Position) => void>();
-  readonly #statements = new Map<string, StatementSync>();
+  readonly #stmt: (sql: string) => StatementSync;
   #writer: Worker | undefined;
   /** What the writer was asked and has not answered yet, by request id. */
   readonly #asked = new Map<number, (answer: WriterAnswer) => void>();
@@ -114,6 +114,7 @@ export class SqliteEventStore implements EventStore {
   constructor(path: string) {
     this.#path = path;
     this.#db = new DatabaseSync(path);
+    this.#stmt = statementsOf(this.#db);
     // A new log gives freed pages back to the file system (the retention pass): only possible
     // before its first table; an older log is converted by its first purge (eventLogWriter.ts).
     const tables = this.#db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
@@ -131,16 +132,6 @@ export class SqliteEventStore implements EventStore {
     this.#db.prepare('INSERT INTO log_identity (id) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM log_identity)').run(randomUUID());
     const row = this.#db.prepare('SELECT id FROM log_identity LIMIT 1').get() as { id: string };
     return row.id;
-  }
-
-  #stmt(sql: string): StatementSync {
-    let s = this.#statements.get(sql);
-    if (!s) {
-      s = this.#db.prepare(sql);
-      s.setReadBigInts(true);
-      this.#statements.set(sql, s);
-    }
-    return s;
   }
 
   append(request: AppendRequest): Promise<AppendResult> {
