@@ -92,6 +92,9 @@ function idempotencyKeyOf(message: IncomingMessage, ruleCode: string): string {
   return `kafka:${message.topic}:sha256:${hash.digest('hex')}`;
 }
 
+/** Messages of a slice decided and appended together (see triggerBatchHandler). */
+const STEP = 500;
+
 /** What becomes of the trigger messages of one batch (see the file's comment), one outcome each, in
  * order: `retry` for one a store failed on (nothing durable was done for it: it comes again). Each
  * rule is read once per batch, and the batch's triggers are created together (createMany): decided
@@ -114,11 +117,24 @@ export function triggerBatchHandler(deps: TriggerMessageDeps): (messages: readon
       }
       return rule;
     };
-    const taken = await Promise.all(messages.map((message) => takeTrigger(message, ruleOf, now).catch((error: unknown): BatchOutcome => ({ kind: 'retry', error }))));
-    const creates = taken.flatMap((t) => ('input' in t ? [t] : []));
-    const made = await triggers.createMany(creates.map(({ input, key }) => ({ input, ctx: { actor: KAFKA_TRIGGER_ACTOR, now, newId: deps.newId, requestId: deps.newId(), correlationId: key, idempotencyKey: key } })));
-    const outcomes = new Map(await Promise.all(creates.map(async (c, n) => [c, await createdOutcome(made[n], c.key, triggers)] as const)));
-    return taken.map((t) => ('input' in t ? (outcomes.get(t) as BatchOutcome) : t));
+    // A step at a time: its triggers decided, then appended (createMany hands them to the log before
+    // it answers, and the embedded log's writer thread commits them while the next step is
+    // decided). Nothing between two steps waits for more than the microtasks of the reads, so the
+    // slice holds the event loop as one piece would, and its appends overlap its decisions.
+    const steps: Promise<BatchOutcome[]>[] = [];
+    for (let i = 0; i < messages.length; i += STEP) {
+      const some = messages.slice(i, i + STEP);
+      const taken = await Promise.all(some.map((message) => takeTrigger(message, ruleOf, now).catch((error: unknown): BatchOutcome => ({ kind: 'retry', error }))));
+      const creates = taken.flatMap((t) => ('input' in t ? [t] : []));
+      const made = triggers.createMany(creates.map(({ input, key }) => ({ input, ctx: { actor: KAFKA_TRIGGER_ACTOR, now, newId: deps.newId, requestId: deps.newId(), correlationId: key, idempotencyKey: key } })));
+      const answered = made.then(async (settled) => {
+        const outcomes = new Map(await Promise.all(creates.map(async (c, n) => [c, await createdOutcome(settled[n], c.key, triggers)] as const)));
+        return taken.map((t) => ('input' in t ? (outcomes.get(t) as BatchOutcome) : t));
+      });
+      // Settled as outcomes at once: a failed step must not be an unhandled rejection while the next is decided.
+      steps.push(answered.catch((error: unknown) => some.map((): BatchOutcome => ({ kind: 'retry', error }))));
+    }
+    return (await Promise.all(steps)).flat();
   };
 }
 

@@ -109,6 +109,8 @@ export class SqliteEventStore implements EventStore {
   #queue: Pending[] = [];
   /** A group is being committed, or is about to be sent (the rest of this turn's appends join it). */
   #busy = false;
+  /** Groups sent to the writer and not answered yet. */
+  #committing = 0;
   #closed = false;
 
   constructor(path: string) {
@@ -152,28 +154,41 @@ export class SqliteEventStore implements EventStore {
     return new Promise((resolve) => {
       const outcomes: AppendOutcome[] = new Array<AppendOutcome>(requests.length);
       let left = requests.length;
+      const group: Pending[] = [];
       requests.forEach((request, i) => {
         const settle = (outcome: AppendOutcome): void => {
           outcomes[i] = outcome;
           if (--left === 0) resolve(outcomes);
         };
-        if (request.events.length === 0) settle({ ok: false, error: new Error('append needs at least one event') });
-        else this.#enqueue(request, settle);
+        if (request.events.length === 0) {
+          settle({ ok: false, error: new Error('append needs at least one event') });
+          return;
+        }
+        const pending = this.#pending(request, settle);
+        if (pending !== undefined) group.push(pending);
       });
+      // A group already: sent at once, not after the group under way (the writer takes them in
+      // order), so that the writer commits it while the caller decides its next one.
+      if (group.length > 0) void this.#commit(group);
     });
   }
 
-  /** Queues an append for the next group, its events serialized here (one that cannot be fails alone). */
-  #enqueue(request: AppendRequest, settle: (outcome: AppendOutcome) => void): void {
-    let append: WireAppend;
+  /** An append for the writer, its events serialized here (one that cannot be fails alone). */
+  #pending(request: AppendRequest, settle: (outcome: AppendOutcome) => void): Pending | undefined {
     try {
       const events = request.events.map((e) => ({ id: e.id, type: e.type, schemaVersion: e.schemaVersion, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) }));
-      append = { stream: request.stream, expected: request.expected, events, claim: request.claim ?? [], release: request.release ?? [] };
+      return { append: { stream: request.stream, expected: request.expected, events, claim: request.claim ?? [], release: request.release ?? [] }, settle };
     } catch (error) {
       settle({ ok: false, error });
-      return;
+      return undefined;
     }
-    this.#queue.push({ append, settle });
+  }
+
+  /** Queues an append for the next group. */
+  #enqueue(request: AppendRequest, settle: (outcome: AppendOutcome) => void): void {
+    const pending = this.#pending(request, settle);
+    if (pending === undefined) return;
+    this.#queue.push(pending);
     if (!this.#busy) {
       this.#busy = true;
       setImmediate(() => void this.#commitGroups());
@@ -185,6 +200,16 @@ export class SqliteEventStore implements EventStore {
     while (this.#queue.length > 0) {
       const group = this.#queue;
       this.#queue = [];
+      await this.#commit(group);
+    }
+    this.#busy = false;
+  }
+
+  /** One group to the writer, in one transaction; each append hears its outcome, then the listeners
+   * the new head (groups are answered in the order sent, so the head only moves on). */
+  async #commit(group: readonly Pending[]): Promise<void> {
+    this.#committing += 1;
+    try {
       const answer = await this.#ask({ kind: 'append', appends: group.map((p) => p.append) });
       const outcomes = 'outcomes' in answer ? answer.outcomes : undefined;
       let head = 0n;
@@ -197,8 +222,9 @@ export class SqliteEventStore implements EventStore {
         } else p.settle({ ok: false, error: fromWireError(o.error) });
       });
       if (head > 0n) for (const l of this.#listeners) l(head);
+    } finally {
+      this.#committing -= 1;
     }
-    this.#busy = false;
   }
 
   /** One request to the writer thread (started on first use); it answers them in order. */
@@ -303,7 +329,7 @@ export class SqliteEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     // Let appends already queued commit before the file closes.
-    while (this.#busy) await new Promise((r) => setImmediate(r));
+    while (this.#busy || this.#committing > 0) await new Promise((r) => setImmediate(r));
     this.#closed = true;
     this.#listeners.clear();
     const writer = this.#writer;

@@ -1,5 +1,5 @@
 // The Kafka trigger batch handler over the real SQLite event log: a fetched batch goes into the log
-// together (one appendMany, no append per trigger), a copy in the batch and the batch taken again
+// together (an appendMany per step of 500, no append per trigger), a copy in the batch and the batch taken again
 // (a redelivery after a crash) write nothing twice, and a message that cannot be a trigger is a
 // dead letter without holding up the others.
 
@@ -24,7 +24,7 @@ const message = (offset: number, value: string, key = `K-${String(offset)}`): In
 const trigger = (i: number) => JSON.stringify({ ruleCode: 'BATCH', ownerType: 'TICKET', ownerId: `T-${String(i)}`, data: { ticket: i } });
 
 describe('the Kafka trigger batch handler', () => {
-  it('takes a batch into the log in one appendMany, writes a copy and a redelivered batch once, and dead-letters what is no trigger', async () => {
+  it('takes a batch into the log an appendMany per 500, writes a copy (across steps) and a redelivered batch once, and dead-letters what is no trigger', async () => {
     const log = openSqliteEventStore(join(dir, 'events.db'));
     await resourceService(notificationRule, log).create({ code: 'BATCH', name: 'batch', eventType: 'KAFKA' }, { actor: 'tester', now: new Date(), newId: randomUUID });
     // The real log, its calls counted.
@@ -40,15 +40,16 @@ describe('the Kafka trigger batch handler', () => {
       },
     }) as EventStore;
     const handle = triggerBatchHandler({ eventStore: counted, now: () => new Date(), newId: randomUUID });
-    const batch = [...Array.from({ length: 50 }, (_, i) => message(i, trigger(i))), message(50, trigger(0), 'K-0'), message(51, '{not json')];
+    // 1,100 triggers, then a copy of the first (in the third step, the first's append sent before it) and one that is no trigger.
+    const batch = [...Array.from({ length: 1100 }, (_, i) => message(i, trigger(i))), message(1100, trigger(0), 'K-0'), message(1101, '{not json')];
 
     const outcomes = await handle(batch);
-    expect(outcomes.map((o) => o.kind)).toEqual([...batch.slice(0, 51).map(() => 'handled'), 'dead']);
-    expect(calls).toEqual({ append: 0, appendMany: 1 });
-    const triggered = async () => (await log.readAll({ after: 0n, limit: 1000, categories: [notificationTrigger.category] })).filter((e) => e.type === notificationTrigger.createdEvent);
+    expect(outcomes.map((o) => o.kind)).toEqual([...batch.slice(0, 1101).map(() => 'handled'), 'dead']);
+    expect(calls).toEqual({ append: 0, appendMany: 3 });
+    const triggered = async () => (await log.readAll({ after: 0n, limit: 5000, categories: [notificationTrigger.category] })).filter((e) => e.type === notificationTrigger.createdEvent);
     const first = await triggered();
-    expect(first).toHaveLength(50);
-    expect(new Set(first.map((e) => (e.data as { ownerId: string }).ownerId)).size).toBe(50);
+    expect(first).toHaveLength(1100);
+    expect(new Set(first.map((e) => (e.data as { ownerId: string }).ownerId)).size).toBe(1100);
 
     // Taken again, as after a crash before its offsets were committed: nothing new in the log.
     const head = await log.headPosition();
