@@ -193,3 +193,20 @@ export class EventLogWriter {
     this.#db.close();
   }
 }
+
+/** The writer's answer to one request (a failure answered, never thrown). */
+export function answerOf(writer: EventLogWriter, request: WriterRequest): WriterAnswer {
+  try {
+    switch (request.kind) {
+      case 'append':
+        return { id: request.id, outcomes: writer.appendAll(request.appends) };
+      case 'purge':
+        return { id: request.id, removed: writer.purge(request.streams) };
+      case 'close':
+        writer.close();
+        return { id: request.id, removed: 0 };
+    }
+  } catch (error) {
+    return { id: request.id, failed: error instanceof Error ? error.message : String(error) };
+  }
+}

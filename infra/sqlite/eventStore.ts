@@ -16,7 +16,7 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../domain/ports.ts';
-import { fromWireError, statementsOf, type WireAppend, type WriterAnswer, type WriterAsk, type WriterRequest } from './eventLogWriter.ts';
+import { answerOf, EventLogWriter, fromWireError, statementsOf, type WireAppend, type WriterAnswer, type WriterAsk, type WriterRequest } from './eventLogWriter.ts';
 
 /**
  * Positions are AUTOINCREMENT: a plain rowid takes max + 1, so deleting the newest events (log
@@ -103,6 +103,9 @@ export class SqliteEventStore implements EventStore {
   readonly #listeners = new Set<(p: Position) => void>();
   readonly #stmt: (sql: string) => StatementSync;
   #writer: Worker | undefined;
+  /** An in-memory log's writer, on this connection: another connection (the writer thread's) to
+   * ':memory:' would be another, empty database. */
+  readonly #inProcess: EventLogWriter | undefined;
   /** What the writer was asked and has not answered yet, by request id. */
   readonly #asked = new Map<number, (answer: WriterAnswer) => void>();
   #nextId = 1;
@@ -124,6 +127,7 @@ export class SqliteEventStore implements EventStore {
     this.#db.exec(EVENT_LOG_PRAGMAS);
     addAutoincrement(this.#db);
     this.#db.exec(EVENT_LOG_SCHEMA);
+    this.#inProcess = isInMemory(path) ? new EventLogWriter(this.#db) : undefined;
   }
 
   /** This log's own identity, made once with it (a random UUID in the file): read models kept
@@ -229,8 +233,9 @@ export class SqliteEventStore implements EventStore {
 
   /** One request to the writer thread (started on first use); it answers them in order. */
   #ask(request: WriterAsk): Promise<WriterAnswer> {
-    const writer = this.#writerThread();
     const id = this.#nextId++;
+    if (this.#inProcess !== undefined) return Promise.resolve(answerOf(this.#inProcess, { ...request, id }));
+    const writer = this.#writerThread();
     return new Promise((resolve) => {
       this.#asked.set(id, resolve);
       // Kept alive only while it owes an answer: an idle log does not hold the process open.
@@ -345,3 +350,6 @@ export class SqliteEventStore implements EventStore {
 }
 
 export const openSqliteEventStore = (path: string): SqliteEventStore => new SqliteEventStore(path);
+
+/** Whether SQLite opens a database of its own for each connection to the path (nothing on disk). */
+const isInMemory = (path: string): boolean => path === '' || path === ':memory:' || (path.startsWith('file:') && /(^file::memory:|[?&]mode=memory(&|$))/.test(path));

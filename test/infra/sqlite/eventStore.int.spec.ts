@@ -20,6 +20,12 @@ afterAll(async () => {
 
 eventStoreContract('SQLite', open);
 
+// In memory (the CLI's, the unit specs'): its writes stay on its one connection, since the writer
+// thread's own connection to ':memory:' would be another, empty database.
+const memory = openSqliteEventStore(':memory:');
+opened.push(memory);
+eventStoreContract('SQLite in memory', () => Promise.resolve(memory));
+
 describe('SQLite event log', () => {
   it('group-commits appends that arrive together and keeps them after reopening', async () => {
     const path = join(dir, `group-${randomUUID()}.db`);
