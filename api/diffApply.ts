@@ -277,6 +277,26 @@ export const runningApplies = (deps: AppDeps): Set<Promise<void>> => {
   return set;
 };
 
+/** The run of each job applying here, by job id: a retry waits for the run it follows to end. */
+const runs = new WeakMap<AppDeps, Map<string, Promise<void>>>();
+
+/** Runs a job in the background of this process, known to close() and to a retry of it. */
+function runInBackground(deps: AppDeps, id: string, work: () => Promise<void>): void {
+  const set = runningApplies(deps);
+  let byId = runs.get(deps);
+  if (byId === undefined) {
+    byId = new Map();
+    runs.set(deps, byId);
+  }
+  const known = byId;
+  const run: Promise<void> = work().finally(() => {
+    set.delete(run);
+    if (known.get(id) === run) known.delete(id);
+  });
+  set.add(run);
+  known.set(id, run);
+}
+
 type Counts = { done: number; applied: number; unchanged: number; failed: number };
 
 /** The entries of a job: an array, or entries read back one at a time (an import's temporary file,
@@ -319,9 +339,7 @@ async function startJob(env: ApplyEnv, entries: EntrySource): Promise<string> {
     await env.deps.readStore.releaseLease(lease.name, lease.owner).catch(() => undefined);
     throw error;
   }
-  const set = runningApplies(env.deps);
-  const run = runApplyJob(env, { jobs, id, lease, plain }, entries).finally(() => set.delete(run));
-  set.add(run);
+  runInBackground(env.deps, id, () => runApplyJob(env, { jobs, id, lease, plain }, entries));
   return id;
 }
 
@@ -445,6 +463,10 @@ async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, en
 export async function retryApply(deps: AppDeps, jobId: string, ctx: CommandContext): Promise<WriteResult> {
   const jobs = serviceOf(deps, jobDefinition);
   const id = jobId.toLowerCase();
+  // A run here that recorded the job FAILED (which others may read before the run is told) keeps
+  // its entries and releases its lease just after: waited for. A job still running is not.
+  const run = runs.get(deps)?.get(id);
+  if (run !== undefined && (await jobs.live(id))?.fields.status === 'FAILED') await run.catch(() => undefined);
   const kept = stoppedApplies(deps).get(id);
   const lease = { name: `job:${id}`, owner: `${String(process.pid)}-${randomUUID()}` };
   const leased = kept !== undefined && (await deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS));
@@ -467,9 +489,7 @@ export async function retryApply(deps: AppDeps, jobId: string, ctx: CommandConte
   }
   const { env, entries, plain, done } = forget(deps, id) ?? kept;
   const resumed: ApplyEnv = { ...env, ctx: { ...env.ctx, now: deps.clock.now() } };
-  const set = runningApplies(deps);
-  const run = runApplyJob(resumed, { jobs, id, lease, plain }, entries, done).finally(() => set.delete(run));
-  set.add(run);
+  runInBackground(deps, id, () => runApplyJob(resumed, { jobs, id, lease, plain }, entries, done));
   return result;
 }
 

@@ -60,6 +60,9 @@ export type AppendResult = {
   duplicate?: boolean;
 };
 
+/** What became of one append of `appendMany`: its result, or the error `append` would have thrown. */
+export type AppendOutcome = { ok: true; result: AppendResult } | { ok: false; error: unknown };
+
 export class WrongExpectedRevisionError extends Error {
   readonly stream: string;
   readonly expected: ExpectedRevision;
@@ -97,6 +100,14 @@ export type ReadAllOptions = {
 
 export type EventStore = {
   append(request: AppendRequest): Promise<AppendResult>;
+  /** Appends issued together, each to its own stream and judged alone as `append` judges it
+   * (expected revision, claims, ids already there: a request whose ids are in its stream answers
+   * the first result, `duplicate`), answering each one's outcome in order; one refused or failed
+   * leaves the others alone. Not a transaction across streams: the embedded log commits them in
+   * one transaction (one fsync), KurrentDB takes one append per stream, all issued at once (it has
+   * no multi-stream transaction before 25.1). For many new streams at once (a batch of Kafka
+   * triggers) without a promise and a queue entry each. */
+  appendMany(requests: readonly AppendRequest[]): Promise<AppendOutcome[]>;
   /** Events of one stream in revision order, from revision `from` (0 when absent), at most `limit`
    * of them (all when absent); empty when the stream does not exist or has no event from there. */
   readStream(stream: string, options?: { from?: number; limit?: number }): Promise<RecordedEvent[]>;

@@ -33,8 +33,9 @@ export const ConfigSchema = z
     KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
     KAFKA_HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(3000),
     // The most trigger messages of a fetched batch taken into the log together (one transaction of
-    // the embedded log); after a failure, the rest of the slice is taken again.
-    KAFKA_CONSUMER_BATCH: z.coerce.number().int().min(1).max(10_000).default(500),
+    // the embedded log); after a failure, the rest of the slice is taken again. A slice holds the
+    // event loop while its triggers are decided (tens of µs each): lower it to bound that.
+    KAFKA_CONSUMER_BATCH: z.coerce.number().int().min(1).max(10_000).default(5000),
     // The events topic's producer: idempotent (the broker numbers its batches, so a retry is neither
     // doubled nor reordered). `false` only for a broker that grants no producer ids (librdkafka's
     // mock cluster, which the tests fall back to without Java).

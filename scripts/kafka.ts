@@ -100,6 +100,16 @@ function brokerPom(): string {
 
 /** Fetches the jars if needed, formats a fresh KRaft storage and starts the broker; resolves once
  * it answers a client, rejects with the reason (Java or Maven missing, or the broker's own words). */
+/** A KRaft cluster id: 16 random bytes in base64url, never starting with `-`, which the format
+ * tool's argument parser would take for an option ("--cluster-id: expected one argument"; Kafka's
+ * own Uuid.randomUuid draws again for it): the first character comes from the first byte's top six
+ * bits, so that byte's top bit is cleared (0-31: `A`-`f`). */
+export function kafkaClusterId(bytes: Buffer = randomBytes(16)): string {
+  const id = Buffer.from(bytes);
+  id[0] = (id[0] ?? 0) & 0x7f;
+  return id.toString('base64url');
+}
+
 export async function startKafkaBroker(options: { port?: number; log?: (line: string) => void } = {}): Promise<RunningBroker> {
   const log = options.log ?? (() => undefined);
   const java = findJava();
@@ -114,10 +124,7 @@ export async function startKafkaBroker(options: { port?: number; log?: (line: st
     const files = writeBrokerFiles(dir, brokerPort, controllerPort ?? port ?? 0);
     const classpath = join(installed.libs, '*');
     const jvm = ['-Xmx512m', '-Xms128m', '-XX:+UseG1GC', '-Djava.awt.headless=true', `-Dlog4j2.configurationFile=${files.log4j}`, '-cp', classpath];
-    // A cluster id as Kafka's own Uuid makes it: never starting with '-', which the format tool's
-    // argument parser would take for an option (one id in 64 did, and the broker did not start).
-    let clusterId = randomBytes(16).toString('base64url');
-    while (clusterId.startsWith('-')) clusterId = randomBytes(16).toString('base64url');
+    const clusterId = kafkaClusterId();
     // The format tool runs for a second: compiled by C1 alone it starts twice as fast on a busy machine.
     const format = spawnSync(java.java, [...jvm, '-XX:TieredStopAtLevel=1', 'kafka.tools.StorageTool', 'format', '--cluster-id', clusterId, '--config', files.properties, '--ignore-formatted'], { encoding: 'utf8' });
     if (format.status !== 0) throw new Error(`formatting the KRaft storage failed (exit ${String(format.status)}): ${`${format.stdout}${format.stderr}`.trim().slice(-600)}`);

@@ -10,16 +10,18 @@
 import { isActiveUser, user } from '../domain/identity/user.ts';
 import { userGroup } from '../domain/identity/userGroup.ts';
 import { backoffMs, boundedReason as bounded, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationStatus } from '../domain/notifications/notification.ts';
-import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore, type SmsSender } from '../domain/ports.ts';
+import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore, type RecordedEvent, type SmsSender } from '../domain/ports.ts';
 import { resourceService } from '../domain/resource/service.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../domain/shared/filtering.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
+import { idIn } from '../domain/shared/streams.ts';
 import type { ReadModels } from '../projections/projection.ts';
 import { dueInReadModel, type Schedule } from './scheduler.ts';
 
 export const DISPATCHER_ACTOR = 'system:notification-dispatcher';
 const IN_APP = new Set(['APPLICATION', 'USER_COMMENT']);
+const STATE_CHANGED = `${notification.name}StateChanged`;
 
 export type DispatcherDeps = {
   eventStore: EventStore;
@@ -200,25 +202,46 @@ class Dispatcher {
   }
 
   /** A PLAN notification taken by its channel: to SENDING, and for the channels that need no
-   * attempt straight on to their outcome. */
+   * attempt straight on to their outcome, in the same change (one append). */
   async take(due: Document, now: Date): Promise<void> {
     const live = await this.#notifications.live(due.id);
     if (live?.fields.status !== 'PLAN') return;
     const channel = String(live.fields.deliveryType);
-    const why = IN_APP.has(channel) ? 'in-app' : channel === 'LETTER' ? 'letter' : channel === 'SMS' ? 'queued for SMS' : 'queued for e-mail';
-    await this.#move(due.id, 'SENDING', why, now);
-    if (!ATTEMPTED.has(channel)) await this.finish(due, now);
+    if (ATTEMPTED.has(channel)) return this.#move(due.id, 'SENDING', channel === 'SMS' ? 'queued for SMS' : 'queued for e-mail', now);
+    const outcome = outcomeOf(channel);
+    const moves = [{ to: 'SENDING' as const, reason: IN_APP.has(channel) ? 'in-app' : channel === 'LETTER' ? 'letter' : 'queued' }, ...(outcome === undefined ? [] : [outcome])];
+    await this.#command(due.id, { type: 'ChangeStates', moves }, now);
   }
 
-  /** A SENDING in-app notification is SENT on record, a letter FAILED: also resumed after a crash
-   * between the move to SENDING and this one. */
+  /** A SENDING in-app notification is SENT on record, a letter FAILED: for one moved to SENDING
+   * alone (before both moves were one change, or by a client). */
   async finish(due: Document, now: Date): Promise<void> {
     const live = await this.#notifications.live(due.id);
     if (live?.fields.status !== 'SENDING') return;
-    if (IN_APP.has(String(live.fields.deliveryType))) await this.#move(due.id, 'SENT', 'in-app: on record, listed by owner', now);
-    else if (live.fields.deliveryType === 'LETTER') await this.#move(due.id, 'FAILED', 'unsupported: letters are not delivered by this service', now);
+    const outcome = outcomeOf(String(live.fields.deliveryType));
+    if (outcome !== undefined) await this.#move(due.id, outcome.to, outcome.reason, now);
   }
 }
+
+/** Where a channel that needs no attempt leaves a SENDING notification: in-app SENT on record, a
+ * letter FAILED. */
+function outcomeOf(channel: string): { to: NotificationStatus; reason: string } | undefined {
+  if (IN_APP.has(channel)) return { to: 'SENT', reason: 'in-app: on record, listed by owner' };
+  if (channel === 'LETTER') return { to: 'FAILED', reason: 'unsupported: letters are not delivered by this service' };
+  return undefined;
+}
+
+/** Whether some notification of the events was left SENDING by them, awaiting an attempt. */
+const leftSending = (events: readonly RecordedEvent[]): boolean => {
+  const last = new Map<string, unknown>();
+  for (const e of events) if (e.type === STATE_CHANGED) last.set(e.stream, e.data.to);
+  return [...last.values()].includes('SENDING');
+};
+
+/** Moved on meanwhile (CANCELLED, EXPIRED, taken by another dispatcher): nothing to deliver. */
+const movedOn = (error: unknown): void => {
+  if (!(error instanceof DomainError && error.status === 'CONFLICT')) throw error;
+};
 
 export function dispatchSchedule(deps: DispatcherDeps): Schedule {
   const dispatcher = new Dispatcher(deps);
@@ -228,8 +251,22 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
     name: 'notification-dispatch',
     // Notifications are independent: eight delivered at once.
     concurrency: 8,
-    // A notification made, or moved to SENDING, is due at once: woken by the log.
-    wakeOn: { readModel: notification.collection, categories: [notification.category], eventTypes: [notification.createdEvent, `${notification.name}StateChanged`] },
+    // A notification made is taken as the log brings it (an in-app one is SENT then); one moved
+    // to SENDING is due for its attempt at once: the log wakes the tick that makes it.
+    wakeOn: {
+      readModel: notification.collection,
+      categories: [notification.category],
+      eventTypes: [notification.createdEvent, STATE_CHANGED],
+      async react(events, now) {
+        // As the due query: one made without a channel is not the dispatcher's.
+        const made = events.filter((e) => e.type === notification.createdEvent && e.data.status === 'PLAN' && typeof e.data.deliveryType === 'string');
+        // All at once, so that their appends share group commits.
+        const taken = await Promise.allSettled(made.map((e) => dispatcher.take({ id: idIn(notification.category, e.stream) ?? '' }, now).catch(movedOn)));
+        const failed = taken.find((t) => t.status === 'rejected');
+        if (failed !== undefined) throw failed.reason;
+        return leftSending(events);
+      },
+    },
     async due(now) {
       const planned = await dueWhere([{ column: 'status', operator: 'EQ', value: 'PLAN' }, { column: 'deliveryType', operator: 'IS_NOT_NULL' }]);
       // E-mail and SMS wait in SENDING for an attempt; in-app ones and letters only when a crash
@@ -244,14 +281,9 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
       return Array.from({ length: Math.max(planned.length, sending.length) }, (_, i) => [sending[i], planned[i]]).flat().filter((d) => d !== undefined);
     },
     async run(item, now) {
-      try {
-        if (item.status === 'PLAN') await dispatcher.take(item, now);
-        else if (item.status === 'SENDING' && ATTEMPTED.has(String(item.deliveryType))) await dispatcher.attempt(item, now);
-        else if (item.status === 'SENDING') await dispatcher.finish(item, now);
-      } catch (error) {
-        // Moved on meanwhile (CANCELLED, EXPIRED): nothing to deliver.
-        if (!(error instanceof DomainError && error.status === 'CONFLICT')) throw error;
-      }
+      if (item.status === 'PLAN') await dispatcher.take(item, now).catch(movedOn);
+      else if (item.status === 'SENDING' && ATTEMPTED.has(String(item.deliveryType))) await dispatcher.attempt(item, now).catch(movedOn);
+      else if (item.status === 'SENDING') await dispatcher.finish(item, now).catch(movedOn);
       return true;
     },
   };

@@ -92,17 +92,21 @@ function idempotencyKeyOf(message: IncomingMessage, ruleCode: string): string {
   return `kafka:${message.topic}:sha256:${hash.digest('hex')}`;
 }
 
+/** Messages of a slice decided and appended together (see triggerBatchHandler). */
+const STEP = 500;
+
 /** What becomes of the trigger messages of one batch (see the file's comment), one outcome each, in
- * order: `retry` for one a store failed on (nothing durable was done for it: it comes again). The
- * batch's triggers are created together: each rule is read once per batch, and their appends
- * arrive in one event-loop turn, which the embedded log commits as one transaction (one fsync).
- * Nothing more is needed for exactly once: a trigger's id and event id derive from its message, so
- * a batch taken again after a crash (its offsets not yet committed) appends nothing twice, on the
- * embedded log as on KurrentDB (where the appends stay one per trigger, issued together). */
+ * order: `retry` for one a store failed on (nothing durable was done for it: it comes again). Each
+ * rule is read once per batch, and the batch's triggers are created together (createMany): decided
+ * without reading their streams, which are new but for repeats, and appended at once, which the
+ * embedded log commits as one transaction (one fsync). Nothing more is needed for exactly once: a
+ * trigger's id and event id derive from its message, so a batch taken again after a crash (its
+ * offsets not yet committed) appends nothing twice, on the embedded log as on KurrentDB (where the
+ * appends are one per trigger, issued together). */
 export function triggerBatchHandler(deps: TriggerMessageDeps): (messages: readonly IncomingMessage[]) => Promise<BatchOutcome[]> {
   const rules = resourceService(notificationRule, deps.eventStore);
   const triggers = resourceService(notificationTrigger, deps.eventStore);
-  return (messages) => {
+  return async (messages) => {
     const now = deps.now();
     const read = new Map<string, Promise<LiveRecord | undefined>>();
     const ruleOf = (code: string): Promise<LiveRecord | undefined> => {
@@ -113,11 +117,24 @@ export function triggerBatchHandler(deps: TriggerMessageDeps): (messages: readon
       }
       return rule;
     };
-    return Promise.all(
-      messages.map((message) =>
-        takeTrigger(message, { ruleOf, triggers, now, newId: deps.newId }).catch((error: unknown): BatchOutcome => ({ kind: 'retry', error })),
-      ),
-    );
+    // A step at a time: its triggers decided, then appended (createMany hands them to the log before
+    // it answers, and the embedded log's writer thread commits them while the next step is
+    // decided). Nothing between two steps waits for more than the microtasks of the reads, so the
+    // slice holds the event loop as one piece would, and its appends overlap its decisions.
+    const steps: Promise<BatchOutcome[]>[] = [];
+    for (let i = 0; i < messages.length; i += STEP) {
+      const some = messages.slice(i, i + STEP);
+      const taken = await Promise.all(some.map((message) => takeTrigger(message, ruleOf, now).catch((error: unknown): BatchOutcome => ({ kind: 'retry', error }))));
+      const creates = taken.flatMap((t) => ('input' in t ? [t] : []));
+      const made = triggers.createMany(creates.map(({ input, key }) => ({ input, ctx: { actor: KAFKA_TRIGGER_ACTOR, now, newId: deps.newId, requestId: deps.newId(), correlationId: key, idempotencyKey: key } })));
+      const answered = made.then(async (settled) => {
+        const outcomes = new Map(await Promise.all(creates.map(async (c, n) => [c, await createdOutcome(settled[n], c.key, triggers)] as const)));
+        return taken.map((t) => ('input' in t ? (outcomes.get(t) as BatchOutcome) : t));
+      });
+      // Settled as outcomes at once: a failed step must not be an unhandled rejection while the next is decided.
+      steps.push(answered.catch((error: unknown) => some.map((): BatchOutcome => ({ kind: 'retry', error }))));
+    }
+    return (await Promise.all(steps)).flat();
   };
 }
 
@@ -132,10 +149,8 @@ export function triggerMessageHandler(deps: TriggerMessageDeps): (message: Incom
   };
 }
 
-type TakeContext = { ruleOf: (code: string) => Promise<LiveRecord | undefined>; triggers: ReturnType<typeof resourceService>; now: Date; newId: () => string };
-
-/** One message: a trigger appended (or found there already), or a dead letter. Throws when a store fails. */
-async function takeTrigger(message: IncomingMessage, { ruleOf, triggers, now, newId }: TakeContext): Promise<MessageOutcome> {
+/** A message's trigger to create under its key, or why it is a dead letter. Throws when a store fails. */
+async function takeTrigger(message: IncomingMessage, ruleOf: (code: string) => Promise<LiveRecord | undefined>, now: Date): Promise<MessageOutcome | { input: Record<string, unknown>; key: string }> {
   const read = parsed(message);
   if ('kind' in read) return read;
   const { payload, ruleCode } = read;
@@ -145,19 +160,25 @@ async function takeTrigger(message: IncomingMessage, { ruleOf, triggers, now, ne
   if (!TOPIC_RULE_TYPES.has(String(rule.fields.eventType))) return dead(`notification rule ${ruleCode} has eventType ${typeof rule.fields.eventType === 'string' ? rule.fields.eventType : '(none)'}, not KAFKA or DIRECT`);
   const { ruleCode: _code, ...fields } = payload;
   const origin = { topic: message.topic, partition: message.partition, offset: message.offset, ...(message.key === null ? {} : { key: message.key.slice(0, 255) }) };
-  const key = idempotencyKeyOf(message, ruleCode);
+  return { input: { ...fields, ruleCode, source: 'KAFKA', origin, status: 'RECEIVED' }, key: idempotencyKeyOf(message, ruleCode) };
+}
+
+/** What a trigger's create means for its message: a message seen before (redelivered, or sent
+ * again) names a trigger already in the log, which the create under its key answers as the first
+ * one did, writing nothing. Throws (`retry`) when a store failed. */
+async function createdOutcome(made: PromiseSettledResult<unknown> | undefined, key: string, triggers: ReturnType<typeof resourceService>): Promise<BatchOutcome> {
+  if (made === undefined) return { kind: 'retry', error: new Error('no outcome for the trigger') };
+  if (made.status === 'fulfilled') return { kind: 'handled' };
+  const error: unknown = made.reason;
+  if (!isDomainError(error) || error.httpStatus >= 500) return { kind: 'retry', error };
   try {
-    // A message seen before (redelivered, or sent again) names a trigger already in the log: the
-    // create under its key answers as the first one did and writes nothing.
-    await triggers.create({ ...fields, ruleCode, source: 'KAFKA', origin, status: 'RECEIVED' }, { actor: KAFKA_TRIGGER_ACTOR, now, newId, requestId: newId(), correlationId: key, idempotencyKey: key });
-  } catch (error) {
-    if (!isDomainError(error) || error.httpStatus >= 500) throw error;
     // A copy of it handled at the same moment (another partition): the trigger is there.
     if (error.status === 'CONFLICT' && (await triggers.live(keyedRecordId(notificationTrigger, KAFKA_TRIGGER_ACTOR, key))) !== undefined) return { kind: 'handled' };
-    // Refused by the domain (a record over the size limit): it never will be taken.
-    return dead(`${error.message}${error.errors.length === 0 ? '' : `: ${error.errors.slice(0, 5).join('; ')}`}`);
+  } catch (failed) {
+    return { kind: 'retry', error: failed };
   }
-  return { kind: 'handled' };
+  // Refused by the domain (a record over the size limit): it never will be taken.
+  return dead(`${error.message}${error.errors.length === 0 ? '' : `: ${error.errors.slice(0, 5).join('; ')}`}`);
 }
 
 /** The trigger topic's consumer as a worker of the process. */

@@ -74,17 +74,53 @@ function evalUrlOf(rule: JsonObject, urls: Readonly<Record<string, string>>): st
   return resolved.toString();
 }
 
+/**
+ * Reads of a read model kept for the events up to the position it had folded when read, so that a
+ * batch of events (a burst of triggers) costs one query, not one each: `read(key, position)` answers
+ * as a query made once the read model has folded at least `position` (it waits for that), which a
+ * read kept from then still is. Nothing is kept while the read model is being rebuilt (none is
+ * served, and nothing is found).
+ */
+function readsAtLeast<T>(readModels: ReadModels, readModel: string, query: (key: string) => Promise<T>): (key: string, position: bigint) => Promise<T> {
+  const kept = new Map<string, { upTo: bigint; value: T }>();
+  const serves = (): boolean => {
+    try {
+      readModels.collectionOf(readModel);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return async (key, position) => {
+    const hit = kept.get(key);
+    if (hit !== undefined && position <= hit.upTo) return hit.value;
+    await readModels.waitFor(readModel, position, 10_000);
+    const folded = readModels.statuses().find((s) => s.name === readModel)?.position;
+    const upTo = folded === undefined || !/^\d+$/.test(folded) ? position : BigInt(folded) > position ? BigInt(folded) : position;
+    const value = await query(key);
+    if (serves()) {
+      // Bounded: keys are rule codes, a few hundred at most in practice.
+      if (kept.size >= 1000) kept.clear();
+      kept.set(key, { upTo, value });
+    }
+    return value;
+  };
+}
+
 class TriggerProcessor {
   readonly #deps: TriggerDeps;
   readonly #triggers;
   readonly #rules;
   readonly #notifications;
+  /** A rule's ACTIVE templates, from their read model as it stood at least at a position. */
+  readonly #templatesAt;
 
   constructor(deps: TriggerDeps) {
     this.#deps = deps;
     this.#triggers = resourceService(notificationTrigger, deps.eventStore);
     this.#rules = resourceService(notificationRule, deps.eventStore);
     this.#notifications = resourceService(notification, deps.eventStore);
+    this.#templatesAt = readsAtLeast(deps.readModels, notificationTemplate.collection, (code) => this.#templates(code));
   }
 
   async react(event: RecordedEvent, commandFor: CommandFor): Promise<void> {
@@ -93,21 +129,19 @@ class TriggerProcessor {
     const trigger = await this.#triggers.live(id);
     if (trigger?.fields.status !== 'RECEIVED') return;
     const ctx = commandFor('outcome');
-    // The templates are read from their read model: caught up with the trigger first, so a
-    // template made ACTIVE just before it is seen.
-    await this.#deps.readModels.waitFor(notificationTemplate.collection, event.position, 10_000);
-    const outcome = await this.#outcome(trigger.fields, commandFor, ctx.now, triggerActorOf(event));
+    const outcome = await this.#outcome(trigger.fields, event.position, commandFor, ctx.now, triggerActorOf(event));
     await this.#triggers.execute(id, outcome, ctx);
   }
 
-  async #outcome(trigger: JsonObject, commandFor: CommandFor, now: Date, actor: string): Promise<TriggerOutcome> {
+  async #outcome(trigger: JsonObject, position: bigint, commandFor: CommandFor, now: Date, actor: string): Promise<TriggerOutcome> {
     const code = String(trigger.ruleCode);
     const rule = await this.#rules.live(code, true);
     if (rule === undefined) return { type: 'Fail', reason: `no notification rule ${code}` };
     if (!withinPeriod(rule.fields.validityFrom, rule.fields.validityTo, now)) return { type: 'Fail', reason: `notification rule ${code} is not valid now` };
     const data = await this.#data(rule.fields, trigger);
     if (typeof data === 'string') return { type: 'Fail', reason: data };
-    const templates = await this.#templates(code);
+    // From their read model caught up with the trigger, so a template made ACTIVE just before it is seen.
+    const templates = await this.#templatesAt(code, position);
     if (templates.length === 0) return { type: 'Fail', reason: `notification rule ${code} has no ACTIVE template` };
     const record = await this.#recordOf(trigger);
     // The service's own work: rendered in the lane no caller's template can delay, within the
@@ -210,10 +244,11 @@ export function triggerReactor(deps: TriggerDeps): Reactor {
     name: TRIGGERS,
     categories: [notificationTrigger.category],
     eventTypes: [notificationTrigger.createdEvent],
-    // Each trigger is its own stream: eight at once, so their appends share group commits; one
-    // actor's on seven of them at most, so that its triggers, however slow their templates, leave
-    // a place to the others' (and the template threads do the same: infra/templates/).
-    concurrency: 8,
+    // Each trigger is its own stream: a batch's all at once (up to 256), so that their appends share
+    // group commits; one actor's on all places but one at most, so that its triggers, however slow
+    // their templates, leave a place to the others' (and the template threads share per actor too:
+    // infra/templates/).
+    concurrency: 256,
     shareOf: triggerActorOf,
     react: (event, commandFor) => processor.react(event, commandFor),
   };
@@ -228,27 +263,9 @@ export function systemRuleReactor(deps: TriggerDeps, resources: readonly Resourc
   const byCategory = new Map(followed.map((r) => [r.category, r]));
   const triggers = resourceService(notificationTrigger, deps.eventStore);
   const rulesQuery = toQuery({ filter: [{ column: 'eventType', operator: 'EQ', value: 'SYSTEM' }], sort: [] }, notificationRule.columns, notificationRule.defaultSort);
-  // The SYSTEM rules as read once the rules' read model had folded at least `upTo`: good for every
-  // event up to there, so a batch of events (a burst of log creates) costs one query, not one each.
-  let read: { upTo: bigint; rules: readonly Document[] } | undefined;
-  const servesRules = (): boolean => {
-    try {
-      deps.readModels.collectionOf(notificationRule.collection);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  const systemRulesAt = async (position: bigint): Promise<readonly Document[]> => {
-    if (read !== undefined && position <= read.upTo) return read.rules;
-    await deps.readModels.waitFor(notificationRule.collection, position, 10_000);
-    const folded = deps.readModels.statuses().find((s) => s.name === notificationRule.collection)?.position;
-    const upTo = folded === undefined || !/^\d+$/.test(folded) ? position : BigInt(folded) > position ? BigInt(folded) : position;
-    const rules = await dueInReadModel(deps.readStore, deps.readModels, notificationRule.collection, rulesQuery, 1000);
-    // Not kept while the rules' read model is being rebuilt (none is served: no rule is found).
-    if (servesRules()) read = { upTo, rules };
-    return rules;
-  };
+  // The SYSTEM rules, read once for a batch of events (a burst of log creates).
+  const rulesAt = readsAtLeast<readonly Document[]>(deps.readModels, notificationRule.collection, () => dueInReadModel(deps.readStore, deps.readModels, notificationRule.collection, rulesQuery, 1000));
+  const systemRulesAt = (position: bigint) => rulesAt('SYSTEM', position);
   return {
     name: SYSTEM_RULES,
     categories: [...byCategory.keys()],

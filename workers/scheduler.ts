@@ -7,7 +7,7 @@
 // tests move time and call `tick()`.
 
 import { randomUUID } from 'node:crypto';
-import type { Clock, Document, ReadStore } from '../domain/ports.ts';
+import type { Clock, Document, ReadStore, RecordedEvent } from '../domain/ports.ts';
 import type { Query } from '../domain/shared/filtering.ts';
 import type { ReadModels } from '../projections/projection.ts';
 import type { Logger, ProcessorHandler } from './processor.ts';
@@ -24,9 +24,17 @@ export type Schedule = {
    * (notifications to deliver), so their writes share group commits. */
   readonly concurrency?: number;
   /** Work that falls due when records change, not only when time passes: events of these
-   * categories (and types) wake the scheduler once the read model its due items come from has
-   * folded them, instead of waiting for the next interval. */
-  readonly wakeOn?: { readonly readModel: string; readonly categories: readonly string[]; readonly eventTypes?: readonly string[] };
+   * categories (and types) wake this schedule once the read model its due items come from has
+   * folded them, instead of waiting for the next interval. `react`, when given, does at once the
+   * work the events bring, as the log brings them (no wait for the read model, no query of due
+   * items), and answers whether they still want a tick; `due` then finds only what it missed (a
+   * crash between the event and its reaction, a scheduler started after it). */
+  readonly wakeOn?: {
+    readonly readModel: string;
+    readonly categories: readonly string[];
+    readonly eventTypes?: readonly string[];
+    readonly react?: (events: readonly RecordedEvent[], now: Date) => Promise<boolean>;
+  };
 };
 
 /** Due items as the documents of a read model a query selects (none while it is rebuilding). */
@@ -64,10 +72,10 @@ export class Scheduler {
   readonly #ran = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<number> | undefined;
-  /** Whether the last tick found a whole batch of some schedule due. */
-  #full = false;
-  /** A wake came while a tick ran: tick again after it. */
-  #wakeAgain = false;
+  /** The schedules the last tick found a whole batch of due (a backlog). */
+  #full = new Set<string>();
+  /** The schedules woken while a tick ran: ticked again after it. */
+  #wakeAgain = new Set<string>();
   /** While a tick runs: whether this instance still holds the lease (renewed as it runs). */
   #leaseHeld = false;
 
@@ -80,29 +88,41 @@ export class Scheduler {
 
   start(): void {
     if (this.#timer !== undefined || this.#schedules.length === 0) return;
-    this.#timer = setInterval(() => void this.#drain(), this.#options.intervalMs ?? 1000);
+    this.#timer = setInterval(() => void this.#drain(this.#all()), this.#options.intervalMs ?? 1000);
     this.#timer.unref();
   }
 
-  /** Ticks again at once while a tick found a full batch due (a backlog), up to 100 ticks. */
-  async #drain(): Promise<void> {
-    for (let round = 0; round < 100 && this.#timer !== undefined; round++) {
-      this.#full = false;
-      await this.tick();
+  /** Whether it runs on its own (started: the interval and the log wake it), rather than only when
+   * a test calls tick(). */
+  running(): boolean {
+    return this.#timer !== undefined;
+  }
+
+  #all(): Set<string> {
+    return new Set(this.#schedules.map((s) => s.name));
+  }
+
+  /** Ticks the schedules named, then again at once those that found a full batch due (a backlog)
+   * or were woken meanwhile, up to 100 ticks. */
+  async #drain(first: ReadonlySet<string>): Promise<void> {
+    let which = first;
+    for (let round = 0; round < 100 && this.#timer !== undefined && which.size > 0; round++) {
+      this.#full = new Set();
+      await this.#tickOf(which);
       // Again while a batch made progress, or a wake came during the tick.
-      if (!this.#backlogged() && !this.#wokenMeanwhile()) return;
+      which = new Set([...this.#backlogged(), ...this.#wokenMeanwhile()]);
     }
   }
 
-  /** Whether the last tick found a whole batch of some schedule due (set while it ran). */
-  #backlogged(): boolean {
+  /** The schedules the last tick found a whole batch of due (set while it ran). */
+  #backlogged(): ReadonlySet<string> {
     return this.#full;
   }
 
-  /** Whether a wake came while the last tick ran (taken: the next tick answers it). */
-  #wokenMeanwhile(): boolean {
+  /** The schedules woken while the last tick ran (taken: the next tick answers them). */
+  #wokenMeanwhile(): ReadonlySet<string> {
     const woken = this.#wakeAgain;
-    this.#wakeAgain = false;
+    this.#wakeAgain = new Set();
     return woken;
   }
 
@@ -113,25 +133,32 @@ export class Scheduler {
     await this.#reads.releaseLease(LEASE, this.#instanceId).catch(() => undefined);
   }
 
-  /** Ticks soon (a schedule's work fell due): at once, or after the tick under way. */
-  wake(): void {
+  /** Ticks soon (a schedule's work fell due): at once, or after the tick under way; only the
+   * schedule named (its due items alone are read), or all. */
+  wake(schedule?: string): void {
     if (this.#timer === undefined) return;
+    const which = schedule === undefined ? this.#all() : new Set([schedule]);
     if (this.#ticking !== undefined) {
-      this.#wakeAgain = true;
+      for (const name of which) this.#wakeAgain.add(name);
       return;
     }
-    void this.#drain();
+    void this.#drain(which);
   }
 
   /** Runs what is due now, if this instance holds the poller's lease; answers how many items ran. */
   tick(): Promise<number> {
-    this.#ticking ??= this.#tick().finally(() => {
+    return this.#tickOf(this.#all());
+  }
+
+  /** A tick of the schedules named (a tick under way is answered instead, whichever it runs). */
+  #tickOf(which: ReadonlySet<string>): Promise<number> {
+    this.#ticking ??= this.#tick(which).finally(() => {
       this.#ticking = undefined;
     });
     return this.#ticking;
   }
 
-  async #tick(): Promise<number> {
+  async #tick(which: ReadonlySet<string>): Promise<number> {
     let ran = 0;
     const leaseMs = this.#options.leaseMs ?? 15_000;
     let renewal: NodeJS.Timeout | undefined;
@@ -141,7 +168,7 @@ export class Scheduler {
       // renewal fails, no further item is taken, since another instance may hold the lease now.
       this.#leaseHeld = true;
       renewal = setInterval(() => void this.#renew(leaseMs), Math.max(10, Math.floor(leaseMs / 3)));
-      for (const schedule of this.#schedules) if (this.#holdsLease()) ran += await this.#runDue(schedule);
+      for (const schedule of this.#schedules) if (which.has(schedule.name) && this.#holdsLease()) ran += await this.#runDue(schedule);
     } catch (error) {
       this.#options.logger?.error({ err: error }, 'scheduler tick failed; trying again at the next');
     } finally {
@@ -190,14 +217,15 @@ export class Scheduler {
     await Promise.all(Array.from({ length: Math.max(1, Math.min(schedule.concurrency ?? 1, items.length)) }, worker));
     // A backlog: a whole batch was due and work got done (a batch that only failed, or held only
     // items already run, waits for the interval).
-    if (due.length >= batch && ran > 0) this.#full = true;
+    if (due.length >= batch && ran > 0) this.#full.add(schedule.name);
     return ran;
   }
 }
 
-/** A follower of the log that wakes the scheduler for a schedule's `wakeOn` events, once its read
- * model has folded them. Its checkpoint is kept like any handler's; a wake it misses (a crash)
- * costs only the wait until the next interval. */
+/** A follower of the log for a schedule's `wakeOn` events: it reacts to them (`react`), then wakes
+ * the schedule once its read model has folded them, when they still want a tick. Nothing while the
+ * scheduler does not run on its own (tests that tick it). Its checkpoint is kept like any
+ * handler's; a reaction or a wake it misses (a crash) costs only the wait until the next interval. */
 export function wakeHandler(schedule: Schedule, scheduler: Scheduler, readModels: ReadModels, reads: ReadStore): ProcessorHandler | undefined {
   const on = schedule.wakeOn;
   if (on === undefined) return undefined;
@@ -207,9 +235,12 @@ export function wakeHandler(schedule: Schedule, scheduler: Scheduler, readModels
     categories: on.categories,
     ...(on.eventTypes === undefined ? {} : { eventTypes: on.eventTypes }),
     async handle(events, batch, ctx) {
-      if (events.length > 0) {
-        await readModels.waitFor(on.readModel, batch.to, 5000);
-        scheduler.wake();
+      if (events.length > 0 && scheduler.running()) {
+        ctx.assertLease();
+        if (on.react === undefined || (await on.react(events, ctx.now()))) {
+          await readModels.waitFor(on.readModel, batch.to, 5000);
+          scheduler.wake(schedule.name);
+        }
       }
       ctx.assertLease();
       await reads.saveCheckpoint(name, batch.to);

@@ -55,9 +55,21 @@ export const relatedEntity = z.strictObject({
 
 /** The command of a state move: to a status, with the reason (for the history). */
 export type ChangeState = { type: 'ChangeState'; to: NotificationStatus; reason?: string };
+/** Moves made one after another as one change (one append): a channel that needs no attempt goes
+ * from PLAN through SENDING to its outcome at once. Those up to where the notification is already
+ * are made; each other is judged as a ChangeState from where the previous one left it. */
+export type ChangeStates = { type: 'ChangeStates'; moves: readonly Omit<ChangeState, 'type'>[] };
 /** The dispatcher's commands: an attempt recorded before it is made (outbox), a transient failure
  * deferring the next one. */
-export type DeliveryCommand = ChangeState | { type: 'Attempt'; attempt: number } | { type: 'Defer'; reason: string; nextAttemptAt: string };
+export type DeliveryCommand = ChangeState | ChangeStates | { type: 'Attempt'; attempt: number } | { type: 'Defer'; reason: string; nextAttemptAt: string };
+
+/** The event of a move from `from`, none when it is there already; a move the state machine does
+ * not allow is a 409. */
+function moved(from: NotificationStatus, c: Omit<ChangeState, 'type'>, now: Date): { type: string; data: Record<string, unknown> }[] {
+  if (from === c.to) return [];
+  if (!STATE_MOVES[from].includes(c.to)) throw invalidTransition('NOTIFICATION', 'status', from, c.to, STATE_MOVES[from]);
+  return [{ type: 'StateChanged', data: { from, to: c.to, at: now.toISOString(), ...(c.reason === undefined ? {} : { reason: c.reason }) } }];
+}
 
 /** How long an attempt holds its notification: not due again (to this or another instance) until
  * its outcome is recorded or this passes, which is longer than any channel's timeout. An attempt
@@ -153,11 +165,14 @@ export const notification: ResourceDefinition = defineResource({
       if (own.type === 'Defer') {
         return record.fields.status === 'SENDING' ? [{ type: 'DeliveryDeferred', data: { attempt: attempts, reason: own.reason.slice(0, 2000), nextAttemptAt: own.nextAttemptAt } }] : [];
       }
-      const c = own;
-      const from = record.fields.status as NotificationStatus;
-      if (from === c.to) return [];
-      if (!STATE_MOVES[from].includes(c.to)) throw invalidTransition('NOTIFICATION', 'status', from, c.to, STATE_MOVES[from]);
-      return [{ type: 'StateChanged', data: { from, to: c.to, at: ctx.now.toISOString(), ...(c.reason === undefined ? {} : { reason: c.reason }) } }];
+      let from = record.fields.status as NotificationStatus;
+      if (own.type === 'ChangeState') return moved(from, own, ctx.now);
+      // Where the notification is on the way already, the moves up to there are made.
+      return own.moves.slice(own.moves.findLastIndex((move) => move.to === from) + 1).flatMap((move) => {
+        const events = moved(from, move, ctx.now);
+        from = move.to;
+        return events;
+      });
     },
   },
 });

@@ -3,7 +3,7 @@
 // the decision, from the log itself (the referenced record's folded stream), not from a read model.
 
 import type { EventStore, Position, RecordedEvent } from '../ports.ts';
-import { handleCommand, keyReservation, requestHashOf, type ChangeGuard, type CommandContext } from '../shared/commandHandler.ts';
+import { handleCommand, handleNewStreams, keyReservation, requestHashOf, type ChangeGuard, type CommandContext, type CommandSpec } from '../shared/commandHandler.ts';
 import { codeTaken, concurrentModification, isDomainError, keyTaken, malformedUuid, notFound, referenceCycle, referenceMissing, referenceUnusable, stillReferenced, unavailable, validationFailed } from '../shared/errors.ts';
 import type { Alternatives, FilterItem } from '../shared/filtering.ts';
 import { KeyedLocks, type LockRequest } from '../shared/keyedLocks.ts';
@@ -405,23 +405,25 @@ const decideContextOf = (ctx: CommandContext, refs: DecideContext['refs']): Deci
 
 type Run = { id: string; command: ResourceCommand; ctx: CommandContext; expectedVersion: number | undefined; decideContext: DecideContext };
 
-async function runCommand(def: ResourceDefinition, store: EventStore, { id, command, ctx, expectedVersion, decideContext }: Run): Promise<WriteResult> {
-  const result = await handleCommand<RecordState>(
-    {
-      resource: def.errorPrefix,
-      stream: streamOf(def, id),
-      initial: initialState,
-      evolve: (s, e) => evolve(def, s, e),
-      decide: (s) => decide(def, s, command, decideContext),
-      schemaVersion: SCHEMA_VERSION,
-      keyTaken: (reservation) => keyTakenError(def, reservation) ?? codeTakenFallback(def, reservation.code),
-      ...(expectedVersion === undefined ? {} : { expectedVersion }),
-    },
-    ctx,
-    store,
-  );
+/** The command handler's view of a resource command on one record. */
+const commandSpec = (def: ResourceDefinition, { id, command, expectedVersion, decideContext }: Omit<Run, 'ctx'>): CommandSpec<RecordState> => ({
+  resource: def.errorPrefix,
+  stream: streamOf(def, id),
+  initial: initialState,
+  evolve: (s, e) => evolve(def, s, e),
+  decide: (s) => decide(def, s, command, decideContext),
+  schemaVersion: SCHEMA_VERSION,
+  keyTaken: (reservation) => keyTakenError(def, reservation) ?? codeTakenFallback(def, reservation.code),
+  ...(expectedVersion === undefined ? {} : { expectedVersion }),
+});
+
+const writeResult = (def: ResourceDefinition, result: { state: RecordState; version: number | undefined; position: Position | undefined; written: boolean }): WriteResult => {
   const { state } = result;
   return { record: state.status === 'active' ? shown(def, state) : undefined, version: result.version ?? 0, position: result.position, written: result.written };
+};
+
+async function runCommand(def: ResourceDefinition, store: EventStore, run: Run): Promise<WriteResult> {
+  return writeResult(def, await handleCommand<RecordState>(commandSpec(def, run), run.ctx, store));
 }
 
 const codeTakenFallback = (def: ResourceDefinition, code: string): Error => codeTaken(def.errorPrefix, code);
@@ -520,6 +522,36 @@ async function existingRecordId(def: ResourceDefinition, store: EventStore, idOr
   return state.id;
 }
 
+type KeyedCreate = { input: unknown; ctx: CommandContext & { idempotencyKey: string } };
+
+/** resourceService's createMany: `create` is the service's, for what the batch cannot answer. */
+async function createTogether(def: ResourceDefinition, store: EventStore, items: readonly KeyedCreate[], create: (input: unknown, ctx: CommandContext) => Promise<WriteResult>): Promise<PromiseSettledResult<WriteResult>[]> {
+  const one = (item: KeyedCreate) => create(item.input, item.ctx);
+  if (def.references.length > 0) return Promise.allSettled(items.map(one));
+  // An id sent in the body names the record instead of the key.
+  const batched = items.flatMap((item, i) => (isPlainObject(item.input) && item.input.id !== undefined ? [] : [i]));
+  const commands = batched.map((i) => {
+    const { input, ctx } = items[i] as KeyedCreate;
+    const id = keyedRecordId(def, ctx.actor, ctx.idempotencyKey);
+    const keyed = keyedContext(def, ctx, 'create', '', input);
+    return { spec: commandSpec(def, { id, command: { type: 'Create', id, input }, expectedVersion: undefined, decideContext: decideContextOf(keyed, new Map()) }), ctx: keyed };
+  });
+  const outcomes = new Map((await handleNewStreams(commands, store)).map((outcome, n) => [batched[n] as number, outcome]));
+  return Promise.allSettled(
+    items.map((item, i) => {
+      const outcome = outcomes.get(i) ?? { kind: 'again' };
+      switch (outcome.kind) {
+        case 'done':
+          return Promise.resolve(writeResult(def, outcome.result));
+        case 'again':
+          return one(item);
+        case 'failed':
+          return Promise.reject(outcome.error instanceof Error ? outcome.error : new Error(String(outcome.error)));
+      }
+    }),
+  );
+}
+
 /** The context with the hash of what the request means, when it carries an Idempotency-Key. */
 const keyedContext = (def: ResourceDefinition, ctx: CommandContext, operation: string, target: string, body: unknown): CommandContext =>
   ctx.idempotencyKey === undefined ? ctx : { ...ctx, requestHash: requestHashOf({ operation, resource: def.path, target, body: meaningOf(body) }) };
@@ -609,17 +641,27 @@ export function resourceService(def: ResourceDefinition, store: EventStore, opti
 
   const keyed = (ctx: CommandContext, operation: string, target: string, body: unknown) => keyedContext(def, ctx, operation, target, body);
 
+  /** `keepId`: the input's id is kept whatever its UUID version (a record exported from another
+   * installation, whose id may be derived); `restore`: a record deleted under that id is made
+   * again on its stream. Both for an applied diff. */
+  function create(input: unknown, ctx: CommandContext, options: { keepId?: boolean; restore?: boolean } = {}): Promise<WriteResult> {
+    const id = newRecordId(def, input, ctx, options.keepId === true);
+    const command: ResourceCommand = { type: 'Create', id, input, ...(options.restore === true ? { restore: true } : {}) };
+    return guarded({ candidate: input }, () => run(id, command, keyed(ctx, 'create', '', input), undefined, input));
+  }
+
   return {
     definition: def,
 
-    /** `keepId`: the input's id is kept whatever its UUID version (a record exported from another
-     * installation, whose id may be derived); `restore`: a record deleted under that id is made
-     * again on its stream. Both for an applied diff. */
-    create(input: unknown, ctx: CommandContext, options: { keepId?: boolean; restore?: boolean } = {}): Promise<WriteResult> {
-      const id = newRecordId(def, input, ctx, options.keepId === true);
-      const command: ResourceCommand = { type: 'Create', id, input, ...(options.restore === true ? { restore: true } : {}) };
-      return guarded({ candidate: input }, () => run(id, command, keyed(ctx, 'create', '', input), undefined, input));
-    },
+    /** Creates of records each named by its Idempotency-Key (the id derived from it, as `create`
+     * derives it when no id is sent), decided without reading anything and appended together:
+     * for a batch of records that are new but for a few repeats (Kafka triggers). A record whose
+     * stream is there already is answered as `create` answers it (which reads), and so is every
+     * create of a resource whose records name others (references are read), or naming its id.
+     * Each answers its result or the error `create` would throw, in order. */
+    createMany: (items: readonly KeyedCreate[]): Promise<PromiseSettledResult<WriteResult>[]> => createTogether(def, store, items, create),
+
+    create,
 
     async replace(idOrCode: string, input: unknown, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);

@@ -4,6 +4,7 @@
 import {
   CodeTakenError,
   WrongExpectedRevisionError,
+  type AppendRequest,
   type CodeReservation,
   type EventMetadata,
   type EventStore,
@@ -271,4 +272,47 @@ export function handleCommand<S>(spec: CommandSpec<S>, ctx: CommandContext, stor
       }
     }
   });
+}
+
+/** What became of one command of handleNewStreams: its result; `again` where only a read of its
+ * stream can answer it (the stream was there: a repeat under its key, or another request's); or
+ * the error it is refused (or failed) with. */
+export type NewStreamOutcome<S> = { kind: 'done'; result: CommandResult<S> } | { kind: 'again' } | { kind: 'failed'; error: unknown };
+
+/**
+ * Commands that each begin a stream of its own under an Idempotency-Key (a batch of Kafka triggers):
+ * decided on the initial state and appended together (EventStore.appendMany) with "no stream"
+ * expected, nothing read first. Their event ids derive from the key as handleCommand's do, so a
+ * command taken again (a batch redelivered) appends nothing; where a stream turns out to be there
+ * already the command answers `again`, for handleCommand, which reads it, to answer. No key is
+ * reserved (keyClaim): the caller names each stream after its key (keyedRecordId), so the stream
+ * is the key's reservation. Streams are left out of the fold cache: a batch of new records is not
+ * what the next commands read.
+ */
+export async function handleNewStreams<S>(commands: readonly { spec: CommandSpec<S>; ctx: CommandContext }[], store: EventStore): Promise<NewStreamOutcome<S>[]> {
+  const outcomes: NewStreamOutcome<S>[] = [];
+  const appends: { index: number; fresh: NewEvent[]; request: AppendRequest }[] = [];
+  for (const [index, { spec, ctx }] of commands.entries()) {
+    try {
+      if (ctx.idempotencyKey === undefined) throw new Error(`${spec.stream}: a command of handleNewStreams needs an Idempotency-Key`);
+      const decision = spec.decide(spec.initial());
+      const fresh = newEvents(spec, ctx, decision.events);
+      outcomes.push({ kind: 'again' });
+      if (fresh.length > 0) appends.push({ index, fresh, request: { stream: spec.stream, expected: 'no_stream', events: fresh, claim: decision.claim ?? [] } });
+    } catch (error) {
+      outcomes.push({ kind: 'failed', error });
+    }
+  }
+  const appended = await store.appendMany(appends.map((a) => a.request));
+  for (const [i, outcome] of appended.entries()) {
+    const { index, fresh } = appends[i] as (typeof appends)[number];
+    const { spec } = commands[index] as (typeof commands)[number];
+    if (outcome.ok && outcome.result.duplicate !== true) {
+      const recorded = fresh.map((e, n) => ({ ...e, stream: spec.stream, revision: n, position: outcome.result.position }));
+      outcomes[index] = { kind: 'done', result: { state: fold(spec, recorded), version: outcome.result.revision, position: outcome.result.position, written: true } };
+    } else if (!outcome.ok && !(outcome.error instanceof WrongExpectedRevisionError)) {
+      outcomes[index] = { kind: 'failed', error: appendFailure(spec, outcome.error) ?? outcome.error };
+    }
+  }
+  return outcomes;
 }

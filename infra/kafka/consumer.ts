@@ -2,8 +2,8 @@
 // once its handler resolved for it and for every message before it, so a crash or a stop loses
 // nothing: at least once. The messages of a fetched batch (one partition) go to the handler a slice
 // at a time, the partitions a batch at a time:
-// - `startBatches`: a slice of at most `batchSize` messages (default 500) in one call, so that the
-//   handler can take them into its store together;
+// - `startBatches`: a slice of at most `batchSize` messages in one call, so that the
+//   handler can take them into its store together (default 5000);
 // - `start`: one call per message, `concurrency` at once (default 1: one after the other, in order);
 //   with more than 1, messages of one slice may be handled in any order.
 // After a failure the messages after it in its slice are handled again (handlers are idempotent; a
@@ -36,7 +36,7 @@ export type KafkaConsumerOptions = {
   sessionTimeoutMs?: number;
   /** `start`: messages of a batch handled at once (default 1). */
   concurrency?: number;
-  /** `startBatches`: the most messages handed over in one call (default 500). */
+  /** `startBatches`: the most messages handed over in one call (default 5000). */
   batchSize?: number;
   heartbeatIntervalMs?: number;
 };
@@ -44,7 +44,9 @@ export type KafkaConsumerOptions = {
 type Handle = (message: IncomingMessage) => Promise<MessageOutcome>;
 type HandleBatch = (messages: readonly IncomingMessage[]) => Promise<BatchOutcome[]>;
 
-const DEFAULT_BATCH_SIZE = 500;
+/** About what one fetch of a partition brings (kafkajs takes up to 1 MiB a partition): a fetched
+ * batch of small messages goes into the log in one slice, one transaction. */
+const DEFAULT_BATCH_SIZE = 5000;
 
 const BACKOFF_FIRST_MS = 200;
 const BACKOFF_MAX_MS = 5_000;

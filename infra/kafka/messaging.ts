@@ -13,7 +13,7 @@ export type KafkaMessagingOptions = {
   /** Passed to every consumer (tests lower the group's session timeout). */
   sessionTimeoutMs?: number;
   heartbeatIntervalMs?: number;
-  /** `startBatches`: the most messages handed over at once (default 500). */
+  /** `startBatches`: the most messages handed over at once (default 5000). */
   batchSize?: number;
   /** The publisher's producer is idempotent (default true; see KafkaPublisherOptions). */
   idempotentProducer?: boolean;

@@ -42,6 +42,7 @@ import {
 import {
   CodeTakenError,
   WrongExpectedRevisionError,
+  type AppendOutcome,
   type AppendRequest,
   type AppendResult,
   type CodeReservation,
@@ -179,6 +180,19 @@ export class KurrentEventStore implements EventStore {
       () => this.#inflight.delete(running),
     );
     return running;
+  }
+
+  /** One append per stream, all issued at once: KurrentDB has no transaction over several streams
+   * before 25.1, and none is needed where each stream is judged alone (appendMany's contract). */
+  appendMany(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    return Promise.all(
+      requests.map((request) =>
+        this.append(request).then(
+          (result): AppendOutcome => ({ ok: true, result }),
+          (error: unknown): AppendOutcome => ({ ok: false, error }),
+        ),
+      ),
+    );
   }
 
   async #append(request: AppendRequest): Promise<AppendResult> {

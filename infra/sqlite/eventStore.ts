@@ -1,12 +1,13 @@
-// The embedded event log: one SQLite file, WAL, synchronous=FULL. Appends that arrive in the same
-// event-loop turn are group-committed: one transaction (one fsync) for all of them, each in its own
-// savepoint so one request's conflict does not fail the others.
-
+// The embedded event log: one SQLite file, WAL, synchronous=FULL. Writes go to a thread of their own
+// (eventLogWriter.ts), so that no commit waiting for the disk holds up the event loop; reads stay
+// here. Appends are group-committed: those that arrive while a commit is under way (or in the same
+// event-loop turn) go together in the next transaction, one fsync for all of them, each judged
+// alone (one refused leaves the others alone).
 import { randomUUID } from 'node:crypto';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import {
-  CodeTakenError,
-  WrongExpectedRevisionError,
+  type AppendOutcome,
   type AppendRequest,
   type AppendResult,
   type CodeReservation,
@@ -15,7 +16,7 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../domain/ports.ts';
-import { categoryOf } from '../../domain/shared/streams.ts';
+import { answerOf, EventLogWriter, fromWireError, statementsOf, type WireAppend, type WriterAnswer, type WriterAsk, type WriterRequest } from './eventLogWriter.ts';
 
 /**
  * Positions are AUTOINCREMENT: a plain rowid takes max + 1, so deleting the newest events (log
@@ -77,15 +78,13 @@ type Row = {
   metadata: string;
 };
 
-/** Streams deleted per statement (SQLite's default limit of bound parameters is 32,766). */
-const PURGE_CHUNK = 500;
-
+/** A queued append and what hears its outcome (its own promise, or its place in an appendMany). */
 type Pending = {
-  request: AppendRequest;
-  resolve: (r: AppendResult) => void;
-  reject: (e: unknown) => void;
+  append: WireAppend;
+  settle: (outcome: AppendOutcome) => void;
 };
 
+const WRITER = new URL('./eventLogWorker.ts', import.meta.url);
 
 const toEvent = (r: Row): RecordedEvent => ({
   id: r.id,
@@ -100,21 +99,35 @@ const toEvent = (r: Row): RecordedEvent => ({
 
 export class SqliteEventStore implements EventStore {
   readonly #db: DatabaseSync;
+  readonly #path: string;
   readonly #listeners = new Set<(p: Position) => void>();
-  readonly #statements = new Map<string, StatementSync>();
+  readonly #stmt: (sql: string) => StatementSync;
+  #writer: Worker | undefined;
+  /** An in-memory log's writer, on this connection: another connection (the writer thread's) to
+   * ':memory:' would be another, empty database. */
+  readonly #inProcess: EventLogWriter | undefined;
+  /** What the writer was asked and has not answered yet, by request id. */
+  readonly #asked = new Map<number, (answer: WriterAnswer) => void>();
+  #nextId = 1;
   #queue: Pending[] = [];
-  #scheduled = false;
+  /** A group is being committed, or is about to be sent (the rest of this turn's appends join it). */
+  #busy = false;
+  /** Groups sent to the writer and not answered yet. */
+  #committing = 0;
   #closed = false;
 
   constructor(path: string) {
+    this.#path = path;
     this.#db = new DatabaseSync(path);
+    this.#stmt = statementsOf(this.#db);
     // A new log gives freed pages back to the file system (the retention pass): only possible
-    // before its first table; an older log is converted by its first purge (purge below).
+    // before its first table; an older log is converted by its first purge (eventLogWriter.ts).
     const tables = this.#db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
     if (tables.n === 0) this.#db.exec('PRAGMA auto_vacuum = INCREMENTAL');
     this.#db.exec(EVENT_LOG_PRAGMAS);
     addAutoincrement(this.#db);
     this.#db.exec(EVENT_LOG_SCHEMA);
+    this.#inProcess = isInMemory(path) ? new EventLogWriter(this.#db) : undefined;
   }
 
   /** This log's own identity, made once with it (a random UUID in the file): read models kept
@@ -127,127 +140,138 @@ export class SqliteEventStore implements EventStore {
     return row.id;
   }
 
-  #stmt(sql: string): StatementSync {
-    let s = this.#statements.get(sql);
-    if (!s) {
-      s = this.#db.prepare(sql);
-      s.setReadBigInts(true);
-      this.#statements.set(sql, s);
-    }
-    return s;
-  }
-
   append(request: AppendRequest): Promise<AppendResult> {
     if (this.#closed) return Promise.reject(new Error('event store is closed'));
     if (request.events.length === 0) return Promise.reject(new Error('append needs at least one event'));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ request, resolve, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(() => {
-          this.#flush();
-        });
-      }
+      const fail: (error: unknown) => void = reject;
+      this.#enqueue(request, (outcome) => {
+        if (outcome.ok) resolve(outcome.result);
+        else fail(outcome.error);
+      });
     });
   }
 
-  #flush(): void {
-    this.#scheduled = false;
-    const batch = this.#queue;
-    this.#queue = [];
-    if (batch.length === 0) return;
-    const outcomes: ({ ok: AppendResult } | { error: unknown })[] = [];
-    try {
-      this.#db.exec('BEGIN IMMEDIATE');
-      for (const p of batch) {
-        this.#db.exec('SAVEPOINT append');
-        try {
-          outcomes.push({ ok: this.#appendOne(p.request) });
-          this.#db.exec('RELEASE append');
-        } catch (error) {
-          this.#db.exec('ROLLBACK TO append; RELEASE append');
-          outcomes.push({ error });
+  appendMany(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    if (this.#closed) return Promise.reject(new Error('event store is closed'));
+    if (requests.length === 0) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      const outcomes: AppendOutcome[] = new Array<AppendOutcome>(requests.length);
+      let left = requests.length;
+      const group: Pending[] = [];
+      requests.forEach((request, i) => {
+        const settle = (outcome: AppendOutcome): void => {
+          outcomes[i] = outcome;
+          if (--left === 0) resolve(outcomes);
+        };
+        if (request.events.length === 0) {
+          settle({ ok: false, error: new Error('append needs at least one event') });
+          return;
         }
-      }
-      this.#db.exec('COMMIT');
-    } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
-      for (const p of batch) p.reject(error);
-      return;
-    }
-    let head = 0n;
-    batch.forEach((p, i) => {
-      const o = outcomes[i];
-      if (o && 'ok' in o) {
-        if (o.ok.position > head) head = o.ok.position;
-        p.resolve(o.ok);
-      } else p.reject(o?.error);
+        const pending = this.#pending(request, settle);
+        if (pending !== undefined) group.push(pending);
+      });
+      // A group already: sent at once, not after the group under way (the writer takes them in
+      // order), so that the writer commits it while the caller decides its next one.
+      if (group.length > 0) void this.#commit(group);
     });
-    if (head > 0n) for (const l of this.#listeners) l(head);
   }
 
-  #appendOne(req: AppendRequest): AppendResult {
-    const first = req.events[0];
-    if (first === undefined) throw new Error('append needs at least one event');
-    const retried = this.#stmt('SELECT stream, revision, position FROM events WHERE id = ?').get(first.id) as
-      | { stream: string; revision: bigint; position: bigint }
-      | undefined;
-    if (retried) return this.#idempotentResult(req, retried);
+  /** An append for the writer, its events serialized here (one that cannot be fails alone). */
+  #pending(request: AppendRequest, settle: (outcome: AppendOutcome) => void): Pending | undefined {
+    try {
+      const events = request.events.map((e) => ({ id: e.id, type: e.type, schemaVersion: e.schemaVersion, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) }));
+      return { append: { stream: request.stream, expected: request.expected, events, claim: request.claim ?? [], release: request.release ?? [] }, settle };
+    } catch (error) {
+      settle({ ok: false, error });
+      return undefined;
+    }
+  }
 
-    const head = this.#stmt('SELECT max(revision) AS r FROM events WHERE stream = ?').get(req.stream) as {
-      r: bigint | null;
+  /** Queues an append for the next group. */
+  #enqueue(request: AppendRequest, settle: (outcome: AppendOutcome) => void): void {
+    const pending = this.#pending(request, settle);
+    if (pending === undefined) return;
+    this.#queue.push(pending);
+    if (!this.#busy) {
+      this.#busy = true;
+      setImmediate(() => void this.#commitGroups());
+    }
+  }
+
+  /** Sends the queued appends to the writer as one group, and again while more came meanwhile. */
+  async #commitGroups(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const group = this.#queue;
+      this.#queue = [];
+      await this.#commit(group);
+    }
+    this.#busy = false;
+  }
+
+  /** One group to the writer, in one transaction; each append hears its outcome, then the listeners
+   * the new head (groups are answered in the order sent, so the head only moves on). */
+  async #commit(group: readonly Pending[]): Promise<void> {
+    this.#committing += 1;
+    try {
+      const answer = await this.#ask({ kind: 'append', appends: group.map((p) => p.append) });
+      const outcomes = 'outcomes' in answer ? answer.outcomes : undefined;
+      let head = 0n;
+      group.forEach((p, i) => {
+        const o = outcomes?.[i];
+        if (o === undefined) p.settle({ ok: false, error: new Error('failed' in answer ? answer.failed : 'the event log writer gave no outcome') });
+        else if (o.ok) {
+          if (o.result.position > head) head = o.result.position;
+          p.settle(o);
+        } else p.settle({ ok: false, error: fromWireError(o.error) });
+      });
+      if (head > 0n) for (const l of this.#listeners) l(head);
+    } finally {
+      this.#committing -= 1;
+    }
+  }
+
+  /** One request to the writer thread (started on first use); it answers them in order. */
+  #ask(request: WriterAsk): Promise<WriterAnswer> {
+    const id = this.#nextId++;
+    if (this.#inProcess !== undefined) return Promise.resolve(answerOf(this.#inProcess, { ...request, id }));
+    const writer = this.#writerThread();
+    return new Promise((resolve) => {
+      this.#asked.set(id, resolve);
+      // Kept alive only while it owes an answer: an idle log does not hold the process open.
+      writer.ref();
+      const message: WriterRequest = { ...request, id };
+      writer.postMessage(message);
+    });
+  }
+
+  #writerThread(): Worker {
+    if (this.#writer !== undefined) return this.#writer;
+    // None of the process's flags: its preload (telemetry) has nothing to watch here, and its timers
+    // would keep the thread from ending on close.
+    const writer = new Worker(WRITER, { workerData: { path: this.#path }, execArgv: [] });
+    writer.unref();
+    writer.on('message', (answer: WriterAnswer) => {
+      const resolve = this.#asked.get(answer.id);
+      this.#asked.delete(answer.id);
+      if (this.#asked.size === 0) writer.unref();
+      resolve?.(answer);
+    });
+    // A writer that died answers nothing more: what it owed fails (whether it committed is not
+    // known: callers try again, which ids make harmless), and the next request starts another.
+    const died = (reason: string): void => {
+      if (this.#writer === writer) this.#writer = undefined;
+      for (const [id, resolve] of this.#asked) resolve({ id, failed: `the event log writer stopped: ${reason}` });
+      this.#asked.clear();
     };
-    const actual = head.r === null ? 'no_stream' : Number(head.r);
-    if (actual !== req.expected) throw new WrongExpectedRevisionError(req.stream, req.expected, actual);
-
-    for (const r of req.release ?? []) {
-      this.#stmt('DELETE FROM codes WHERE scope = ? AND code = ? AND stream = ?').run(r.scope, r.code, req.stream);
-    }
-    for (const c of req.claim ?? []) {
-      const holder = this.#stmt('SELECT stream FROM codes WHERE scope = ? AND code = ?').get(c.scope, c.code) as
-        | { stream: string }
-        | undefined;
-      if (holder === undefined) {
-        this.#stmt('INSERT INTO codes (scope, code, stream) VALUES (?, ?, ?)').run(c.scope, c.code, req.stream);
-      } else if (holder.stream !== req.stream) throw new CodeTakenError(c.scope, c.code);
-    }
-
-    const insert = this.#stmt(
-      'INSERT INTO events (id, stream, category, revision, type, schema_version, data, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    );
-    const category = categoryOf(req.stream);
-    let revision = actual === 'no_stream' ? -1 : actual;
-    let position = 0n;
-    for (const e of req.events) {
-      revision += 1;
-      const r = insert.run(
-        e.id,
-        req.stream,
-        category,
-        revision,
-        e.type,
-        e.schemaVersion,
-        JSON.stringify(e.data),
-        JSON.stringify(e.metadata),
-      );
-      position = BigInt(r.lastInsertRowid);
-    }
-    return { revision, position };
-  }
-
-  /** A retry of an append that already committed answers what the first one did and writes nothing. */
-  #idempotentResult(req: AppendRequest, first: { stream: string; revision: bigint; position: bigint }): AppendResult {
-    if (first.stream !== req.stream) throw new WrongExpectedRevisionError(req.stream, req.expected, 'no_stream');
-    const ids = req.events.map((e) => e.id);
-    const rows = this.#stmt(
-      `SELECT id, revision, position FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`,
-    ).all(req.stream, first.revision, ids.length) as { id: string; revision: bigint; position: bigint }[];
-    const same = rows.length === ids.length && rows.every((r, i) => r.id === ids[i]);
-    const last = rows.at(-1);
-    if (!same || last === undefined) {
-      throw new WrongExpectedRevisionError(req.stream, req.expected, Number(first.revision));
-    }
-    return { revision: Number(last.revision), position: last.position, duplicate: true };
+    writer.on('error', (error: Error) => {
+      died(error.message);
+    });
+    writer.on('exit', (code) => {
+      died(`exit code ${String(code)}`);
+    });
+    this.#writer = writer;
+    return writer;
   }
 
   readStream(stream: string, options: { from?: number; limit?: number } = {}): Promise<RecordedEvent[]> {
@@ -281,38 +305,12 @@ export class SqliteEventStore implements EventStore {
     return Promise.resolve(r.p ?? 0n);
   }
 
-  /**
-   * Deletes the streams' events (and any code their streams hold) in one transaction, between two
-   * group commits (the connection is synchronous, so no append interleaves), then gives the freed
-   * pages back: incremental vacuum, and a WAL checkpoint that truncates the -wal file. Positions are
-   * AUTOINCREMENT, so none is handed out again. A log created before auto_vacuum was set is rewritten
-   * once by a full VACUUM (it then stays incremental).
-   */
-  purge(streams: readonly string[]): Promise<number> {
-    if (this.#closed) return Promise.reject(new Error('event store is closed'));
-    let removed = 0;
-    this.#db.exec('BEGIN IMMEDIATE');
-    try {
-      for (let i = 0; i < streams.length; i += PURGE_CHUNK) {
-        const chunk = streams.slice(i, i + PURGE_CHUNK);
-        const marks = chunk.map(() => '?').join(', ');
-        removed += Number(this.#db.prepare(`DELETE FROM events WHERE stream IN (${marks})`).run(...chunk).changes);
-        this.#db.prepare(`DELETE FROM codes WHERE stream IN (${marks})`).run(...chunk);
-      }
-      this.#db.exec('COMMIT');
-    } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
-    if (removed > 0) this.#reclaim();
-    return Promise.resolve(removed);
-  }
-
-  #reclaim(): void {
-    const mode = this.#db.prepare('PRAGMA auto_vacuum').get() as { auto_vacuum: number };
-    if (mode.auto_vacuum === 0) this.#db.exec('PRAGMA auto_vacuum = INCREMENTAL; VACUUM');
-    else this.#db.exec('PRAGMA incremental_vacuum');
-    this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+  /** Deletes the streams' events for good, in the writer, between two groups (eventLogWriter.ts). */
+  async purge(streams: readonly string[]): Promise<number> {
+    if (this.#closed) throw new Error('event store is closed');
+    const answer = await this.#ask({ kind: 'purge', streams });
+    if ('failed' in answer) throw new Error(answer.failed);
+    return 'removed' in answer ? answer.removed : 0;
   }
 
   findCode(reservation: CodeReservation): Promise<string | undefined> {
@@ -336,11 +334,22 @@ export class SqliteEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     // Let appends already queued commit before the file closes.
-    while (this.#queue.length > 0 || this.#scheduled) await new Promise((r) => setImmediate(r));
+    while (this.#busy || this.#committing > 0) await new Promise((r) => setImmediate(r));
     this.#closed = true;
     this.#listeners.clear();
+    const writer = this.#writer;
+    if (writer !== undefined) {
+      const exited = new Promise((resolve) => writer.once('exit', resolve));
+      await this.#ask({ kind: 'close' });
+      // Its connection is closed: kept alive only until the thread is gone.
+      writer.ref();
+      await exited;
+    }
     this.#db.close();
   }
 }
 
 export const openSqliteEventStore = (path: string): SqliteEventStore => new SqliteEventStore(path);
+
+/** Whether SQLite opens a database of its own for each connection to the path (nothing on disk). */
+const isInMemory = (path: string): boolean => path === '' || path === ':memory:' || (path.startsWith('file:') && /(^file::memory:|[?&]mode=memory(&|$))/.test(path));

@@ -40,6 +40,12 @@ export function tracedEventStore(store: EventStore): EventStore {
         trace.getActiveSpan()?.setAttributes({ 'event_store.position': result.position.toString(), 'event_store.duplicate': result.duplicate === true });
         return result;
       }),
+    appendMany: (requests) =>
+      inSpan(`${STORE}.appendMany`, { 'event_store.appends': requests.length, 'event_store.events': requests.reduce((n, r) => n + r.events.length, 0) }, async () => {
+        const outcomes = await store.appendMany(requests);
+        trace.getActiveSpan()?.setAttributes({ 'event_store.refused': outcomes.filter((o) => !o.ok).length, 'event_store.duplicates': outcomes.filter((o) => o.ok && o.result.duplicate === true).length });
+        return outcomes;
+      }),
     readStream: (stream, options) => inSpan(`${STORE}.readStream`, { 'event_store.stream': stream }, () => store.readStream(stream, options)),
     readAll: (options) =>
       inSpan(`${STORE}.readAll`, { 'event_store.after': options.after.toString(), 'event_store.limit': options.limit, ...(options.categories === undefined ? {} : { 'event_store.categories': [...options.categories] }) }, () => store.readAll(options)),

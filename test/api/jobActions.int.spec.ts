@@ -287,7 +287,8 @@ describe('cancel and retry of a DIFF_APPLY job while it runs', () => {
     const exists = async (i: number) => (await t.call({ method: 'GET', url: `/api/v1/worklog-types/${String(entries[i]?.right.id)}` })).statusCode;
     expect([await exists(15), await exists(16), await exists(39)]).toEqual([200, 404, 404]);
 
-    expect((await action(t, `jobs/${jobId}/retry`, 'editor')).statusCode).toBe(202);
+    const retried = await action(t, `jobs/${jobId}/retry`, 'editor');
+    expect(retried.statusCode, retried.body).toBe(202);
     const done = await waitForStatus(t, jobId, 'COMPLETED');
     // Resumed after entry 15: none applied twice (then they would count as unchanged).
     expect(done.result).toMatchObject({ done: 40, applied: 40, unchanged: 0, failed: 0, of: 40 });

@@ -204,6 +204,69 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       expect(all.filter((t) => t === 'C' || t === 'E')).toEqual(['C', 'E']);
     });
 
+    it('appends to many streams at once, each judged alone and answered in order', async () => {
+      const store = await open();
+      const c = freshCategory();
+      const keyed = (e: NewEvent): NewEvent => ({ ...e, metadata: { ...e.metadata, idempotencyKey: 'k' } });
+      const existing = `${c}-${randomUUID()}`;
+      const holder = `${c}-${randomUUID()}`;
+      const earlier = [keyed(anEvent('Earlier'))];
+      const first = await store.append({ stream: existing, expected: 'no_stream', events: earlier });
+      await store.append({ stream: holder, expected: 'no_stream', events: [anEvent()], claim: [{ scope: c, code: 'HELD' }] });
+      const fresh = Array.from({ length: 20 }, (_, i) => ({ stream: `${c}-${randomUUID()}`, expected: 'no_stream' as const, events: [anEvent('New', { i })] }));
+      const seen: bigint[] = [];
+      const off = store.onAppended((p) => seen.push(p));
+      const outcomes = await store.appendMany([
+        ...fresh.slice(0, 10),
+        // A repeat of an append already in the log: its first result, nothing written.
+        { stream: existing, expected: 'no_stream', events: earlier },
+        // A new event where the stream is there already, and a code another stream holds: refused.
+        { stream: existing, expected: 'no_stream', events: [anEvent('Refused')] },
+        { stream: `${c}-${randomUUID()}`, expected: 'no_stream', events: [anEvent('Refused')], claim: [{ scope: c, code: 'HELD' }] },
+        ...fresh.slice(10),
+      ]);
+      off();
+      expect(outcomes).toHaveLength(23);
+      const [repeat, conflict, taken] = outcomes.slice(10, 13);
+      expect(repeat).toEqual({ ok: true, result: { ...first, duplicate: true } });
+      expect(conflict?.ok === false && conflict.error).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(taken?.ok === false && taken.error).toBeInstanceOf(CodeTakenError);
+      const landed = [...outcomes.slice(0, 10), ...outcomes.slice(13)].map((o) => (o.ok ? o.result : undefined));
+      expect(landed.every((r) => r?.revision === 0 && r.duplicate !== true)).toBe(true);
+      // Each new stream holds its own event, at the position its outcome named; nothing refused is in the log.
+      for (const [i, request] of fresh.entries()) {
+        const [event, ...more] = await store.readStream(request.stream);
+        expect(more).toEqual([]);
+        expect([event?.data, event?.position]).toEqual([{ i }, landed[i]?.position]);
+      }
+      const all = await store.readAll({ after: 0n, limit: 100, categories: [c] });
+      expect(all.map((e) => e.type).sort()).toEqual(['Earlier', 'ThingHappened', ...fresh.map(() => 'New')].sort());
+      expect(await store.findCode({ scope: c, code: 'HELD' })).toBe(holder);
+      expect(seen.at(-1)).toBeGreaterThanOrEqual(landed.reduce((max, r) => ((r?.position ?? 0n) > max ? (r?.position ?? 0n) : max), 0n));
+    });
+
+    it('lands one of two new appends to one stream in an appendMany, and a copy of an append once', async () => {
+      const store = await open();
+      const c = freshCategory();
+      const contested = `${c}-${randomUUID()}`;
+      const copied = `${c}-${randomUUID()}`;
+      const copy = [{ ...anEvent('Copied'), metadata: { actor: 'tester', at: new Date().toISOString(), idempotencyKey: 'k' } }];
+      const outcomes = await store.appendMany([
+        { stream: contested, expected: 'no_stream', events: [anEvent('One')] },
+        { stream: copied, expected: 'no_stream', events: copy },
+        { stream: contested, expected: 'no_stream', events: [anEvent('Other')] },
+        { stream: copied, expected: 'no_stream', events: copy },
+      ]);
+      const [one, first, other, second] = outcomes;
+      expect([one?.ok, other?.ok].filter((ok) => ok === true)).toHaveLength(1);
+      const loser = [one, other].find((o) => o?.ok === false);
+      expect(loser?.ok === false && loser.error).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(await store.readStream(contested)).toHaveLength(1);
+      expect(first?.ok === true && second?.ok === true && first.result.position === second.result.position).toBe(true);
+      expect((await store.readStream(copied)).map((e) => e.type)).toEqual(['Copied']);
+      expect(await store.appendMany([])).toEqual([]);
+    });
+
     it('tells listeners of every committed append', async () => {
       const store = await open();
       const seen: bigint[] = [];

@@ -192,13 +192,23 @@ describe('races', () => {
 });
 
 describe('other channels and no SMTP', () => {
+  it('finishes an in-app notification a client left SENDING', async () => {
+    // The scheduler runs only when told, so the client's move comes before the dispatcher takes it
+    // (which moves an in-app one on to SENT in the same change).
+    const app = await startTestApp({ clock, extra: { manualScheduler: true } });
+    try {
+      expect((await app.call({ method: 'POST', url: '/api/v1/notification-templates', payload: { code: 'INAPP', name: 'INAPP', configTypeId, status: 'ACTIVE', deliveryType: 'APPLICATION', subject: 'In app', content: 'hello' } })).statusCode).toBe(201);
+      const stranded = await create(app, { templateCode: 'INAPP', notificationTo: [{ ownerType: 'TICKET', ownerId: 'T-1' }] });
+      expect((await app.call({ method: 'PUT', url: `/api/v1/notifications/${stranded}/state?newState=SENDING` })).statusCode).toBe(204);
+      expect(await settle(app, stranded, ['SENT', 'FAILED'])).toMatchObject({ status: 'SENT' });
+    } finally {
+      await app.close();
+    }
+  });
+
   it('records in-app ones SENT, fails letters and SMS with the reason, and e-mail without SMTP_URL', async () => {
     const inApp = await settle(t, await create(t, { templateCode: 'INAPP', notificationTo: [{ ownerType: 'USER', ownerId: 'ada' }] }), ['SENT', 'FAILED']);
     expect(inApp.status).toBe('SENT');
-    // Left SENDING by a crash between the dispatcher's two moves (here: a client's move): finished.
-    const stranded = await create(t, { templateCode: 'INAPP', notificationTo: [{ ownerType: 'USER', ownerId: 'ada' }] });
-    expect((await t.call({ method: 'PUT', url: `/api/v1/notifications/${stranded}/state?newState=SENDING` })).statusCode).toBe(204);
-    expect(await settle(t, stranded, ['SENT', 'FAILED'])).toMatchObject({ status: 'SENT' });
     const letter = await settle(t, await create(t, { templateCode: 'LETTER', notificationTo: [{ ownerType: 'USER', ownerId: 'ada' }] }), ['SENT', 'FAILED']);
     expect(letter).toMatchObject({ status: 'FAILED', lastError: 'unsupported: letters are not delivered by this service' });
     const sms = await settle(t, await create(t, { templateCode: 'TEXT', notificationTo: [{ phone: '+420123456789' }] }), ['SENT', 'FAILED']);

@@ -20,6 +20,12 @@ afterAll(async () => {
 
 eventStoreContract('SQLite', open);
 
+// In memory (the CLI's, the unit specs'): its writes stay on its one connection, since the writer
+// thread's own connection to ':memory:' would be another, empty database.
+const memory = openSqliteEventStore(':memory:');
+opened.push(memory);
+eventStoreContract('SQLite in memory', () => Promise.resolve(memory));
+
 describe('SQLite event log', () => {
   it('group-commits appends that arrive together and keeps them after reopening', async () => {
     const path = join(dir, `group-${randomUUID()}.db`);
@@ -38,6 +44,27 @@ describe('SQLite event log', () => {
   });
 
   const event = () => ({ id: randomUUID(), type: 'G', schemaVersion: 1, data: {}, metadata: { actor: 'a', at: new Date().toISOString() } });
+
+  it('refuses alone, writing nothing of it, an append the group commit cannot take whole', async () => {
+    const store = openSqliteEventStore(join(dir, `alone-${randomUUID()}.db`));
+    const taken = event();
+    await store.append({ stream: `g-${randomUUID()}`, expected: 'no_stream', events: [taken] });
+    const kept = `g-${randomUUID()}`;
+    const broken = `g-${randomUUID()}`;
+    const unserializable = `g-${randomUUID()}`;
+    const outcomes = await store.appendMany([
+      { stream: kept, expected: 'no_stream', events: [event()] },
+      // Its second event's id is another stream's: its first would be written before that insert failed.
+      { stream: broken, expected: 'no_stream', events: [event(), taken], claim: [{ scope: 'g', code: 'B' }] },
+      { stream: unserializable, expected: 'no_stream', events: [{ ...event(), data: { n: 1n } }] },
+      { stream: `g-${randomUUID()}`, expected: 'no_stream', events: [event()], claim: [{ scope: 'g', code: 'B' }] },
+    ]);
+    expect(outcomes.map((o) => o.ok)).toEqual([true, false, false, true]);
+    expect(await store.readStream(broken)).toEqual([]);
+    expect(await store.readStream(unserializable)).toEqual([]);
+    expect(await store.readStream(kept)).toHaveLength(1);
+    await store.close();
+  });
 
   it('never hands out a position again, even after the newest events are deleted', async () => {
     const path = join(dir, `reuse-${randomUUID()}.db`);
