@@ -104,12 +104,16 @@ export async function fuzzService(command: string, options: FuzzOptions): Promis
 /** What a reader needs of Schemathesis's report: each failure with its reproduction, then the
  * summary (operations, phases, failures, warnings, counts). */
 export const summaryOf = (output: string): string => {
-  const failures = output.indexOf('= FAILURES =');
   const summary = output.lastIndexOf('SUMMARY');
   const closing = summary < 0 ? output.slice(-2000) : output.slice(summary);
-  if (failures < 0) return closing;
-  const end = output.indexOf('= WARNINGS =', failures);
-  return `${output.slice(failures, end < 0 ? failures + 30_000 : Math.min(end, failures + 30_000))}\n${closing}`;
+  // Failures (checks that failed) and errors (a phase that could not run), each with its details.
+  const sections = ['= ERRORS =', '= FAILURES ='].flatMap((title) => {
+    const at = output.indexOf(title);
+    if (at < 0) return [];
+    const next = output.slice(at + title.length).search(/\n=+ [A-Z]+ =+\n/);
+    return [output.slice(at, next < 0 ? at + 30_000 : Math.min(at + title.length + next, at + 30_000))];
+  });
+  return [...sections, closing].join('\n');
 };
 
 async function main(): Promise<void> {
