@@ -6,7 +6,7 @@
 //
 //   npm run fuzz                          install if needed, start the service, fuzz it, stop it
 //   npm run fuzz -- --max-examples 200    a longer run (the test run uses MAX_EXAMPLES_IN_TESTS)
-//   npm run fuzz -- --seed 123            repeat a run; --workers N; --install only installs
+//   npm run fuzz -- --seed 123            repeat a run; --workers N (1 on a Python before 3.12); --install only installs
 //
 // test/api/schemathesis.int.spec.ts runs it in every `npm test`, bounded to fit CI.
 
@@ -60,6 +60,15 @@ export function installSchemathesis(log: (line: string) => void = () => undefine
   return { st };
 }
 
+/** Workers Schemathesis may run in threads here. CPython before 3.12 miscounts the AST's recursion
+ * depth when threads parse at once (python/cpython#106905: "AST constructor recursion depth
+ * mismatch"), which Hypothesis does while describing its strategies: with more than one worker a
+ * phase then stops with a runtime error. So one worker on such a Python. */
+export function safeWorkers(wanted: number): number {
+  const probe = spawnSync(join(venv, 'bin', 'python'), ['-c', 'import sys; print(int(sys.version_info >= (3, 12)))'], { encoding: 'utf8' });
+  return probe.stdout.trim() === '1' ? wanted : 1;
+}
+
 export type FuzzOptions = { maxExamples: number; workers?: number; seed?: string; out?: (chunk: string) => void };
 export type FuzzResult = { exitCode: number; output: string; summary: string };
 
@@ -81,7 +90,7 @@ export async function fuzzService(command: string, options: FuzzOptions): Promis
       '--max-examples',
       String(options.maxExamples),
       '--workers',
-      String(options.workers ?? 2),
+      String(safeWorkers(options.workers ?? 2)),
       ...(options.seed === undefined ? [] : ['--seed', options.seed]),
     ];
     const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
