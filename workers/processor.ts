@@ -324,18 +324,22 @@ export class LogProcessor {
     const handled = await traced(`batch ${this.handler.name}`, attributes, () => this.handler.handle(events, batch, this.#context), { root: true });
     if (handled === undefined) {
       this.#advanceTo(next);
-      this.#stored = next;
-      this.#storedAt = performance.now();
+      this.#storedUpTo(next);
       return complete;
     }
     // Stopped short, with work in hand (the handler stored its checkpoint there): read again from
     // there at once.
     if (handled > this.#checkpoint) {
       this.#advanceTo(handled);
-      this.#stored = handled;
-      this.#storedAt = performance.now();
+      this.#storedUpTo(handled);
     }
     return false;
+  }
+
+  /** The handler stored the checkpoint at `position` (with its batch's writes), just now. */
+  #storedUpTo(position: Position): void {
+    this.#stored = position;
+    this.#storedAt = performance.now();
   }
 
   /** Stores a checkpoint moved over nothing of its own, once it has waited IDLE_STORE_MS (or at
@@ -347,8 +351,7 @@ export class LogProcessor {
     const batch = { from: this.#stored, to: this.#checkpoint, full: false };
     this.#assertLeaseValid();
     await this.handler.handle([], batch, this.#context);
-    this.#stored = batch.to;
-    this.#storedAt = performance.now();
+    this.#storedUpTo(batch.to);
   }
 
   #recordFailure(e: Pick<RecordedEvent, 'position' | 'stream' | 'type'>, error: unknown): void {
