@@ -1,7 +1,14 @@
 // Layer rules of DESIGN.md ("Layout"): imports point inward, domain <- projections <- api, workers;
 // infra implements domain/ports.ts and is wired only at the composition root.
+//
+// The layers are folders twice over: the shared core at the top (domain/, projections/, api/,
+// workers/) and the same four inside each capability's folder (modules/<name>/domain/ ...). A rule
+// about a layer holds for both. The shared core knows no module (the composition root excepted,
+// which reads the module list); a module reaches another module only through that module's domain/.
 
-const production = '^(domain|projections|api|workers|infra|cli)/';
+const production = '^(domain|projections|api|workers|modules|infra|cli)/';
+const DOMAIN = '^(domain|modules/[^/]+/domain)/';
+const PROJECTIONS = '^(projections|modules/[^/]+/projections)/';
 // Built-ins that do I/O or reach outside the process; pure ones (crypto, util, assert) stay allowed.
 const ioBuiltIns =
   '^(node:)?(fs|net|http|https|http2|sqlite|dgram|dns|tls|child_process|cluster|worker_threads|' +
@@ -25,9 +32,9 @@ module.exports = {
         'the office-file fillers (docxtemplater over pizzip, ExcelJS on bytes): pure functions of text, bytes and data, no I/O; plus side-effect-free ' +
         'built-ins; never fastify, mongodb, kafkajs, ' +
         '@kurrent/*, other packages, or projections/api/workers/infra.',
-      from: { path: '^domain/' },
+      from: { path: DOMAIN },
       to: {
-        pathNot: ['^domain/', '(^|/)node_modules/(zod|handlebars|jsonata|docxtemplater|pizzip|exceljs)/'],
+        pathNot: [DOMAIN, '(^|/)node_modules/(zod|handlebars|jsonata|docxtemplater|pizzip|exceljs)/'],
         dependencyTypesNot: ['core'],
       },
     },
@@ -35,7 +42,7 @@ module.exports = {
       name: 'domain-no-io-built-ins',
       severity: 'error',
       comment: 'domain/ does no I/O: node:sqlite, node:fs, node:net, node:http and friends belong in infra/.',
-      from: { path: '^domain/' },
+      from: { path: DOMAIN },
       to: { dependencyTypes: ['core'], path: ioBuiltIns },
     },
     {
@@ -44,9 +51,9 @@ module.exports = {
       comment:
         'A projection is evolve + queries over the ports of domain/ports.ts: it may import domain/, ' +
         'projections/ and zod, never api/workers/infra, fastify or a database client.',
-      from: { path: '^projections/' },
+      from: { path: PROJECTIONS },
       to: {
-        pathNot: ['^(domain|projections)/', '(^|/)node_modules/zod/'],
+        pathNot: [DOMAIN, PROJECTIONS, '(^|/)node_modules/zod/'],
         dependencyTypesNot: ['core'],
       },
     },
@@ -54,7 +61,7 @@ module.exports = {
       name: 'projections-no-io-built-ins',
       severity: 'error',
       comment: 'Projections reach storage through the ReadStore port, not through built-ins.',
-      from: { path: '^projections/' },
+      from: { path: PROJECTIONS },
       to: { dependencyTypes: ['core'], path: ioBuiltIns },
     },
     {
@@ -63,7 +70,7 @@ module.exports = {
       comment:
         'Only the composition root (api/main.ts, api/cli.ts) knows which adapter runs; everything ' +
         'else receives ports as arguments.',
-      from: { path: '^(api|workers)/', pathNot: '^api/(main|cli)[.]ts$' },
+      from: { path: '^(api|workers|modules)/', pathNot: '^api/(main|cli)[.]ts$' },
       to: { path: '^infra/' },
     },
     {
@@ -73,7 +80,7 @@ module.exports = {
         'Which event log and read store run is decided by configuration in infra/ (infra/stores.ts, ' +
         'called by the composition root): no other layer may import a store client, so switching ' +
         'EVENTSTORE_URL or MONGODB_URL changes nothing outside infra/.',
-      from: { path: '^(domain|projections|api|workers)/' },
+      from: { path: '^(domain|projections|api|workers|modules)/' },
       to: { path: ['(^|/)node_modules/(@kurrent/|mongodb/|mongodb-|bson/)', '^(node:)?sqlite$'] },
     },
     {
@@ -84,16 +91,35 @@ module.exports = {
         'service does), commander and cli-progress, never api/workers/infra/projections or a store client.',
       from: { path: '^cli/' },
       to: {
-        pathNot: ['^(cli|domain)/', '(^|/)node_modules/(commander|cli-progress|@types/cli-progress)/'],
+        pathNot: ['^cli/', DOMAIN, '(^|/)node_modules/(commander|cli-progress|@types/cli-progress)/'],
         dependencyTypesNot: ['core'],
       },
     },
     {
       name: 'infra-not-to-api-workers',
       severity: 'error',
-      comment: 'infra/ implements domain/ports.ts; it must not reach back into api/ or workers/.',
+      comment: 'infra/ implements the ports of domain/ (the shared one and the modules\'); it must not reach back into api/, workers/ or a module beyond its domain/.',
       from: { path: '^infra/' },
-      to: { path: '^(api|workers)/' },
+      to: { path: '^(api|workers)/|^modules/([^/]+/(api|workers|projections)/|[^/]+/index[.]ts$|index[.]ts$)' },
+    },
+    {
+      name: 'shared-core-knows-no-module',
+      severity: 'error',
+      comment:
+        'The shared core (domain/, projections/, api/, workers/) serves every module and names none: a module ' +
+        'plugs in through the Module it exports. Exceptions: the composition root reads the module list, and ' +
+        'the job machinery (modules/jobs/domain/) is what diff apply and read-model rebuilds run as.',
+      from: { path: '^(domain|projections|api|workers)/', pathNot: '^api/compose[.]ts$' },
+      to: { path: '^modules/', pathNot: '^modules/jobs/domain/' },
+    },
+    {
+      name: 'modules-meet-through-domain',
+      severity: 'error',
+      comment:
+        'A module reaches another module only through its domain/ (the declarations and rules it publishes), ' +
+        'never its routes, projections or workers: those are its own.',
+      from: { path: '^modules/([^/]+)/' },
+      to: { path: '^modules/[^/]+/', pathNot: ['^modules/$1/', '^modules/[^/]+/domain/'] },
     },
     {
       name: 'production-not-to-test-or-bench',

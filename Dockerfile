@@ -51,6 +51,7 @@ COPY package.json package-lock.json ./
 COPY api ./api
 COPY domain ./domain
 COPY infra ./infra
+COPY modules ./modules
 COPY projections ./projections
 COPY workers ./workers
 # The CLI (npx admin), a client of the REST API: usable inside the container too.

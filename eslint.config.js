@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
-const sourceDirs = ['domain', 'projections', 'api', 'workers', 'infra', 'cli', 'test', 'bench', 'scripts'];
+const sourceDirs = ['domain', 'projections', 'api', 'workers', 'modules', 'infra', 'cli', 'test', 'bench', 'scripts'];
 
 export default defineConfig(
   globalIgnores(['node_modules/', '.tools/', 'data/', 'coverage/', 'test-results/']),

@@ -9,7 +9,7 @@
 import type { FastifyRequest } from 'fastify';
 import { accessFrom, covers, FULL_ACCESS, NO_ACCESS, type Access, type Coverage } from '../domain/access/coverage.ts';
 import { resourceAt, type ResourceDefinition } from '../domain/resource/defineResource.ts';
-import { accessRule } from '../domain/registries/accessRule.ts';
+import { accessRule } from '../domain/access/accessRule.ts';
 import { forbidden, notFound } from '../domain/shared/errors.ts';
 import { narrowed, toQuery, type Alternatives } from '../domain/shared/filtering.ts';
 import { waitForReadModelAt } from './readModelWait.ts';

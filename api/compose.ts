@@ -22,7 +22,7 @@ import { buildApp } from './app.ts';
 import type { Caller, TokenVerifier } from './auth.ts';
 import { sweepStaleImports } from './importDiff.ts';
 import type { AppDeps, Module, ModuleContext, ModuleSettings, Worker } from './module.ts';
-import { modules as allModules } from './modules/index.ts';
+import { modules as allModules } from '../modules/index.ts';
 
 export const Roles = ['all', 'api', 'projector', 'worker'] as const;
 export type Role = (typeof Roles)[number];

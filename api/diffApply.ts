@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { ServiceJobTypes, cancelRequestOf, isFinal, job as jobDefinition } from '../domain/jobs/jobs.ts';
+import { ServiceJobTypes, cancelRequestOf, isFinal, job as jobDefinition } from '../modules/jobs/domain/jobs.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { DiffTypes, entryKey, keyOf, sameRecord, type DiffEntry } from '../domain/resource/exchange.ts';
 import type { ResourceService, WriteResult } from '../domain/resource/service.ts';

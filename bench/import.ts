@@ -28,7 +28,7 @@ import { parseArgs } from 'node:util';
 import { hs256Verifier, signHs256 } from '../api/auth.ts';
 import { composeService } from '../api/compose.ts';
 import type { VersionedDocument } from '../domain/ports.ts';
-import { worklogType } from '../domain/registries/worklogType.ts';
+import { worklogType } from '../modules/registries/domain/worklogType.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
 import { SERVICE_NODE_ARGS } from '../api/nodeFlags.ts';
 

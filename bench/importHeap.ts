@@ -7,7 +7,7 @@
 // (arrayBuffers).
 
 import { importDiff } from '../api/importDiff.ts';
-import { worklogType } from '../domain/registries/worklogType.ts';
+import { worklogType } from '../modules/registries/domain/worklogType.ts';
 
 const N = Number(process.argv[2] ?? '1000000');
 const at = '2026-01-01T00:00:00.000Z';

@@ -41,14 +41,14 @@ import { composeService, type Service } from '../api/compose.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
 import { kafkaMessaging } from '../infra/kafka/messaging.ts';
 import { SmtpMailSender } from '../infra/mail/smtpSender.ts';
-import { notification } from '../domain/notifications/notification.ts';
-import { notificationTrigger } from '../domain/notifications/trigger.ts';
+import { notification } from '../modules/notifications/domain/notification.ts';
+import { notificationTrigger } from '../modules/notifications/domain/trigger.ts';
 import type { EventStore, IncomingMessage, Messaging } from '../domain/ports.ts';
-import { notificationRule } from '../domain/registries/notificationRule.ts';
+import { notificationRule } from '../modules/registries/domain/notificationRule.ts';
 import { resourceService } from '../domain/resource/service.ts';
 import { idIn } from '../domain/shared/streams.ts';
 import { findKafka } from '../test/support/kafka.globalSetup.ts';
-import { triggerBatchHandler } from '../workers/notificationTopics.ts';
+import { triggerBatchHandler } from '../modules/notifications/workers/topics.ts';
 import { postJson } from './common.ts';
 
 export type NotificationFigure = {

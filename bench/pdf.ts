@@ -21,8 +21,8 @@ import { parseArgs } from 'node:util';
 import puppeteer from 'puppeteer-core';
 import { signHs256, hs256Verifier } from '../api/auth.ts';
 import { composeService } from '../api/compose.ts';
-import { renderHandlebars } from '../domain/documents/templates.ts';
-import { paperOf } from '../domain/documents/documents.ts';
+import { renderHandlebars } from '../modules/documents/domain/templates.ts';
+import { paperOf } from '../modules/documents/domain/documents.ts';
 import { findChromium, ChromiumPdfRenderer } from '../infra/chromium/pdfRenderer.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
 

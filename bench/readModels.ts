@@ -21,7 +21,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Page, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
-import { codedValue } from '../domain/registries/codedValue.ts';
+import { codedValue } from '../modules/registries/domain/codedValue.ts';
 import { defineRegistry } from '../domain/resource/defineResource.ts';
 import { FilteringSchema, toQuery, type Query } from '../domain/shared/filtering.ts';
 import { streamName } from '../domain/shared/streams.ts';

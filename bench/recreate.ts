@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { signHs256 } from '../api/auth.ts';
 import type { Document, NewEvent } from '../domain/ports.ts';
-import { userGroupType } from '../domain/registries/userGroupType.ts';
+import { userGroupType } from '../modules/registries/domain/userGroupType.ts';
 import { deepEqual } from '../domain/shared/json.ts';
 import { EVENT_LOG_FILE, READ_MODELS_FILE } from '../infra/embedded.ts';
 import { openSqliteEventStore } from '../infra/sqlite/eventStore.ts';

@@ -2,7 +2,7 @@
 // resources' own evolve (domain/resource/decider.ts), the code GET ?asOf= folds with
 // (domain/resource/service.ts stateAt): an event counts when its `at` is at or before the time.
 
-import { deletedBy, deletionOf, log, logDeletion } from '../domain/logs/log.ts';
+import { deletedBy, deletionOf, log, logDeletion } from '../modules/logs/domain/log.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { evolve, initialState, type RecordState, type ResourceRecord } from '../domain/resource/decider.ts';
 import { shown } from '../domain/resource/service.ts';

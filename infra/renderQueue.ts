@@ -9,7 +9,7 @@
 // cannot be taken back from a job), so without the cap one caller's slow renders would make every
 // other caller wait for them.
 
-import { callerBusy, rendererBusy } from '../domain/documents/documents.ts';
+import { callerBusy, rendererBusy } from '../modules/documents/domain/documents.ts';
 import type { TemplateCaller } from '../domain/ports.ts';
 
 export type RenderQueueOptions = {

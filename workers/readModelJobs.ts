@@ -5,7 +5,7 @@
 // resumed too often is FAILED with the reason.
 
 import { randomUUID } from 'node:crypto';
-import { READ_MODEL_JOB_ACTOR, ServiceJobTypes, cancelRequestOf, isFinal, job as jobDefinition, type JobCommand } from '../domain/jobs/jobs.ts';
+import { READ_MODEL_JOB_ACTOR, ServiceJobTypes, cancelRequestOf, isFinal, job as jobDefinition, type JobCommand } from '../modules/jobs/domain/jobs.ts';
 import type { Clock, Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
 import { storedOf, type Projection, type StoredDocument } from '../projections/projection.ts';
 import { resourceService, type WriteResult } from '../domain/resource/service.ts';

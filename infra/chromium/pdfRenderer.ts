@@ -8,7 +8,7 @@ import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import puppeteer, { type Browser, type HTTPRequest, type Page } from 'puppeteer-core';
-import { rendererUnavailable, renderTimedOut } from '../../domain/documents/documents.ts';
+import { rendererUnavailable, renderTimedOut } from '../../modules/documents/domain/documents.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { Paper, PdfRenderer, TemplateCaller } from '../../domain/ports.ts';
 import { callerShares, RenderQueue, shareKeyOf, withTimeout } from '../renderQueue.ts';

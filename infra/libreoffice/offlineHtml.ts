@@ -7,7 +7,7 @@
 // them fetches nothing. Parsed and written back by parse5, the WHATWG parser.
 
 import { type DefaultTreeAdapterMap, defaultTreeAdapter, html as spec, parse, serialize } from 'parse5';
-import { isRaster } from '../../domain/documents/fileTemplates.ts';
+import { isRaster } from '../../modules/documents/domain/fileTemplates.ts';
 
 type ChildNode = DefaultTreeAdapterMap['childNode'];
 type Element = DefaultTreeAdapterMap['element'];

@@ -14,7 +14,7 @@
 // so one actor's triggers whose templates run to the time limit leave a thread to the others'.
 
 import { Worker } from 'node:worker_threads';
-import { documentTooLarge, rendererUnavailable } from '../../domain/documents/documents.ts';
+import { documentTooLarge, rendererUnavailable } from '../../modules/documents/domain/documents.ts';
 import type { TemplateCaller, TemplateJob, TemplateRunner } from '../../domain/ports.ts';
 import type { WorkerJob } from './worker.ts';
 import { DomainError, type StatusName } from '../../domain/shared/errors.ts';

@@ -3,7 +3,7 @@
 // error as plain data.
 
 import { parentPort } from 'node:worker_threads';
-import { runTemplateJob } from '../../domain/documents/templateJobs.ts';
+import { runTemplateJob } from '../../modules/documents/domain/templateJobs.ts';
 import { offlineHtml } from '../libreoffice/offlineHtml.ts';
 import type { TemplateJob } from '../../domain/ports.ts';
 import { DomainError } from '../../domain/shared/errors.ts';

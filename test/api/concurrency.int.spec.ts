@@ -1,7 +1,7 @@
 // Races and restarts over real HTTP on the embedded stores.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registries } from '../../domain/registries/index.ts';
+import { registries } from '../../modules/registries/domain/index.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 

@@ -3,8 +3,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessRule } from '../../domain/registries/accessRule.ts';
-import { userGroupType } from '../../domain/registries/userGroupType.ts';
+import { accessRule } from '../../domain/access/accessRule.ts';
+import { userGroupType } from '../../modules/registries/domain/userGroupType.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 

@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modules } from '../../api/modules/index.ts';
+import { modules } from '../../modules/index.ts';
 import { Operators } from '../../domain/shared/filtering.ts';
 import { makeSampleReferences, sampleBody, uniqueCode, type SampleReferences } from '../support/samples.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';

@@ -3,8 +3,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userGroupType } from '../../domain/registries/userGroupType.ts';
-import { userType } from '../../domain/registries/userType.ts';
+import { userGroupType } from '../../modules/registries/domain/userGroupType.ts';
+import { userType } from '../../modules/registries/domain/userType.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 

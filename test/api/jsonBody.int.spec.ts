@@ -2,7 +2,7 @@
 // given twice, is refused with a 400 naming where it is, before anything is written.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userGroupType } from '../../domain/registries/userGroupType.ts';
+import { userGroupType } from '../../modules/registries/domain/userGroupType.ts';
 import type { ErrorBody } from '../../api/errorHandler.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
 import { startTestApp, type TestApp, type TestResponse } from '../support/testApp.ts';

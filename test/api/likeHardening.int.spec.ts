@@ -3,7 +3,7 @@
 // SQLite). A viewer's count now answers at once, and a value past the bounds is a 400.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userGroupType } from '../../domain/registries/userGroupType.ts';
+import { userGroupType } from '../../modules/registries/domain/userGroupType.ts';
 import { cpuTimed } from '../support/cpuTime.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
 import { startTestApp, type TestApp, type TestResponse } from '../support/testApp.ts';

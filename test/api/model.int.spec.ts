@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userType } from '../../domain/registries/userType.ts';
+import { userType } from '../../modules/registries/domain/userType.ts';
 import { sampleBody } from '../support/samples.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 

@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatterTemplate } from '../../domain/registries/formatterTemplate.ts';
-import { userGroupType } from '../../domain/registries/userGroupType.ts';
+import { formatterTemplate } from '../../modules/registries/domain/formatterTemplate.ts';
+import { userGroupType } from '../../modules/registries/domain/userGroupType.ts';
 import { cpuTimed } from '../support/cpuTime.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { registries } from '../../domain/registries/index.ts';
+import { registries } from '../../modules/registries/domain/index.ts';
 import { openStores } from '../../infra/stores.ts';
 import { eachMongoPeer, withDatabase } from '../support/mongoPeers.ts';
 import { limitedIt, type PeerLimits } from '../support/peerLimits.ts';

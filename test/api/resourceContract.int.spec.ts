@@ -4,10 +4,10 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userGroup } from '../../domain/identity/userGroup.ts';
-import { user } from '../../domain/identity/user.ts';
-import { userGroupRegion } from '../../domain/identity/userGroupRegion.ts';
-import { sharing } from '../../domain/sharing/sharing.ts';
+import { userGroup } from '../../modules/identity/domain/userGroup.ts';
+import { user } from '../../modules/identity/domain/user.ts';
+import { userGroupRegion } from '../../modules/identity/domain/userGroupRegion.ts';
+import { sharing } from '../../modules/sharing/domain/sharing.ts';
 import { makeSampleReferences, optionalTextField, sampleBody, uniqueCode, type SampleReferences } from '../support/samples.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 

@@ -14,7 +14,7 @@ import { openSqliteEventStore } from '../../infra/sqlite/eventStore.ts';
 import { openSqliteReadStore } from '../../infra/sqlite/readStore.ts';
 import { sampleBody, uniqueCode } from '../support/samples.ts';
 import { startTestApp, type TestApp, type TestResponse } from '../support/testApp.ts';
-import { registries } from '../../domain/registries/index.ts';
+import { registries } from '../../modules/registries/domain/index.ts';
 
 const def = registries[0];
 if (def === undefined) throw new Error('no registry');

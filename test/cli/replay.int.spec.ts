@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resources } from '../../cli/resources.ts';
 import { Replay, type FeedEvent } from '../../cli/replay.ts';
-import { modules } from '../../api/modules/index.ts';
+import { modules } from '../../modules/index.ts';
 import type { EventStore } from '../../domain/ports.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
 import { manualClock, startTestApp, type TestApp } from '../support/testApp.ts';

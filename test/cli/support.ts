@@ -4,8 +4,8 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { user as user_ } from '../../domain/identity/user.ts';
-import { registries } from '../../domain/registries/index.ts';
+import { user as user_ } from '../../modules/identity/domain/user.ts';
+import { registries } from '../../modules/registries/domain/index.ts';
 import { makeSampleReferences, sampleBody, uniqueCode } from '../support/samples.ts';
 import type { manualClock, TestApp } from '../support/testApp.ts';
 

@@ -8,10 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { log, logDeletion } from '../../domain/logs/log.ts';
+import { log, logDeletion } from '../../modules/logs/domain/log.ts';
 import type { EventStore, NewEvent, Position, VersionedDocument } from '../../domain/ports.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
-import { logsProjection } from '../../projections/logs.ts';
+import { logsProjection } from '../../modules/logs/projections/logs.ts';
 import { Projector } from '../../workers/projector.ts';
 import { foldOne } from '../../workers/readModelJobs.ts';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EVENT_LOG_FILE } from '../../infra/embedded.ts';
 import { openSqliteEventStore } from '../../infra/sqlite/eventStore.ts';
-import { notificationTrigger } from '../../domain/notifications/trigger.ts';
+import { notificationTrigger } from '../../modules/notifications/domain/trigger.ts';
 import { committedOffsets, idempotentProducers, readTopic, uniqueName, type TestMessage } from './kafka.ts';
 import { startServiceProcess, type ServiceProcess } from './serviceProcess.ts';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { signHs256 } from '../../api/auth.ts';
-import { registries } from '../../domain/registries/index.ts';
+import { registries } from '../../modules/registries/domain/index.ts';
 import { resourceService } from '../../domain/resource/service.ts';
 import { evolve, initialState, toRecord, type RecordState } from '../../domain/resource/decider.ts';
 import { toQuery } from '../../domain/shared/filtering.ts';

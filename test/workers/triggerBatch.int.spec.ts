@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { notificationTrigger } from '../../domain/notifications/trigger.ts';
+import { notificationTrigger } from '../../modules/notifications/domain/trigger.ts';
 import type { EventStore, IncomingMessage } from '../../domain/ports.ts';
-import { notificationRule } from '../../domain/registries/notificationRule.ts';
+import { notificationRule } from '../../modules/registries/domain/notificationRule.ts';
 import { resourceService } from '../../domain/resource/service.ts';
 import { openSqliteEventStore } from '../../infra/sqlite/eventStore.ts';
-import { triggerBatchHandler } from '../../workers/notificationTopics.ts';
+import { triggerBatchHandler } from '../../modules/notifications/workers/topics.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'trigger-batch-'));
 afterAll(() => {

@@ -8,7 +8,7 @@
 
 import PizZip from 'pizzip';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateDocument, type TemplateVersion } from '../../../domain/documents/generate.ts';
+import { generateDocument, type TemplateVersion } from '../../../modules/documents/domain/generate.ts';
 import { base64, docxOf, para, partText } from '../../support/office.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 

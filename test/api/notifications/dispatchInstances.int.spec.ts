@@ -11,13 +11,13 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ATTEMPT_HOLD_MS, notification } from '../../../domain/notifications/notification.ts';
+import { ATTEMPT_HOLD_MS, notification } from '../../../modules/notifications/domain/notification.ts';
 import type { Document } from '../../../domain/ports.ts';
 import { resourceService } from '../../../domain/resource/service.ts';
 import { isDomainError } from '../../../domain/shared/errors.ts';
 import { openEmbeddedStores } from '../../../infra/embedded.ts';
 import { SmtpMailSender } from '../../../infra/mail/smtpSender.ts';
-import { dispatchSchedule } from '../../../workers/notificationDispatcher.ts';
+import { dispatchSchedule } from '../../../modules/notifications/workers/dispatcher.ts';
 import { Scheduler, type Schedule } from '../../../workers/scheduler.ts';
 import { manualClock, startTestApp, type TestApp } from '../../support/testApp.ts';
 

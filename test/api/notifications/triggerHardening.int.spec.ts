@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingMessage } from '../../../domain/ports.ts';
 import { openEmbeddedStores } from '../../../infra/embedded.ts';
-import { triggerMessageHandler } from '../../../workers/notificationTopics.ts';
+import { triggerMessageHandler } from '../../../modules/notifications/workers/topics.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 const configTypeId = '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';

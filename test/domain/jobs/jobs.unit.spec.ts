@@ -2,7 +2,7 @@
 // job commands, and who may write READ_MODEL_* jobs.
 
 import { describe, expect, it } from 'vitest';
-import { job, jobStep, READ_MODEL_JOB_ACTOR } from '../../../domain/jobs/jobs.ts';
+import { job, jobStep, READ_MODEL_JOB_ACTOR } from '../../../modules/jobs/domain/jobs.ts';
 import type { DecideContext, ResourceDefinition } from '../../../domain/resource/defineResource.ts';
 import { decide, evolve, initialState, toRecord, type DecidedEvent, type RecordState, type ResourceCommand } from '../../../domain/resource/decider.ts';
 import { deciderSpec } from '../../support/deciderSpec.ts';

@@ -3,7 +3,7 @@
 // each judged from where the previous one left the notification.
 
 import { describe, it } from 'vitest';
-import { notification } from '../../../domain/notifications/notification.ts';
+import { notification } from '../../../modules/notifications/domain/notification.ts';
 import type { DecideContext } from '../../../domain/resource/defineResource.ts';
 import { decide, evolve, initialState, type DecidedEvent, type RecordState, type ResourceCommand } from '../../../domain/resource/decider.ts';
 import { deciderSpec } from '../../support/deciderSpec.ts';

@@ -1,9 +1,9 @@
 // Resource-specific rules of SPEC.md that the shared contract suite does not reach.
 
 import { describe, expect, it } from 'vitest';
-import { notificationRule } from '../../../domain/registries/notificationRule.ts';
-import { notificationTemplate } from '../../../domain/registries/notificationTemplate.ts';
-import { userType } from '../../../domain/registries/userType.ts';
+import { notificationRule } from '../../../modules/registries/domain/notificationRule.ts';
+import { notificationTemplate } from '../../../modules/registries/domain/notificationTemplate.ts';
+import { userType } from '../../../modules/registries/domain/userType.ts';
 
 const template = { code: 'T', name: 'T', configTypeId: '8d3c4a52-2f0e-4b8a-9a55-0d7e7b1f6c21' };
 const issues = (schema: { safeParse: (x: unknown) => { error?: { issues: { path: PropertyKey[] }[] } } }, input: unknown) =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { accessRule } from '../../../domain/registries/accessRule.ts';
-import { userGroupType } from '../../../domain/registries/userGroupType.ts';
+import { accessRule } from '../../../domain/access/accessRule.ts';
+import { userGroupType } from '../../../modules/registries/domain/userGroupType.ts';
 import {
   decide,
   evolve,

@@ -2,8 +2,8 @@
 // change, uniqueness of the compare field, and the keys of an entry's application.
 
 import { describe, expect, it } from 'vitest';
-import { userGroup } from '../../../domain/identity/userGroup.ts';
-import { worklogType } from '../../../domain/registries/worklogType.ts';
+import { userGroup } from '../../../modules/identity/domain/userGroup.ts';
+import { worklogType } from '../../../modules/registries/domain/worklogType.ts';
 import { checkCompareField, comparable, diffAgainst, entryKey, indexIncoming, parseExportObject, type DiffEntry } from '../../../domain/resource/exchange.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';

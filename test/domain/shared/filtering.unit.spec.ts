@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { userType } from '../../../domain/registries/userType.ts';
+import { userType } from '../../../modules/registries/domain/userType.ts';
 import { FilteringSchema, likePattern, toQuery } from '../../../domain/shared/filtering.ts';
 
 const parse = (body: unknown) => toQuery(FilteringSchema.parse(body), userType.columns, userType.defaultSort);

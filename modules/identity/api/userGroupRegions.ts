@@ -1,0 +1,154 @@
+// User group regions: assign (the shared create, with its (group, region) key), unassign (the
+// shared delete), history; and the reads of API.md's table, each assignment with its group as it
+// is now (`userGroup`), joined when read: from the log for one group, from the groups' read model
+// for the list of all.
+
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { userGroup } from '../domain/userGroup.ts';
+import { userGroupRegion } from '../domain/userGroupRegion.ts';
+import type { Document } from '../../../domain/ports.ts';
+import { notFound } from '../../../domain/shared/errors.ts';
+import { uuid } from '../../../domain/shared/fields.ts';
+import type { JsonObject } from '../../../domain/shared/json.ts';
+import { sendItems } from '../../../api/documentStream.ts';
+import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../../../api/module.ts';
+import { eq, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
+import { assertReadable, readable, readScope } from '../../../api/access.ts';
+import { catchUpTo, position } from '../../../api/readModelWait.ts';
+import { errors } from '../../../api/resourceRoutes.ts';
+import { idOrCode } from '../../../api/schemas.ts';
+import { serviceOf } from '../../../api/services.ts';
+
+const read = { permission: 'read', resource: userGroupRegion } as const;
+const PAGE = 100;
+const groupTags = [userGroup.path, userGroupRegion.path];
+const readModelNote = 'The group is read from the log; its assignments from the read model (`minPosition` waits for a write).';
+const list = () => ({ 200: z.array(userGroupRegion.record), ...errors(400, 404, 503) });
+
+/** The assignments of one group (read from the log), each with the group. */
+async function ofGroup(deps: AppDeps, request: FastifyRequest, idOrCode: string, byCode: boolean, options: QueryOptions): Promise<JsonObject[]> {
+  const groups = serviceOf(deps, userGroup);
+  // The group is another resource: a caller who may not read it learns nothing of it (404).
+  const group = await assertReadable(deps, request, userGroup, byCode ? await groups.getByCode(idOrCode) : await groups.get(idOrCode));
+  const assignments = await recordsWhere(deps, userGroupRegion, [eq('userGroupId', group.id)], options);
+  const embedded = await embedding(deps, request, group);
+  return assignments.map((a) => ({ ...a, ...embedded }));
+}
+
+/** The group to embed in an assignment: only for a caller who may read it. */
+async function embedding(deps: AppDeps, request: FastifyRequest, group: JsonObject | null | undefined): Promise<{ userGroup?: JsonObject }> {
+  return group !== undefined && group !== null && (await readable(deps, request, userGroup, group)) ? { userGroup: group } : {};
+}
+
+/** One assignment, and all of them. */
+function assignmentRoutes(r: ZodRoutes, deps: AppDeps): void {
+  const assignments = serviceOf(deps, userGroupRegion);
+  const groups = serviceOf(deps, userGroup);
+  r.get(
+    `/api/v1/${userGroupRegion.path}/:idOrCode`,
+    {
+      config: read,
+      schema: {
+        tags: [userGroupRegion.path],
+        summary: 'A user group region, with its group as it is now',
+        params: z.strictObject({ idOrCode: uuid() }),
+        response: { 200: userGroupRegion.record, ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const found = await assertReadable(deps, request, userGroupRegion, await assignments.get(request.params.idOrCode));
+      const group = await groups.get(String(found.userGroupId)).catch(() => undefined);
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(await embedding(deps, request, group)) });
+    },
+  );
+
+  r.get(
+    `/api/v1/${userGroupRegion.path}`,
+    {
+      config: read,
+      schema: {
+        tags: [userGroupRegion.path],
+        summary: 'All user group regions, each with its group as it is now',
+        description: 'In id order, a page at a time, from the read models of assignments and groups (`minPosition` waits for a write to both).',
+        querystring: z.strictObject({ minPosition: position.optional() }),
+        response: list(),
+      },
+    },
+    async (request, reply) => {
+      await catchUpTo(deps, userGroupRegion.collection, request.query.minPosition);
+      await catchUpTo(deps, userGroup.collection, request.query.minPosition);
+      async function* all(): AsyncGenerator<Document> {
+        for (let after: string | undefined; ; ) {
+          const page = await deps.readStore.scan(deps.readModels.collectionOf(userGroupRegion.collection), { ...(after === undefined ? {} : { after }), limit: PAGE });
+          const groupIds = [...new Set(page.map((a) => String(a.userGroupId)))];
+          const found = await deps.readStore.getMany(deps.readModels.collectionOf(userGroup.collection), groupIds);
+          for (const a of page) {
+            if (!(await readable(deps, request, userGroupRegion, a))) continue;
+            yield { ...a, ...(await embedding(deps, request, found.get(String(a.userGroupId))?.doc)) };
+          }
+          if (page.length < PAGE) return;
+          after = page.at(-1)?.id;
+        }
+      }
+      return sendItems(reply, all());
+    },
+  );
+}
+
+/** The assignments of one group. */
+function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
+  const assignments = serviceOf(deps, userGroupRegion);
+  const groups = serviceOf(deps, userGroup);
+  r.get(
+    '/api/v1/user-groups/:groupId/regions',
+    {
+      config: read,
+      schema: { tags: groupTags, summary: 'The region assignments of a group (by id or code)', description: readModelNote, params: z.strictObject({ groupId: idOrCode() }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
+    },
+    async (request, reply) => sendItems(reply, await ofGroup(deps, request, request.params.groupId, false, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
+  );
+
+  r.get(
+    '/api/v1/user-groups/by-code/:groupCode/regions',
+    {
+      config: read,
+      schema: { tags: groupTags, summary: 'The region assignments of a group by its code', description: readModelNote, params: z.strictObject({ groupCode: z.string().min(1).max(255) }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
+    },
+    async (request, reply) => sendItems(reply, await ofGroup(deps, request, request.params.groupCode, true, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
+  );
+
+  r.get(
+    '/api/v1/user-groups/:groupId/regions/:regionId',
+    {
+      config: read,
+      schema: {
+        tags: groupTags,
+        summary: 'The assignment of one region to a group (404 when none)',
+        description: 'Read from the log (the pair\'s reservation): reflects every acknowledged write.',
+        params: z.strictObject({ groupId: idOrCode(), regionId: uuid() }),
+        response: { 200: userGroupRegion.record, ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const group = await assertReadable(deps, request, userGroup, await groups.get(request.params.groupId));
+      const key = userGroupRegion.unique[0];
+      if (key === undefined) throw new Error('UserGroupRegion has no (group, region) key');
+      const found = await assignments.getByKey(key, { userGroupId: group.id, regionId: request.params.regionId }).catch(() => {
+        throw notFound('USER_GROUP_REGION', `${group.id}/${request.params.regionId}`);
+      });
+      await assertReadable(deps, request, userGroupRegion, found);
+      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(await embedding(deps, request, group)) });
+    },
+  );
+}
+
+export const userGroupRegionsModule: Module = {
+  name: 'userGroupRegions',
+  resources: [{ definition: userGroupRegion, routes: { except: ['get', 'list'] } }],
+  routes(app, deps) {
+    const r = zodRoutes(app);
+    assignmentRoutes(r, deps);
+    groupRoutes(r, deps);
+  },
+};

@@ -1,0 +1,337 @@
+// Users: the shared operation set (its get with expand=REGIONS,ROLES), and the rows of API.md's
+// Users table: password, thumbnail, effective roles, users by type and by groups, the groups of a
+// user. A user and its groups named by id or code are read from the log; lists from read models.
+
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { decodeBase64, IMAGE_TYPES, imageTypeOf } from '../domain/images.ts';
+import { hashPassword, passwordProblems, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../domain/password.ts';
+import { isValidGroup } from '../domain/roles.ts';
+import { user, type ThumbnailRef, type UserCommand } from '../domain/user.ts';
+import { UserKinds } from '../../registries/domain/userType.ts';
+import { userGroup } from '../domain/userGroup.ts';
+import { userGroupRegion } from '../domain/userGroupRegion.ts';
+import type { Document } from '../../../domain/ports.ts';
+import { DomainError, forbidden, notFound, validationFailed } from '../../../domain/shared/errors.ts';
+import { allows } from '../../../api/auth.ts';
+import { dateTime, uuid } from '../../../domain/shared/fields.ts';
+import type { JsonObject } from '../../../domain/shared/json.ts';
+import { sendDocuments, sendItems } from '../../../api/documentStream.ts';
+import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../../../api/module.ts';
+import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
+import { position } from '../../../api/readModelWait.ts';
+import { errors } from '../../../api/resourceRoutes.ts';
+import { expandQuery, idOrCode, parseExpand } from '../../../api/schemas.ts';
+import { ifMatchVersion } from '../../../api/requestContext.ts';
+import { assertReadable, assertWritable, readable, readScope, writeContext } from '../../../api/access.ts';
+import { serviceOf } from '../../../api/services.ts';
+import { groupsOf, rolesOf, userStanding } from './userRoles.ts';
+
+const tags = [user.path];
+const base = `/api/v1/${user.path}`;
+const read = { permission: 'read', resource: user } as const;
+const write = { permission: 'write', resource: user } as const;
+/** The largest thumbnail, decoded. */
+export const MAX_THUMBNAIL_BYTES = 1024 * 1024;
+
+
+const expandedRegion = z
+  .object({
+    regionId: z.string(),
+    coefficient: z.number().optional(),
+    validFrom: z.string().optional(),
+    validTo: z.string().optional(),
+    source: z.enum(['USER', 'USER_GROUP']).optional().meta({ description: 'with expand=REGIONS: USER for the user\'s own regions, USER_GROUP for one assigned to one of its valid groups' }),
+    userGroupId: z.string().optional(),
+    userGroupCode: z.string().optional(),
+    assignmentId: z.string().optional().meta({ description: 'the user group region record' }),
+  })
+  .meta({ id: 'UserRegionExpanded' });
+
+const expandedUser = user.record.extend({ regions: z.array(expandedRegion).optional() }).meta({ id: 'UserExpanded' });
+
+/** The user's regions: its own, then those assigned to its valid groups (from the read model). */
+async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObject, ofUser: readonly JsonObject[], minPosition: string | undefined): Promise<JsonObject[]> {
+  const own = (Array.isArray(fields.regions) ? (fields.regions as JsonObject[]) : []).map((r) => ({ ...r, source: 'USER' }));
+  const now = deps.clock.now();
+  const groups = ofUser.filter((g) => isValidGroup(g, now));
+  if (groups.length === 0) return own;
+  const byId = new Map(groups.map((g) => [String(g.id), g]));
+  // Only the assignments (and group codes) the caller may read of their own resources.
+  const within = await readScope(deps, request, userGroupRegion);
+  const assignments = await recordsWhere(deps, userGroupRegion, [isIn('userGroupId', [...byId.keys()])], { minPosition, within });
+  const shown: JsonObject[] = [];
+  for (const a of assignments) {
+    const group = byId.get(String(a.userGroupId));
+    const code = group !== undefined && (await readable(deps, request, userGroup, group)) ? group.code : undefined;
+    shown.push({ regionId: a.regionId, source: 'USER_GROUP', userGroupId: a.userGroupId, ...(code === undefined ? {} : { userGroupCode: code }), assignmentId: a.id });
+  }
+  return [...own, ...shown];
+}
+
+/** The groups of several users, from the groups' read model: { userId: [group] }. */
+export async function groupsOfUsers(deps: AppDeps, request: FastifyRequest, userIds: readonly string[], options: QueryOptions): Promise<Record<string, Document[]>> {
+  const users = serviceOf(deps, user);
+  const codesByUser = new Map<string, string[]>();
+  for (const id of new Set(userIds.map((u) => u.toLowerCase()))) {
+    const found = await users.get(id).catch(() => undefined);
+    // A user the caller may not read is as unknown as one that does not exist.
+    const visible = found !== undefined && (await readable(deps, request, user, found));
+    codesByUser.set(id, visible && Array.isArray(found.groups) ? (found.groups as string[]) : []);
+  }
+  const codes = [...new Set([...codesByUser.values()].flat())];
+  const groups = codes.length === 0 ? [] : await recordsWhere(deps, userGroup, [isIn('code', codes)], options);
+  const byCode = new Map(groups.map((g) => [String(g.code), g]));
+  return Object.fromEntries([...codesByUser].map(([id, cs]) => [id, cs.flatMap((c) => byCode.get(c) ?? [])]));
+}
+
+const photoBody = z.strictObject({ userId: uuid(), photoData: z.string().min(1).max(Math.ceil((MAX_THUMBNAIL_BYTES * 4) / 3) + 200) });
+
+function thumbnailOf(photoData: string): { bytes: Buffer; contentType: string } {
+  const bytes = decodeBase64(photoData);
+  if (bytes === undefined) throw validationFailed('photoData is not base64', ['photoData: expected base64 (standard alphabet)']);
+  if (bytes.length > MAX_THUMBNAIL_BYTES) {
+    throw new DomainError('USER.THUMBNAIL_TOO_LARGE', 'PAYLOAD_TOO_LARGE', `The image is ${String(bytes.length)} bytes; at most ${String(MAX_THUMBNAIL_BYTES)} are accepted`, ['photoData: larger than 1 MiB decoded']);
+  }
+  const contentType = imageTypeOf(bytes);
+  if (contentType === undefined) throw validationFailed('photoData is not an image this service accepts', [`photoData: expected ${IMAGE_TYPES.join(', ')} (recognised by its first bytes)`]);
+  return { bytes, contentType };
+}
+
+
+/** Users by type and by groups. */
+function listRoutes(r: ZodRoutes, deps: AppDeps): void {
+  r.get(
+    `${base}/by-type/:type`,
+    {
+      config: read,
+      schema: {
+        tags,
+        summary: 'Users of a type',
+        description: 'From the read model (`minPosition` waits for a write); at most 10000, by code.',
+        params: z.strictObject({ type: z.enum(UserKinds) }),
+        querystring: z.strictObject({ minPosition: position.optional() }),
+        response: { 200: z.array(user.record), ...errors(400, 503) },
+      },
+    },
+    async (request, reply) => {
+      const within = await readScope(deps, request, user);
+      const { collection, ids } = await idsWhere(deps, user, [eq('type', request.params.type)], { minPosition: request.query.minPosition, within });
+      return sendDocuments(reply, deps.readStore, collection, ids);
+    },
+  );
+
+  r.post(
+    `${base}/by-groups`,
+    {
+      config: read,
+      schema: {
+        tags,
+        summary: 'Users in any of several groups (by group ids), each once',
+        description: 'The groups are read from the log (unknown ids are left out); their users from the read model. At most 10000, by code.',
+        querystring: z.strictObject({ minPosition: position.optional() }),
+        body: z.strictObject({ ids: z.array(uuid()).min(1).max(1000) }),
+        response: { 200: z.array(user.record), ...errors(400, 503) },
+      },
+    },
+    async (request, reply) => {
+      const groups = serviceOf(deps, userGroup);
+      const codes: string[] = [];
+      for (const id of new Set(request.body.ids)) {
+        const g = await groups.get(id).catch(() => undefined);
+        if (g !== undefined) codes.push(String(g.code));
+      }
+      if (codes.length === 0) return [];
+      const within = await readScope(deps, request, user);
+      const { collection, ids } = await idsWhere(deps, user, [isIn('groups', codes)], { minPosition: request.query.minPosition, within });
+      return sendDocuments(reply, deps.readStore, collection, ids);
+    },
+  );
+}
+
+/** A user with its expansions, its effective roles, its groups. */
+function userRoutes(r: ZodRoutes, deps: AppDeps): void {
+  const users = serviceOf(deps, user);
+  r.get(
+    `${base}/:idOrCode`,
+    {
+      config: read,
+      schema: {
+        tags,
+        summary: 'Get a User by id or code, optionally as it was at a time, with expand=REGIONS,ROLES',
+        description:
+          'The user reflects every acknowledged write. `expand` may be repeated or comma-separated: ROLES puts the effective roles in `roles` ' +
+          '(its own, then the code of the access rule each of its groups valid now names by associatedUserRoleId); REGIONS adds to `regions` those assigned to its valid groups ' +
+          '(from the user group regions read model: `minPosition` waits for a write), each entry saying where it comes from.',
+        params: z.strictObject({ idOrCode: idOrCode() }),
+        querystring: z.strictObject({
+          asOf: dateTime().optional(),
+          expand: expandQuery(['REGIONS', 'ROLES']),
+          minPosition: position.optional(),
+        }),
+        response: { 200: expandedUser, ...errors(400, 404, 503) },
+      },
+    },
+    async (request, reply) => {
+      const expand = parseExpand(request.query.expand, ['REGIONS', 'ROLES'] as const);
+      const found: JsonObject = await assertReadable(deps, request, user, await users.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf }));
+      const answer: JsonObject = { ...found };
+      // Both expansions start from the user's groups: read once.
+      const groups = expand.length > 0 ? await groupsOf(deps, found) : [];
+      if (expand.includes('ROLES')) answer.roles = await rolesOf(deps, found, groups);
+      if (expand.includes('REGIONS')) answer.regions = await regionsOf(deps, request, found, groups, request.query.minPosition);
+      return reply.header('etag', `"${String((found.auditInfo as { version: number }).version)}"`).send(answer);
+    },
+  );
+
+  r.get(
+    `${base}/:userId/roles`,
+    {
+      config: read,
+      schema: {
+        tags,
+        summary: 'The effective roles of a user',
+        description:
+          'Its own roles, then the code of the access rule that each group it belongs to and that is valid now names by associatedUserRoleId (read as the rule is now: ' +
+          'renamed, its new code; deleted, nothing), each once. Read from the log.',
+        params: z.strictObject({ userId: idOrCode() }),
+        response: { 200: z.array(z.string()), ...errors(400, 404) },
+      },
+    },
+    async (request) => rolesOf(deps, await assertReadable(deps, request, user, await users.get(request.params.userId))),
+  );
+
+  r.get(
+    `${base}/:userId/groups`,
+    {
+      config: { permission: 'read', resource: userGroup },
+      schema: {
+        tags,
+        summary: 'The groups of a user',
+        description: 'The user is read from the log; its groups from the read model (`minPosition` waits for a write).',
+        params: z.strictObject({ userId: idOrCode() }),
+        querystring: z.strictObject({ minPosition: position.optional() }),
+        response: { 200: z.array(userGroup.record), ...errors(400, 404, 503) },
+      },
+    },
+    async (request, reply) => {
+      const found = await assertReadable(deps, request, user, await users.get(request.params.userId));
+      const answer = await groupsOfUsers(deps, request, [found.id], { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroup) });
+      return sendItems(reply, answer[found.id] ?? []);
+    },
+  );
+}
+
+/** The password: policy, then only its hash is kept. */
+function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
+  const users = serviceOf(deps, user);
+  r.put(
+    `${base}/:idOrCode/password`,
+    {
+      config: write,
+      schema: {
+        tags,
+        summary: 'Set a user\'s password',
+        description:
+          'An admin sets any user\'s password; a user logged in through POST /auth/token sets its own; anyone else gets 403. ' +
+          `Policy: ${String(PASSWORD_MIN_LENGTH)} to ${String(PASSWORD_MAX_LENGTH)} characters, not the user's code or e-mail (400 naming the rule). ` +
+          'Stored only as an argon2id hash (m = 19 MiB, t = 2, p = 1) in a UserPasswordChanged event; the plain text is never stored, echoed or logged.',
+        params: z.strictObject({ idOrCode: idOrCode() }),
+        body: z.strictObject({ password: z.string().max(4 * PASSWORD_MAX_LENGTH) }),
+        response: { 204: z.undefined(), ...errors(400, 403, 404, 412) },
+      },
+    },
+    async (request, reply) => {
+      const target = await users.get(request.params.idOrCode);
+      // Setting another user's password is taking over the account: an admin's act. A user's own
+      // is the one its login session names (checked against the user at the start of the request);
+      // a token minted without a session names no user, whatever its `sub`.
+      const own = request.caller?.session !== undefined && request.caller.sub === target.code;
+      if (!own && !(request.caller !== undefined && allows(request.caller, 'admin'))) {
+        throw forbidden('Only an admin may set another user\'s password (a user sets its own through a login session)');
+      }
+      await assertWritable(deps, request, user, target);
+      const problems = passwordProblems(request.body.password, { code: target.code, email: target.email });
+      if (problems.length > 0) throw validationFailed('The password does not meet the policy', problems);
+      const command: UserCommand = { type: 'SetPassword', passwordHash: await hashPassword(request.body.password) };
+      const result = await users.execute(target.id, command, await writeContext(deps, request, user), ifMatchVersion(request));
+      void reply.header('etag', `"${String(result.version)}"`);
+      if (result.position !== undefined) void reply.header('x-event-position', result.position.toString());
+      return reply.code(204).send();
+    },
+  );
+}
+
+/** The thumbnail: checked by its bytes, kept in the blob store. */
+function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
+  const users = serviceOf(deps, user);
+  r.put(
+    `${base}/:id/thumbnail`,
+    {
+      config: write,
+      schema: {
+        tags,
+        summary: 'Upload a user\'s thumbnail',
+        description:
+          '`photoData`: base64 of a PNG, JPEG, GIF or WebP image (recognised by its first bytes, 400 otherwise; a `data:` URL prefix is accepted), ' +
+          'at most 1 MiB decoded (413). The user is named by its uuid (as the contract says), which `userId` repeats. The bytes go to the blob store; the event records their SHA-256, type and size.',
+        params: z.strictObject({ id: uuid() }),
+        body: photoBody,
+        response: { 204: z.undefined(), ...errors(400, 404, 412, 413) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      if (request.body.userId !== id.toLowerCase()) throw validationFailed('The body names another user', [`userId: must be ${id.toLowerCase()}`]);
+      const { bytes, contentType } = thumbnailOf(request.body.photoData);
+      await assertWritable(deps, request, user, await users.get(id));
+      const ref = await deps.blobStore.put(bytes, contentType);
+      const thumbnail: ThumbnailRef = { sha256: ref.sha256, contentType, size: bytes.length };
+      const result = await users.execute(id, { type: 'SetThumbnail', thumbnail }, await writeContext(deps, request, user), ifMatchVersion(request));
+      if (result.position !== undefined) void reply.header('x-event-position', result.position.toString());
+      return reply.code(204).send();
+    },
+  );
+
+  r.get(
+    `${base}/:id/thumbnail`,
+    {
+      config: read,
+      schema: {
+        tags,
+        summary: 'A user\'s thumbnail: the image with its content type',
+        description: 'The user by uuid or code. `ETag` is the image\'s SHA-256; `If-None-Match` with it answers 304. 404 when the user has none.',
+        params: z.strictObject({ id: idOrCode() }),
+        response: { 200: z.any().meta({ description: 'the image bytes' }), 304: z.undefined(), ...errors(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const live = await users.live(id);
+      if (live === undefined) throw notFound('USER', id);
+      await assertReadable(deps, request, user, { id: live.id });
+      const ref = live.hidden.thumbnail as ThumbnailRef | undefined;
+      if (ref === undefined) throw notFound('USER.THUMBNAIL', id);
+      const etag = `"${ref.sha256}"`;
+      void reply.header('etag', etag).header('cache-control', 'private, no-cache');
+      if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+      const blob = await deps.blobStore.get(ref.sha256);
+      if (blob === undefined) throw notFound('USER.THUMBNAIL', id);
+      // Served as the image it was checked to be, never sniffed into something else.
+      void reply.header('x-content-type-options', 'nosniff').header('content-disposition', 'inline').header('content-security-policy', "default-src 'none'; sandbox");
+      return reply.type(ref.contentType).send(Buffer.from(blob.content));
+    },
+  );
+}
+
+export const usersModule: Module = {
+  name: 'users',
+  resources: [{ definition: user, routes: { except: ['get'] }, guard: userStanding }],
+  routes(app, deps) {
+    const r = zodRoutes(app);
+    listRoutes(r, deps);
+    userRoutes(r, deps);
+    passwordRoute(r, deps);
+    thumbnailRoutes(r, deps);
+  },
+};

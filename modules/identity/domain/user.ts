@@ -1,0 +1,128 @@
+// Users (SPEC.md "User"): individuals, work groups, organizations and external parties, with
+// their groups (by code), roles, supervisor (never a cycle), regions and notification
+// preferences. A password (its argon2id hash) and a thumbnail (a blob's hash, type and size) are
+// hidden parts set by their own events: never in a record, a read model or the data of history.
+
+import { z } from 'zod';
+import { code, dayOrDateTime, dateTime, distinct, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid, webUrl, withinPeriod } from '../../../domain/shared/fields.ts';
+import type { JsonObject } from '../../../domain/shared/json.ts';
+import { defineResource, type FieldRule, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
+import { forbidden } from '../../../domain/shared/errors.ts';
+import { UserKinds, userType } from '../../registries/domain/userType.ts';
+import { userGroup } from './userGroup.ts';
+
+export const UserStatuses = ['ENABLE', 'DISABLE'] as const;
+export const Authentications = ['LDAP', 'PKI', 'AD', 'PASSWORD', 'EMPTY'] as const;
+
+/** The name of an individual without one: given and family names. */
+const personalName = (f: JsonObject): string | undefined => {
+  const parts = [f.givenName, f.familyName].filter((p): p is string => typeof p === 'string' && p.trim() !== '');
+  return parts.length === 0 ? undefined : parts.join(' ').slice(0, 255);
+};
+
+const nameRule: FieldRule = (f) => {
+  if (f.name !== undefined) return [];
+  if (f.type === 'WORK_GROUP' || f.type === 'ORGANIZATION') return [`name: required for type ${f.type}`];
+  return personalName(f) === undefined ? ['name: required, or givenName or familyName to derive it from'] : [];
+};
+
+const regionPeriods: FieldRule = (f) =>
+  Array.isArray(f.regions) ? f.regions.flatMap((r, i) => periodRule('validFrom', 'validTo')(r as Record<string, unknown>, ['regions', String(i)])) : [];
+
+/** A name derived from given and family names follows them; one the client gave stays. */
+function withName(before: JsonObject | undefined, after: JsonObject): JsonObject {
+  const derivedBefore = before?.name !== undefined && before.name === personalName(before);
+  if (after.name === undefined || (derivedBefore && after.name === before.name)) {
+    const name = personalName(after);
+    if (name !== undefined && after.type !== 'WORK_GROUP' && after.type !== 'ORGANIZATION') return { ...after, name };
+  }
+  return after;
+}
+
+export type ThumbnailRef = { sha256: string; contentType: string; size: number };
+
+/** The user's own commands: its password (already hashed) and its thumbnail (already stored). */
+export type UserCommand = { type: 'SetPassword'; passwordHash: string } | { type: 'SetThumbnail'; thumbnail: ThumbnailRef };
+
+const validUserType = (record: JsonObject, now: Date): boolean => withinPeriod(record.validityFrom, record.validityTo, now);
+
+export const user: ResourceDefinition = defineResource({
+  name: 'User',
+  path: 'users',
+  description:
+    '`type` must be the `type` of an existing user type valid now (else 422). `name` is required for WORK_GROUP and ORGANIZATION; for INDIVIDUAL and ' +
+    'EXTERNAL it may be left out and is then derived from givenName and familyName (and follows them while derived). `status` defaults to ENABLE. ' +
+    '`authentication` defaults to PASSWORD: SPEC.md\'s schema default, which the embedded login uses (its field text names AD, the two disagree; ' +
+    'PASSWORD is the one this service can honour without a directory). `groups` are codes of existing user groups, `supervisorId` an existing user ' +
+    'that is not the user itself nor below it (422 otherwise). The password and thumbnail have their own routes and are never part of the record.',
+  fields: z.strictObject({
+    code: code().meta({ description: 'business key; the login name' }),
+    type: z.enum(UserKinds),
+    givenName: text().optional(),
+    familyName: text().optional(),
+    name: text().optional().meta({ description: 'company or group name; required for WORK_GROUP and ORGANIZATION; derived from givenName and familyName when absent' }),
+    email: email().optional(),
+    phoneNumber: phoneNumber().optional(),
+    webSite: webUrl().optional(),
+    status: z.enum(UserStatuses).default('ENABLE'),
+    validFrom: dayOrDateTime('start').optional(),
+    validTo: dayOrDateTime('end').optional(),
+    authentication: z.enum(Authentications).default('PASSWORD').meta({ description: 'default PASSWORD (see the resource description)' }),
+    description: longText(4000).optional(),
+    groups: distinct(z.array(code()).max(1000)).optional().meta({ description: 'codes of existing user groups, each once; adding one whose associatedUserRoleId is set takes an admin' }),
+    roles: distinct(z.array(text()).max(1000)).optional().meta({ description: 'role codes, each once: built-in (admin, editor, viewer, auditor) or access rule codes; only an admin may change them' }),
+    dataTags: stringList(100).optional(),
+    chars: jsonMap().meta({ description: 'characteristics by code; their shape depends on the user type' }),
+    supervisorId: uuid().optional(),
+    regions: z
+      .array(z.strictObject({ regionId: uuid(), coefficient: z.number().min(0).max(1e9).optional(), validFrom: dateTime().optional(), validTo: dateTime().optional() }))
+      .max(1000)
+      .optional(),
+    notificationConfig: z
+      .strictObject({ ignoredTemplateCodes: z.array(code()).max(1000).optional(), ignoredUserGroups: z.array(code()).max(1000).optional() })
+      .optional(),
+    modulesIds: z.array(uuid()).max(1000).optional(),
+  }),
+  rules: [nameRule, periodRule('validFrom', 'validTo'), regionPeriods],
+  references: [
+    { field: 'type', resource: () => userType, by: { field: 'type' }, valid: validUserType },
+    { field: 'groups', resource: () => userGroup, by: 'code', restrict: true, private: true },
+    { field: 'supervisorId', resource: () => user, acyclic: true, restrict: true, private: true },
+  ],
+  indexed: ['type', 'status', 'groups', 'supervisorId', 'email', 'familyName'],
+  hidden: ['passwordHash', 'thumbnail'],
+  adminOnly: ['roles'],
+  behaviour: {
+    onChange: (before, after, ctx) => {
+      // Joining a group that carries a role grants the role: an admin's decision, as `roles` is.
+      const granting = (ctx.refs.get('groups') ?? []).filter((g) => typeof g.associatedUserRoleId === 'string');
+      if (ctx.privileged === false && granting.length > 0) {
+        throw forbidden(`Only an admin may add a user to ${granting.map((g) => String(g.code)).join(', ')}: the group grants a role`);
+      }
+      return withName(before, after);
+    },
+    events: {
+      PasswordChanged: { evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, passwordHash: d.passwordHash } }) },
+      ThumbnailChanged: { evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, thumbnail: { sha256: d.sha256, contentType: d.contentType, size: d.size } } }) },
+    },
+    decide(command) {
+      const c = command as UserCommand;
+      switch (c.type) {
+        case 'SetPassword':
+          return [{ type: 'PasswordChanged', data: { passwordHash: c.passwordHash } }];
+        case 'SetThumbnail':
+          return [{ type: 'ThumbnailChanged', data: { ...c.thumbnail } }];
+        default:
+          throw new Error(`unknown user command ${JSON.stringify(command.type)}`);
+      }
+    },
+  },
+});
+
+/** Whether a user may act now: enabled and inside its validity window. */
+export const isActiveUser = (fields: JsonObject, now: Date): boolean => fields.status === 'ENABLE' && withinPeriod(fields.validFrom, fields.validTo, now);
+
+/** Whether a user can log in with this service's login now: active, on PASSWORD, and with a
+ * password set. The login, its sessions and the last-admin check all judge by this one test. */
+export const canLogIn = (user: { fields: JsonObject; hidden: JsonObject }, now: Date): boolean =>
+  isActiveUser(user.fields, now) && user.fields.authentication === 'PASSWORD' && typeof user.hidden.passwordHash === 'string';

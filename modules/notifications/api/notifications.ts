@@ -1,0 +1,214 @@
+// Notifications (API.md's Notifications table): created from an ACTIVE notification template, one
+// or an array at a time, their subject and contents rendered by the formatter's engine in a
+// template worker; moved through their state machine by PUT …/state; read by id, by owner, by
+// search, with their owners and related entities. Delivery, recipients and triggers come next.
+
+import { z } from 'zod';
+import { notification, NotificationStatuses, relatedEntity, type ChangeState } from '../domain/notification.ts';
+import { createPayload, renderNotification, type RenderEnv } from '../domain/render.ts';
+import { DomainError, malformedUuid, notFound } from '../../../domain/shared/errors.ts';
+import { text } from '../../../domain/shared/fields.ts';
+import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../../domain/shared/filtering.ts';
+import type { JsonObject } from '../../../domain/shared/json.ts';
+import { isUuid } from '../../../domain/shared/ids.ts';
+import { assertReadable, assertWritable, readScope, writeContext } from '../../../api/access.ts';
+import { sendDocuments } from '../../../api/documentStream.ts';
+import { zodRoutes, type AppDeps, type Module, type ModuleContext, type ZodRoutes } from '../../../api/module.ts';
+import { dueInReadModel, type Schedule } from '../../../workers/scheduler.ts';
+import { dispatchSchedule } from '../workers/dispatcher.ts';
+import { resourceService } from '../../../domain/resource/service.ts';
+import { eq, idsWhere, recordsWhere } from '../../../api/readModelQuery.ts';
+import { position } from '../../../api/readModelWait.ts';
+import { templateCallerOf } from '../../../api/requestContext.ts';
+import { errors } from '../../../api/resourceRoutes.ts';
+import { serviceOf } from '../../../api/services.ts';
+import { idOnly } from '../../../api/schemas.ts';
+
+const tags = [notification.path];
+const base = `/api/v1/${notification.path}`;
+/** The most notifications one create makes. */
+export const MAX_NOTIFICATIONS_PER_CREATE = 100;
+
+function createRoute(r: ZodRoutes, deps: AppDeps): void {
+  const notifications = serviceOf(deps, notification);
+  r.post(
+    base,
+    {
+      config: { permission: 'write', resource: notification },
+      schema: {
+        tags,
+        summary: 'Create notifications from a template, one or an array',
+        description:
+          '`templateCode` must name an ACTIVE notification template (422 otherwise). Its `subject` and `content` are handlebars templates rendered ' +
+          'over `data` (the content through its formatter template when it names one, with `formatterDocumentTemplateDataOverride` over the data; ' +
+          'as text for SMS, HTML-escaped otherwise); a `subject` in the payload wins. Each notification starts PLAN, `created` now and ' +
+          '`expirationDate` the template\'s `expiration` days later. An array makes every notification or none of them when one cannot be ' +
+          `rendered (at most ${String(MAX_NOTIFICATIONS_PER_CREATE)}, 413 beyond). \`Idempotency-Key\` is honoured; for an array each item ` +
+          'is keyed by the key and its position. The templates are rendered within the caller\'s share of the template threads (as the formatter\'s ' +
+          'previews: 429 `FORMATTER.TOO_MANY_RENDERS_OF_CALLER` beyond TEMPLATE_JOBS_PER_CALLER, 503 `FORMATTER.RENDERER_BUSY` when the queue is full, both with `Retry-After`).',
+        body: z.union([createPayload, z.array(createPayload).min(1)]),
+        response: { 201: z.union([notification.record, z.array(notification.record)]), ...errors(400, 409, 413, 422, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const many = Array.isArray(request.body);
+      const payloads = Array.isArray(request.body) ? request.body : [request.body];
+      if (payloads.length > MAX_NOTIFICATIONS_PER_CREATE) {
+        throw new DomainError('NOTIFICATION.TOO_MANY', 'PAYLOAD_TOO_LARGE', `At most ${String(MAX_NOTIFICATIONS_PER_CREATE)} notifications per create, got ${String(payloads.length)}`);
+      }
+      // Every one rendered and checked before any is written: an array is made whole or not at all.
+      const env: RenderEnv = { eventStore: deps.eventStore, blobStore: deps.blobStore, documents: deps.documents, caller: templateCallerOf(request), readable: (def, record) => assertReadable(deps, request, def, record) };
+      const inputs: JsonObject[] = [];
+      for (const [i, payload] of payloads.entries()) inputs.push(await renderNotification(env, payload, many ? `[${String(i)}].` : ''));
+      const ctx = await writeContext(deps, request, notification);
+      const created: JsonObject[] = [];
+      for (const [i, input] of inputs.entries()) {
+        const itemCtx = many && ctx.idempotencyKey !== undefined ? { ...ctx, idempotencyKey: `${ctx.idempotencyKey}#${String(i)}` } : ctx;
+        const { record, position: at } = await notifications.create(input, itemCtx);
+        if (record === undefined) throw new Error('a create answered no record');
+        created.push(record);
+        if (!many) void reply.header('location', `${base}/${record.id}`).header('x-event-position', String(at));
+      }
+      return reply.code(201).send(many ? created : (created[0] as JsonObject));
+    },
+  );
+}
+
+/** The actor of the service's own moves of notifications (expiry). */
+export const NOTIFICATION_EXPIRY_ACTOR = 'system:notification-expiry';
+
+/** PLAN or SENT notifications whose expirationDate has passed become EXPIRED: due work read from
+ * the read model at every tick, so it survives restarts and runs once across instances. */
+function expirySchedule(ctx: ModuleContext): Schedule {
+  const service = resourceService(notification, ctx.eventStore);
+  return {
+    name: 'notification-expiry',
+    due: (now) => {
+      const filter: FilterItem[] = [
+        { column: 'status', operator: 'IN', values: ['PLAN', 'SENT'] },
+        { column: 'expirationDate', operator: 'LTE', value: now.toISOString() },
+      ];
+      return dueInReadModel(ctx.readStore, ctx.readModels, notification.collection, toQuery({ filter, sort: [] }, notification.columns, notification.defaultSort));
+    },
+    run: async (item, now) => {
+      const command: ChangeState = { type: 'ChangeState', to: 'EXPIRED', reason: `expirationDate ${String(item.expirationDate)} passed` };
+      try {
+        await service.execute(item.id, command, { actor: NOTIFICATION_EXPIRY_ACTOR, now, newId: ctx.newId, requestId: ctx.newId(), idempotencyKey: `expire:${item.id}` });
+      } catch (error) {
+        // Moved on meanwhile (READ, CANCELLED): nothing to expire.
+        if (!(error instanceof DomainError && error.status === 'CONFLICT')) throw error;
+      }
+      return true;
+    },
+  };
+}
+
+export const notificationRecordsModule: Module = {
+  name: 'notifications',
+  resources: [{ definition: notification, routes: {} }],
+  schedules: (ctx) => [expirySchedule(ctx), dispatchSchedule(ctx)],
+  routes(app, deps) {
+    const r = zodRoutes(app);
+    const list = { 200: z.array(notification.record), ...errors(400, 503) };
+    createRoute(r, deps);
+
+    stateRoute(r, deps);
+    readRoutes(r, deps, list);
+  },
+};
+
+function stateRoute(r: ZodRoutes, deps: AppDeps): void {
+  const notifications = serviceOf(deps, notification);
+  r.put(
+    `${base}/:id/state`,
+    {
+      config: { permission: 'write', resource: notification },
+      schema: {
+        tags,
+        summary: 'Move a notification to another state',
+        description:
+          'PLAN → SENDING → SENT | FAILED; PLAN → CANCELLED; SENT → READ → ANSWERED; PLAN or SENT → EXPIRED. Another move is a 409 naming the ' +
+          'allowed ones; the same state again changes nothing. The move is an event with the caller as actor and `reason` when given.',
+        params: z.strictObject({ id: idOnly() }),
+        querystring: z.strictObject({ newState: z.enum(NotificationStatuses), reason: z.string().min(1).max(1000).optional() }),
+        response: { 204: z.undefined(), ...errors(400, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      if (!isUuid(id)) throw malformedUuid('id', id);
+      const record = await notifications.get(id);
+      await assertWritable(deps, request, notification, record);
+      const command: ChangeState = { type: 'ChangeState', to: request.query.newState, ...(request.query.reason === undefined ? {} : { reason: request.query.reason }) };
+      const result = await notifications.execute(id, command, await writeContext(deps, request, notification));
+      return reply.header('x-event-position', String(result.position)).code(204).send();
+    },
+  );
+}
+
+function readRoutes(r: ZodRoutes, deps: AppDeps, list: Record<number, z.ZodType>): void {
+  const notifications = serviceOf(deps, notification);
+  r.get(
+    `${base}/owners`,
+    {
+      config: { permission: 'read', resource: notification },
+      schema: {
+        tags,
+        summary: 'The owner ids of an owner type that have notifications',
+        description: `Distinct, in the order of their first notification; at most ${String(MAX_UNPAGED_SIZE)} notifications are looked at. Served by the read model (\`minPosition\`).`,
+        querystring: z.strictObject({ ownerType: text(), minPosition: position.optional() }),
+        response: { 200: z.array(z.string()), ...errors(400, 503) },
+      },
+    },
+    async (request) => {
+      const docs = await recordsWhere(deps, notification, [eq('ownerType', request.query.ownerType)], { minPosition: request.query.minPosition, within: await readScope(deps, request, notification) });
+      return [...new Set(docs.map((d) => d.ownerId).filter((v): v is string => typeof v === 'string'))];
+    },
+  );
+
+  r.get(
+    `${base}/by-owner`,
+    {
+      config: { permission: 'read', resource: notification },
+      schema: {
+        tags,
+        summary: 'Notifications of one owner',
+        description: `At most ${String(MAX_UNPAGED_SIZE)}, oldest first; served by the read model (\`minPosition\` waits for a write).`,
+        querystring: z.strictObject({ ownerType: text(), ownerId: text(), minPosition: position.optional() }),
+        response: list,
+      },
+    },
+    async (request, reply) => {
+      const { collection, ids } = await idsWhere(deps, notification, [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)], {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, notification),
+      });
+      sendDocuments(reply, deps.readStore, collection, ids);
+      return reply;
+    },
+  );
+
+  r.get(
+    `${base}/:id/related-entities`,
+    {
+      config: { permission: 'read', resource: notification },
+      schema: {
+        tags,
+        summary: 'The related entities of a notification of one refType',
+        description: 'Read from the log: every acknowledged write shows.',
+        params: z.strictObject({ id: idOnly() }),
+        querystring: z.strictObject({ refType: text() }),
+        response: { 200: z.array(relatedEntity), ...errors(400, 404) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      if (!isUuid(id)) throw malformedUuid('id', id);
+      const record = await assertReadable(deps, request, notification, await notifications.get(id)).catch((error: unknown) => {
+        throw error instanceof DomainError && error.status === 'NOT_FOUND' ? notFound(notification.errorPrefix, id) : error;
+      });
+      const entities = (record.relatedEntities ?? []) as JsonObject[];
+      return entities.filter((e) => e.refType === request.query.refType);
+    },
+  );
+}

@@ -1,0 +1,15 @@
+import { z } from 'zod';
+import { defineRegistry } from '../../../domain/resource/defineResource.ts';
+import { codedValue, validityRule } from './codedValue.ts';
+
+export const worklogType = defineRegistry({
+  name: 'WorklogType',
+  path: 'worklog-types',
+  description: 'Kind of work log entry.',
+  fields: codedValue({
+    form: z.string().max(255).optional(),
+    privilege: z.string().max(255).optional(),
+    icon: z.string().max(255).optional(),
+  }),
+  rules: [validityRule],
+});

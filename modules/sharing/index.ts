@@ -1,0 +1,2 @@
+// Sharing: records shared with users and groups.
+export { sharingModule } from './api/sharing.ts';
