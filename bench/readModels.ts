@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Page, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
 import { codedValue } from '../modules/registries/domain/codedValue.ts';
-import { defineRegistry } from '../domain/resource/defineResource.ts';
+import { created, defineRegistry, deleted, patched, replaced } from '../domain/resource/defineResource.ts';
 import { FilteringSchema, toQuery, type Query } from '../domain/shared/filtering.ts';
 import { streamName } from '../domain/shared/streams.ts';
 import { openSqliteReadStore, type SqliteReadStore } from '../infra/sqlite/readStore.ts';
@@ -42,6 +42,7 @@ if (!(RECORDS >= 1000)) throw new Error(`--records must be at least 1000, got "$
 /** A registry like the service's own, with a number besides its dates; indexed as they are. */
 const item = defineRegistry({
   name: 'BenchItem',
+  events: { BenchItemCreated: created(), BenchItemReplaced: replaced(), BenchItemPatched: patched(), BenchItemDeleted: deleted() },
   path: 'bench-items',
   fields: codedValue({ amount: z.int().min(0) }),
   indexed: ['amount'],

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { code, dateTime, longText, periodRule, text } from '../shared/fields.ts';
-import { defineRegistry } from '../resource/defineResource.ts';
+import { created, defineRegistry, deleted, patched, replaced } from '../resource/defineResource.ts';
 import { expressionRule, isBuiltInRole } from './coverage.ts';
 
 export const AccessLevels = ['READ', 'READ_WRITE'] as const;
@@ -14,6 +14,7 @@ const notBuiltIn = (f: Record<string, unknown>): string[] =>
 
 export const accessRule = defineRegistry({
   name: 'AccessRule',
+  events: { AccessRuleCreated: created(), AccessRuleReplaced: replaced(), AccessRulePatched: patched(), AccessRuleDeleted: deleted() },
   path: 'access-rules',
   description:
     'Entity-level rule: a caller whose role equals `code` may read (`accessRule` READ, the default) or read and write (READ_WRITE) the records of the ' +

@@ -1,7 +1,7 @@
 // Events, state, evolve and decide of every resource, derived from its declaration. The shared
 // events: Created and Replaced hold the record after the change, Patched the merge patch, Deleted
-// nothing (each also carries the declaration's `carried` fields). A resource's own events and
-// commands come from its `behaviour` and fold onto the same state.
+// nothing (each also carries the declaration's `carried` fields). A resource's own events (its
+// `events`) and commands (its `behaviour`) fold onto the same state.
 
 import type { CodeReservation } from '../ports.ts';
 import { MAX_RECORD_BYTES } from '../shared/commandHandler.ts';
@@ -10,10 +10,20 @@ import type { AuditInfo } from '../shared/fields.ts';
 import { applyMergePatch, deepEqual, isPlainObject, jsonBytes, memberOf, type JsonObject } from '../shared/json.ts';
 import { streamName } from '../shared/streams.ts';
 import { parseOrThrow } from '../shared/validation.ts';
-import { codeNotUuid, type DecideContext, type OwnCommand, type RecordParts, type ResourceDefinition, type UniqueKey } from './defineResource.ts';
+import {
+  codeNotUuid,
+  exhaustive,
+  SharedEventKinds,
+  type DecideContext,
+  type EventSpec,
+  type OwnCommand,
+  type RecordParts,
+  type ResourceDefinition,
+  type SharedEventKind,
+  type UniqueKey,
+} from './defineResource.ts';
 
-export const SharedEventKinds = ['Created', 'Replaced', 'Patched', 'Deleted'] as const;
-export type SharedEventKind = (typeof SharedEventKinds)[number];
+export { SharedEventKinds, type SharedEventKind };
 
 /** Schema version of events whose type declares none. */
 export const SCHEMA_VERSION = 1;
@@ -66,57 +76,60 @@ export const initialState = (): RecordState => ({ status: 'absent' });
 
 export const streamOf = (def: ResourceDefinition, id: string): string => streamName(def.category, id);
 
-/** The suffix of one of the resource's event types (shared or own), else undefined. */
+/** The declaration of one of the resource's event types, else undefined. */
+const specOf = (def: ResourceDefinition, type: string): EventSpec | undefined => (Object.hasOwn(def.events, type) ? def.events[type] : undefined);
+
+/** The kind of one of the resource's event types: a shared kind, or an own type's name after the
+ * resource's (`Retried` of `JobRetried`); undefined for a type not its own. */
 export function kindOf(def: ResourceDefinition, type: string): string | undefined {
-  if (type === def.createdEvent) return 'Created';
-  if (!type.startsWith(def.name)) return undefined;
-  const rest = type.slice(def.name.length);
-  if (rest === 'Created') return def.createdEvent === type ? rest : undefined;
-  if ((SharedEventKinds as readonly string[]).includes(rest)) return rest;
-  return def.behaviour.events?.[rest]?.evolve === undefined ? undefined : rest;
+  const spec = specOf(def, type);
+  if (spec === undefined) return undefined;
+  return spec.kind === 'Own' ? type.slice(def.name.length) : spec.kind;
 }
 
 /** The type of a resource's event of a kind (`Created` may be declared another name). */
 export const eventTypeOf = (def: ResourceDefinition, kind: string): string => (kind === 'Created' ? def.createdEvent : `${def.name}${kind}`);
 
 /** The schema version new events of a type are written at. */
-export const schemaVersionOf = (def: ResourceDefinition, kind: string): number => def.behaviour.events?.[kind]?.schemaVersion ?? SCHEMA_VERSION;
+export const schemaVersionOf = (def: ResourceDefinition, kind: string): number => specOf(def, eventTypeOf(def, kind))?.schemaVersion ?? SCHEMA_VERSION;
 
 /** An event's data in its type's current shape: older versions pass through their upcasters. */
 export function upcast(def: ResourceDefinition, kind: string, data: JsonObject, from: number | undefined): JsonObject {
-  const spec = def.behaviour.events?.[kind];
+  const type = eventTypeOf(def, kind);
+  const spec = specOf(def, type);
   const current = spec?.schemaVersion ?? SCHEMA_VERSION;
   let shaped = data;
   for (let v = from ?? current; v < current; v++) {
     const up = spec?.upcasters?.[v];
-    if (up === undefined) throw new Error(`${def.name}${kind}: no upcaster from schema version ${String(v)}`);
+    if (up === undefined) throw new Error(`${type}: no upcaster from schema version ${String(v)}`);
     shaped = up(shaped);
   }
   return shaped;
 }
 
 export function evolve(def: ResourceDefinition, state: RecordState, event: EvolvableEvent): RecordState {
-  const kind = kindOf(def, event.type);
-  if (kind === undefined) return state;
-  const data = upcast(def, kind, event.data, event.schemaVersion);
+  const spec = specOf(def, event.type);
+  if (spec === undefined) return state;
+  const data = upcast(def, kindOf(def, event.type) ?? spec.kind, event.data, event.schemaVersion);
   const stamp = { actor: event.metadata.actor, at: event.metadata.at };
-  if (kind === 'Created') {
+  if (spec.kind === 'Created') {
     return { status: 'active', id: String(data.id), fields: withoutId(data), hidden: {}, version: event.revision, inserted: stamp, edited: stamp };
   }
   if (state.status === 'absent') return state;
   const next = { ...state, version: event.revision, edited: stamp };
-  switch (kind) {
+  switch (spec.kind) {
     case 'Replaced':
       return { ...next, fields: withoutId(data) };
     case 'Patched':
       return { ...next, fields: applyMergePatch(state.fields, data.patch) as JsonObject };
     case 'Deleted':
       return { ...next, status: 'deleted' };
-    default: {
-      const own = def.behaviour.events?.[kind]?.evolve;
-      if (own === undefined) return state;
-      return { ...next, ...own({ fields: state.fields, hidden: state.hidden }, withoutCarried(def, data)) };
+    case 'Own': {
+      if (spec.evolve === undefined) return state;
+      return { ...next, ...spec.evolve({ fields: state.fields, hidden: state.hidden }, withoutCarried(def, data)) };
     }
+    default:
+      return exhaustive(spec.kind, 'event kind');
   }
 }
 
@@ -315,23 +328,20 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
     case 'Delete':
       return { events: [event('Deleted', carriedOf(def, state.fields))], ...keyMoves(def, state.fields, {}) };
     case 'Own': {
-      const decide = def.behaviour.decide;
-      if (decide === undefined) throw new Error(`${def.name} has no own commands`);
-      const decided = decide(command.command, { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version, insertedBy: state.inserted.actor }, ctx);
+      if (def.behaviour.decide === undefined) throw new Error(`${def.name} has no own commands`);
+      const decided = def.behaviour.decide(command.command, { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version, insertedBy: state.inserted.actor }, ctx);
       let after: RecordParts = { fields: state.fields, hidden: state.hidden };
-      const events = decided.map((e) => {
-        const evolveOwn = def.behaviour.events?.[e.type]?.evolve;
-        if (evolveOwn === undefined) throw new Error(`${def.name}${e.type} is not an own event type of ${def.name}`);
-        after = evolveOwn(after, e.data);
-        return event(e.type, { ...e.data, ...carriedOf(def, state.fields) });
+      const events = decided.map((e): DecidedEvent => {
+        const spec = specOf(def, e.type);
+        if (spec?.kind !== 'Own' || spec.evolve === undefined) throw new Error(`${e.type} is not an own event type of ${def.name}`);
+        after = spec.evolve(after, e.data);
+        return { type: e.type, data: { ...e.data, ...carriedOf(def, state.fields) }, schemaVersion: spec.schemaVersion ?? SCHEMA_VERSION };
       });
       assertImmutable(def, state.fields, after.fields);
       if (events.length > 0) admitted(after.fields);
       return { events, ...keyMoves(def, state.fields, after.fields) };
     }
-    default: {
-      const _never: never = command;
-      return _never;
-    }
+    default:
+      return exhaustive(command, 'resource command');
   }
 }

@@ -49,17 +49,72 @@ export type Reference = {
 /** What an event changes: the record's visible fields and its hidden ones. */
 export type RecordParts = { fields: JsonObject; hidden: JsonObject };
 
-/** An event type of a resource, beyond the shared Created/Replaced/Patched/Deleted (or one of
- * those, to give it a newer schema version and upcasters without changing how it evolves). */
-export type EventSpec = {
+/** The events the shared operation set writes for every resource (Created and Replaced hold the
+ * record after the change, Patched the merge patch, Deleted nothing beyond the `carried` fields). */
+export const SharedEventKinds = ['Created', 'Replaced', 'Patched', 'Deleted'] as const;
+export type SharedEventKind = (typeof SharedEventKinds)[number];
+/** A shared kind, or a resource's own event (its `evolve` says how the record changes). */
+export type EventKind = SharedEventKind | 'Own';
+
+/** One event type of a resource, under its full name (`JobProgressed`) in the resource's `events`:
+ * the names stored in the log, written out where each resource declares them. */
+export type EventSpec<D extends JsonObject = JsonObject> = {
+  readonly kind: EventKind;
+  /** What it means, for auditors and the topics' consumers (docs/events.md); a shared kind says
+   * it from the resource when absent. */
+  readonly meaning?: string;
+  /** The shape of an own event's data at its current schema version (a shared one holds the
+   * record's fields, which the resource declares). Documents and types it; events are not
+   * validated against it when read (older ones may lack what it adds, which `evolve` allows for). */
+  readonly data?: z.ZodType;
   /** Schema version written with new events of this type (1 when absent). */
   readonly schemaVersion?: number;
   /** `n` turns data written at schema version n into version n+1's shape: applied on every read of
    * an older event (folds, projections, history), so stored events are never rewritten. */
   readonly upcasters?: Readonly<Record<number, (data: JsonObject) => JsonObject>>;
-  /** How the record changes; required for an own event type, absent for a shared one. */
-  readonly evolve?: (record: RecordParts, data: JsonObject) => RecordParts;
+  /** How the record changes; an own event's only. */
+  readonly evolve?: (record: RecordParts, data: D) => RecordParts;
 };
+
+/** How a shared event's type may still be declared: what it means, a newer version and its upcasters. */
+type SharedEventOptions = Pick<EventSpec, 'meaning' | 'schemaVersion' | 'upcasters'>;
+export type SharedEventSpec<K extends SharedEventKind> = EventSpec & { readonly kind: K };
+export type OwnEventSpec<D extends JsonObject> = EventSpec<D> & { readonly kind: 'Own' };
+
+export const created = (options: SharedEventOptions = {}): SharedEventSpec<'Created'> => ({ kind: 'Created', ...options });
+export const replaced = (options: SharedEventOptions = {}): SharedEventSpec<'Replaced'> => ({ kind: 'Replaced', ...options });
+export const patched = (options: SharedEventOptions = {}): SharedEventSpec<'Patched'> => ({ kind: 'Patched', ...options });
+export const deleted = (options: SharedEventOptions = {}): SharedEventSpec<'Deleted'> => ({ kind: 'Deleted', ...options });
+
+/** A resource's own event type: what it means, its data and how it changes the record. */
+export const ownEvent = <S extends z.ZodType<JsonObject>>(spec: {
+  meaning: string;
+  data: S;
+  schemaVersion?: number;
+  upcasters?: NonNullable<EventSpec['upcasters']>;
+  evolve: (record: RecordParts, data: z.output<S>) => RecordParts;
+}): OwnEventSpec<z.output<S>> => ({ kind: 'Own', ...spec });
+
+/** A resource's event types by name. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any resource's data (evolve is bivariant)
+export type EventMap = Readonly<Record<string, EventSpec<any>>>;
+
+/** The events of a resource as a discriminated union on `type`. */
+export type EventOf<E extends EventMap> = { [K in keyof E & string]: { type: K; data: DataOf<E[K]> } }[keyof E & string];
+/** An event type's data (any resource's: a JSON object). */
+type DataOf<S> = S extends EventSpec<infer D> ? (0 extends 1 & D ? JsonObject : D) : never;
+/** The resource's own events, as its `decide` answers them. */
+export type OwnEventOf<E extends EventMap> = { [K in keyof E & string]: 'Own' extends E[K]['kind'] ? EventOf<Pick<E, K>> : never }[keyof E & string];
+
+/** A resource's own command: what it asks and what it carries beside its `type`. */
+export type CommandDeclaration<S extends z.ZodObject = z.ZodObject> = { readonly meaning: string; readonly data: S };
+export const command = <S extends z.ZodObject>(meaning: string, data: S): CommandDeclaration<S> => ({ meaning, data });
+/** A resource's own commands by type. */
+export type CommandMap = Readonly<Record<string, CommandDeclaration>>;
+/** The commands of a resource as a discriminated union on `type`. */
+export type CommandOf<C extends CommandMap> = { [K in keyof C & string]: { readonly type: K } & Members<z.output<C[K]['data']>> }[keyof C & string];
+/** A command's members (none for an empty object, which zod types as a record of nothing). */
+type Members<T> = string extends keyof T ? unknown : Readonly<T>;
 
 /** What a decision may use besides the state: who asks and when, and the records its references
  * name (loaded before deciding, so the decision stays pure). */
@@ -78,20 +133,25 @@ export type DecideContext = {
 };
 export type ResourceRecordLike = JsonObject & { id: string };
 
-/** A resource's own command: a type and whatever it carries. */
+/** The default of a switch over a resource's commands or events: a case left out is a compile
+ * error (the value is `never` only when every case is handled). */
+export function exhaustive(value: never, what: string): never {
+  throw new Error(`unknown ${what} ${JSON.stringify(value)}`);
+}
+
+/** Any resource's own command: a type and whatever it carries. */
 export type OwnCommand = { readonly type: string } & Readonly<Record<string, unknown>>;
 
 /** The state an own command is decided on: the live record, and who made it (a job's starter). */
 export type LiveRecord = { id: string; fields: JsonObject; hidden: JsonObject; version: number; insertedBy: string };
 
-/** The open part of a resource's decider: its own events and commands, and a hook on the shared
- * changes. Everything else (the shared operation set, schemas, OpenAPI, history) is derived. */
-export type Behaviour = {
-  /** Own event types by suffix (`StatusChanged` → `<Name>StatusChanged`), and versions of shared ones. */
-  readonly events?: Readonly<Record<string, EventSpec>>;
-  /** Decides an own command on the live record: the events (by suffix) and their data. A refusal
-   * throws a DomainError (409 for a move the record does not allow). */
-  readonly decide?: (command: OwnCommand, record: LiveRecord, ctx: DecideContext) => { type: string; data: JsonObject }[];
+/** The open part of a resource's decider: its own commands, and a hook on the shared changes.
+ * Everything else (the shared operation set, schemas, OpenAPI, history) is derived. */
+export type Behaviour<E extends EventMap = EventMap, C extends CommandMap = CommandMap> = {
+  /** Decides an own command on the live record: its own events and their data. A refusal throws a
+   * DomainError (409 for a move the record does not allow). A method: a resource's typed commands
+   * still fit where any resource is taken. */
+  decide?(command: CommandOf<C>, record: LiveRecord, ctx: DecideContext): OwnEventOf<E>[];
   /** Every shared create, replace and patch passes here with the fields before (undefined on
    * create) and after: it answers the fields to store (e.g. an end date set when a status ends) or
    * throws (409 for a status move that is not allowed). */
@@ -121,9 +181,25 @@ export const SharedOperations = [
 ] as const;
 export type Operation = (typeof SharedOperations)[number];
 
-export type ResourceSpec = {
+/** The shared events a resource declares under their names, `<Name>Replaced`, `<Name>Patched` and
+ * `<Name>Deleted`, beside one of kind Created (`<Name>Created`, unless what happened has a better
+ * name: a notification trigger's `NotificationTriggered`). */
+type SharedEventsOf<N extends string> = Readonly<
+  Record<`${N}Replaced`, SharedEventSpec<'Replaced'>> & Record<`${N}Patched`, SharedEventSpec<'Patched'>> & Record<`${N}Deleted`, SharedEventSpec<'Deleted'>>
+>;
+
+/** The commands of a resource that has none. */
+// eslint-disable-next-line @typescript-eslint/no-generated-empty-object-type -- an empty map is what is meant
+type NoCommands = Record<never, CommandDeclaration>;
+
+export type ResourceSpec<N extends string = string, E extends EventMap = EventMap, C extends CommandMap = CommandMap> = {
   /** PascalCase resource name: the prefix of its events (`UserGroupTypeCreated`). */
-  name: string;
+  name: N;
+  /** Every event type of its streams, by the name stored in the log: the shared ones (`created()`
+   * and the others) and its own (`ownEvent`). docs/events.md is generated from these. */
+  events: E & SharedEventsOf<N>;
+  /** Its own commands (`behaviour.decide` takes them), by type. */
+  commands?: C;
   /** URL segment under /api/v1. */
   path: string;
   /** Fields of the record besides `id` and `auditInfo`; a strict object. */
@@ -151,17 +227,14 @@ export type ResourceSpec = {
   /** Fields only a privileged caller (the built-in admin) may set or change: those that grant
    * roles. 403 for anyone else. */
   adminOnly?: readonly string[];
-  behaviour?: Behaviour;
-  /** The type of the event that makes a record, when what happened has a better name than
-   * `<Name>Created` (a notification trigger: `NotificationTriggered`). */
-  createdEvent?: string;
+  behaviour?: Behaviour<E, C>;
   /** Members the API shows but never stores on the record (a job's steps, from its read model):
    * in the record schema with their value when nothing fills them; ignored in create and replace
    * bodies (as auditInfo is), refused in a patch. */
   readOnly?: Readonly<Record<string, { schema: z.ZodType; initial: unknown }>>;
 };
 
-export type ResourceDefinition = {
+export type ResourceDefinition<E extends EventMap = EventMap, C extends CommandMap = CommandMap> = {
   readonly name: string;
   /** Namespace of its error codes: `USER_GROUP_TYPE.CODE_TAKEN`. */
   readonly errorPrefix: string;
@@ -185,8 +258,13 @@ export type ResourceDefinition = {
   readonly carried: readonly string[];
   readonly hidden: readonly string[];
   readonly adminOnly: readonly string[];
+  /** Its event types by name, as declared. */
+  readonly events: E;
+  /** Its own commands by type, as declared. */
+  readonly commands: C;
+  /** Its decisions, for the core that runs every resource alike (typed where it is declared). */
   readonly behaviour: Behaviour;
-  /** The type of the event that makes a record (`<Name>Created` unless declared). */
+  /** The type of the event that makes a record (`<Name>Created` unless declared otherwise). */
   readonly createdEvent: string;
   /** Read-only members beside id and auditInfo, with their value when nothing fills them. */
   readonly readOnly: Readonly<Record<string, unknown>>;
@@ -297,13 +375,24 @@ export function deriveColumns(fields: z.ZodObject): ColumnCatalog {
 
 /** Declarations that cannot work are refused when the module loads, not at the first request. */
 function checkSpec(spec: ResourceSpec): void {
-  const shape = spec.fields.shape;
-  for (const [suffix, event] of Object.entries(spec.behaviour?.events ?? {})) {
-    const shared = ['Created', 'Replaced', 'Patched', 'Deleted'].includes(suffix);
-    if (!shared && event.evolve === undefined) throw new Error(`${spec.name}${suffix}: an own event type needs evolve`);
-  }
+  checkEvents(spec);
   for (const field of [...(spec.immutable ?? []), ...(spec.carried ?? []), ...(spec.references ?? []).map((r) => r.field)]) {
-    if (!(field in shape)) throw new Error(`${spec.name}: no field ${field}`);
+    if (!(field in spec.fields.shape)) throw new Error(`${spec.name}: no field ${field}`);
+  }
+}
+
+/** Every event type is named after its resource, and each shared kind is there once. */
+function checkEvents(spec: ResourceSpec): void {
+  const events: [string, EventSpec][] = Object.entries(spec.events);
+  for (const [type, event] of events) {
+    if (!type.startsWith(spec.name) || type === spec.name) throw new Error(`${type}: an event type of ${spec.name} is named ${spec.name}<what happened>`);
+    if (event.kind === 'Own' && (event.evolve === undefined || event.data === undefined)) throw new Error(`${type}: an own event type needs its data and evolve`);
+  }
+  for (const kind of SharedEventKinds) {
+    const named = events.filter(([, e]) => e.kind === kind).map(([type]) => type);
+    if (named.length !== 1 || (kind !== 'Created' && named[0] !== `${spec.name}${kind}`)) {
+      throw new Error(`${spec.name}: declares ${kind === 'Created' ? 'one event' : `${spec.name}${kind}`} of kind ${kind} (found ${named.join(', ') || 'none'})`);
+    }
   }
 }
 
@@ -349,8 +438,11 @@ const declared = new Map<string, ResourceDefinition>();
 /** The resource served at a path (`users`, `user-groups`), if one is declared. */
 export const resourceAt = (path: string): ResourceDefinition | undefined => declared.get(path);
 
-export function defineResource(spec: ResourceSpec): ResourceDefinition {
-  const definition = buildDefinition(spec);
+export function defineResource<const N extends string, const E extends EventMap, const C extends CommandMap = NoCommands>(
+  spec: ResourceSpec<N, E, C>,
+): ResourceDefinition<E, C> {
+  // The one place the declaration's own types are set aside: the core handles every resource alike.
+  const definition = buildDefinition(spec as unknown as ResourceSpec) as unknown as ResourceDefinition<E, C>;
   declared.set(definition.path, definition);
   return definition;
 }
@@ -382,8 +474,10 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     hasCode,
     operations: offeredOperations(spec, hasCode),
     ...lists(spec),
+    events: spec.events,
+    commands: spec.commands ?? {},
     behaviour,
-    createdEvent: spec.createdEvent ?? `${spec.name}Created`,
+    createdEvent: Object.keys(spec.events).find((type) => spec.events[type]?.kind === 'Created') ?? `${spec.name}Created`,
     readOnly: Object.fromEntries(Object.entries(spec.readOnly ?? {}).map(([k, v]) => [k, v.initial])),
     record: z
       .strictObject({ id: uuid(), ...shape, ...readOnlySchemas(spec), auditInfo: auditInfoSchema })
@@ -415,4 +509,6 @@ function inputOf(spec: ResourceSpec, hasCode: boolean, kind: 'Write' | 'Create')
 }
 
 /** A coded-value registry: the shared operation set over records with a unique `code`. */
-export const defineRegistry = (spec: Omit<ResourceSpec, 'unique' | 'operations'>): ResourceDefinition => defineResource(spec);
+export const defineRegistry = <const N extends string, const E extends EventMap>(
+  spec: Omit<ResourceSpec<N, E, NoCommands>, 'unique' | 'operations' | 'commands'>,
+): ResourceDefinition<E, NoCommands> => defineResource(spec);

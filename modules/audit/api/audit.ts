@@ -10,7 +10,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { EventStore, Position, RecordedEvent } from '../../../domain/ports.ts';
 import type { ResourceDefinition } from '../../../domain/resource/defineResource.ts';
-import { eventTypeOf, SharedEventKinds } from '../../../domain/resource/decider.ts';
 import { shownEventData } from '../../../domain/resource/service.ts';
 import { DomainError, validationFailed } from '../../../domain/shared/errors.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
@@ -104,7 +103,7 @@ type Catalog = { byCategory: ReadonlyMap<string, ResourceDefinition>; byPath: Re
 
 function catalogOf(modules: readonly Module[]): Catalog {
   const defs = modules.flatMap((m) => m.resources ?? []).map((r) => r.definition);
-  const types = defs.flatMap((d) => [...SharedEventKinds, ...Object.keys(d.behaviour.events ?? {})].map((kind) => eventTypeOf(d, kind)));
+  const types = defs.flatMap((d) => Object.keys(d.events));
   return { byCategory: new Map(defs.map((d) => [d.category, d])), byPath: new Map(defs.map((d) => [d.path, d])), types: new Set(types) };
 }
 

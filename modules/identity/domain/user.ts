@@ -6,7 +6,20 @@
 import { z } from 'zod';
 import { code, dayOrDateTime, dateTime, distinct, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid, webUrl, withinPeriod } from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
-import { defineResource, type FieldRule, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
+import {
+  command,
+  created,
+  defineResource,
+  deleted,
+  exhaustive,
+  ownEvent,
+  patched,
+  replaced,
+  type CommandOf,
+  type EventOf,
+  type FieldRule,
+  type ResourceDefinition,
+} from '../../../domain/resource/defineResource.ts';
 import { forbidden } from '../../../domain/shared/errors.ts';
 import { UserKinds, userType } from '../../registries/domain/userType.ts';
 import { userGroup } from './userGroup.ts';
@@ -39,14 +52,38 @@ function withName(before: JsonObject | undefined, after: JsonObject): JsonObject
   return after;
 }
 
-export type ThumbnailRef = { sha256: string; contentType: string; size: number };
+/** A thumbnail as a user holds it: the blob's hash, type and size. */
+const thumbnailRef = z.strictObject({ sha256: z.string().regex(/^[0-9a-f]{64}$/), contentType: text(), size: z.int().min(0) });
+export type ThumbnailRef = z.infer<typeof thumbnailRef>;
+
+const userEvents = {
+  UserCreated: created(),
+  UserReplaced: replaced(),
+  UserPatched: patched(),
+  UserDeleted: deleted(),
+  UserPasswordChanged: ownEvent({
+    meaning: 'The user\'s password was set (PUT /api/v1/users/{id}/password): its argon2id hash, hidden (never in reads, history or the audit feed).',
+    data: z.strictObject({ passwordHash: z.string() }),
+    evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, passwordHash: d.passwordHash } }),
+  }),
+  UserThumbnailChanged: ownEvent({
+    meaning: 'The user\'s thumbnail was set: the blob holding the image (its bytes are in the blob store, never in an event); hidden from reads and history.',
+    data: thumbnailRef,
+    evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, thumbnail: { sha256: d.sha256, contentType: d.contentType, size: d.size } } }),
+  }),
+};
+export type UserEvent = EventOf<typeof userEvents>;
 
 /** The user's own commands: its password (already hashed) and its thumbnail (already stored). */
-export type UserCommand = { type: 'SetPassword'; passwordHash: string } | { type: 'SetThumbnail'; thumbnail: ThumbnailRef };
+const userCommands = {
+  SetPassword: command('Set the user\'s password, hashed before the command.', z.strictObject({ passwordHash: z.string() })),
+  SetThumbnail: command('Set the user\'s thumbnail, stored in the blob store before the command.', z.strictObject({ thumbnail: thumbnailRef })),
+};
+export type UserCommand = CommandOf<typeof userCommands>;
 
 const validUserType = (record: JsonObject, now: Date): boolean => withinPeriod(record.validityFrom, record.validityTo, now);
 
-export const user: ResourceDefinition = defineResource({
+export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = defineResource({
   name: 'User',
   path: 'users',
   description:
@@ -92,6 +129,8 @@ export const user: ResourceDefinition = defineResource({
   indexed: ['type', 'status', 'groups', 'supervisorId', 'email', 'familyName'],
   hidden: ['passwordHash', 'thumbnail'],
   adminOnly: ['roles'],
+  events: userEvents,
+  commands: userCommands,
   behaviour: {
     onChange: (before, after, ctx) => {
       // Joining a group that carries a role grants the role: an admin's decision, as `roles` is.
@@ -101,19 +140,14 @@ export const user: ResourceDefinition = defineResource({
       }
       return withName(before, after);
     },
-    events: {
-      PasswordChanged: { evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, passwordHash: d.passwordHash } }) },
-      ThumbnailChanged: { evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, thumbnail: { sha256: d.sha256, contentType: d.contentType, size: d.size } } }) },
-    },
-    decide(command) {
-      const c = command as UserCommand;
+    decide(c) {
       switch (c.type) {
         case 'SetPassword':
-          return [{ type: 'PasswordChanged', data: { passwordHash: c.passwordHash } }];
+          return [{ type: 'UserPasswordChanged', data: { passwordHash: c.passwordHash } }];
         case 'SetThumbnail':
-          return [{ type: 'ThumbnailChanged', data: { ...c.thumbnail } }];
+          return [{ type: 'UserThumbnailChanged', data: { ...c.thumbnail } }];
         default:
-          throw new Error(`unknown user command ${JSON.stringify(command.type)}`);
+          return exhaustive(c, 'user command');
       }
     },
   },

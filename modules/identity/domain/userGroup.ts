@@ -5,7 +5,7 @@
 
 import { z } from 'zod';
 import { code, dateTime, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid } from '../../../domain/shared/fields.ts';
-import { defineResource, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
+import { created, defineResource, deleted, patched, replaced, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
 import { forbidden } from '../../../domain/shared/errors.ts';
 import { accessRule } from '../../../domain/access/accessRule.ts';
 import { userGroupType } from '../../registries/domain/userGroupType.ts';
@@ -15,6 +15,7 @@ export const normalizeDn = (dn: string): string => dn.trim().replace(/\s*([,=])\
 
 export const userGroup: ResourceDefinition = defineResource({
   name: 'UserGroup',
+  events: { UserGroupCreated: created(), UserGroupReplaced: replaced(), UserGroupPatched: patched(), UserGroupDeleted: deleted() },
   path: 'user-groups',
   description:
     'A group of users, of a user group type (`type`: the code of an existing user group type, else 422), in a tree (`parentUserGroupId`: an existing group, ' +

@@ -4,11 +4,12 @@
 
 import { z } from 'zod';
 import { uuid } from '../../../domain/shared/fields.ts';
-import { defineResource, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
+import { created, defineResource, deleted, patched, replaced, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
 import { userGroup } from './userGroup.ts';
 
 export const userGroupRegion: ResourceDefinition = defineResource({
   name: 'UserGroupRegion',
+  events: { UserGroupRegionCreated: created(), UserGroupRegionReplaced: replaced(), UserGroupRegionPatched: patched(), UserGroupRegionDeleted: deleted() },
   path: 'user-group-regions',
   description:
     'A region assigned to a user group. (userGroupId, regionId) is unique: a second assignment of the pair is 409 USER_GROUP_REGION.USER_GROUP_REGION_TAKEN. ' +

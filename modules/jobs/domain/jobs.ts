@@ -6,7 +6,23 @@ import { z } from 'zod';
 import { DomainError, actionNotAllowed, forbidden, invalidTransition, validationFailed } from '../../../domain/shared/errors.ts';
 import { dateTime, jsonMap, longText, text, uuid } from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
-import { defineResource, type Behaviour, type DecideContext, type LiveRecord, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
+import {
+  command,
+  created,
+  defineResource,
+  deleted,
+  exhaustive,
+  ownEvent,
+  patched,
+  replaced,
+  type Behaviour,
+  type CommandOf,
+  type DecideContext,
+  type EventOf,
+  type LiveRecord,
+  type OwnEventOf,
+  type ResourceDefinition,
+} from '../../../domain/resource/defineResource.ts';
 
 export const JobStatuses = ['NEW', 'IN_PROGRESS', 'COMPLETED', 'FAILED'] as const;
 export type JobStatus = (typeof JobStatuses)[number];
@@ -95,27 +111,31 @@ const status = () =>
     description: 'NEW → IN_PROGRESS → COMPLETED | FAILED; any other move is 409 naming the allowed ones. A FAILED one moves again only through its retry action.',
   });
 
-/** A step that failed goes back to NEW for its runner, without the dates of its last attempt. */
-const stepBehaviour: Behaviour = {
-  onChange: statusMoves('JOB_STEP', 'startDate'),
-  events: {
-    Retried: {
-      evolve: (r) => {
-        const { startDate: _start, endDate: _end, ...fields } = r.fields;
-        return { ...r, fields: { ...fields, status: 'NEW' } };
-      },
-    },
-  },
-  decide(command, record, ctx) {
-    if (command.type !== 'Retry') throw new Error(`unknown job step command ${JSON.stringify(command.type)}`);
-    assertMayAct('JOB_STEP', 'retry', record.insertedBy, ctx);
-    const from = record.fields.status as JobStatus;
-    if (from !== 'FAILED') throw actionNotAllowed('JOB_STEP', 'retried', from, ['FAILED']);
-    return [{ type: 'Retried', data: { at: ctx.now.toISOString(), by: ctx.actor } }];
-  },
-};
+/** Who asked for a retry or a cancel, and when. */
+const actedBy = { at: dateTime(), by: text().meta({ description: 'The actor.' }) };
 
-export const jobStep: ResourceDefinition = defineResource({
+const jobStepEvents = {
+  JobStepCreated: created(),
+  JobStepReplaced: replaced(),
+  JobStepPatched: patched(),
+  JobStepDeleted: deleted(),
+  JobStepRetried: ownEvent({
+    meaning: 'A FAILED step went back to NEW for its runner (its retry action), without the dates of its last attempt.',
+    data: z.strictObject(actedBy),
+    evolve: (r) => {
+      const { startDate: _start, endDate: _end, ...fields } = r.fields;
+      return { ...r, fields: { ...fields, status: 'NEW' } };
+    },
+  }),
+};
+export type JobStepEvent = EventOf<typeof jobStepEvents>;
+
+const jobStepCommands = {
+  Retry: command('Retry a FAILED step (POST /api/v1/job-steps/{id}/retry): an admin, or the caller that started it.', z.strictObject({})),
+};
+export type JobStepCommand = CommandOf<typeof jobStepCommands>;
+
+export const jobStep: ResourceDefinition<typeof jobStepEvents, typeof jobStepCommands> = defineResource({
   name: 'JobStep',
   path: 'job-steps',
   description:
@@ -140,7 +160,24 @@ export const jobStep: ResourceDefinition = defineResource({
   indexed: ['jobId', 'status'],
   defaultSort: ['auditInfo.whenInserted'],
   operations: ['create', 'get', 'versions', 'history', 'replace', 'patch', 'byIds', 'list', 'search', 'searchPage', 'count'],
-  behaviour: stepBehaviour,
+  events: jobStepEvents,
+  commands: jobStepCommands,
+  behaviour: {
+    onChange: statusMoves('JOB_STEP', 'startDate'),
+    decide(command, record, ctx) {
+      switch (command.type) {
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the one command today; a second one meets the default
+        case 'Retry': {
+          assertMayAct('JOB_STEP', 'retry', record.insertedBy, ctx);
+          const from = record.fields.status as JobStatus;
+          if (from !== 'FAILED') throw actionNotAllowed('JOB_STEP', 'retried', from, ['FAILED']);
+          return [{ type: 'JobStepRetried', data: { at: ctx.now.toISOString(), by: ctx.actor } }];
+        }
+        default:
+          return exhaustive(command.type, 'job step command');
+      }
+    },
+  },
 });
 
 /** A step given inline with its job (POST /api/v1/jobs): `jobId` is the new job's. */
@@ -153,16 +190,19 @@ export const MAX_INLINE_STEPS = 1000;
 
 /** What the service's own job runners record on their jobs (index rebuilds and refreshes, diff
  * applies), and the actions of callers on a job: retry and cancel. */
-export type JobCommand =
-  | { type: 'Progress'; progress: JsonObject }
-  | { type: 'Complete'; result: JsonObject }
-  | { type: 'Fail'; reason: string }
-  | { type: 'Resume'; reason: string }
-  /** `unavailable`: why the job's runner cannot resume it (a diff apply whose entries are gone). */
-  | { type: 'Retry'; unavailable?: string }
-  | { type: 'Cancel' }
-  /** The runner has stopped at a step boundary after a cancel was asked. */
-  | { type: 'ConfirmCancel' };
+const jobCommands = {
+  Progress: command('A job the service runs records how far it got (`data.progress`).', z.strictObject({ progress: jsonMap() })),
+  Complete: command('A job the service runs ends COMPLETED with its result.', z.strictObject({ result: jsonMap() })),
+  Fail: command('A job ends FAILED, with the reason.', z.strictObject({ reason: z.string() })),
+  Resume: command('The service takes a job up again after a restart, with the reason.', z.strictObject({ reason: z.string() })),
+  Retry: command(
+    'Retry a FAILED job (POST /api/v1/jobs/{id}/retry): an admin, or the caller that started it.',
+    z.strictObject({ unavailable: z.string().optional().meta({ description: 'Why the job\'s runner cannot resume it (a diff apply whose entries are gone): 409.' }) }),
+  ),
+  Cancel: command('Cancel a job not yet ended: at once, or for a job the service runs that is IN_PROGRESS, asked of its runner.', z.strictObject({})),
+  ConfirmCancel: command('The runner of a job the service runs has stopped at a step boundary after a cancel was asked.', z.strictObject({})),
+};
+export type JobCommand = CommandOf<typeof jobCommands>;
 
 const dataOf = (fields: JsonObject): JsonObject => (fields.data as JsonObject | undefined) ?? {};
 const mergeData = (fields: JsonObject, extra: JsonObject): JsonObject => ({ ...fields, data: { ...dataOf(fields), ...extra } });
@@ -177,26 +217,77 @@ function retried(fields: JsonObject, d: JsonObject): JsonObject {
   return { ...rest, status: d.status, data: { ...data, retries: [...retries, attempt] } };
 }
 
-function decideCancel(record: LiveRecord, ctx: DecideContext): { type: string; data: JsonObject }[] {
+type OwnJobEvent = OwnEventOf<typeof jobEvents>;
+
+function decideCancel(record: LiveRecord, ctx: DecideContext): OwnJobEvent[] {
   assertMayAct('JOB', 'cancel', startedBy(record), ctx);
   const from = record.fields.status as JobStatus;
   if (isFinal(from)) throw actionNotAllowed('JOB', 'cancelled', from, ['NEW', 'IN_PROGRESS']);
   if (from === 'IN_PROGRESS' && isServiceRun(record.fields.jobType)) {
-    return cancelRequestOf(record.fields) === undefined ? [{ type: 'CancelRequested', data: { at: ctx.now.toISOString(), by: ctx.actor } }] : [];
+    return cancelRequestOf(record.fields) === undefined ? [{ type: 'JobCancelRequested', data: { at: ctx.now.toISOString(), by: ctx.actor } }] : [];
   }
-  return [{ type: 'Cancelled', data: { endDate: ctx.now.toISOString(), by: ctx.actor } }];
+  return [{ type: 'JobCancelled', data: { endDate: ctx.now.toISOString(), by: ctx.actor } }];
 }
 
-function decideRetry(record: LiveRecord, unavailable: string | undefined, ctx: DecideContext): { type: string; data: JsonObject }[] {
+function decideRetry(record: LiveRecord, unavailable: string | undefined, ctx: DecideContext): OwnJobEvent[] {
   assertMayAct('JOB', 'retry', startedBy(record), ctx);
   const from = record.fields.status as JobStatus;
   if (from !== 'FAILED') throw actionNotAllowed('JOB', 'retried', from, ['FAILED']);
   if (unavailable !== undefined) throw new DomainError('JOB.NOT_RESUMABLE', 'CONFLICT', `Job ${record.id} cannot be resumed: ${unavailable}`, [`jobType: ${String(record.fields.jobType)}`]);
   const status: JobStatus = isServiceRun(record.fields.jobType) ? 'IN_PROGRESS' : 'NEW';
-  return [{ type: 'Retried', data: { at: ctx.now.toISOString(), by: ctx.actor, status } }];
+  return [{ type: 'JobRetried', data: { at: ctx.now.toISOString(), by: ctx.actor, status } }];
 }
 
-export const job: ResourceDefinition = defineResource({
+const jobEvents = {
+  JobCreated: created(),
+  JobReplaced: replaced(),
+  JobPatched: patched(),
+  JobDeleted: deleted(),
+  JobProgressed: ownEvent({
+    meaning: 'A job the service runs recorded how far it got: `data.progress` of the job.',
+    data: z.strictObject({ progress: jsonMap() }),
+    evolve: (r, d) => ({ ...r, fields: mergeData(r.fields, { progress: d.progress }) }),
+  }),
+  JobCompleted: ownEvent({
+    meaning: 'A job the service runs ended COMPLETED, with its result (`data.result`).',
+    data: z.strictObject({ endDate: dateTime(), result: jsonMap() }),
+    evolve: (r, d) => ({ ...r, fields: { ...mergeData(r.fields, { result: d.result }), status: 'COMPLETED', endDate: d.endDate } }),
+  }),
+  JobFailed: ownEvent({
+    meaning: 'A job ended FAILED; `reason` becomes `data.failure`.',
+    data: z.strictObject({ endDate: dateTime(), reason: z.string() }),
+    evolve: (r, d) => ({ ...r, fields: { ...mergeData(r.fields, { failure: d.reason }), status: 'FAILED', endDate: d.endDate } }),
+  }),
+  JobResumed: ownEvent({
+    meaning: 'The service took a job up again after a restart (appended to `data.resumed`).',
+    data: z.strictObject({ at: dateTime(), reason: z.string() }),
+    evolve: (r, d) => {
+      const data = (r.fields.data as JsonObject | undefined) ?? {};
+      return { ...r, fields: mergeData(r.fields, { resumed: [...((data.resumed as unknown[] | undefined) ?? []), { at: d.at, reason: d.reason }] }) };
+    },
+  }),
+  JobCancelRequested: ownEvent({
+    meaning: 'A cancel of a job the service runs was asked while it is IN_PROGRESS: its runner stops at its next step boundary (`data.cancelRequested`).',
+    data: z.strictObject(actedBy),
+    evolve: (r, d) => ({ ...r, fields: mergeData(r.fields, { cancelRequested: { at: d.at, by: d.by } }) }),
+  }),
+  JobCancelled: ownEvent({
+    meaning: 'A job was cancelled: it ends FAILED with `data.failure` "cancelled" and `data.cancelled` saying who and when.',
+    data: z.strictObject({ endDate: dateTime(), by: text().meta({ description: 'Who asked for the cancel.' }) }),
+    evolve: (r, d) => {
+      const { cancelRequested: _asked, ...data } = dataOf(r.fields);
+      return { ...r, fields: { ...r.fields, data: { ...data, failure: CANCELLED, cancelled: { at: d.endDate, by: d.by } }, status: 'FAILED', endDate: d.endDate } };
+    },
+  }),
+  JobRetried: ownEvent({
+    meaning: 'A FAILED job was retried: back to `status` (NEW for its runner, IN_PROGRESS for one the service runs, which resumes), the failed attempt moved into `data.retries`.',
+    data: z.strictObject({ ...actedBy, status: z.enum(JobStatuses) }),
+    evolve: (r, d) => ({ ...r, fields: retried(r.fields, d) }),
+  }),
+};
+export type JobEvent = EventOf<typeof jobEvents>;
+
+export const job: ResourceDefinition<typeof jobEvents, typeof jobCommands> = defineResource({
   name: 'Job',
   path: 'jobs',
   description:
@@ -215,29 +306,11 @@ export const job: ResourceDefinition = defineResource({
   indexed: ['status', 'jobType', 'startDate'],
   defaultSort: ['startDate'],
   operations: ['create', 'get', 'versions', 'history', 'replace', 'patch', 'byIds', 'list', 'search', 'searchPage', 'count'],
+  events: jobEvents,
+  commands: jobCommands,
   behaviour: {
     onChange: statusMoves('JOB', undefined),
-    events: {
-      Progressed: { evolve: (r, d) => ({ ...r, fields: mergeData(r.fields, { progress: d.progress }) }) },
-      Completed: { evolve: (r, d) => ({ ...r, fields: { ...mergeData(r.fields, { result: d.result }), status: 'COMPLETED', endDate: d.endDate } }) },
-      Failed: { evolve: (r, d) => ({ ...r, fields: { ...mergeData(r.fields, { failure: d.reason }), status: 'FAILED', endDate: d.endDate } }) },
-      Resumed: {
-        evolve: (r, d) => {
-          const data = (r.fields.data as JsonObject | undefined) ?? {};
-          return { ...r, fields: mergeData(r.fields, { resumed: [...((data.resumed as unknown[] | undefined) ?? []), { at: d.at, reason: d.reason }] }) };
-        },
-      },
-      CancelRequested: { evolve: (r, d) => ({ ...r, fields: mergeData(r.fields, { cancelRequested: { at: d.at, by: d.by } }) }) },
-      Cancelled: {
-        evolve: (r, d) => {
-          const { cancelRequested: _asked, ...data } = dataOf(r.fields);
-          return { ...r, fields: { ...r.fields, data: { ...data, failure: CANCELLED, cancelled: { at: d.endDate, by: d.by } }, status: 'FAILED', endDate: d.endDate } };
-        },
-      },
-      Retried: { evolve: (r, d) => ({ ...r, fields: retried(r.fields, d) }) },
-    },
-    decide(command, record, ctx) {
-      const c = command as JobCommand;
+    decide(c, record, ctx) {
       const from = record.fields.status as JobStatus;
       const ending = (to: JobStatus) => {
         if (from !== 'IN_PROGRESS' && !(from === 'NEW' && to === 'FAILED')) throw invalidTransition('JOB', 'status', from, to, STATUS_MOVES[from]);
@@ -245,27 +318,27 @@ export const job: ResourceDefinition = defineResource({
       switch (c.type) {
         case 'Progress':
           if (isFinal(from)) return [];
-          return [{ type: 'Progressed', data: { progress: c.progress } }];
+          return [{ type: 'JobProgressed', data: { progress: c.progress } }];
         case 'Complete':
           if (from === 'COMPLETED') return [];
           ending('COMPLETED');
-          return [{ type: 'Completed', data: { endDate: ctx.now.toISOString(), result: c.result } }];
+          return [{ type: 'JobCompleted', data: { endDate: ctx.now.toISOString(), result: c.result } }];
         case 'Fail':
           if (from === 'FAILED') return [];
           ending('FAILED');
-          return [{ type: 'Failed', data: { endDate: ctx.now.toISOString(), reason: c.reason } }];
+          return [{ type: 'JobFailed', data: { endDate: ctx.now.toISOString(), reason: c.reason } }];
         case 'Resume':
           if (from !== 'IN_PROGRESS') return [];
-          return [{ type: 'Resumed', data: { at: ctx.now.toISOString(), reason: c.reason } }];
+          return [{ type: 'JobResumed', data: { at: ctx.now.toISOString(), reason: c.reason } }];
         case 'Retry':
           return decideRetry(record, c.unavailable, ctx);
         case 'Cancel':
           return decideCancel(record, ctx);
         case 'ConfirmCancel':
           if (isFinal(from)) return [];
-          return [{ type: 'Cancelled', data: { endDate: ctx.now.toISOString(), by: cancelRequestOf(record.fields)?.by ?? ctx.actor } }];
+          return [{ type: 'JobCancelled', data: { endDate: ctx.now.toISOString(), by: cancelRequestOf(record.fields)?.by ?? ctx.actor } }];
         default:
-          throw new Error(`unknown job command ${JSON.stringify(command.type)}`);
+          return exhaustive(c, 'job command');
       }
     },
   },

@@ -15,7 +15,19 @@ import type { Condition, FilterItem } from '../../../domain/shared/filtering.ts'
 import { dateTime, jsonMap, longText, text, uuid } from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { matchesAll } from '../../../domain/shared/matchQuery.ts';
-import { defineResource, type RecordParts, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
+import {
+  command,
+  created,
+  defineResource,
+  deleted,
+  exhaustive,
+  ownEvent,
+  patched,
+  replaced,
+  type CommandOf,
+  type EventOf,
+  type ResourceDefinition,
+} from '../../../domain/resource/defineResource.ts';
 import { relatedEntity } from '../../notifications/domain/notification.ts';
 import { logType } from '../../registries/domain/logType.ts';
 
@@ -39,6 +51,7 @@ export const durationMs = (startDate: string, endDate: string): number => Date.p
 
 export const log: ResourceDefinition = defineResource({
   name: 'Log',
+  events: { LogCreated: created(), LogReplaced: replaced(), LogPatched: patched(), LogDeleted: deleted() },
   path: 'logs',
   description:
     'An operation log: one request between applications and its response, with when it started and ended, its result and its log type. ' +
@@ -83,7 +96,29 @@ export const log: ResourceDefinition = defineResource({
 /** The filter of "delete old logs": every one of the four is required (API.md). */
 export type DeletionFilter = { logTypeCode: string; olderThan: string; ownerType: string; ownerId: string };
 
-export const logDeletion: ResourceDefinition = defineResource({
+const logDeletionEvents = {
+  LogDeletionCreated: created({
+    meaning:
+      'Old logs were deleted (DELETE /api/v1/logs): the filter, the log position it was decided at (`upTo`) and how many. The logs\' read model ' +
+      'drops every log matching the filter last written at or before `upTo`; no event is written per log.',
+  }),
+  LogDeletionReplaced: replaced(),
+  LogDeletionPatched: patched(),
+  LogDeletionDeleted: deleted(),
+  LogDeletionPurged: ownEvent({
+    meaning: 'The retention pass removed the deleted logs\' own events from the log for good: when, and how many streams and events.',
+    data: z.strictObject({ at: dateTime(), streams: z.int().min(0), events: z.int().min(0) }),
+    evolve: (r, d) => ({ ...r, fields: { ...r.fields, purgedAt: d.at, purgedStreams: d.streams, purgedEvents: d.events } }),
+  }),
+};
+export type LogDeletionEvent = EventOf<typeof logDeletionEvents>;
+
+const logDeletionCommands = {
+  Purge: command('The retention pass records that it removed the deleted logs\' events (once: a purged deletion records nothing more).', z.strictObject({ streams: z.int().min(0), events: z.int().min(0) })),
+};
+export type LogDeletionCommand = CommandOf<typeof logDeletionCommands>;
+
+export const logDeletion: ResourceDefinition<typeof logDeletionEvents, typeof logDeletionCommands> = defineResource({
   name: 'LogDeletion',
   path: 'log-deletions',
   description:
@@ -108,13 +143,18 @@ export const logDeletion: ResourceDefinition = defineResource({
   indexed: ['purgedAt'],
   defaultSort: ['auditInfo.whenInserted'],
   operations: ['get', 'history', 'search', 'searchPage', 'count'],
+  events: logDeletionEvents,
+  commands: logDeletionCommands,
   behaviour: {
-    events: {
-      Purged: { evolve: (r, d): RecordParts => ({ ...r, fields: { ...r.fields, purgedAt: d.at ?? '', purgedStreams: d.streams ?? 0, purgedEvents: d.events ?? 0 } }) },
-    },
     decide(command, record, ctx) {
-      if (command.type !== 'Purge' || record.fields.purgedAt !== undefined) return [];
-      return [{ type: 'Purged', data: { at: ctx.now.toISOString(), streams: Number(command.streams), events: Number(command.events) } }];
+      switch (command.type) {
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the one command today; a second one meets the default
+        case 'Purge':
+          if (record.fields.purgedAt !== undefined) return [];
+          return [{ type: 'LogDeletionPurged', data: { at: ctx.now.toISOString(), streams: command.streams, events: command.events } }];
+        default:
+          return exhaustive(command.type, 'log deletion command');
+      }
     },
   },
 });

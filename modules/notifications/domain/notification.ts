@@ -7,7 +7,20 @@
 import { z } from 'zod';
 import { DomainError, invalidTransition, validationFailed } from '../../../domain/shared/errors.ts';
 import { dateTime, email, jsonMap, longText, phoneNumber, text, uuid } from '../../../domain/shared/fields.ts';
-import { defineResource, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
+import {
+  command,
+  created,
+  defineResource,
+  deleted,
+  exhaustive,
+  ownEvent,
+  patched,
+  replaced,
+  type CommandOf,
+  type EventOf,
+  type OwnEventOf,
+  type ResourceDefinition,
+} from '../../../domain/resource/defineResource.ts';
 import { MAX_ATTACHMENTS } from './attachments.ts';
 
 export const NotificationStatuses = ['PLAN', 'SENDING', 'SENT', 'FAILED', 'CANCELLED', 'READ', 'ANSWERED', 'EXPIRED'] as const;
@@ -53,22 +66,62 @@ export const relatedEntity = z.strictObject({
   notificationId: uuid().optional(),
 });
 
-/** The command of a state move: to a status, with the reason (for the history). */
-export type ChangeState = { type: 'ChangeState'; to: NotificationStatus; reason?: string };
-/** Moves made one after another as one change (one append): a channel that needs no attempt goes
- * from PLAN through SENDING to its outcome at once. Those up to where the notification is already
- * are made; each other is judged as a ChangeState from where the previous one left it. */
-export type ChangeStates = { type: 'ChangeStates'; moves: readonly Omit<ChangeState, 'type'>[] };
-/** The dispatcher's commands: an attempt recorded before it is made (outbox), a transient failure
- * deferring the next one. */
-export type DeliveryCommand = ChangeState | ChangeStates | { type: 'Attempt'; attempt: number } | { type: 'Defer'; reason: string; nextAttemptAt: string };
+/** A state move: to a status, with the reason (for the history). */
+const move = z.strictObject({ to: z.enum(NotificationStatuses), reason: z.string().optional() });
+
+const notificationCommands = {
+  ChangeState: command('Move the notification to a status (PUT /api/v1/notifications/{id}/state, the dispatcher, the expiry pass), with the reason.', move),
+  /** Moves made one after another as one change (one append): a channel that needs no attempt goes
+   * from PLAN through SENDING to its outcome at once. Those up to where the notification is already
+   * are made; each other is judged as a ChangeState from where the previous one left it. */
+  ChangeStates: command('Moves made one after another as one change (a channel that needs no attempt: PLAN through SENDING to its outcome).', z.strictObject({ moves: z.array(move).readonly() })),
+  /** The dispatcher's commands: an attempt recorded before it is made (outbox), a transient failure
+   * deferring the next one. */
+  Attempt: command('The dispatcher records delivery attempt n before it makes it (n is the next one, else 409).', z.strictObject({ attempt: z.int().min(1) })),
+  Defer: command('The dispatcher defers the next attempt after a transient failure.', z.strictObject({ reason: z.string(), nextAttemptAt: dateTime() })),
+};
+/** The commands of a notification: its state moves, and the dispatcher's delivery records. */
+export type DeliveryCommand = CommandOf<typeof notificationCommands>;
+export type ChangeState = Extract<DeliveryCommand, { type: 'ChangeState' }>;
+export type ChangeStates = Extract<DeliveryCommand, { type: 'ChangeStates' }>;
+
+const notificationEvents = {
+  NotificationCreated: created({ meaning: 'A notification was made from a template (POST /api/v1/notifications, or a trigger): PLAN, its subject and contents rendered.' }),
+  NotificationReplaced: replaced(),
+  NotificationPatched: patched(),
+  NotificationDeleted: deleted(),
+  NotificationStateChanged: ownEvent({
+    meaning:
+      'The notification moved from one status to another, with the reason: the delivery log. SENT sets `sent`, SENDING makes it due for an attempt at once, ' +
+      'FAILED keeps the reason as `lastError`. Published on the notifications topic.',
+    data: z.strictObject({ from: z.enum(NotificationStatuses), to: z.enum(NotificationStatuses), at: dateTime(), reason: z.string().optional() }),
+    evolve: (r, d) => {
+      const { nextAttemptAt: _next, ...fields } = r.fields;
+      const reason = typeof d.reason === 'string' && d.to === 'FAILED' ? { lastError: d.reason } : {};
+      // SENDING is due for its first attempt at once; any other state is not due at all.
+      return { ...r, fields: { ...fields, status: d.to, ...(d.to === 'SENT' ? { sent: d.at } : {}), ...(d.to === 'SENDING' ? { nextAttemptAt: d.at } : {}), ...reason } };
+    },
+  }),
+  NotificationDeliveryAttempted: ownEvent({
+    meaning: 'Delivery attempt `attempt` is about to be made (recorded first); it holds the notification until `holdUntil` (events written before holds carry none).',
+    data: z.strictObject({ attempt: z.int().min(1), at: dateTime(), holdUntil: dateTime().optional() }),
+    // The attempt holds the notification (older events carry no hold: due as before).
+    evolve: (r, d) => ({ ...r, fields: { ...r.fields, attempts: d.attempt, ...(typeof d.holdUntil === 'string' ? { nextAttemptAt: d.holdUntil } : {}) } }),
+  }),
+  NotificationDeliveryDeferred: ownEvent({
+    meaning: 'An attempt failed for a reason that may pass: the next one is due at `nextAttemptAt`, and `reason` is kept as `lastError`.',
+    data: z.strictObject({ attempt: z.int().min(0), reason: z.string(), nextAttemptAt: dateTime() }),
+    evolve: (r, d) => ({ ...r, fields: { ...r.fields, nextAttemptAt: d.nextAttemptAt, lastError: d.reason } }),
+  }),
+};
+export type NotificationEvent = EventOf<typeof notificationEvents>;
 
 /** The event of a move from `from`, none when it is there already; a move the state machine does
  * not allow is a 409. */
-function moved(from: NotificationStatus, c: Omit<ChangeState, 'type'>, now: Date): { type: string; data: Record<string, unknown> }[] {
+function moved(from: NotificationStatus, c: z.output<typeof move>, now: Date): OwnEventOf<typeof notificationEvents>[] {
   if (from === c.to) return [];
   if (!STATE_MOVES[from].includes(c.to)) throw invalidTransition('NOTIFICATION', 'status', from, c.to, STATE_MOVES[from]);
-  return [{ type: 'StateChanged', data: { from, to: c.to, at: now.toISOString(), ...(c.reason === undefined ? {} : { reason: c.reason }) } }];
+  return [{ type: 'NotificationStateChanged', data: { from, to: c.to, at: now.toISOString(), ...(c.reason === undefined ? {} : { reason: c.reason }) } }];
 }
 
 /** How long an attempt holds its notification: not due again (to this or another instance) until
@@ -89,7 +142,7 @@ export function backoffMs(attempt: number, random: number): number {
 
 const addDays = (at: Date, days: number): string => new Date(at.getTime() + days * 86_400_000).toISOString();
 
-export const notification: ResourceDefinition = defineResource({
+export const notification: ResourceDefinition<typeof notificationEvents, typeof notificationCommands> = defineResource({
   name: 'Notification',
   path: 'notifications',
   description:
@@ -129,6 +182,8 @@ export const notification: ResourceDefinition = defineResource({
   indexed: ['ownerType', 'ownerId', 'status', 'templateCode', 'expirationDate', 'created', 'deliveryType', 'nextAttemptAt'],
   defaultSort: ['auditInfo.whenInserted'],
   operations: ['get', 'versions', 'history', 'byIds', 'list', 'search', 'searchPage', 'count'],
+  events: notificationEvents,
+  commands: notificationCommands,
   behaviour: {
     // A notification is made PLAN, dated now, and expires after its template's days.
     onChange(before, after, ctx) {
@@ -137,42 +192,34 @@ export const notification: ResourceDefinition = defineResource({
       const days = (after.params as { expiration?: unknown } | undefined)?.expiration;
       return { ...after, created: ctx.now.toISOString(), ...(typeof days === 'number' ? { expirationDate: addDays(ctx.now, days) } : {}) };
     },
-    events: {
-      StateChanged: {
-        evolve: (r, d) => {
-          const { nextAttemptAt: _next, ...fields } = r.fields;
-          const reason = typeof d.reason === 'string' && d.to === 'FAILED' ? { lastError: d.reason } : {};
-          // SENDING is due for its first attempt at once; any other state is not due at all.
-          return { ...r, fields: { ...fields, status: d.to, ...(d.to === 'SENT' ? { sent: d.at } : {}), ...(d.to === 'SENDING' ? { nextAttemptAt: d.at } : {}), ...reason } };
-        },
-      },
-      // The attempt holds the notification (older events carry no hold: due as before).
-      DeliveryAttempted: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, attempts: d.attempt, ...(typeof d.holdUntil === 'string' ? { nextAttemptAt: d.holdUntil } : {}) } }) },
-      DeliveryDeferred: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, nextAttemptAt: d.nextAttemptAt, lastError: d.reason } }) },
-    },
-    decide(command, record, ctx) {
-      const own = command as DeliveryCommand;
+    decide(own, record, ctx) {
       const attempts = typeof record.fields.attempts === 'number' ? record.fields.attempts : 0;
-      if (own.type === 'Attempt') {
-        // Only a SENDING notification is attempted: a dispatcher that read it stale sends nothing.
-        if (record.fields.status !== 'SENDING') throw invalidTransition('NOTIFICATION', 'status', String(record.fields.status), 'SENDING (an attempt)', []);
-        // Attempt n is made once: a second dispatcher (or a retried command) asking for it again
-        // is refused, so it never sends what another is sending.
-        if (own.attempt !== attempts + 1) throw new DomainError('NOTIFICATION.ATTEMPT_TAKEN', 'CONFLICT', `Attempt ${String(own.attempt)} is not the next one: ${String(attempts)} made`);
-        const holdUntil = new Date(ctx.now.getTime() + ATTEMPT_HOLD_MS).toISOString();
-        return [{ type: 'DeliveryAttempted', data: { attempt: own.attempt, at: ctx.now.toISOString(), holdUntil } }];
+      switch (own.type) {
+        case 'Attempt': {
+          // Only a SENDING notification is attempted: a dispatcher that read it stale sends nothing.
+          if (record.fields.status !== 'SENDING') throw invalidTransition('NOTIFICATION', 'status', String(record.fields.status), 'SENDING (an attempt)', []);
+          // Attempt n is made once: a second dispatcher (or a retried command) asking for it again
+          // is refused, so it never sends what another is sending.
+          if (own.attempt !== attempts + 1) throw new DomainError('NOTIFICATION.ATTEMPT_TAKEN', 'CONFLICT', `Attempt ${String(own.attempt)} is not the next one: ${String(attempts)} made`);
+          const holdUntil = new Date(ctx.now.getTime() + ATTEMPT_HOLD_MS).toISOString();
+          return [{ type: 'NotificationDeliveryAttempted', data: { attempt: own.attempt, at: ctx.now.toISOString(), holdUntil } }];
+        }
+        case 'Defer':
+          return record.fields.status === 'SENDING' ? [{ type: 'NotificationDeliveryDeferred', data: { attempt: attempts, reason: own.reason.slice(0, 2000), nextAttemptAt: own.nextAttemptAt } }] : [];
+        case 'ChangeState':
+          return moved(record.fields.status as NotificationStatus, own, ctx.now);
+        case 'ChangeStates': {
+          let from = record.fields.status as NotificationStatus;
+          // Where the notification is on the way already, the moves up to there are made.
+          return own.moves.slice(own.moves.findLastIndex((move) => move.to === from) + 1).flatMap((move) => {
+            const events = moved(from, move, ctx.now);
+            from = move.to;
+            return events;
+          });
+        }
+        default:
+          return exhaustive(own, 'notification command');
       }
-      if (own.type === 'Defer') {
-        return record.fields.status === 'SENDING' ? [{ type: 'DeliveryDeferred', data: { attempt: attempts, reason: own.reason.slice(0, 2000), nextAttemptAt: own.nextAttemptAt } }] : [];
-      }
-      let from = record.fields.status as NotificationStatus;
-      if (own.type === 'ChangeState') return moved(from, own, ctx.now);
-      // Where the notification is on the way already, the moves up to there are made.
-      return own.moves.slice(own.moves.findLastIndex((move) => move.to === from) + 1).flatMap((move) => {
-        const events = moved(from, move, ctx.now);
-        from = move.to;
-        return events;
-      });
     },
   },
 });

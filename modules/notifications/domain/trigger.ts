@@ -8,7 +8,19 @@
 // redelivered one makes nothing twice.
 
 import { z } from 'zod';
-import { defineResource, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
+import {
+  command,
+  created,
+  defineResource,
+  deleted,
+  exhaustive,
+  ownEvent,
+  patched,
+  replaced,
+  type CommandOf,
+  type EventOf,
+  type ResourceDefinition,
+} from '../../../domain/resource/defineResource.ts';
 import { invalidTransition, validationFailed } from '../../../domain/shared/errors.ts';
 import { jsonMap, longText, text, uuid } from '../../../domain/shared/fields.ts';
 import { boundedReason as bounded, notificationTarget, relatedEntity } from './notification.ts';
@@ -33,13 +45,38 @@ export const triggerPayload = z.strictObject({
 export type TriggerPayload = z.infer<typeof triggerPayload>;
 
 /** The outcome the reactor records: the notifications made, and what could not be made. */
-export type TriggerOutcome = { type: 'Complete'; notificationIds: string[]; problems: string[] } | { type: 'Fail'; reason: string };
+const triggerCommands = {
+  Complete: command(
+    'The trigger reactor made the rule\'s notifications: their ids, and the templates that could not be rendered.',
+    z.strictObject({ notificationIds: z.array(uuid()), problems: z.array(z.string()) }),
+  ),
+  Fail: command('The trigger could not be processed, with the reason.', z.strictObject({ reason: z.string() })),
+};
+export type TriggerOutcome = CommandOf<typeof triggerCommands>;
 
+const triggerEvents = {
+  NotificationTriggered: created({
+    meaning: 'A notification rule was triggered (REST, a Kafka message or a SYSTEM rule\'s domain event): RECEIVED, appended before anything is made, so it is never lost.',
+  }),
+  NotificationTriggerReplaced: replaced(),
+  NotificationTriggerPatched: patched(),
+  NotificationTriggerDeleted: deleted(),
+  NotificationTriggerProcessed: ownEvent({
+    meaning: 'The trigger reactor made the rule\'s notifications: PROCESSED, with their ids, and `problems` naming templates that could not be rendered.',
+    data: z.strictObject({ notificationIds: z.array(uuid()), problems: z.array(longText(2000)).max(100) }),
+    evolve: (r, d) => ({ ...r, fields: { ...r.fields, status: 'PROCESSED', notificationIds: d.notificationIds, ...(Array.isArray(d.problems) && d.problems.length > 0 ? { problems: d.problems } : {}) } }),
+  }),
+  NotificationTriggerFailed: ownEvent({
+    meaning: 'The trigger could not be processed: FAILED, with the reason.',
+    data: z.strictObject({ reason: longText(2000) }),
+    evolve: (r, d) => ({ ...r, fields: { ...r.fields, status: 'FAILED', reason: d.reason } }),
+  }),
+};
+export type TriggerEvent = EventOf<typeof triggerEvents>;
 
-export const notificationTrigger: ResourceDefinition = defineResource({
+export const notificationTrigger: ResourceDefinition<typeof triggerEvents, typeof triggerCommands> = defineResource({
   name: 'NotificationTrigger',
   path: 'notification-triggers',
-  createdEvent: 'NotificationTriggered',
   description:
     'A trigger of a notification rule (REST: POST /api/v1/notification-rules/{code}/trigger; a Kafka message; a SYSTEM rule\'s domain event). ' +
     '`status` is RECEIVED until the rule\'s ACTIVE templates have made their notifications (PROCESSED, with `notificationIds`, and `problems` ' +
@@ -57,25 +94,28 @@ export const notificationTrigger: ResourceDefinition = defineResource({
   indexed: ['ruleCode', 'status', 'source'],
   defaultSort: ['auditInfo.whenInserted'],
   operations: ['get', 'versions', 'history', 'byIds', 'list', 'search', 'searchPage', 'count'],
+  events: triggerEvents,
+  commands: triggerCommands,
   behaviour: {
     onChange(before, after) {
       if (before === undefined && after.status !== 'RECEIVED') throw validationFailed('A trigger starts RECEIVED', [`status: ${String(after.status)} is not RECEIVED`]);
       return after;
     },
-    events: {
-      Processed: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, status: 'PROCESSED', notificationIds: d.notificationIds, ...(Array.isArray(d.problems) && d.problems.length > 0 ? { problems: d.problems } : {}) } }) },
-      Failed: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, status: 'FAILED', reason: d.reason } }) },
-    },
-    decide(command, record) {
-      const outcome = command as unknown as TriggerOutcome;
+    decide(outcome, record) {
       const from = String(record.fields.status);
       // Recorded once: a replayed reaction finds it done and records nothing.
       if (from !== 'RECEIVED') {
         if ((outcome.type === 'Complete' && from === 'PROCESSED') || (outcome.type === 'Fail' && from === 'FAILED')) return [];
         throw invalidTransition('NOTIFICATION_TRIGGER', 'status', from, outcome.type === 'Complete' ? 'PROCESSED' : 'FAILED', []);
       }
-      if (outcome.type === 'Complete') return [{ type: 'Processed', data: { notificationIds: outcome.notificationIds, problems: outcome.problems.slice(0, 100).map(bounded) } }];
-      return [{ type: 'Failed', data: { reason: bounded(outcome.reason) } }];
+      switch (outcome.type) {
+        case 'Complete':
+          return [{ type: 'NotificationTriggerProcessed', data: { notificationIds: outcome.notificationIds, problems: outcome.problems.slice(0, 100).map(bounded) } }];
+        case 'Fail':
+          return [{ type: 'NotificationTriggerFailed', data: { reason: bounded(outcome.reason) } }];
+        default:
+          return exhaustive(outcome, 'trigger outcome');
+      }
     },
   },
 });

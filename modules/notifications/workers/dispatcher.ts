@@ -9,7 +9,7 @@
 
 import { isActiveUser, user } from '../../identity/domain/user.ts';
 import { userGroup } from '../../identity/domain/userGroup.ts';
-import { backoffMs, boundedReason as bounded, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationStatus } from '../domain/notification.ts';
+import { backoffMs, boundedReason as bounded, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationEvent, type NotificationStatus } from '../domain/notification.ts';
 import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore, type RecordedEvent, type SmsSender } from '../../../domain/ports.ts';
 import { resourceService } from '../../../domain/resource/service.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
@@ -21,7 +21,7 @@ import { dueInReadModel, type Schedule } from '../../../workers/scheduler.ts';
 
 export const DISPATCHER_ACTOR = 'system:notification-dispatcher';
 const IN_APP = new Set(['APPLICATION', 'USER_COMMENT']);
-const STATE_CHANGED = `${notification.name}StateChanged`;
+const STATE_CHANGED: NotificationEvent['type'] = 'NotificationStateChanged';
 
 export type DispatcherDeps = {
   eventStore: EventStore;

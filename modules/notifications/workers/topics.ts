@@ -18,7 +18,7 @@
 
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { notification } from '../domain/notification.ts';
+import { notification, type NotificationEvent } from '../domain/notification.ts';
 import { notificationTrigger, triggerPayload } from '../domain/trigger.ts';
 import type { BatchOutcome, EventStore, IncomingMessage, MessageConsumer, MessageOutcome, MessagePublisher, PublishedMessage, ReadStore, RecordedEvent } from '../../../domain/ports.ts';
 import type { LiveRecord } from '../../../domain/resource/defineResource.ts';
@@ -187,7 +187,7 @@ export function triggerConsumer(consumer: MessageConsumer, deps: TriggerMessageD
   return { start: () => consumer.startBatches(handle), stop: () => consumer.stop() };
 }
 
-const PUBLISHED = new Set([notification.createdEvent, `${notification.name}StateChanged`]);
+const PUBLISHED = new Set<string>(['NotificationCreated', 'NotificationStateChanged'] satisfies NotificationEvent['type'][]);
 
 /** The message of a notification event, or undefined for events that are not published. */
 function eventMessage(event: RecordedEvent): PublishedMessage | undefined {

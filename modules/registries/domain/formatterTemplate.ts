@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { code, jsonMap, stringList, text, uuid } from '../../../domain/shared/fields.ts';
-import { defineRegistry } from '../../../domain/resource/defineResource.ts';
+import { created, defineRegistry, deleted, patched, replaced } from '../../../domain/resource/defineResource.ts';
 import { handlebarsProblems, jsonataProblems } from '../../documents/domain/templates.ts';
 import { fileTemplateProblems } from '../../documents/domain/fileTemplates.ts';
 
@@ -10,6 +10,7 @@ export const DocumentSizes = ['AUTO', 'PORTRAIT', 'LANDSCAPE', 'A4', 'B5', 'LETT
 
 export const formatterTemplate = defineRegistry({
   name: 'FormatterTemplate',
+  events: { FormatterTemplateCreated: created(), FormatterTemplateReplaced: replaced(), FormatterTemplatePatched: patched(), FormatterTemplateDeleted: deleted() },
   path: 'formatter-templates',
   description:
     'Document template rendered to HTML, PDF or office formats from a template plus data. HTML templates are handlebars (escaping HTML; helpers ' +

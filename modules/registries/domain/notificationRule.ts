@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { jsonMap } from '../../../domain/shared/fields.ts';
-import { defineRegistry } from '../../../domain/resource/defineResource.ts';
+import { created, defineRegistry, deleted, patched, replaced } from '../../../domain/resource/defineResource.ts';
 import { codedValue, validityRule } from './codedValue.ts';
 
 export const NotificationEventTypes = ['SYSTEM', 'PROCESS', 'KAFKA', 'REST', 'DIRECT'] as const;
@@ -28,6 +28,7 @@ const evalUrl = z
 
 export const notificationRule = defineRegistry({
   name: 'NotificationRule',
+  events: { NotificationRuleCreated: created(), NotificationRuleReplaced: replaced(), NotificationRulePatched: patched(), NotificationRuleDeleted: deleted() },
   path: 'notification-rules',
   description: 'When and how notifications are raised: the event type, the sender and its configuration.',
   fields: codedValue({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { jsonMap, stringList, uuid } from '../../../domain/shared/fields.ts';
-import { defineRegistry } from '../../../domain/resource/defineResource.ts';
+import { created, defineRegistry, deleted, patched, replaced } from '../../../domain/resource/defineResource.ts';
 import { codedValue, validityRule } from './codedValue.ts';
 import { handlebarsProblems } from '../../documents/domain/templates.ts';
 
@@ -9,6 +9,7 @@ export const TemplateStatuses = ['ACTIVE', 'INACTIVE'] as const;
 
 export const notificationTemplate = defineRegistry({
   name: 'NotificationTemplate',
+  events: { NotificationTemplateCreated: created(), NotificationTemplateReplaced: replaced(), NotificationTemplatePatched: patched(), NotificationTemplateDeleted: deleted() },
   path: 'notification-templates',
   description:
     'Text, channel and addressing of a notification; content is used when no formatter template is named. `subject` and `content` are handlebars ' +

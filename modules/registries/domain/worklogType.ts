@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { defineRegistry } from '../../../domain/resource/defineResource.ts';
+import { created, defineRegistry, deleted, patched, replaced } from '../../../domain/resource/defineResource.ts';
 import { codedValue, validityRule } from './codedValue.ts';
 
 export const worklogType = defineRegistry({
   name: 'WorklogType',
+  events: { WorklogTypeCreated: created(), WorklogTypeReplaced: replaced(), WorklogTypePatched: patched(), WorklogTypeDeleted: deleted() },
   path: 'worklog-types',
   description: 'Kind of work log entry.',
   fields: codedValue({

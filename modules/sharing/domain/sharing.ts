@@ -4,12 +4,13 @@
 
 import { z } from 'zod';
 import { longText, text } from '../../../domain/shared/fields.ts';
-import { defineResource } from '../../../domain/resource/defineResource.ts';
+import { created, defineResource, deleted, patched, replaced } from '../../../domain/resource/defineResource.ts';
 
 const entityId = () => z.string().min(1).max(255);
 
 export const sharing = defineResource({
   name: 'Sharing',
+  events: { SharingCreated: created(), SharingReplaced: replaced(), SharingPatched: patched(), SharingDeleted: deleted() },
   path: 'sharings',
   description:
     'An owning entity (ownerType, ownerId) shared with another entity (refType, refId: both or neither) or with every user (isPublic). ' +

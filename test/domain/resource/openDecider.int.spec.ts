@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineResource } from '../../../domain/resource/defineResource.ts';
+import { command, created, defineResource, deleted, ownEvent, patched, replaced } from '../../../domain/resource/defineResource.ts';
 import { resourceService } from '../../../domain/resource/service.ts';
 import type { CommandContext } from '../../../domain/shared/commandHandler.ts';
 import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
@@ -18,17 +18,27 @@ const widget = defineResource({
   path: 'widgets',
   fields: z.strictObject({ name: z.string(), colour: z.string().optional() }),
   hidden: ['secret'],
+  events: {
+    // Version 1 called the name `label`.
+    WidgetCreated: created({ schemaVersion: 2, upcasters: { 1: ({ label, ...rest }) => ({ ...rest, name: label }) } }),
+    WidgetReplaced: replaced(),
+    WidgetPatched: patched(),
+    WidgetDeleted: deleted(),
+    WidgetSecretSet: ownEvent({ meaning: 'a secret was set', data: z.strictObject({ secret: z.string() }), evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, secret: d.secret } }) }),
+    WidgetPainted: ownEvent({ meaning: 'painted', data: z.strictObject({ colour: z.string() }), evolve: (r, d) => ({ ...r, fields: { ...r.fields, colour: d.colour } }) }),
+  },
+  commands: {
+    SetSecret: command('set the secret', z.strictObject({ secret: z.string() })),
+    Paint: command('paint it', z.strictObject({ colour: z.string() })),
+  },
   behaviour: {
-    events: {
-      // Version 1 called the name `label`.
-      Created: { schemaVersion: 2, upcasters: { 1: ({ label, ...rest }) => ({ ...rest, name: label }) } },
-      SecretSet: { evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, secret: d.secret } }) },
-      Painted: { evolve: (r, d) => ({ ...r, fields: { ...r.fields, colour: d.colour } }) },
-    },
     decide(command, record) {
-      if (command.type === 'SetSecret') return [{ type: 'SecretSet', data: { secret: String(command.secret) } }];
-      if (command.type === 'Paint') return record.fields.colour === command.colour ? [] : [{ type: 'Painted', data: { colour: String(command.colour) } }];
-      throw new Error('unknown');
+      switch (command.type) {
+        case 'SetSecret':
+          return [{ type: 'WidgetSecretSet', data: { secret: command.secret } }];
+        case 'Paint':
+          return record.fields.colour === command.colour ? [] : [{ type: 'WidgetPainted', data: { colour: command.colour } }];
+      }
     },
   },
 });
@@ -93,7 +103,13 @@ describe('open decider', () => {
     dirs.push(dir);
     const store = openSqliteEventStore(join(dir, 'events.db'));
     const dnKey = { name: 'ldapMemberOf', fields: ['dn'], normalize: (dn: string) => dn.toLowerCase().replace(/\s*([,=])\s*/g, '$1').trim() };
-    const group = defineResource({ name: 'Group', path: 'groups', fields: z.strictObject({ dn: z.string().optional() }), unique: [dnKey] });
+    const group = defineResource({
+      name: 'Group',
+      path: 'groups',
+      fields: z.strictObject({ dn: z.string().optional() }),
+      unique: [dnKey],
+      events: { GroupCreated: created(), GroupReplaced: replaced(), GroupPatched: patched(), GroupDeleted: deleted() },
+    });
     const service = resourceService(group, store);
     const first = await service.create({ dn: 'CN=Ops, OU=Groups' }, ctx());
     await expect(service.create({ dn: 'cn = ops,ou=groups' }, ctx())).rejects.toMatchObject({ status: 'CONFLICT', code: 'GROUP.LDAP_MEMBER_OF_TAKEN' });
