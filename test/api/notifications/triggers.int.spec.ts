@@ -19,8 +19,16 @@ type Notification = { id: string; status: string; templateCode: string; subject?
 
 const post = async (url: string, payload: unknown, headers: Record<string, string> = {}) => t.call({ method: 'POST', url, payload, headers });
 
+// Waits poll until the work is seen done; the deadline only bounds how long a failure takes (a
+// loaded machine may take seconds to run a reactor), so it is wall-clock time, not a count of tries.
+const WAIT_MS = 30_000;
+const waiting = () => {
+  const deadline = Date.now() + WAIT_MS;
+  return () => Date.now() < deadline;
+};
+
 async function settledTrigger(app: TestApp, id: string): Promise<Trigger> {
-  for (let i = 0; i < 100; i++) {
+  for (const more = waiting(); more(); ) {
     const res = await app.call({ method: 'GET', url: `/api/v1/notification-triggers/${id}` });
     if (res.statusCode === 200 && res.json<Trigger>().status !== 'RECEIVED') return res.json<Trigger>();
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -32,7 +40,7 @@ const notificationsOf = async (app: TestApp, ids: readonly string[]) =>
   (await app.call({ method: 'POST', url: '/api/v1/notifications/by-ids', payload: ids })).json<Notification[]>();
 
 async function triggersOf(app: TestApp, ruleCode: string, count: number): Promise<Trigger[]> {
-  for (let i = 0; i < 100; i++) {
+  for (const more = waiting(); more(); ) {
     const res = await app.call({ method: 'POST', url: '/api/v1/notification-triggers/search', payload: { filter: [{ column: 'ruleCode', operator: 'EQ', value: ruleCode }] } });
     const found = res.json<Trigger[]>();
     if (found.length >= count && found.every((x) => x.status !== 'RECEIVED')) return found;
