@@ -1,12 +1,18 @@
-// Layer rules of DESIGN.md ("Layout"): imports point inward, domain <- projections <- api, workers;
-// infra implements domain/ports.ts and is wired only at the composition root.
+// Layer rules of DESIGN.md ("Layout"): imports point inward, domain <- projections <- api, workers,
+// and domain <- application <- api, workers; infra implements domain/ports.ts and is wired only at
+// the composition root.
+//
+// application/ is the shared application layer: the orchestration of commands and single-record
+// reads over the ports (load, decide with domain/'s pure functions, append) and the runtime that
+// holds what a running service keeps in memory. Both the HTTP layer and the workers run commands,
+// so it sits below both; domain/ stays pure.
 //
 // The layers are folders twice over: the shared core at the top (domain/, projections/, api/,
 // workers/) and the same four inside each capability's folder (modules/<name>/domain/ ...). A rule
 // about a layer holds for both. The shared core knows no module (the composition root excepted,
 // which reads the module list); a module reaches another module only through that module's domain/.
 
-const production = '^(domain|projections|api|workers|modules|infra|cli)/';
+const production = '^(domain|application|projections|api|workers|modules|infra|cli)/';
 const DOMAIN = '^(domain|modules/[^/]+/domain)/';
 const PROJECTIONS = '^(projections|modules/[^/]+/projections)/';
 // Built-ins that do I/O or reach outside the process; pure ones (crypto, util, assert) stay allowed.
@@ -65,12 +71,40 @@ module.exports = {
       to: { dependencyTypes: ['core'], path: ioBuiltIns },
     },
     {
+      name: 'application-imports-only-domain',
+      severity: 'error',
+      comment:
+        'application/ runs commands over the ports of domain/ports.ts: it may import domain/ and application/, ' +
+        'never projections/api/workers/modules/infra, fastify or a database client.',
+      from: { path: '^application/' },
+      to: {
+        pathNot: ['^domain/', '^application/'],
+        dependencyTypesNot: ['core'],
+      },
+    },
+    {
+      name: 'application-no-io-built-ins',
+      severity: 'error',
+      comment: 'application/ reaches the log and the stores through ports, not through built-ins.',
+      from: { path: '^application/' },
+      to: { dependencyTypes: ['core'], path: ioBuiltIns },
+    },
+    {
+      name: 'one-way-to-a-resource-service',
+      severity: 'error',
+      comment:
+        'A resource service is got from the runtime (Runtime.service), which gives it the references of every ' +
+        'resource that restrict its deletes; nothing else makes one (types may be imported).',
+      from: { pathNot: '^application/(runtime|resourceService)[.]ts$' },
+      to: { path: '^application/resourceService[.]ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'api-workers-not-to-infra',
       severity: 'error',
       comment:
         'Only the composition root (api/main.ts, api/cli.ts) knows which adapter runs; everything ' +
         'else receives ports as arguments.',
-      from: { path: '^(api|workers|modules)/', pathNot: '^api/(main|cli)[.]ts$' },
+      from: { path: '^(application|api|workers|modules)/', pathNot: '^api/(main|cli)[.]ts$' },
       to: { path: '^infra/' },
     },
     {
@@ -80,7 +114,7 @@ module.exports = {
         'Which event log and read store run is decided by configuration in infra/ (infra/stores.ts, ' +
         'called by the composition root): no other layer may import a store client, so switching ' +
         'EVENTSTORE_URL or MONGODB_URL changes nothing outside infra/.',
-      from: { path: '^(domain|projections|api|workers|modules)/' },
+      from: { path: '^(domain|application|projections|api|workers|modules)/' },
       to: { path: ['(^|/)node_modules/(@kurrent/|mongodb/|mongodb-|bson/)', '^(node:)?sqlite$'] },
     },
     {
@@ -100,7 +134,7 @@ module.exports = {
       severity: 'error',
       comment: 'infra/ implements the ports of domain/ (the shared one and the modules\'); it must not reach back into api/, workers/ or a module beyond its domain/.',
       from: { path: '^infra/' },
-      to: { path: '^(api|workers)/|^modules/([^/]+/(api|workers|projections)/|[^/]+/index[.]ts$|index[.]ts$)' },
+      to: { path: '^(application|api|workers)/|^modules/([^/]+/(api|workers|projections)/|[^/]+/index[.]ts$|index[.]ts$)' },
     },
     {
       name: 'shared-core-knows-no-module',
@@ -110,7 +144,7 @@ module.exports = {
         'plugs in through the Module it exports. Exceptions: the composition roots (compose.ts, and cli.ts, which writes ' +
         'the event catalogue) read the module list, and ' +
         'the job machinery (modules/jobs/domain/) is what diff apply and read-model rebuilds run as.',
-      from: { path: '^(domain|projections|api|workers)/', pathNot: '^api/(compose|cli)[.]ts$' },
+      from: { path: '^(domain|application|projections|api|workers)/', pathNot: '^api/(compose|cli)[.]ts$' },
       to: { path: '^modules/', pathNot: '^modules/jobs/domain/' },
     },
     {

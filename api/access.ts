@@ -8,7 +8,7 @@
 
 import type { FastifyRequest } from 'fastify';
 import { accessFrom, covers, FULL_ACCESS, NO_ACCESS, type Access, type Coverage } from '../domain/access/coverage.ts';
-import { resourceAt, type ResourceDefinition } from '../domain/resource/defineResource.ts';
+import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { accessRule } from '../domain/access/accessRule.ts';
 import { forbidden, notFound } from '../domain/shared/errors.ts';
 import { narrowed, toQuery, type Alternatives } from '../domain/shared/filtering.ts';
@@ -158,11 +158,11 @@ export async function writeContext(deps: AppDeps, request: FastifyRequest, def: 
   // A caller reading through access rules names only records it may read.
   const narrowedReads = request.caller !== undefined && !allows(request.caller, 'read');
   const visible = (path: string, record: JsonObject): Promise<boolean> => {
-    const target = resourceAt(path);
+    const target = deps.runtime.resourceAt(path);
     return target === undefined ? Promise.resolve(true) : readable(deps, request, target, record);
   };
   const scope = (path: string): Promise<Alternatives | undefined> => {
-    const target = resourceAt(path);
+    const target = deps.runtime.resourceAt(path);
     return target === undefined ? Promise.resolve(undefined) : readScope(deps, request, target);
   };
   const guard = guardOf(deps, def);

@@ -18,10 +18,12 @@ import { reactorHandler } from '../workers/reactor.ts';
 import { ReadModelJobs } from '../workers/readModelJobs.ts';
 import { ReadModelSet } from '../workers/readModels.ts';
 import { Scheduler, wakeHandler } from '../workers/scheduler.ts';
+import { Runtime } from '../application/runtime.ts';
 import { buildApp } from './app.ts';
 import type { Caller, TokenVerifier } from './auth.ts';
 import { sweepStaleImports } from './importDiff.ts';
 import type { AppDeps, Module, ModuleContext, ModuleSettings, Worker } from './module.ts';
+import { readModelCount, readModelLookup } from './services.ts';
 import { modules as allModules } from '../modules/index.ts';
 
 export const Roles = ['all', 'api', 'projector', 'worker'] as const;
@@ -72,6 +74,8 @@ export type Service = {
   readModels: ReadModelSet;
   readModelJobs: ReadModelJobs;
   scheduler: Scheduler;
+  /** What the service holds in memory (its resource services, locks, folds). */
+  runtime: Runtime;
   /** Starts the read models, reactors, scheduler and workers of the role (after listen, so a long
    * catch-up shows as lag instead of delaying start). */
   startProjectors: () => Promise<void>;
@@ -112,10 +116,13 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
   const catalogs = new Map(
     modules.flatMap((m) => m.resources ?? []).map(({ definition: d }) => [d.collection, { columns: d.columns, defaultSort: d.defaultSort }] as const),
   );
-  const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, clock, logger, runs: works, catalogs });
-  const ports = Object.fromEntries((['mail', 'sms', 'outbound', 'documents', 'messaging'] as const).flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])));
   const resources = modules.flatMap((m) => m.resources ?? []).map((r) => r.definition);
-  const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, logger, resources, settings: options.settings ?? {}, ...ports };
+  const lookupDeps = { eventStore, readStore, readModels };
+  // Everything this service holds in memory, handed on as an argument from here.
+  const runtime = new Runtime({ eventStore, resources, lookup: readModelLookup(lookupDeps), count: readModelCount(lookupDeps) });
+  const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, runtime, clock, logger, runs: works, catalogs });
+  const ports = Object.fromEntries((['mail', 'sms', 'outbound', 'documents', 'messaging'] as const).flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])));
+  const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, runtime, logger, resources, settings: options.settings ?? {}, ...ports };
   const handlers = works ? [...modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => reactorHandler(r, readStore)), ...modules.flatMap((m) => m.handlers?.(context) ?? [])] : [];
   const reactors = handlers.map((h) => new LogProcessor(h, eventStore, readStore, processorOptions));
   const schedules = works ? [readModelJobs.schedule(), ...modules.flatMap((m) => m.schedules?.(context) ?? [])] : [];
@@ -129,6 +136,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     blobStore,
     readModels,
     readModelJobs,
+    runtime,
     clock,
     newId: randomUUID,
     verifyToken: options.verifyToken,
@@ -146,6 +154,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     readModels,
     readModelJobs,
     scheduler,
+    runtime,
     startProjectors: async () => {
       await readModels.start();
       await Promise.all([...reactors, ...wakers].map((r) => r.start()));

@@ -12,7 +12,9 @@ import { z } from 'zod';
 import { ServiceJobTypes, cancelRequestOf, isFinal, job as jobDefinition } from '../modules/jobs/domain/jobs.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { DiffTypes, entryKey, keyOf, sameRecord, type DiffEntry } from '../domain/resource/exchange.ts';
-import type { ResourceService, WriteResult } from '../domain/resource/service.ts';
+import type { ResourceService } from '../application/resourceService.ts';
+import { Slot } from '../application/runtime.ts';
+import type { WriteResult } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { DomainError, isDomainError, notFound, validationFailed } from '../domain/shared/errors.ts';
 import { canonicalJson, type JsonObject } from '../domain/shared/json.ts';
@@ -21,7 +23,6 @@ import { issueLines } from '../domain/shared/validation.ts';
 import { accessTo, assertWritable, readable, readScope } from './access.ts';
 import { errorBody, toDomainError, type ErrorBody } from './errorHandler.ts';
 import type { AppDeps, ModuleContext } from './module.ts';
-import { resourceService } from '../domain/resource/service.ts';
 import { toQuery } from '../domain/shared/filtering.ts';
 import { dueInReadModel, type Schedule } from '../workers/scheduler.ts';
 import { readModelLookup, serviceOf } from './services.ts';
@@ -265,30 +266,18 @@ export async function* appliedItems(env: ApplyEnv, entries: readonly DiffEntry[]
   for await (const { entry, index, outcome } of appliedInWindows(env, entries)) yield outcome.kind === 'failed' ? failureOf(env, entry, index, outcome.error) : outcome.record;
 }
 
-/** Jobs applying diffs in this process, per app (awaited when it closes). */
-const running = new WeakMap<AppDeps, Set<Promise<void>>>();
+/** The diff applies of one service: the jobs applying in this process (awaited when it closes),
+ * the run of each by job id (a retry waits for the run it follows to end), and the jobs that
+ * stopped here, kept for a retry. */
+type Applies = { running: Set<Promise<void>>; runs: Map<string, Promise<void>>; stopped: Map<string, StoppedApply> };
+const applies = new Slot<Applies>(() => ({ running: new Set(), runs: new Map(), stopped: new Map() }));
 
-export const runningApplies = (deps: AppDeps): Set<Promise<void>> => {
-  let set = running.get(deps);
-  if (set === undefined) {
-    set = new Set();
-    running.set(deps, set);
-  }
-  return set;
-};
-
-/** The run of each job applying here, by job id: a retry waits for the run it follows to end. */
-const runs = new WeakMap<AppDeps, Map<string, Promise<void>>>();
+export const runningApplies = (deps: Pick<AppDeps, 'runtime'>): Set<Promise<void>> => deps.runtime.own(applies).running;
 
 /** Runs a job in the background of this process, known to close() and to a retry of it. */
 function runInBackground(deps: AppDeps, id: string, work: () => Promise<void>): void {
   const set = runningApplies(deps);
-  let byId = runs.get(deps);
-  if (byId === undefined) {
-    byId = new Map();
-    runs.set(deps, byId);
-  }
-  const known = byId;
+  const known = deps.runtime.own(applies).runs;
   const run: Promise<void> = work().finally(() => {
     set.delete(run);
     if (known.get(id) === run) known.delete(id);
@@ -366,16 +355,7 @@ type StoppedApply = { env: ApplyEnv; entries: EntrySource; plain: CommandContext
 const STOPPED_KEPT = 4;
 const STOPPED_KEEP_MS = 60 * 60_000;
 
-const stopped = new WeakMap<AppDeps, Map<string, StoppedApply>>();
-
-const stoppedApplies = (deps: AppDeps): Map<string, StoppedApply> => {
-  let map = stopped.get(deps);
-  if (map === undefined) {
-    map = new Map();
-    stopped.set(deps, map);
-  }
-  return map;
-};
+const stoppedApplies = (deps: Pick<AppDeps, 'runtime'>): Map<string, StoppedApply> => deps.runtime.own(applies).stopped;
 
 function forget(deps: AppDeps, id: string): StoppedApply | undefined {
   const map = stoppedApplies(deps);
@@ -465,7 +445,7 @@ export async function retryApply(deps: AppDeps, jobId: string, ctx: CommandConte
   const id = jobId.toLowerCase();
   // A run here that recorded the job FAILED (which others may read before the run is told) keeps
   // its entries and releases its lease just after: waited for. A job still running is not.
-  const run = runs.get(deps)?.get(id);
+  const run = deps.runtime.own(applies).runs.get(id);
   if (run !== undefined && (await jobs.live(id))?.fields.status === 'FAILED') await run.catch(() => undefined);
   const kept = stoppedApplies(deps).get(id);
   const lease = { name: `job:${id}`, owner: `${String(process.pid)}-${randomUUID()}` };
@@ -497,7 +477,7 @@ export async function retryApply(deps: AppDeps, jobId: string, ctx: CommandConte
  * entries the request gave it, with the caller's access; nothing else holds them, so it is not
  * resumed: applying the same diff again is idempotent. */
 export function orphanedApplies(ctx: ModuleContext): Schedule {
-  const jobs = resourceService(jobDefinition, ctx.eventStore);
+  const jobs = ctx.runtime.service(jobDefinition);
   const owner = `orphaned-applies-${String(process.pid)}-${randomUUID()}`;
   const query = toQuery(
     { filter: [{ column: 'status', operator: 'EQ', value: 'IN_PROGRESS' }, { column: 'jobType', operator: 'EQ', value: DIFF_APPLY_JOB }], sort: [] },

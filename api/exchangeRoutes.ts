@@ -11,7 +11,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Document } from '../domain/ports.ts';
 import type { Operation, ResourceDefinition } from '../domain/resource/defineResource.ts';
-import type { ResourceService } from '../domain/resource/service.ts';
+import type { ResourceService } from '../application/resourceService.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import {
   checkCompareField,

@@ -4,6 +4,7 @@
 // (api/modules/index.ts) and its ROLE; nothing else lists resources or read models.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Runtime } from '../application/runtime.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { BlobStore, Clock, DocumentRenderers, EventStore, IdGenerator, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
@@ -30,6 +31,8 @@ export type ModuleContext = {
   newId: IdGenerator;
   readModels: ReadModelSet;
   readModelJobs: ReadModelJobs;
+  /** What this service holds in memory: the resource services, locks, folds (see Runtime). */
+  runtime: Runtime;
   logger: Logger;
   /** Every resource the modules declare (a reactor following all of them). */
   resources: readonly ResourceDefinition[];
@@ -128,6 +131,8 @@ export type AppDeps = {
   blobStore: BlobStore;
   readModels: ReadModelSet;
   readModelJobs: ReadModelJobs;
+  /** What this service holds in memory: the resource services, locks, folds (see Runtime). */
+  runtime: Runtime;
   clock: Clock;
   newId: IdGenerator;
   verifyToken: TokenVerifier;

@@ -1,9 +1,9 @@
-// The resource services of an app: one per resource, with what the HTTP layer gives them beyond
-// the log: a lookup in read models (references by a non-unique field, and the records that
-// restrict a delete) and the references every module's resources hold to each resource.
+// What the HTTP layer gives the resource services beyond the log: a lookup in read models
+// (references by a non-unique field, and the records that restrict a delete). The services
+// themselves are the runtime's (Runtime.service).
 
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
-import { referrersOf, resourceService, type ReferenceCount, type ReferenceLookup, type ResourceService } from '../domain/resource/service.ts';
+import type { ReferenceCount, ReferenceLookup, ResourceService } from '../application/resourceService.ts';
 import { narrowed, toQuery, type Alternatives, type FilterItem, type Query } from '../domain/shared/filtering.ts';
 import type { AppDeps } from './module.ts';
 import { waitForReadModelAt } from './readModelWait.ts';
@@ -34,20 +34,5 @@ export function readModelCount(deps: LookupDeps): ReferenceCount {
   };
 }
 
-const services = new WeakMap<AppDeps, Map<ResourceDefinition, ResourceService>>();
-
-/** The service of a resource in this app (made once). */
-export function serviceOf(deps: AppDeps, def: ResourceDefinition): ResourceService {
-  let byDef = services.get(deps);
-  if (byDef === undefined) {
-    byDef = new Map();
-    services.set(deps, byDef);
-  }
-  let service = byDef.get(def);
-  if (service === undefined) {
-    const all = deps.modules.flatMap((m) => m.resources ?? []).map((r) => r.definition);
-    service = resourceService(def, deps.eventStore, { lookup: readModelLookup(deps), count: readModelCount(deps), referrers: referrersOf(def, all) });
-    byDef.set(def, service);
-  }
-  return service;
-}
+/** The service of a resource in this app: the runtime's, the one way to get one. */
+export const serviceOf = (deps: Pick<AppDeps, 'runtime'>, def: ResourceDefinition): ResourceService => deps.runtime.service(def);

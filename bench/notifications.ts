@@ -45,7 +45,7 @@ import { notification } from '../modules/notifications/domain/notification.ts';
 import { notificationTrigger } from '../modules/notifications/domain/trigger.ts';
 import type { EventStore, IncomingMessage, Messaging } from '../domain/ports.ts';
 import { notificationRule } from '../modules/registries/domain/notificationRule.ts';
-import { resourceService } from '../domain/resource/service.ts';
+import { runtimeOver } from '../test/support/runtime.ts';
 import { idIn } from '../domain/shared/streams.ts';
 import { findKafka } from '../test/support/kafka.globalSetup.ts';
 import { triggerBatchHandler } from '../modules/notifications/workers/topics.ts';
@@ -277,8 +277,9 @@ async function handlerOnly(n: number): Promise<{ rate: number; loopUs: number; p
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-trigger-handler-'));
   const { eventStore } = openEmbeddedStores(dataDir);
   try {
-    await resourceService(notificationRule, eventStore).create({ code: 'BENCH_KAFKA', name: 'BENCH_KAFKA', eventType: 'KAFKA' }, { actor: 'bench', now: new Date(), newId: () => crypto.randomUUID() });
-    const handle = triggerBatchHandler({ eventStore, now: () => new Date(), newId: () => crypto.randomUUID() });
+    const runtime = runtimeOver(eventStore);
+    await runtime.service(notificationRule).create({ code: 'BENCH_KAFKA', name: 'BENCH_KAFKA', eventType: 'KAFKA' }, { actor: 'bench', now: new Date(), newId: () => crypto.randomUUID() });
+    const handle = triggerBatchHandler({ runtime, now: () => new Date(), newId: () => crypto.randomUUID() });
     const messages: IncomingMessage[] = messagesOf(n, 0).map((m, i) => ({ topic: 'bench', partition: 0, offset: String(i), key: m.key, headers: {}, value: Buffer.from(m.value) }));
     const loopBefore = loopCpuUs();
     const processBefore = process.cpuUsage();

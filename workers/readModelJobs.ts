@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { READ_MODEL_JOB_ACTOR, ServiceJobTypes, cancelRequestOf, isFinal, job as jobDefinition, type JobCommand } from '../modules/jobs/domain/jobs.ts';
 import type { Clock, Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
 import { storedOf, type Projection, type StoredDocument } from '../projections/projection.ts';
-import { resourceService, type WriteResult } from '../domain/resource/service.ts';
+import type { Runtime } from '../application/runtime.ts';
+import type { WriteResult } from '../domain/resource/service.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { uuidV5 } from '../domain/shared/ids.ts';
@@ -51,6 +52,8 @@ type Boundary = () => Promise<void>;
 
 export type ReadModelJobsOptions = {
   eventStore: EventStore;
+  /** The service's runtime (the jobs' resource service). */
+  runtime: Runtime;
   readStore: ReadStore;
   readModels: ReadModelSet;
   clock: Clock;
@@ -79,7 +82,7 @@ export class ReadModelJobs {
 
   constructor(options: ReadModelJobsOptions) {
     this.#o = options;
-    this.#jobs = resourceService(jobDefinition, options.eventStore);
+    this.#jobs = options.runtime.service(jobDefinition);
     this.#instanceId = options.instanceId ?? `${process.pid.toString()}-${randomUUID()}`;
   }
 

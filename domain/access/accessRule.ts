@@ -39,6 +39,7 @@ export const accessRule = defineRegistry({
     fullAccess: z.boolean(),
     description: longText(4000).optional(),
   }),
-  rules: [notBuiltIn, (f) => (typeof f.validFor === 'object' && f.validFor !== null ? validForRule(f.validFor as Record<string, unknown>, ['validFor']) : []), expressionRule],
+  rules: [notBuiltIn, (f) => (typeof f.validFor === 'object' && f.validFor !== null ? validForRule(f.validFor as Record<string, unknown>, ['validFor']) : [])],
+  servedRules: [expressionRule],
   indexed: ['entityName'],
 });

@@ -6,7 +6,7 @@
 // narrowed by rules: they keep their meaning.
 
 import { z } from 'zod';
-import { resourceAt, type ResourceDefinition } from '../resource/defineResource.ts';
+import type { ResourceDefinition, RuleContext } from '../resource/defineResource.ts';
 import { validationFailed } from '../shared/errors.ts';
 import { withinPeriod } from '../shared/fields.ts';
 import { FilterItemSchema, toQuery, type Alternatives, type Condition } from '../shared/filtering.ts';
@@ -59,9 +59,9 @@ export function expressionConditions(expression: string, def: ResourceDefinition
 
 /** The rule of an access rule record (a FieldRule): its expression parses as filter items, over
  * the columns of the resource its entityName names when this service serves it. */
-export function expressionRule(fields: Record<string, unknown>): string[] {
+export function expressionRule(fields: Record<string, unknown>, context: RuleContext): string[] {
   if (typeof fields.expression !== 'string') return [];
-  const def = typeof fields.entityName === 'string' ? resourceAt(fields.entityName) : undefined;
+  const def = typeof fields.entityName === 'string' ? context.resourceAt?.(fields.entityName) : undefined;
   if (def === undefined) {
     const parsed = expressionItems(fields.expression);
     return 'errors' in parsed ? parsed.errors : [];

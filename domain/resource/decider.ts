@@ -173,11 +173,11 @@ export function fromRecord(doc: Record<string, unknown>): RecordState {
   };
 }
 
-function validate(def: ResourceDefinition, input: unknown, before?: JsonObject, patchMode = false): JsonObject {
+function validate(def: ResourceDefinition, ctx: DecideContext, input: unknown, before?: JsonObject, patchMode = false): JsonObject {
   const fields = parseOrThrow(def.fields, input) as JsonObject;
   const bytes = jsonBytes(fields);
   if (bytes > MAX_RECORD_BYTES) throw tooLarge(def.errorPrefix, patchMode ? 'The patched record' : 'The record', bytes, MAX_RECORD_BYTES);
-  const broken = [...(def.hasCode ? codeNotUuid(fields, before) : []), ...def.rules.flatMap((rule) => rule(fields))];
+  const broken = [...(def.hasCode ? codeNotUuid(fields, before) : []), ...def.rules.flatMap((rule) => rule(fields)), ...def.servedRules.flatMap((rule) => rule(fields, ctx))];
   if (broken.length > 0) {
     throw validationFailed(patchMode ? 'Patched record breaks a rule' : 'Record breaks a rule', broken);
   }
@@ -298,13 +298,13 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
   };
   if (command.type === 'Create') {
     assertCreatable(def, state, command);
-    const fields = onChange(undefined, validate(def, stripReadOnly(def, command.input, command.id)));
+    const fields = onChange(undefined, validate(def, ctx, stripReadOnly(def, command.input, command.id)));
     return { events: [event('Created', { id: command.id, ...fields })], ...keyMoves(def, {}, fields) };
   }
   if (state.status !== 'active') throw notFound(def.errorPrefix, state.status === 'absent' ? '' : state.id);
   switch (command.type) {
     case 'Replace': {
-      const fields = onChange(state.fields, validate(def, stripReadOnly(def, command.input, state.id), state.fields));
+      const fields = onChange(state.fields, validate(def, ctx, stripReadOnly(def, command.input, state.id), state.fields));
       if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
       return { events: [event('Replaced', fields)], ...keyMoves(def, state.fields, fields) };
     }
@@ -317,7 +317,7 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
         throw validationFailed('A patch cannot change read-only fields', readOnly.map((k) => `${k}: read-only`));
       }
       assertNoDefaultRemoved(def, command.patch);
-      const fields = onChange(state.fields, validate(def, applyMergePatch(state.fields, command.patch), state.fields, true));
+      const fields = onChange(state.fields, validate(def, ctx, applyMergePatch(state.fields, command.patch), state.fields, true));
       if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
       const patch = mergePatchBetween(state.fields, fields);
       // A patch may say more than the state it leads to (every member it removes): then the state.

@@ -12,6 +12,13 @@ import { UUID_V4_JSON_PATTERN } from '../shared/ids.ts';
 
 export type FieldRule = (fields: Record<string, unknown>) => string[];
 
+/** What a rule may know beyond the record: the resources the service serves (by path); absent
+ * outside a command, and then a rule that needs it checks less. */
+export type RuleContext = { readonly resourceAt?: (path: string) => ResourceDefinition | undefined };
+
+/** A cross-field rule that needs to know what the service serves (see RuleContext). */
+export type ServedRule = (fields: Record<string, unknown>, context: RuleContext) => string[];
+
 /** A set of fields no two live records may share: its own reservation (an atomic claim in the log)
  * and its own 409. `code` is the usual one; a pair such as (chunkId, name) is another. A record
  * missing one of the fields holds no value of the key. */
@@ -130,6 +137,8 @@ export type DecideContext = {
   /** False when the caller is not the built-in admin (it may not change `adminOnly` fields);
    * absent for the service's own commands. */
   privileged?: boolean;
+  /** The resources the service serves, by path (an access rule's entityName names one). */
+  resourceAt?: (path: string) => ResourceDefinition | undefined;
 };
 export type ResourceRecordLike = JsonObject & { id: string };
 
@@ -206,6 +215,8 @@ export type ResourceSpec<N extends string = string, E extends EventMap = EventMa
   fields: z.ZodObject;
   /** Cross-field rules; each returns one line per violation, naming the field. */
   rules?: readonly FieldRule[];
+  /** Cross-field rules over what the service serves, checked after `rules`. */
+  servedRules?: readonly ServedRule[];
   /** Columns searched most, beyond `code` and `name`, that get an index in every read store. */
   indexed?: readonly string[];
   description?: string;
@@ -245,6 +256,7 @@ export type ResourceDefinition<E extends EventMap = EventMap, C extends CommandM
   readonly collection: string;
   readonly fields: z.ZodObject;
   readonly rules: readonly FieldRule[];
+  readonly servedRules: readonly ServedRule[];
   readonly columns: ColumnCatalog;
   readonly indexed: readonly string[];
   readonly autocomplete: readonly string[];
@@ -430,21 +442,15 @@ const lists = (spec: ResourceSpec) => ({
   carried: spec.carried ?? [],
   hidden: spec.hidden ?? [],
   adminOnly: spec.adminOnly ?? [],
+  rules: spec.rules ?? [],
+  servedRules: spec.servedRules ?? [],
 });
-
-/** Every resource declared so far, by path: what an access rule's `entityName` names. */
-const declared = new Map<string, ResourceDefinition>();
-
-/** The resource served at a path (`users`, `user-groups`), if one is declared. */
-export const resourceAt = (path: string): ResourceDefinition | undefined => declared.get(path);
 
 export function defineResource<const N extends string, const E extends EventMap, const C extends CommandMap = NoCommands>(
   spec: ResourceSpec<N, E, C>,
 ): ResourceDefinition<E, C> {
   // The one place the declaration's own types are set aside: the core handles every resource alike.
-  const definition = buildDefinition(spec as unknown as ResourceSpec) as unknown as ResourceDefinition<E, C>;
-  declared.set(definition.path, definition);
-  return definition;
+  return buildDefinition(spec as unknown as ResourceSpec) as unknown as ResourceDefinition<E, C>;
 }
 
 function buildDefinition(spec: ResourceSpec): ResourceDefinition {
@@ -465,7 +471,6 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     category,
     collection: spec.path.replaceAll('-', '_'),
     fields: spec.fields,
-    rules: spec.rules ?? [],
     columns: deriveColumns(spec.fields),
     indexed: [...new Set([...searchable, 'auditInfo.whenEdited', ...defaultSort, ...unique.flatMap((k) => k.fields), ...(spec.indexed ?? [])])],
     autocomplete: hasCode ? searchable : [],

@@ -1,22 +1,14 @@
-// Load a stream, fold it, decide, append with the exact expected revision. Written against the
-// EventStore port only, so every resource and every adapter shares it.
+// What a command over a stream decides beyond its resource's decision, as pure functions of what
+// was read: who asks (the context), the events' ids and metadata, whether a request under an
+// Idempotency-Key was answered already, and which append failures are refused or tried again.
+// application/commands.ts runs commands over the EventStore port with them.
 
-import {
-  CodeTakenError,
-  WrongExpectedRevisionError,
-  type AppendRequest,
-  type CodeReservation,
-  type EventMetadata,
-  type EventStore,
-  type NewEvent,
-  type Position,
-  type RecordedEvent,
-} from '../ports.ts';
-import { AppendTooLargeError, DomainError, codeTaken, concurrentModification, idempotencyKeyReused, staleVersion, tooLarge } from './errors.ts';
+import { CodeTakenError, WrongExpectedRevisionError, type CodeReservation, type EventMetadata, type NewEvent, type Position, type RecordedEvent } from '../ports.ts';
+import { AppendTooLargeError, DomainError, codeTaken, idempotencyKeyReused, staleVersion, tooLarge } from './errors.ts';
 import { sha256, uuidV5 } from './ids.ts';
 import type { Alternatives } from './filtering.ts';
 import { canonicalJson, jsonBytes, type JsonObject } from './json.ts';
-import { foldOnto, foldStream, keyOf, rememberFold, type Folded } from './streamFold.ts';
+import { keyOf, type Folded } from './streamFold.ts';
 
 /** Who asks, when, and under which request: arrives with every command, never from the body. */
 export type CommandContext = {
@@ -109,7 +101,7 @@ function metadataOf(ctx: CommandContext): EventMetadata {
   return m;
 }
 
-const fold = <S>(spec: CommandSpec<S>, events: readonly RecordedEvent[]): S => events.reduce(spec.evolve, spec.initial());
+export const fold = <S>(spec: CommandSpec<S>, events: readonly RecordedEvent[]): S => events.reduce(spec.evolve, spec.initial());
 
 /** Event ids under an Idempotency-Key: the same key of the same caller with the same request on
  * the same stream always names the same events. Keys are the caller's own: another caller's key
@@ -124,7 +116,7 @@ export const writtenUnderKey = (event: RecordedEvent, ctx: Pick<CommandContext, 
   ctx.idempotencyKey !== undefined && event.metadata.idempotencyKey === ctx.idempotencyKey && event.metadata.actor === ctx.actor;
 
 /** A request already applied under the same Idempotency-Key answers what it answered then. */
-function priorResult<S>(spec: CommandSpec<S>, ctx: CommandContext, events: readonly RecordedEvent[]): CommandResult<S> | undefined {
+export function priorResult<S>(spec: CommandSpec<S>, ctx: CommandContext, events: readonly RecordedEvent[]): CommandResult<S> | undefined {
   if (ctx.idempotencyKey === undefined) return undefined;
   const index = events.findLastIndex((e) => writtenUnderKey(e, ctx));
   const prior = events[index];
@@ -149,7 +141,7 @@ export const MAX_EVENT_BYTES = 768 * 1024;
  * response may carry, with room for metadata in the event. */
 export const MAX_RECORD_BYTES = 512 * 1024;
 
-function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decided['events']): NewEvent[] {
+export function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decided['events']): NewEvent[] {
   const metadata = metadataOf(ctx);
   for (const e of decided) {
     const bytes = jsonBytes({ data: e.data, metadata });
@@ -165,7 +157,7 @@ function newEvents<S>(spec: CommandSpec<S>, ctx: CommandContext, decided: Decide
 }
 
 /** The domain error for a failed append, or undefined when a retry may succeed. */
-function appendFailure<S>(spec: CommandSpec<S>, error: unknown): Error | undefined {
+export function appendFailure<S>(spec: CommandSpec<S>, error: unknown): Error | undefined {
   // Another request took the key meanwhile: the next attempt answers as its retry, or refuses.
   if (error instanceof CodeTakenError && error.scope === IDEMPOTENCY_SCOPE) return undefined;
   if (error instanceof CodeTakenError) return spec.keyTaken?.(error) ?? codeTaken(spec.resource, error.code);
@@ -184,135 +176,9 @@ function appendTooLarge(resource: string, error: AppendTooLargeError): Error {
     : tooLarge(resource, `The change (its events, as the event log counts them against ${error.setting})`, error.bytes, error.limit);
 }
 
-/** A key taken by another stream was used for another request: this one names another record. */
-async function keyHeldElsewhere(spec: CommandSpec<unknown>, ctx: CommandContext, store: EventStore): Promise<boolean> {
-  const reservation = keyReservation(ctx);
-  if (reservation === undefined) return false;
-  const holder = await store.findCode(reservation);
-  return holder !== undefined && holder !== spec.stream;
-}
-
 /** The caller's key, taken by the first of its requests that writes (and only then). */
-function keyClaim(ctx: CommandContext, folded: Folded<unknown>): CodeReservation[] {
+export function keyClaim(ctx: CommandContext, folded: Folded<unknown>): CodeReservation[] {
   const key = keyReservation(ctx);
   return key === undefined || folded.keys.has(keyOf(ctx.actor, ctx.idempotencyKey ?? '')) ? [] : [key];
 }
 
-/** A request already applied to this stream under the caller's key (read whole: a rare path). */
-async function priorOnStream<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore, folded: Folded<S>): Promise<CommandResult<S> | undefined> {
-  if (ctx.idempotencyKey === undefined || !folded.keys.has(keyOf(ctx.actor, ctx.idempotencyKey))) return undefined;
-  return priorResult(spec, ctx, await store.readStream(spec.stream));
-}
-
-async function attempt<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore): Promise<CommandResult<S>> {
-  if (await keyHeldElsewhere(spec as CommandSpec<unknown>, ctx, store)) throw idempotencyKeyReused();
-  const folded = await foldStream(spec, store);
-  const prior = await priorOnStream(spec, ctx, store, folded);
-  if (prior) return prior;
-  const { state, version: actual, position } = folded;
-  if (spec.expectedVersion !== undefined && actual !== undefined && actual !== spec.expectedVersion) {
-    throw staleVersion(spec.resource, spec.expectedVersion, actual);
-  }
-  const decision = spec.decide(state);
-  if (decision.events.length === 0) return { state, version: actual, position, written: false };
-  const fresh = newEvents(spec, ctx, decision.events);
-  const result = await store.append({
-    stream: spec.stream,
-    expected: actual ?? 'no_stream',
-    events: fresh,
-    claim: [...(decision.claim ?? []), ...keyClaim(ctx, folded)],
-    release: decision.release ?? [],
-  });
-  if (result.duplicate === true) {
-    // Another request with this key got there first: answer as its retry would (or 409).
-    const again = priorResult(spec, ctx, await store.readStream(spec.stream));
-    if (again) return again;
-    throw new Error(`append to ${spec.stream} was a duplicate, yet no prior result is in the stream`);
-  }
-  const base = result.revision - fresh.length + 1;
-  const recorded = fresh.map((e, i) => ({ ...e, stream: spec.stream, revision: base + i, position: result.position }));
-  const after = foldOnto(spec, folded, recorded);
-  rememberFold(spec, store, after);
-  return { state: after.state, version: result.revision, position: result.position, written: true };
-}
-
-/** In-process commands on one stream run one after another, so writers without If-Match do not
- * race each other into retries; other processes still meet the expected-revision check. */
-const streamQueues = new WeakMap<EventStore, Map<string, Promise<unknown>>>();
-
-function serialized<T>(store: EventStore, stream: string, run: () => Promise<T>): Promise<T> {
-  let queues = streamQueues.get(store);
-  if (queues === undefined) {
-    queues = new Map();
-    streamQueues.set(store, queues);
-  }
-  const result = (queues.get(stream) ?? Promise.resolve()).then(run, run);
-  const tail = result.catch(() => undefined);
-  queues.set(stream, tail);
-  void tail.then(() => {
-    if (queues.get(stream) === tail) queues.delete(stream);
-  });
-  return result;
-}
-
-export function handleCommand<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore): Promise<CommandResult<S>> {
-  // With If-Match too: appendFailure answers 412 for a conflict that moved the record, so a retry
-  // runs only when the record is still at the caller's version (a code claim or a key was raced).
-  const attempts = 1 + (spec.retries ?? 16);
-  return serialized(store, spec.stream, async () => {
-    for (let n = 1; ; n++) {
-      try {
-        return await attempt(spec, ctx, store);
-      } catch (error) {
-        const failure = appendFailure(spec, error);
-        if (failure !== undefined) throw failure;
-        if (n >= attempts) throw concurrentModification(spec.resource, spec.stream);
-        // A writer in another process: back off a little, randomly, before reading again.
-        await new Promise((r) => setTimeout(r, Math.random() * 2 * n));
-      }
-    }
-  });
-}
-
-/** What became of one command of handleNewStreams: its result; `again` where only a read of its
- * stream can answer it (the stream was there: a repeat under its key, or another request's); or
- * the error it is refused (or failed) with. */
-export type NewStreamOutcome<S> = { kind: 'done'; result: CommandResult<S> } | { kind: 'again' } | { kind: 'failed'; error: unknown };
-
-/**
- * Commands that each begin a stream of its own under an Idempotency-Key (a batch of Kafka triggers):
- * decided on the initial state and appended together (EventStore.appendMany) with "no stream"
- * expected, nothing read first. Their event ids derive from the key as handleCommand's do, so a
- * command taken again (a batch redelivered) appends nothing; where a stream turns out to be there
- * already the command answers `again`, for handleCommand, which reads it, to answer. No key is
- * reserved (keyClaim): the caller names each stream after its key (keyedRecordId), so the stream
- * is the key's reservation. Streams are left out of the fold cache: a batch of new records is not
- * what the next commands read.
- */
-export async function handleNewStreams<S>(commands: readonly { spec: CommandSpec<S>; ctx: CommandContext }[], store: EventStore): Promise<NewStreamOutcome<S>[]> {
-  const outcomes: NewStreamOutcome<S>[] = [];
-  const appends: { index: number; fresh: NewEvent[]; request: AppendRequest }[] = [];
-  for (const [index, { spec, ctx }] of commands.entries()) {
-    try {
-      if (ctx.idempotencyKey === undefined) throw new Error(`${spec.stream}: a command of handleNewStreams needs an Idempotency-Key`);
-      const decision = spec.decide(spec.initial());
-      const fresh = newEvents(spec, ctx, decision.events);
-      outcomes.push({ kind: 'again' });
-      if (fresh.length > 0) appends.push({ index, fresh, request: { stream: spec.stream, expected: 'no_stream', events: fresh, claim: decision.claim ?? [] } });
-    } catch (error) {
-      outcomes.push({ kind: 'failed', error });
-    }
-  }
-  const appended = await store.appendMany(appends.map((a) => a.request));
-  for (const [i, outcome] of appended.entries()) {
-    const { index, fresh } = appends[i] as (typeof appends)[number];
-    const { spec } = commands[index] as (typeof commands)[number];
-    if (outcome.ok && outcome.result.duplicate !== true) {
-      const recorded = fresh.map((e, n) => ({ ...e, stream: spec.stream, revision: n, position: outcome.result.position }));
-      outcomes[index] = { kind: 'done', result: { state: fold(spec, recorded), version: outcome.result.revision, position: outcome.result.position, written: true } };
-    } else if (!outcome.ok && !(outcome.error instanceof WrongExpectedRevisionError)) {
-      outcomes[index] = { kind: 'failed', error: appendFailure(spec, outcome.error) ?? outcome.error };
-    }
-  }
-  return outcomes;
-}

@@ -7,7 +7,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resourceAt } from '../../domain/resource/defineResource.ts';
+import { allResources } from '../support/runtime.ts';
 import type { ErrorBody } from '../../api/errorHandler.ts';
 import { startTestApp, type TestApp } from '../support/testApp.ts';
 
@@ -38,7 +38,8 @@ describe('a path parameter naming a record', () => {
         if (op.requestBody !== undefined) continue;
         const parameters = op.parameters ?? [];
         for (const tested of parameters.filter((p) => p.in === 'path')) {
-          const def = resourceAt(segments[segments.indexOf(`{${tested.name}}`) - 1] ?? '');
+          const at = segments[segments.indexOf(`{${tested.name}}`) - 1];
+          const def = allResources.find((r) => r.path === at);
           if (def === undefined) continue;
           const code = `no-such-${randomUUID().slice(0, 8)}`;
           const url = path.replace(/\{(\w+)\}/g, (_, name: string) => (name === tested.name ? code : valid(parameters.find((p) => p.name === name) ?? tested)));

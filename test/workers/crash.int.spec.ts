@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { signHs256 } from '../../api/auth.ts';
 import { registries } from '../../modules/registries/domain/index.ts';
-import { resourceService } from '../../domain/resource/service.ts';
+import { runtimeOver } from '../support/runtime.ts';
 import { evolve, initialState, toRecord, type RecordState } from '../../domain/resource/decider.ts';
 import { toQuery } from '../../domain/shared/filtering.ts';
 import type { ReadStore } from '../../domain/ports.ts';
@@ -67,7 +67,7 @@ async function startService(options: { batchSize?: number; atListen?: boolean } 
 const seed = async (count: number, then?: (readStore: ReadStore) => Promise<void>): Promise<void> => {
   const { eventStore, readStore, blobStore } = openEmbeddedStores(dataDir);
   try {
-    const service = resourceService(def, eventStore);
+    const service = runtimeOver(eventStore).service(def);
     const ctx = { actor: 'seed', now: new Date(), newId: randomUUID };
     for (let made = 0; made < count; made += 1000) {
       await Promise.all(Array.from({ length: Math.min(1000, count - made) }, () => service.create(sampleBody(def, uniqueCode('SEED')), ctx)));
@@ -188,7 +188,7 @@ describe('crash safety', () => {
 
     const { eventStore, readStore, blobStore } = openEmbeddedStores(dataDir);
     try {
-      const service = resourceService(def, eventStore);
+      const service = runtimeOver(eventStore).service(def);
       for (const id of acknowledged) expect((await service.get(id)).id).toBe(id);
     } finally {
       await eventStore.close();

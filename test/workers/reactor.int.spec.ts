@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EventStore, ReadStore } from '../../domain/ports.ts';
-import { resourceService } from '../../domain/resource/service.ts';
+import { runtimeOf } from '../support/runtime.ts';
 import { userGroupType } from '../../modules/registries/domain/userGroupType.ts';
 import { worklogType } from '../../modules/registries/domain/worklogType.ts';
 import { openSqliteEventStore } from '../../infra/sqlite/eventStore.ts';
@@ -45,7 +45,7 @@ const mirror = (events: EventStore): Reactor => ({
   eventTypes: ['UserGroupTypeCreated'],
   async react(event, commandFor) {
     const code = String(event.data.code);
-    await resourceService(worklogType, events).create({ code, name: code.startsWith('BAD') ? 'x'.repeat(300) : `Work of ${code}` }, commandFor());
+    await runtimeOf(events).service(worklogType).create({ code, name: code.startsWith('BAD') ? 'x'.repeat(300) : `Work of ${code}` }, commandFor());
   },
 });
 
@@ -61,7 +61,7 @@ describe('a reactor', () => {
     const dir = folder();
     const events = openSqliteEventStore(join(dir, 'events.db'));
     cleanups.push(() => events.close());
-    const groups = resourceService(userGroupType, events);
+    const groups = runtimeOf(events).service(userGroupType);
     const ctx = () => ({ actor: 'alice', now: new Date(), newId: randomUUID, correlationId: 'corr-1' });
     const codes = [uniqueCode(), uniqueCode(), uniqueCode()];
     let last = 0n;
@@ -69,7 +69,7 @@ describe('a reactor', () => {
 
     const first = await run(mirror(events), events, readStoreIn(dir));
     expect(await first.waitFor(last, 5000)).toBe(true);
-    const worklogs = resourceService(worklogType, events);
+    const worklogs = runtimeOf(events).service(worklogType);
     for (const code of codes) {
       const made = await worklogs.getByCode(code);
       const [created] = await events.readStream(`${worklogType.category}-${made.id}`);
@@ -89,7 +89,7 @@ describe('a reactor', () => {
     const dir = folder();
     const events = openSqliteEventStore(join(dir, 'events.db'));
     cleanups.push(() => events.close());
-    const groups = resourceService(userGroupType, events);
+    const groups = runtimeOf(events).service(userGroupType);
     const ctx = () => ({ actor: 'alice', now: new Date(), newId: randomUUID });
     const bad = `BAD${uniqueCode()}`;
     await groups.create({ code: bad, name: bad, registry: {} }, ctx());
@@ -98,7 +98,7 @@ describe('a reactor', () => {
     const processor = await run(mirror(events), events, readStoreIn(dir));
     expect(await processor.waitFor(last, 5000)).toBe(true);
     expect(processor.status().failures).toEqual([expect.objectContaining({ type: 'UserGroupTypeCreated', error: 'Request does not match the schema' })]);
-    expect((await resourceService(worklogType, events).getByCode(good)).code).toBe(good);
+    expect((await runtimeOf(events).service(worklogType).getByCode(good)).code).toBe(good);
   });
 });
 
@@ -117,7 +117,7 @@ function gated(events: EventStore, concurrency: number) {
       const code = String(event.data.code);
       started.push(code);
       if (code.startsWith('SLOW')) await new Promise<void>((resolve) => gates.set(code, resolve));
-      await resourceService(worklogType, events).create({ code, name: code }, commandFor());
+      await runtimeOf(events).service(worklogType).create({ code, name: code }, commandFor());
     },
   };
   return { reactor, gates, started };
@@ -137,7 +137,7 @@ describe('a reactor with slow events', () => {
     const events = openSqliteEventStore(join(dir, 'events.db'));
     cleanups.push(() => events.close());
     const reads = readStoreIn(dir);
-    const groups = resourceService(userGroupType, events);
+    const groups = runtimeOf(events).service(userGroupType);
     const ctx = () => ({ actor: 'alice', now: new Date(), newId: randomUUID });
     const { reactor, gates, started } = gated(events, 3);
     const processor = await run(reactor, events, reads);
@@ -148,7 +148,7 @@ describe('a reactor with slow events', () => {
     await until(() => gates.size === 2);
     const fast = `FAST-${uniqueCode()}`;
     const last = (await groups.create({ code: fast, name: 'fast', registry: {} }, ctx())).position ?? 0n;
-    await until(async () => (await resourceService(worklogType, events).live(fast, true)) !== undefined);
+    await until(async () => (await runtimeOf(events).service(worklogType).live(fast, true)) !== undefined);
     expect(started.filter((c) => c.startsWith('SLOW'))).toHaveLength(2);
     // The slow ones are not handled: neither the processor nor its stored checkpoint passes the first.
     expect(processor.checkpoint).toBeLessThan(first);
@@ -162,6 +162,6 @@ describe('a reactor with slow events', () => {
     expect(await processor.waitFor(last, 5000)).toBe(true);
     expect(started.filter((c) => c.startsWith('SLOW'))).toEqual(slow);
     expect(await reads.checkpoint(reactor.name)).toBeGreaterThanOrEqual(last);
-    for (const code of slow) expect((await resourceService(worklogType, events).getByCode(code)).code).toBe(code);
+    for (const code of slow) expect((await runtimeOf(events).service(worklogType).getByCode(code)).code).toBe(code);
   });
 });

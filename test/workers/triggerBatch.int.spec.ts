@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { notificationTrigger } from '../../modules/notifications/domain/trigger.ts';
 import type { EventStore, IncomingMessage } from '../../domain/ports.ts';
 import { notificationRule } from '../../modules/registries/domain/notificationRule.ts';
-import { resourceService } from '../../domain/resource/service.ts';
+import { runtimeOf } from '../support/runtime.ts';
 import { openSqliteEventStore } from '../../infra/sqlite/eventStore.ts';
 import { triggerBatchHandler } from '../../modules/notifications/workers/topics.ts';
 
@@ -26,7 +26,7 @@ const trigger = (i: number) => JSON.stringify({ ruleCode: 'BATCH', ownerType: 'T
 describe('the Kafka trigger batch handler', () => {
   it('takes a batch into the log an appendMany per 500, writes a copy (across steps) and a redelivered batch once, and dead-letters what is no trigger', async () => {
     const log = openSqliteEventStore(join(dir, 'events.db'));
-    await resourceService(notificationRule, log).create({ code: 'BATCH', name: 'batch', eventType: 'KAFKA' }, { actor: 'tester', now: new Date(), newId: randomUUID });
+    await runtimeOf(log).service(notificationRule).create({ code: 'BATCH', name: 'batch', eventType: 'KAFKA' }, { actor: 'tester', now: new Date(), newId: randomUUID });
     // The real log, its calls counted.
     const calls = { append: 0, appendMany: 0 };
     const counted = new Proxy(log, {
@@ -39,7 +39,7 @@ describe('the Kafka trigger batch handler', () => {
         };
       },
     }) as EventStore;
-    const handle = triggerBatchHandler({ eventStore: counted, now: () => new Date(), newId: randomUUID });
+    const handle = triggerBatchHandler({ runtime: runtimeOf(counted), now: () => new Date(), newId: randomUUID });
     // 1,100 triggers, then a copy of the first (in the third step, the first's append sent before it) and one that is no trigger.
     const batch = [...Array.from({ length: 1100 }, (_, i) => message(i, trigger(i))), message(1100, trigger(0), 'K-0'), message(1101, '{not json')];
 

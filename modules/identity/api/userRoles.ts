@@ -17,7 +17,6 @@ import { accessRule } from '../../../domain/access/accessRule.ts';
 import type { ChangeGuard } from '../../../domain/shared/commandHandler.ts';
 import { DomainError, forbidden } from '../../../domain/shared/errors.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
-import { KeyedLocks } from '../../../domain/shared/keyedLocks.ts';
 import { allows, permissionsOf, type Caller } from '../../../api/auth.ts';
 import type { AppDeps } from '../../../api/module.ts';
 import { readModelLookup, serviceOf } from '../../../api/services.ts';
@@ -97,18 +96,10 @@ async function anotherAdmin(deps: AppDeps, id: unknown, now: Date): Promise<bool
   return false;
 }
 
-/** One check of the last admin at a time in this process, held until its change is written, so two
- * admins demoting each other at once cannot both find the other still there. (Across processes the
- * read model's lag is the window that remains, as for references.) */
-const lastAdminLocks = new WeakMap<AppDeps, KeyedLocks>();
-const lastAdminLock = (deps: AppDeps): KeyedLocks => {
-  let locks = lastAdminLocks.get(deps);
-  if (locks === undefined) {
-    locks = new KeyedLocks();
-    lastAdminLocks.set(deps, locks);
-  }
-  return locks;
-};
+/** The lock of the last admin check: one check at a time in this process, held until its change is
+ * written, so two admins demoting each other at once cannot both find the other still there.
+ * (Across processes the read model's lag is the window that remains, as for references.) */
+const LAST_ADMIN_LOCK = 'last-admin';
 
 const lastAdmin = (code: unknown): DomainError =>
   new DomainError('USER.LAST_ADMIN', 'CONFLICT', `${String(code)} is the last enabled admin: make another user an enabled admin first`, [
@@ -142,7 +133,7 @@ export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuar
     const now = deps.clock.now();
     const hidden = await hiddenOf(deps, before.id);
     if (!enabledAdmin(before, hidden, now) || (after !== undefined && enabledAdmin(after, hidden, now))) return undefined;
-    const release = await lastAdminLock(deps).acquire([{ name: 'last-admin', exclusive: true }]);
+    const release = await deps.runtime.locks.acquire([{ name: LAST_ADMIN_LOCK, exclusive: true }]);
     try {
       if (!(await anotherAdmin(deps, before.id, now))) throw lastAdmin(before.code);
     } catch (error) {

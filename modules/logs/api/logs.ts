@@ -16,14 +16,15 @@ import { deletedBy, deletionFilter, deletionOf, log, logDeletion, type Deletion,
 import { logType } from '../../registries/domain/logType.ts';
 import type { BlobRef, BlobStore, EventStore, Position, ReadStore } from '../../../domain/ports.ts';
 import { streamOf } from '../../../domain/resource/decider.ts';
-import { keyedRecordId, resourceService, type WriteResult } from '../../../domain/resource/service.ts';
+import { keyedRecordId, type WriteResult } from '../../../domain/resource/service.ts';
 import { DomainError, idempotencyKeyReused, isDomainError, malformedUuid, notFound, referenceMissing, validationFailed } from '../../../domain/shared/errors.ts';
 import { dateTime, text } from '../../../domain/shared/fields.ts';
 import { toQuery, type FilterItem } from '../../../domain/shared/filtering.ts';
 import { isUuid } from '../../../domain/shared/ids.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { KeyedLocks } from '../../../domain/shared/keyedLocks.ts';
-import { forgetFolds } from '../../../domain/shared/streamFold.ts';
+import { forgetFolds } from '../../../application/streamFold.ts';
+import { Slot, type Runtime } from '../../../application/runtime.ts';
 import { logsProjection } from '../projections/logs.ts';
 import { dueInReadModel, type Schedule } from '../../../workers/scheduler.ts';
 import { assertReadable, assertWritable, readScope, writeContext } from '../../../api/access.ts';
@@ -62,15 +63,8 @@ const writeQuery = z.strictObject({ immediatelyRefresh: z.enum(['true', 'false']
 // ---- per log: the deletions recorded so far, and the lock replaces share against a deletion ----
 
 type LogState = { locks: KeyedLocks; deletions: DeletionLog };
-const states = new WeakMap<EventStore, LogState>();
-const stateOf = (store: EventStore): LogState => {
-  let state = states.get(store);
-  if (state === undefined) {
-    state = { locks: new KeyedLocks(), deletions: new DeletionLog(store) };
-    states.set(store, state);
-  }
-  return state;
-};
+const logState = new Slot<LogState>((runtime) => ({ locks: new KeyedLocks(), deletions: new DeletionLog(runtime.events) }));
+const stateOf = (runtime: Runtime): LogState => runtime.own(logState);
 const LOCK = 'logs';
 
 const conditionsOf = (filter: FilterItem[]) => toQuery({ filter, sort: [] }, log.columns, log.defaultSort).conditions;
@@ -108,7 +102,7 @@ class DeletionLog {
 /** 404 for a log a deletion removed (its stream still holds it until the retention pass); with
  * `asOf`, only deletions made by then count. */
 async function assertNotDeleted(deps: AppDeps, record: JsonObject & { id: string; auditInfo: { version: number } }, asOf?: string): Promise<void> {
-  const all = await stateOf(deps.eventStore).deletions.current();
+  const all = await stateOf(deps.runtime).deletions.current();
   const deletions = asOf === undefined ? all : all.filter((d) => Date.parse(d.at) <= Date.parse(asOf));
   if (deletions.length === 0) return;
   const [last] = await deps.eventStore.readStream(streamOf(log, record.id), { from: record.auditInfo.version, limit: 1 });
@@ -196,7 +190,7 @@ function writeRoutes(r: ZodRoutes, deps: AppDeps): void {
     async (request, reply) => {
       const id = uuidOf(request.params.id);
       const body = await withTypeCode(deps, request.body);
-      const release = await stateOf(deps.eventStore).locks.acquire([{ name: LOCK, exclusive: false }]);
+      const release = await stateOf(deps.runtime).locks.acquire([{ name: LOCK, exclusive: false }]);
       try {
         const current = await liveLog(deps, request, id);
         await assertWritable(deps, request, log, current);
@@ -316,7 +310,7 @@ async function earlierDeletion(deps: AppDeps, actor: string, key: string | undef
 
 async function deleteOldLogs(deps: AppDeps, request: FastifyRequest, filter: DeletionFilter): Promise<{ deleted: number; at: Position | undefined }> {
   const ctx = await writeContext(deps, request, logDeletion);
-  const release = await stateOf(deps.eventStore).locks.acquire([{ name: LOCK, exclusive: true }]);
+  const release = await stateOf(deps.runtime).locks.acquire([{ name: LOCK, exclusive: true }]);
   try {
     // Under the lock, so that a retry racing its first request finds it.
     const earlier = await earlierDeletion(deps, ctx.actor, ctx.idempotencyKey, filter);
@@ -381,7 +375,7 @@ async function idsIn(blobs: BlobStore, refs: readonly JsonObject[]): Promise<str
  * records the purge on the deletion, which stays. */
 function retentionSchedule(ctx: ModuleContext): Schedule {
   const days = ctx.settings.logs?.retentionDays ?? DEFAULT_LOG_RETENTION_DAYS;
-  const deletions = resourceService(logDeletion, ctx.eventStore);
+  const deletions = ctx.runtime.service(logDeletion);
   return {
     name: 'log-retention',
     due: (now) => {
@@ -402,7 +396,7 @@ function retentionSchedule(ctx: ModuleContext): Schedule {
       for (let i = 0; i < streams.length; i += PURGE_PART) {
         const part = streams.slice(i, i + PURGE_PART);
         events += await ctx.eventStore.purge(part);
-        forgetFolds(ctx.eventStore, part.map((stream) => ({ resource: log.errorPrefix, stream })));
+        forgetFolds(ctx.runtime, part.map((stream) => ({ resource: log.errorPrefix, stream })));
         await turn();
       }
       await deletions.execute(item.id, { type: 'Purge', streams: streams.length, events }, { actor: LOG_RETENTION_ACTOR, now, newId: ctx.newId, requestId: ctx.newId(), idempotencyKey: `purge:${item.id}` });

@@ -16,7 +16,6 @@ import { sendDocuments } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps, type Module, type ModuleContext, type ZodRoutes } from '../../../api/module.ts';
 import { dueInReadModel, type Schedule } from '../../../workers/scheduler.ts';
 import { dispatchSchedule } from '../workers/dispatcher.ts';
-import { resourceService } from '../../../domain/resource/service.ts';
 import { eq, idsWhere, recordsWhere } from '../../../api/readModelQuery.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { templateCallerOf } from '../../../api/requestContext.ts';
@@ -57,7 +56,7 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
         throw new DomainError('NOTIFICATION.TOO_MANY', 'PAYLOAD_TOO_LARGE', `At most ${String(MAX_NOTIFICATIONS_PER_CREATE)} notifications per create, got ${String(payloads.length)}`);
       }
       // Every one rendered and checked before any is written: an array is made whole or not at all.
-      const env: RenderEnv = { eventStore: deps.eventStore, blobStore: deps.blobStore, documents: deps.documents, caller: templateCallerOf(request), readable: (def, record) => assertReadable(deps, request, def, record) };
+      const env: RenderEnv = { records: deps.runtime, blobStore: deps.blobStore, documents: deps.documents, caller: templateCallerOf(request), readable: (def, record) => assertReadable(deps, request, def, record) };
       const inputs: JsonObject[] = [];
       for (const [i, payload] of payloads.entries()) inputs.push(await renderNotification(env, payload, many ? `[${String(i)}].` : ''));
       const ctx = await writeContext(deps, request, notification);
@@ -80,7 +79,7 @@ export const NOTIFICATION_EXPIRY_ACTOR = 'system:notification-expiry';
 /** PLAN or SENT notifications whose expirationDate has passed become EXPIRED: due work read from
  * the read model at every tick, so it survives restarts and runs once across instances. */
 function expirySchedule(ctx: ModuleContext): Schedule {
-  const service = resourceService(notification, ctx.eventStore);
+  const service = ctx.runtime.service(notification);
   return {
     name: 'notification-expiry',
     due: (now) => {

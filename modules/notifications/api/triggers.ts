@@ -84,6 +84,6 @@ export const notificationTriggersModule: Module = {
     if (ctx.messaging === undefined) return [];
     const topics = notificationTopics(ctx);
     const consumer = ctx.messaging.consumer({ groupId: topics.groupId, topic: topics.triggerTopic, deadLetterTopic: topics.deadLetterTopic });
-    return [triggerConsumer(consumer, { eventStore: ctx.eventStore, now: () => ctx.clock.now(), newId: ctx.newId })];
+    return [triggerConsumer(consumer, { runtime: ctx.runtime, now: () => ctx.clock.now(), newId: ctx.newId })];
   },
 };

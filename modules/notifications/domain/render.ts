@@ -7,9 +7,8 @@
 import { z } from 'zod';
 import { templateText, type TemplateVersion } from '../../documents/domain/generate.ts';
 import { inProcessTemplates } from '../../documents/domain/templateJobs.ts';
-import type { BlobStore, DocumentRenderers, EventStore, TemplateCaller } from '../../../domain/ports.ts';
+import type { BlobStore, DocumentRenderers, TemplateCaller } from '../../../domain/ports.ts';
 import type { ResourceDefinition, ResourceRecordLike } from '../../../domain/resource/defineResource.ts';
-import { resourceService } from '../../../domain/resource/service.ts';
 import { formatterTemplate } from '../../registries/domain/formatterTemplate.ts';
 import { notificationTemplate } from '../../registries/domain/notificationTemplate.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
@@ -43,8 +42,13 @@ export type CreatePayload = z.infer<typeof createPayload>;
 
 type Template = JsonObject & { id: string; auditInfo: { version: number } };
 
+/** Reads of single records, by resource (the resource services of the runtime). */
+export type RecordReads = {
+  service(def: ResourceDefinition): { get(id: string): Promise<ResourceRecordLike>; getByCode(code: string): Promise<ResourceRecordLike> };
+};
+
 export type RenderEnv = {
-  eventStore: EventStore;
+  records: RecordReads;
   blobStore: BlobStore;
   documents?: DocumentRenderers | undefined;
   /** Whose rendering it is: the caller's (its share of the template threads) or the service's. */
@@ -75,7 +79,7 @@ const asMissing =
 /** The notification template of a code, ACTIVE and readable (422 otherwise: a template one may not
  * read is answered as one that does not exist). */
 async function activeTemplate(env: RenderEnv, code: string): Promise<Template> {
-  const found = await resourceService(notificationTemplate, env.eventStore).getByCode(code).catch(asMissing(code));
+  const found = await env.records.service(notificationTemplate).getByCode(code).catch(asMissing(code));
   const readable = env.readable === undefined ? found : await env.readable(notificationTemplate, found).catch(asMissing(code));
   if (readable.status !== 'ACTIVE') throw inactive(code);
   return readable as Template;
@@ -93,7 +97,7 @@ async function contentsOf(env: RenderEnv, template: Template, payload: CreatePay
       if (error instanceof DomainError && error.status === 'NOT_FOUND') throw missingFormatterTemplate(String(template.code), id);
       throw error;
     };
-    const found = await resourceService(formatterTemplate, env.eventStore).get(id).catch(missing);
+    const found = await env.records.service(formatterTemplate).get(id).catch(missing);
     const document = env.readable === undefined ? found : await env.readable(formatterTemplate, found).catch(missing);
     return templateText(document as unknown as TemplateVersion, { ...data, ...(payload.formatterDocumentTemplateDataOverride ?? {}) }, env.documents ?? {}, env.caller);
   }

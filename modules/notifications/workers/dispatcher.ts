@@ -7,11 +7,11 @@
 // failures (SMTP 4xx, gateway 5xx, timeouts) are tried again with exponential backoff and jitter up
 // to MAX_ATTEMPTS; permanent ones (SMTP 5xx, gateway 4xx) fail at once.
 
+import type { Runtime } from '../../../application/runtime.ts';
 import { isActiveUser, user } from '../../identity/domain/user.ts';
 import { userGroup } from '../../identity/domain/userGroup.ts';
 import { backoffMs, boundedReason as bounded, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationEvent, type NotificationStatus } from '../domain/notification.ts';
 import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore, type RecordedEvent, type SmsSender } from '../../../domain/ports.ts';
-import { resourceService } from '../../../domain/resource/service.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../../domain/shared/filtering.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
@@ -25,6 +25,7 @@ const STATE_CHANGED: NotificationEvent['type'] = 'NotificationStateChanged';
 
 export type DispatcherDeps = {
   eventStore: EventStore;
+  runtime: Runtime;
   readStore: ReadStore;
   readModels: ReadModels;
   blobStore: BlobStore;
@@ -65,9 +66,9 @@ class Dispatcher {
 
   constructor(deps: DispatcherDeps) {
     this.#deps = deps;
-    this.#notifications = resourceService(notification, deps.eventStore);
-    this.#users = resourceService(user, deps.eventStore);
-    this.#groups = resourceService(userGroup, deps.eventStore);
+    this.#notifications = deps.runtime.service(notification);
+    this.#users = deps.runtime.service(user);
+    this.#groups = deps.runtime.service(userGroup);
   }
 
   #command(id: string, c: DeliveryCommand, now: Date) {

@@ -16,13 +16,15 @@
 // log that moves its checkpoint only after the broker acknowledged the batch: at least once, and a
 // repeat carries the same message id.
 
+import type { ResourceService } from '../../../application/resourceService.ts';
+import type { Runtime } from '../../../application/runtime.ts';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { notification, type NotificationEvent } from '../domain/notification.ts';
 import { notificationTrigger, triggerPayload } from '../domain/trigger.ts';
-import type { BatchOutcome, EventStore, IncomingMessage, MessageConsumer, MessageOutcome, MessagePublisher, PublishedMessage, ReadStore, RecordedEvent } from '../../../domain/ports.ts';
+import type { BatchOutcome, IncomingMessage, MessageConsumer, MessageOutcome, MessagePublisher, PublishedMessage, ReadStore, RecordedEvent } from '../../../domain/ports.ts';
 import type { LiveRecord } from '../../../domain/resource/defineResource.ts';
-import { keyedRecordId, resourceService } from '../../../domain/resource/service.ts';
+import { keyedRecordId } from '../../../domain/resource/service.ts';
 import { notificationRule } from '../../registries/domain/notificationRule.ts';
 import { isDomainError } from '../../../domain/shared/errors.ts';
 import { text, withinPeriod } from '../../../domain/shared/fields.ts';
@@ -41,7 +43,7 @@ const MAX_MESSAGE_BYTES = 1024 * 1024;
 
 export const KAFKA_TRIGGER_ACTOR = 'system:kafka-triggers';
 
-export type TriggerMessageDeps = { eventStore: EventStore; now: () => Date; newId: () => string };
+export type TriggerMessageDeps = { runtime: Runtime; now: () => Date; newId: () => string };
 
 const dead = (reason: string): MessageOutcome => ({ kind: 'dead', reason: reason.slice(0, 1000) });
 
@@ -104,8 +106,8 @@ const STEP = 500;
  * offsets not yet committed) appends nothing twice, on the embedded log as on KurrentDB (where the
  * appends are one per trigger, issued together). */
 export function triggerBatchHandler(deps: TriggerMessageDeps): (messages: readonly IncomingMessage[]) => Promise<BatchOutcome[]> {
-  const rules = resourceService(notificationRule, deps.eventStore);
-  const triggers = resourceService(notificationTrigger, deps.eventStore);
+  const rules = deps.runtime.service(notificationRule);
+  const triggers = deps.runtime.service(notificationTrigger);
   return async (messages) => {
     const now = deps.now();
     const read = new Map<string, Promise<LiveRecord | undefined>>();
@@ -166,7 +168,7 @@ async function takeTrigger(message: IncomingMessage, ruleOf: (code: string) => P
 /** What a trigger's create means for its message: a message seen before (redelivered, or sent
  * again) names a trigger already in the log, which the create under its key answers as the first
  * one did, writing nothing. Throws (`retry`) when a store failed. */
-async function createdOutcome(made: PromiseSettledResult<unknown> | undefined, key: string, triggers: ReturnType<typeof resourceService>): Promise<BatchOutcome> {
+async function createdOutcome(made: PromiseSettledResult<unknown> | undefined, key: string, triggers: ResourceService): Promise<BatchOutcome> {
   if (made === undefined) return { kind: 'retry', error: new Error('no outcome for the trigger') };
   if (made.status === 'fulfilled') return { kind: 'handled' };
   const error: unknown = made.reason;

@@ -14,13 +14,14 @@
 //   data (hidden parts, like password hashes, are never in a record). The notifications' own
 //   streams are not followed, so a rule cannot trigger itself.
 
+import type { Runtime } from '../../../application/runtime.ts';
 import { withinPeriod } from '../../../domain/shared/fields.ts';
 import { notification } from '../domain/notification.ts';
 import { renderNotification, type RenderEnv } from '../domain/render.ts';
 import { notificationTrigger, type TriggerOutcome } from '../domain/trigger.ts';
 import { OutboundFailed, type BlobStore, type Document, type DocumentRenderers, type EventStore, type OutboundClient, type ReadStore, type RecordedEvent } from '../../../domain/ports.ts';
 import type { ResourceDefinition } from '../../../domain/resource/defineResource.ts';
-import { keyedRecordId, resourceService } from '../../../domain/resource/service.ts';
+import { keyedRecordId } from '../../../domain/resource/service.ts';
 import { notificationRule } from '../../registries/domain/notificationRule.ts';
 import { notificationTemplate } from '../../registries/domain/notificationTemplate.ts';
 import { isDomainError } from '../../../domain/shared/errors.ts';
@@ -32,6 +33,7 @@ import type { CommandFor, Reactor } from '../../../workers/reactor.ts';
 import { dueInReadModel } from '../../../workers/scheduler.ts';
 
 export type TriggerDeps = {
+  runtime: Runtime;
   /** Every resource, for the record a SYSTEM trigger names. */
   resources?: readonly ResourceDefinition[];
   eventStore: EventStore;
@@ -117,9 +119,9 @@ class TriggerProcessor {
 
   constructor(deps: TriggerDeps) {
     this.#deps = deps;
-    this.#triggers = resourceService(notificationTrigger, deps.eventStore);
-    this.#rules = resourceService(notificationRule, deps.eventStore);
-    this.#notifications = resourceService(notification, deps.eventStore);
+    this.#triggers = deps.runtime.service(notificationTrigger);
+    this.#rules = deps.runtime.service(notificationRule);
+    this.#notifications = deps.runtime.service(notification);
     this.#templatesAt = readsAtLeast(deps.readModels, notificationTemplate.collection, (code) => this.#templates(code));
   }
 
@@ -146,7 +148,7 @@ class TriggerProcessor {
     const record = await this.#recordOf(trigger);
     // The service's own work: rendered in the lane no caller's template can delay, within the
     // share of whoever raised the trigger.
-    const env: RenderEnv = { eventStore: this.#deps.eventStore, blobStore: this.#deps.blobStore, documents: this.#deps.documents, caller: { serviceFor: actor } };
+    const env: RenderEnv = { records: this.#deps.runtime, blobStore: this.#deps.blobStore, documents: this.#deps.documents, caller: { serviceFor: actor } };
     const notificationIds: string[] = [];
     const problems: string[] = [];
     for (const template of templates) {
@@ -191,7 +193,7 @@ class TriggerProcessor {
     const def = this.#deps.resources?.find((r) => r.category === categoryOf(stream));
     const id = def === undefined ? undefined : idIn(def.category, stream);
     if (def === undefined || id === undefined) return undefined;
-    return resourceService(def, this.#deps.eventStore)
+    return this.#deps.runtime.service(def)
       .get(id, { version: data.version })
       .catch((error: unknown) => {
         // Gone at that version (deleted since): rendered without the record.
@@ -261,7 +263,7 @@ export const SYSTEM_RULES = 'notification-system-rules';
 export function systemRuleReactor(deps: TriggerDeps, resources: readonly ResourceDefinition[]): Reactor {
   const followed = resources.filter((r) => r !== notification && r !== notificationTrigger);
   const byCategory = new Map(followed.map((r) => [r.category, r]));
-  const triggers = resourceService(notificationTrigger, deps.eventStore);
+  const triggers = deps.runtime.service(notificationTrigger);
   const rulesQuery = toQuery({ filter: [{ column: 'eventType', operator: 'EQ', value: 'SYSTEM' }], sort: [] }, notificationRule.columns, notificationRule.defaultSort);
   // The SYSTEM rules, read once for a batch of events (a burst of log creates).
   const rulesAt = readsAtLeast<readonly Document[]>(deps.readModels, notificationRule.collection, () => dueInReadModel(deps.readStore, deps.readModels, notificationRule.collection, rulesQuery, 1000));

@@ -13,7 +13,7 @@ import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ATTEMPT_HOLD_MS, notification } from '../../../modules/notifications/domain/notification.ts';
 import type { Document } from '../../../domain/ports.ts';
-import { resourceService } from '../../../domain/resource/service.ts';
+import { runtimeOver } from '../../support/runtime.ts';
 import { isDomainError } from '../../../domain/shared/errors.ts';
 import { openEmbeddedStores } from '../../../infra/embedded.ts';
 import { SmtpMailSender } from '../../../infra/mail/smtpSender.ts';
@@ -65,7 +65,7 @@ afterAll(async () => {
 });
 
 /** The other instance's dispatcher: the same stores and read models, its own schedule. */
-const otherInstance = (): Schedule => dispatchSchedule({ ...stores, readModels: t.service.readModels, clock, newId: randomUUID, mail });
+const otherInstance = (): Schedule => dispatchSchedule({ ...stores, runtime: runtimeOver(stores.eventStore), readModels: t.service.readModels, clock, newId: randomUUID, mail });
 
 const readModelDoc = async (id: string): Promise<Document> => {
   for (let i = 0; i < 100; i++) {
@@ -115,7 +115,7 @@ describe('two dispatchers', () => {
     await t.service.scheduler.tick();
     await until(id, (d) => d.status === 'SENDING');
     // A dispatcher recorded attempt 1 and died before its outcome.
-    const service = resourceService(notification, stores.eventStore);
+    const service = runtimeOver(stores.eventStore).service(notification);
     const ctx = () => ({ actor: 'test', now: clock.now(), newId: randomUUID, requestId: randomUUID() });
     await service.execute(id, { type: 'Attempt', attempt: 1 }, ctx());
     // Attempt 1 again (a retried command, a second dispatcher): refused.

@@ -11,6 +11,7 @@ import type { IncomingMessage } from '../../../domain/ports.ts';
 import { openEmbeddedStores } from '../../../infra/embedded.ts';
 import { triggerMessageHandler } from '../../../modules/notifications/workers/topics.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
+import { runtimeOf } from '../../support/runtime.ts';
 
 const configTypeId = '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
 let t: TestApp;
@@ -39,7 +40,7 @@ async function settled(id: string): Promise<Trigger> {
 }
 
 describe('Kafka trigger messages', () => {
-  const handler = () => triggerMessageHandler({ eventStore: stores.eventStore, now: () => new Date(), newId: randomUUID });
+  const handler = () => triggerMessageHandler({ runtime: runtimeOf(stores.eventStore), now: () => new Date(), newId: randomUUID });
   let offset = 0;
   const message = (value: string | Buffer, headers: Record<string, string> = {}, key: string | null = 'k'): IncomingMessage => ({
     topic: 'triggers',

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { command, created, defineResource, deleted, ownEvent, patched, replaced } from '../../../domain/resource/defineResource.ts';
-import { resourceService } from '../../../domain/resource/service.ts';
+import { runtimeOver } from '../../support/runtime.ts';
 import type { CommandContext } from '../../../domain/shared/commandHandler.ts';
 import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
 
@@ -61,7 +61,7 @@ describe('open decider', () => {
       expected: 'no_stream',
       events: [{ id: randomUUID(), type: 'WidgetCreated', schemaVersion: 1, data: { id, label: 'Old one' }, metadata: { actor: 'old-code', at: '2025-01-01T00:00:00.000Z' } }],
     });
-    const service = resourceService(widget, store);
+    const service = runtimeOver(store, [widget]).service(widget);
     expect(await service.get(id)).toMatchObject({ id, name: 'Old one' });
     const history = await service.history(id, { page: 0, size: 10 });
     const entries = [];
@@ -78,7 +78,7 @@ describe('open decider', () => {
     const dir = mkdtempSync(join(tmpdir(), 'open-decider-'));
     dirs.push(dir);
     const store = openSqliteEventStore(join(dir, 'events.db'));
-    const service = resourceService(widget, store);
+    const service = runtimeOver(store, [widget]).service(widget);
     const { record } = await service.create({ name: 'W' }, ctx());
     const id = String(record?.id);
     const secret = await service.execute(id, { type: 'SetSecret', secret: 's3cr3t-value' }, ctx());
@@ -110,7 +110,7 @@ describe('open decider', () => {
       unique: [dnKey],
       events: { GroupCreated: created(), GroupReplaced: replaced(), GroupPatched: patched(), GroupDeleted: deleted() },
     });
-    const service = resourceService(group, store);
+    const service = runtimeOver(store, [group]).service(group);
     const first = await service.create({ dn: 'CN=Ops, OU=Groups' }, ctx());
     await expect(service.create({ dn: 'cn = ops,ou=groups' }, ctx())).rejects.toMatchObject({ status: 'CONFLICT', code: 'GROUP.LDAP_MEMBER_OF_TAKEN' });
     expect((await service.getByKey(dnKey, { dn: 'cn=OPS , ou=GROUPS' })).id).toBe(first.record?.id);

@@ -4,8 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EventStore, RecordedEvent } from '../../../domain/ports.ts';
-import { handleCommand, type CommandSpec } from '../../../domain/shared/commandHandler.ts';
-import { foldStream } from '../../../domain/shared/streamFold.ts';
+import { handleCommand } from '../../../application/commands.ts';
+import { foldStream } from '../../../application/streamFold.ts';
+import type { CommandSpec } from '../../../domain/shared/commandHandler.ts';
+import { runtimeOf } from '../../support/runtime.ts';
 import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
 import { intercept } from '../../support/intercept.ts';
 
@@ -39,27 +41,27 @@ describe('the fold cache', () => {
   it('reads only the events after the cached revision', async () => {
     const { store, reads } = counting(log);
     const stream = `counter-${randomUUID()}`;
-    for (let i = 0; i < 50; i++) await handleCommand(counter(stream), ctx(), store);
+    for (let i = 0; i < 50; i++) await handleCommand(counter(stream), ctx(), runtimeOf(store));
     // Every command after the first finds its state cached and reads an empty tail.
     expect(reads.every((n) => n === 0)).toBe(true);
-    const folded = await foldStream(counter(stream), store);
+    const folded = await foldStream(counter(stream), runtimeOf(store));
     expect(folded).toMatchObject({ state: 50, version: 49 });
   });
 
   it('folds events written past it (another process), and answers as a fresh fold', async () => {
     const stream = `counter-${randomUUID()}`;
     const { store, reads } = counting(log);
-    await handleCommand(counter(stream), ctx(), store);
+    await handleCommand(counter(stream), ctx(), runtimeOf(store));
     await log.append({ stream, expected: 0, events: [{ id: randomUUID(), type: 'Added', schemaVersion: 1, data: { by: 10 }, metadata: { actor: 'bob', at: new Date().toISOString() } }] });
     reads.length = 0;
-    const result = await handleCommand(counter(stream), ctx(), store);
+    const result = await handleCommand(counter(stream), ctx(), runtimeOf(store));
     expect(result).toMatchObject({ state: 12, version: 2 });
     expect(reads).toEqual([1]);
   });
 
   it('reads from a revision in both directions of the port: nothing past the end, the tail from inside', async () => {
     const stream = `counter-${randomUUID()}`;
-    for (let i = 0; i < 3; i++) await handleCommand(counter(stream), ctx(), log);
+    for (let i = 0; i < 3; i++) await handleCommand(counter(stream), ctx(), runtimeOf(log));
     expect((await log.readStream(stream, { from: 1 })).map((e) => e.revision)).toEqual([1, 2]);
     expect(await log.readStream(stream, { from: 3 })).toEqual([]);
     expect(await log.readStream(`counter-${randomUUID()}`, { from: 5 })).toEqual([]);
@@ -71,18 +73,18 @@ describe('the fold cache', () => {
     const large = (stream: string): CommandSpec<string> => ({ ...counter(stream), initial: () => '', evolve: () => big, decide: () => ({ events: [{ type: 'Added', data: {} }] }) });
     const { store, reads } = counting(log);
     const hot = `large-${randomUUID()}`;
-    await handleCommand(large(hot), ctx(), store);
+    await handleCommand(large(hot), ctx(), runtimeOf(store));
     const cold: string[] = [];
     for (let i = 0; i < 80; i++) {
       cold.push(`large-${randomUUID()}`);
-      await handleCommand(large(cold[i] ?? ''), ctx(), store);
-      await foldStream(large(hot), store);
+      await handleCommand(large(cold[i] ?? ''), ctx(), runtimeOf(store));
+      await foldStream(large(hot), runtimeOf(store));
     }
     reads.length = 0;
     // Cached: an empty tail. Forgotten: the whole stream (one event) read again.
-    await foldStream(large(hot), store);
-    await foldStream(large(cold[0] ?? ''), store);
-    await foldStream(large(cold[79] ?? ''), store);
+    await foldStream(large(hot), runtimeOf(store));
+    await foldStream(large(cold[0] ?? ''), runtimeOf(store));
+    await foldStream(large(cold[79] ?? ''), runtimeOf(store));
     expect(reads).toEqual([0, 1, 0]);
   });
 });

@@ -12,7 +12,9 @@ import { randomUUID } from 'node:crypto';
 import { AccessDeniedError, DeadlineExceededError, KurrentDBClient, UnavailableError, jsonEvent, NO_STREAM } from '@kurrent/kurrentdb-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CodeTakenError, WrongExpectedRevisionError, type AppendRequest, type NewEvent } from '../../../domain/ports.ts';
-import { handleCommand, type CommandContext, type CommandSpec } from '../../../domain/shared/commandHandler.ts';
+import { handleCommand } from '../../../application/commands.ts';
+import type { CommandContext, CommandSpec } from '../../../domain/shared/commandHandler.ts';
+import { runtimeOf } from '../../support/runtime.ts';
 import { StoreUnavailableError } from '../../../domain/shared/errors.ts';
 import { CLAIM_GRACE_MS, CODE_CLAIMED, CODE_RELEASED, codeStreamName } from '../../../infra/kurrentdb/codeClaims.ts';
 import { KurrentEventStore } from '../../../infra/kurrentdb/eventStore.ts';
@@ -411,8 +413,8 @@ describe('the KurrentDB claim protocol under interleavings (the real client agai
       await instanceAt(server).append(claiming(T, 'no_stream')); // fences S at revision 0
       const spec: CommandSpec<number> = { resource: 'USER', stream: S, initial: () => 0, evolve: (n) => n + 1, decide: () => ({ events: [{ type: 'UserCreated', data: {} }] }), schemaVersion: 1 };
       const ctx: CommandContext = { actor: 'alice', now: new Date(server), newId: randomUUID, idempotencyKey: 'k-1', requestHash: 'h-1' };
-      expect(await handleCommand(spec, ctx, instanceAt(server))).toMatchObject({ version: 1, written: true });
-      expect(await handleCommand(spec, ctx, instanceAt(server))).toMatchObject({ version: 1, written: false, state: 1 });
+      expect(await handleCommand(spec, ctx, runtimeOf(instanceAt(server)))).toMatchObject({ version: 1, written: true });
+      expect(await handleCommand(spec, ctx, runtimeOf(instanceAt(server)))).toMatchObject({ version: 1, written: false, state: 1 });
     });
   });
 

@@ -5,7 +5,9 @@
 // server: eventStore.containers.spec.ts.
 
 import { status as grpcStatus } from '@grpc/grpc-js';
-import { handleCommand, type CommandContext, type CommandSpec } from '../../../domain/shared/commandHandler.ts';
+import { handleCommand } from '../../../application/commands.ts';
+import type { CommandContext, CommandSpec } from '../../../domain/shared/commandHandler.ts';
+import { runtimeOf } from '../../support/runtime.ts';
 import { StoreUnavailableError } from '../../../domain/shared/errors.ts';
 import fc from 'fast-check';
 import {
@@ -666,7 +668,7 @@ describe('an append the server refuses on the batch-append path (the gRPC stand-
       // A command answers the resource's TOO_LARGE.
       const spec: CommandSpec<number> = { resource: 'USER', stream: 's-2', initial: () => 0, evolve: (n) => n + 1, decide: () => ({ events: [big(600), big(600)] }), schemaVersion: 1 };
       const ctx: CommandContext = { actor: 'a', now: new Date(), newId: () => crypto.randomUUID() };
-      await expect(handleCommand(spec, ctx, store)).rejects.toMatchObject({ code: 'USER.TOO_LARGE', httpStatus: 413, message: expect.stringMatching(/EVENTSTORE_MAX_APPEND_BYTES/) as string });
+      await expect(handleCommand(spec, ctx, runtimeOf(store))).rejects.toMatchObject({ code: 'USER.TOO_LARGE', httpStatus: 413, message: expect.stringMatching(/EVENTSTORE_MAX_APPEND_BYTES/) as string });
     } finally {
       await store.close();
       await server.close();
