@@ -17,6 +17,8 @@ import type { Schedule } from '../workers/scheduler.ts';
 import type { FastifyServerOptions } from 'fastify';
 import type { Operation } from '../domain/resource/defineResource.ts';
 import type { WriteResult } from '../domain/resource/service.ts';
+import type { ResourceRecord } from '../domain/resource/decider.ts';
+import type { JsonObject } from '../domain/shared/json.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { z } from 'zod';
 import type { Caller, Permission, TokenVerifier } from './auth.ts';
@@ -112,12 +114,34 @@ export type Module = {
 export type ResourceRouteOptions = {
   /** Who may read and who may write; default `read` and `write`. */
   permissions?: { read: Permission; write: Permission };
-  /** Operations the module serves itself instead (e.g. a get with an expand). */
+  /** Operations the module serves itself instead (a route that is not one of the shared set's). */
   except?: readonly Operation[];
   /** The shared create with a body of the module's own, holding members the record does not store
    * (a job's inline steps), and the work that makes the record and the rest from it. */
-  create?: { body: z.ZodType; run: (deps: AppDeps, body: unknown, ctx: CommandContext) => Promise<WriteResult> };
+  create?: { body?: z.ZodType; run: (deps: AppDeps, body: unknown, ctx: CommandContext) => Promise<WriteResult> };
+  /** Create and replace take a body of the module's own (a log names its type by `logType` or
+   * `logTypeCode`), made the resource's input by `normalise` before anything else is judged. */
+  write?: { body: z.ZodType; normalise: (deps: AppDeps, body: JsonObject) => Promise<JsonObject> };
+  /** A record the caller may read that is nevertheless gone (a log a deletion removed): throws
+   * its 404, on a get (as it was at `asOf`) and before a replace. */
+  present?: (deps: AppDeps, record: ResourceRecord, asOf?: string) => Promise<void>;
+  /** Replace runs inside it (logs: a lock that their "delete old logs" takes alone). */
+  aroundReplace?: <T>(deps: AppDeps, replace: () => Promise<T>) => Promise<T>;
+  /** Get answers the record expanded: query members of its own, the answer's schema, and the answer
+   * made from the record the caller may read. */
+  get?: {
+    query: z.ZodRawShape;
+    response: z.ZodType;
+    expand: (deps: AppDeps, request: FastifyRequest, record: ResourceRecord, query: Readonly<Record<string, unknown>>) => Promise<JsonObject>;
+  };
+  /** What an operation's documentation says beyond the shared text. */
+  docs?: Partial<Record<Operation, OperationDocs>>;
 };
+
+/** An operation's own documentation: summary and description instead of the shared ones, error
+ * statuses beside the shared ones, and the name of its record's path parameter (`idOrCode`
+ * unless the contract names it otherwise). */
+export type OperationDocs = { summary?: string; description?: string; errors?: readonly number[]; param?: string };
 
 /** What the HTTP application is built from: ports, the clock, ids, the token verifier and the
  * modules. main.ts (and the tests) choose the adapters. */

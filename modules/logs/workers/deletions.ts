@@ -1,0 +1,84 @@
+// What this process keeps of the log's deletions: every LogDeletionCreated read so far (followed
+// on from where the last read ended; they are few), and the lock that replaces of logs share
+// against a deletion, which takes it alone (see api/deleteOldLogs.ts for why). One of each per
+// event store.
+
+import { deletedBy, deletionOf, log, logDeletion, type Deletion } from '../domain/log.ts';
+import { conditionsOf } from '../domain/deletions.ts';
+import type { EventStore, Position } from '../../../domain/ports.ts';
+import type { ResourceRecord } from '../../../domain/resource/decider.ts';
+import { streamOf } from '../../../domain/resource/decider.ts';
+import { notFound } from '../../../domain/shared/errors.ts';
+import { KeyedLocks } from '../../../domain/shared/keyedLocks.ts';
+
+type LogState = { locks: KeyedLocks; deletions: DeletionLog };
+const states = new WeakMap<EventStore, LogState>();
+const stateOf = (store: EventStore): LogState => {
+  let state = states.get(store);
+  if (state === undefined) {
+    state = { locks: new KeyedLocks(), deletions: new DeletionLog(store) };
+    states.set(store, state);
+  }
+  return state;
+};
+const LOCK = 'logs';
+
+/** Every LogDeletionCreated of the log, read on from where the last read ended. */
+class DeletionLog {
+  readonly #store: EventStore;
+  #after: Position = 0n;
+  #list: (Deletion & { at: string })[] = [];
+  #reading: Promise<void> = Promise.resolve();
+
+  constructor(store: EventStore) {
+    this.#store = store;
+  }
+
+  current(): Promise<readonly (Deletion & { at: string })[]> {
+    // A failed read (a store down) fails its callers, not every later one.
+    this.#reading = this.#reading.catch(() => undefined).then(() => this.#readOn());
+    return this.#reading.then(() => this.#list);
+  }
+
+  async #readOn(): Promise<void> {
+    for (;;) {
+      const batch = await this.#store.readAll({ after: this.#after, limit: 500, categories: [logDeletion.category], types: [logDeletion.createdEvent] });
+      for (const e of batch) {
+        const deletion = deletionOf(e.data, conditionsOf);
+        if (deletion !== undefined) this.#list = [...this.#list, { ...deletion, at: e.metadata.at }];
+      }
+      this.#after = batch.at(-1)?.position ?? this.#after;
+      if (batch.length < 500) return;
+    }
+  }
+}
+
+/** 404 for a log a deletion removed (its stream still holds it until the retention pass); with
+ * `asOf`, only deletions made by then count. */
+export async function assertNotDeleted(store: EventStore, record: ResourceRecord, asOf?: string): Promise<void> {
+  const all = await stateOf(store).deletions.current();
+  const deletions = asOf === undefined ? all : all.filter((d) => Date.parse(d.at) <= Date.parse(asOf));
+  if (deletions.length === 0) return;
+  const [last] = await store.readStream(streamOf(log, record.id), { from: record.auditInfo.version, limit: 1 });
+  if (last === undefined || deletions.some((d) => deletedBy(d, record, last.position))) throw notFound(log.errorPrefix, record.id);
+}
+
+/** Runs a replace of a log: beside other replaces, never beside a deletion. */
+export async function asReplace<T>(store: EventStore, replace: () => Promise<T>): Promise<T> {
+  const release = await stateOf(store).locks.acquire([{ name: LOCK, exclusive: false }]);
+  try {
+    return await replace();
+  } finally {
+    release();
+  }
+}
+
+/** Runs a deletion of logs alone: no replace of a log meanwhile. */
+export async function asDeletion<T>(store: EventStore, deletion: () => Promise<T>): Promise<T> {
+  const release = await stateOf(store).locks.acquire([{ name: LOCK, exclusive: true }]);
+  try {
+    return await deletion();
+  } finally {
+    release();
+  }
+}
