@@ -127,12 +127,13 @@ export type ResourceRouteOptions = {
   present?: (deps: AppDeps, record: ResourceRecord, asOf?: string) => Promise<void>;
   /** Replace runs inside it (logs: a lock that their "delete old logs" takes alone). */
   aroundReplace?: <T>(deps: AppDeps, replace: () => Promise<T>) => Promise<T>;
-  /** Get answers the record expanded: query members of its own, the answer's schema, and the answer
-   * made from the record the caller may read. */
+  /** Get answers the record expanded: query members of its own, the answer's schema, and the
+   * answer made from the record the caller may read (its query read first: a 400 comes before
+   * the record is looked up). */
   get?: {
     query: z.ZodRawShape;
     response: z.ZodType;
-    expand: (deps: AppDeps, request: FastifyRequest, record: ResourceRecord, query: Readonly<Record<string, unknown>>) => Promise<JsonObject>;
+    expand: (query: Readonly<Record<string, unknown>>) => (deps: AppDeps, request: FastifyRequest, record: ResourceRecord) => Promise<JsonObject>;
   };
   /** What an operation's documentation says beyond the shared text. */
   docs?: Partial<Record<Operation, OperationDocs>>;

@@ -309,8 +309,9 @@ function recordRoutes({ r, def, deps, service, base, tags, record, read, offers,
       },
       async (request, reply) => {
         const { asOf } = request.query as { asOf?: string };
+        const expand = getExpansion?.expand(request.query);
         const found = await present(request, await service.get(keyOf('get', request.params), asOf === undefined ? {} : { asOf }), asOf);
-        return sendRecord(reply, found, getExpansion === undefined ? found : await getExpansion.expand(deps, request, found, request.query));
+        return sendRecord(reply, found, expand === undefined ? found : await expand(deps, request, found));
       },
     );
   }

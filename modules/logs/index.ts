@@ -4,7 +4,7 @@
 
 import type { Module } from '../../api/module.ts';
 import { deleteOldLogsRoute } from './api/deleteOldLogs.ts';
-import { logRoutes, logsByOwnerRoute } from './api/logs.ts';
+import { logOperations, logsByOwnerRoute } from './api/logs.ts';
 import { log, logDeletion } from './domain/log.ts';
 import { logsProjection } from './projections/logs.ts';
 import { retentionSchedule } from './workers/retention.ts';
@@ -12,7 +12,7 @@ import { retentionSchedule } from './workers/retention.ts';
 export const logsModule: Module = {
   name: 'logs',
   resources: [
-    { definition: log, routes: logRoutes, defaultReadModel: false },
+    { definition: log, routes: logOperations, defaultReadModel: false },
     { definition: logDeletion, routes: { permissions: { read: 'admin', write: 'admin' } } },
   ],
   projections: [logsProjection()],

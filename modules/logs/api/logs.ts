@@ -57,7 +57,7 @@ async function refusePurgedId(deps: AppDeps, id: string | undefined): Promise<vo
 }
 
 /** How logs are served by the shared operation set. */
-export const logRoutes: ResourceRouteOptions = {
+export const logOperations: ResourceRouteOptions = {
   write: { body: logWrite, normalise: withTypeCode },
   create: {
     run: async (deps, input, ctx) => {
