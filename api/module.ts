@@ -1,7 +1,7 @@
 // A module is one bounded part of the service, declared once: the resources it serves with the
 // shared operation set, its read models, its own routes, and the work it does off the request
 // path (reactors, schedules, workers). compose.ts builds every process from the list of modules
-// (api/modules/index.ts) and its ROLE; nothing else lists resources or read models.
+// (modules/index.ts) and its ROLE; nothing else lists resources or read models.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -190,31 +190,3 @@ export type ExchangeSettings = {
 /** The app as modules declare routes on it: schemas are zod's. */
 export const zodRoutes = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvider>();
 export type ZodRoutes = ReturnType<typeof zodRoutes>;
-
-/** One module of several parts (identity: groups, users, regions, login), each a Module of its own
- * for its file's sake: what the parts declare, in their order, under one name. */
-export function composeModule(name: string, parts: readonly Module[]): Module {
-  const all = <T>(pick: (m: Module) => readonly T[] | undefined): T[] => parts.flatMap((m) => pick(m) ?? []);
-  const authenticators = parts.flatMap((m) => (m.authenticated === undefined ? [] : [m.authenticated]));
-  return {
-    name,
-    resources: all((m) => m.resources),
-    projections: all((m) => m.projections),
-    routes: (app, deps) => {
-      for (const m of parts) m.routes?.(app, deps);
-    },
-    reactors: (ctx) => parts.flatMap((m) => m.reactors?.(ctx) ?? []),
-    handlers: (ctx) => parts.flatMap((m) => m.handlers?.(ctx) ?? []),
-    schedules: (ctx) => parts.flatMap((m) => m.schedules?.(ctx) ?? []),
-    workers: (ctx) => parts.flatMap((m) => m.workers?.(ctx) ?? []),
-    ...(authenticators.length === 0
-      ? {}
-      : {
-          authenticated: async (caller: Caller, deps: AppDeps) => {
-            let current = caller;
-            for (const authenticate of authenticators) current = await authenticate(current, deps);
-            return current;
-          },
-        }),
-  };
-}

@@ -21,7 +21,7 @@ import { position } from '../../../api/readModelWait.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOrCode } from '../../../api/schemas.ts';
 import { serviceOf } from '../../../api/services.ts';
-import { groupsOfUsers } from './users.ts';
+import { groupsOfUsers } from './memberships.ts';
 
 const tags = [userGroup.path];
 const base = `/api/v1/${userGroup.path}`;

@@ -11,14 +11,13 @@ import { user, type ThumbnailRef, type UserCommand } from '../domain/user.ts';
 import { UserKinds } from '../../registries/domain/userType.ts';
 import { userGroup } from '../domain/userGroup.ts';
 import { userGroupRegion } from '../domain/userGroupRegion.ts';
-import type { Document } from '../../../domain/ports.ts';
 import { DomainError, forbidden, notFound, validationFailed } from '../../../domain/shared/errors.ts';
 import { allows } from '../../../api/auth.ts';
 import { uuid } from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { sendDocuments, sendItems } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps, type ResourceRouteOptions, type ZodRoutes } from '../../../api/module.ts';
-import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
+import { eq, idsWhere, isIn, recordsWhere } from '../../../api/readModelQuery.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { eventPosition, versionTag } from '../../../api/replies.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
@@ -27,6 +26,7 @@ import { ifMatchVersion } from '../../../api/requestContext.ts';
 import { assertReadable, assertWritable, readable, readScope, writeContext } from '../../../api/access.ts';
 import { serviceOf } from '../../../api/services.ts';
 import { groupsOf, rolesOf } from './userRoles.ts';
+import { groupsOfUsers } from './memberships.ts';
 
 const tags = [user.path];
 const base = `/api/v1/${user.path}`;
@@ -68,22 +68,6 @@ async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObj
     shown.push({ regionId: a.regionId, source: 'USER_GROUP', userGroupId: a.userGroupId, ...(code === undefined ? {} : { userGroupCode: code }), assignmentId: a.id });
   }
   return [...own, ...shown];
-}
-
-/** The groups of several users, from the groups' read model: { userId: [group] }. */
-export async function groupsOfUsers(deps: AppDeps, request: FastifyRequest, userIds: readonly string[], options: QueryOptions): Promise<Record<string, Document[]>> {
-  const users = serviceOf(deps, user);
-  const codesByUser = new Map<string, string[]>();
-  for (const id of new Set(userIds.map((u) => u.toLowerCase()))) {
-    const found = await users.get(id).catch(() => undefined);
-    // A user the caller may not read is as unknown as one that does not exist.
-    const visible = found !== undefined && (await readable(deps, request, user, found));
-    codesByUser.set(id, visible && Array.isArray(found.groups) ? (found.groups as string[]) : []);
-  }
-  const codes = [...new Set([...codesByUser.values()].flat())];
-  const groups = codes.length === 0 ? [] : await recordsWhere(deps, userGroup, [isIn('code', codes)], options);
-  const byCode = new Map(groups.map((g) => [String(g.code), g]));
-  return Object.fromEntries([...codesByUser].map(([id, cs]) => [id, cs.flatMap((c) => byCode.get(c) ?? [])]));
 }
 
 const photoBody = z.strictObject({ userId: uuid(), photoData: z.string().min(1).max(Math.ceil((MAX_THUMBNAIL_BYTES * 4) / 3) + 200) });

@@ -63,22 +63,16 @@ export async function assertNotDeleted(store: EventStore, record: ResourceRecord
   if (last === undefined || deletions.some((d) => deletedBy(d, record, last.position))) throw notFound(log.errorPrefix, record.id);
 }
 
-/** Runs a replace of a log: beside other replaces, never beside a deletion. */
-export async function asReplace<T>(store: EventStore, replace: () => Promise<T>): Promise<T> {
-  const release = await stateOf(store).locks.acquire([{ name: LOCK, exclusive: false }]);
+/** Runs a replace of a log (beside other replaces, never beside a deletion) or a deletion of logs
+ * (alone: no replace of a log meanwhile). */
+async function underLock<T>(store: EventStore, exclusive: boolean, run: () => Promise<T>): Promise<T> {
+  const release = await stateOf(store).locks.acquire([{ name: LOCK, exclusive }]);
   try {
-    return await replace();
+    return await run();
   } finally {
     release();
   }
 }
 
-/** Runs a deletion of logs alone: no replace of a log meanwhile. */
-export async function asDeletion<T>(store: EventStore, deletion: () => Promise<T>): Promise<T> {
-  const release = await stateOf(store).locks.acquire([{ name: LOCK, exclusive: true }]);
-  try {
-    return await deletion();
-  } finally {
-    release();
-  }
-}
+export const asReplace = <T>(store: EventStore, replace: () => Promise<T>): Promise<T> => underLock(store, false, replace);
+export const asDeletion = <T>(store: EventStore, deletion: () => Promise<T>): Promise<T> => underLock(store, true, deletion);
