@@ -35,6 +35,7 @@ import { ErrorBodySchema } from './errorHandler.ts';
 import type { Permission } from './auth.ts';
 import type { AppDeps, ExchangeSettings, ZodRoutes } from './module.ts';
 import { position, waitForReadModelAt } from './readModelWait.ts';
+import { location } from './replies.ts';
 
 /** What the derived routes of a resource share (resourceRoutes.ts's route kit). */
 export type RouteKit = {
@@ -314,7 +315,7 @@ const applyEnv = async (kit: RouteKit, request: FastifyRequest, compareField: st
 
 const answerJob = async (reply: FastifyReply, env: ApplyEnv, entries: readonly DiffEntry[] | EntrySource): Promise<FastifyReply> => {
   const jobId = await startApplyJob(env, entries);
-  return reply.code(202).header('location', `/api/v1/jobs/${jobId}`).send({ acknowledge: true, jobId });
+  return location(reply.code(202), `/api/v1/jobs/${jobId}`).send({ acknowledge: true, jobId });
 };
 
 const MASS_REMOVE_TEXT = (limits: ExchangeSettings) =>

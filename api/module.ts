@@ -1,7 +1,7 @@
 // A module is one bounded part of the service, declared once: the resources it serves with the
 // shared operation set, its read models, its own routes, and the work it does off the request
 // path (reactors, schedules, workers). compose.ts builds every process from the list of modules
-// (api/modules/index.ts) and its ROLE; nothing else lists resources or read models.
+// (modules/index.ts) and its ROLE; nothing else lists resources or read models.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Runtime } from '../application/runtime.ts';
@@ -18,6 +18,8 @@ import type { Schedule } from '../workers/scheduler.ts';
 import type { FastifyServerOptions } from 'fastify';
 import type { Operation } from '../domain/resource/defineResource.ts';
 import type { WriteResult } from '../domain/resource/service.ts';
+import type { ResourceRecord } from '../domain/resource/decider.ts';
+import type { JsonObject } from '../domain/shared/json.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { z } from 'zod';
 import type { Caller, Permission, TokenVerifier } from './auth.ts';
@@ -115,12 +117,35 @@ export type Module = {
 export type ResourceRouteOptions = {
   /** Who may read and who may write; default `read` and `write`. */
   permissions?: { read: Permission; write: Permission };
-  /** Operations the module serves itself instead (e.g. a get with an expand). */
+  /** Operations the module serves itself instead (a route that is not one of the shared set's). */
   except?: readonly Operation[];
   /** The shared create with a body of the module's own, holding members the record does not store
    * (a job's inline steps), and the work that makes the record and the rest from it. */
-  create?: { body: z.ZodType; run: (deps: AppDeps, body: unknown, ctx: CommandContext) => Promise<WriteResult> };
+  create?: { body?: z.ZodType; run: (deps: AppDeps, body: unknown, ctx: CommandContext) => Promise<WriteResult> };
+  /** Create and replace take a body of the module's own (a log names its type by `logType` or
+   * `logTypeCode`), made the resource's input by `normalise` before anything else is judged. */
+  write?: { body: z.ZodType; normalise: (deps: AppDeps, body: JsonObject) => Promise<JsonObject> };
+  /** A record the caller may read that is nevertheless gone (a log a deletion removed): throws
+   * its 404, on a get (as it was at `asOf`) and before a replace. */
+  present?: (deps: AppDeps, record: ResourceRecord, asOf?: string) => Promise<void>;
+  /** Replace runs inside it (logs: a lock that their "delete old logs" takes alone). */
+  aroundReplace?: <T>(deps: AppDeps, replace: () => Promise<T>) => Promise<T>;
+  /** Get answers the record expanded: query members of its own, the answer's schema, and the
+   * answer made from the record the caller may read (its query read first: a 400 comes before
+   * the record is looked up). */
+  get?: {
+    query: z.ZodRawShape;
+    response: z.ZodType;
+    expand: (query: Readonly<Record<string, unknown>>) => (deps: AppDeps, request: FastifyRequest, record: ResourceRecord) => Promise<JsonObject>;
+  };
+  /** What an operation's documentation says beyond the shared text. */
+  docs?: Partial<Record<Operation, OperationDocs>>;
 };
+
+/** An operation's own documentation: summary and description instead of the shared ones, error
+ * statuses beside the shared ones, and the name of its record's path parameter (`idOrCode`
+ * unless the contract names it otherwise). */
+export type OperationDocs = { summary?: string; description?: string; errors?: readonly number[]; param?: string };
 
 /** What the HTTP application is built from: ports, the clock, ids, the token verifier and the
  * modules. main.ts (and the tests) choose the adapters. */
@@ -170,31 +195,3 @@ export type ExchangeSettings = {
 /** The app as modules declare routes on it: schemas are zod's. */
 export const zodRoutes = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvider>();
 export type ZodRoutes = ReturnType<typeof zodRoutes>;
-
-/** One module of several parts (identity: groups, users, regions, login), each a Module of its own
- * for its file's sake: what the parts declare, in their order, under one name. */
-export function composeModule(name: string, parts: readonly Module[]): Module {
-  const all = <T>(pick: (m: Module) => readonly T[] | undefined): T[] => parts.flatMap((m) => pick(m) ?? []);
-  const authenticators = parts.flatMap((m) => (m.authenticated === undefined ? [] : [m.authenticated]));
-  return {
-    name,
-    resources: all((m) => m.resources),
-    projections: all((m) => m.projections),
-    routes: (app, deps) => {
-      for (const m of parts) m.routes?.(app, deps);
-    },
-    reactors: (ctx) => parts.flatMap((m) => m.reactors?.(ctx) ?? []),
-    handlers: (ctx) => parts.flatMap((m) => m.handlers?.(ctx) ?? []),
-    schedules: (ctx) => parts.flatMap((m) => m.schedules?.(ctx) ?? []),
-    workers: (ctx) => parts.flatMap((m) => m.workers?.(ctx) ?? []),
-    ...(authenticators.length === 0
-      ? {}
-      : {
-          authenticated: async (caller: Caller, deps: AppDeps) => {
-            let current = caller;
-            for (const authenticate of authenticators) current = await authenticate(current, deps);
-            return current;
-          },
-        }),
-  };
-}

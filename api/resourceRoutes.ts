@@ -4,13 +4,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Document, Position } from '../domain/ports.ts';
+import type { Document } from '../domain/ports.ts';
 import type { Operation, ResourceDefinition } from '../domain/resource/defineResource.ts';
 import type { WriteResult } from '../domain/resource/service.ts';
 import { serviceOf } from './services.ts';
-import { catchUpTo, position, waitForReadModelAt } from './readModelWait.ts';
-import { isDomainError, malformedUuid } from '../domain/shared/errors.ts';
-import { isUuid } from '../domain/shared/ids.ts';
+import { catchUpTo, position } from './readModelWait.ts';
+import { isDomainError } from '../domain/shared/errors.ts';
 import { dateTime, uuid } from '../domain/shared/fields.ts';
 import {
   DEFAULT_PAGE_SIZE,
@@ -23,12 +22,14 @@ import {
   type LikePattern,
 } from '../domain/shared/filtering.ts';
 import type { AppDeps, ResourceRouteOptions } from './module.ts';
+import { answerWrite as answerWriteTo, location, recordKey, sendRecord } from './replies.ts';
 import { documentsOf, sendDocuments, sendItems, sendPage } from './documentStream.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import { ifMatchVersion } from './requestContext.ts';
 import { accessTo, assertReadable, assertWritable, readScope, writeContext } from './access.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
+import type { ResourceRecord } from '../domain/resource/decider.ts';
 import { historyEntrySchema, idOnly, idOrCode, pageSchema, queryInteger } from './schemas.ts';
 import { exchangeRoutes } from './exchangeRoutes.ts';
 
@@ -103,22 +104,27 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   /** The physical collection now serving the read model (it moves with each rebuild). */
   const collection = (): string => deps.readModels.collectionOf(def.collection);
   /** A path's `{idOrCode}`: any code, or for resources without codes a uuid (400 otherwise). */
-  const target = (idOrCode: string): string => {
-    if (!def.hasCode && !isUuid(idOrCode)) throw malformedUuid('id', idOrCode);
-    return idOrCode;
-  };
+  const target = (idOrCode: string): string => recordKey(def, idOrCode);
 
+  /** The path parameter naming the record (for a resource without codes its id, checked by
+   * `target`): `{idOrCode}`, unless the module's contract names an operation's otherwise. */
+  const paramName = (operation: Operation): string => options.docs?.[operation]?.param ?? 'idOrCode';
+  const recordParamsOf = (operation: Operation) => z.strictObject({ [paramName(operation)]: def.hasCode ? idOrCode() : idOnly() });
   const recordParams = def.hasCode ? idOrCodeParams : idParams;
+  const keyOf = (operation: Operation, params: unknown): string => target(String((params as Record<string, unknown>)[paramName(operation)]));
+  /** An operation's summary, description and errors: the shared ones, or the module's own. */
+  const docs = (operation: Operation, summary: string, ...codes: number[]) => {
+    const own = options.docs?.[operation];
+    return {
+      summary: own?.summary ?? summary,
+      ...(own?.description === undefined ? {} : { description: own.description }),
+      errors: errors(...codes, ...(own?.errors ?? [])),
+    };
+  };
   /** A write's 422 where a field names another record: missing, not valid now, or a cycle. */
   const referenceErrors = def.references.length > 0 ? errors(422) : {};
 
-  const waitForReadModel = (at: Position | undefined) => waitForReadModelAt(deps, def.collection, at);
-
-  const answerWrite = async (reply: FastifyReply, result: WriteResult, refresh: boolean | undefined): Promise<void> => {
-    void reply.header('etag', `"${String(result.version)}"`);
-    if (result.position !== undefined) void reply.header('x-event-position', result.position.toString());
-    if (refresh === true) await waitForReadModel(result.position);
-  };
+  const answerWrite = (reply: FastifyReply, result: WriteResult, refresh: boolean | undefined): Promise<void> => answerWriteTo(deps, reply, def.collection, result, refresh);
 
   /** The command context, with the caller's write coverage when access rules narrow it. */
   const ctx = (request: FastifyRequest): Promise<CommandContext> => writeContext(deps, request, def);
@@ -144,57 +150,71 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   const catchUp = (minPosition: string | undefined) => catchUpTo(deps, def.collection, minPosition);
 
   const create = options.create;
-  const createBody = create?.body ?? def.createInput;
+  const writeBody = options.write;
+  const createBody = create?.body ?? writeBody?.body ?? def.createInput;
+  const replaceBody = writeBody?.body ?? def.input;
+  /** The body of a create or replace as the resource takes it. */
+  const normalised = (body: unknown): Promise<unknown> => (writeBody === undefined ? Promise.resolve(body) : writeBody.normalise(deps, body as JsonObject));
   const createFrom = (body: unknown, context: CommandContext): Promise<WriteResult> => (create === undefined ? service.create(body, context) : create.run(deps, body, context));
+  /** A record the caller may read and that is there (ResourceRouteOptions.present). */
+  const present = async <T extends ResourceRecord>(request: FastifyRequest, found: T, asOf?: string): Promise<T> => {
+    const shown = await visible(request, found);
+    await options.present?.(deps, shown, asOf);
+    return shown;
+  };
+  const aroundReplace = options.aroundReplace ?? (<T>(_deps: AppDeps, replace: () => Promise<T>) => replace());
 
-  return { app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, writableNow, read, write, offers, collection, target, createBody, createFrom, recordParams, referenceErrors };
+  return {
+    app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, present, writableNow, read, write, offers, collection, target, keyOf, keyParam: paramName, docs,
+    presentCheck: options.present !== undefined,
+    createBody, replaceBody, normalised, createFrom, aroundReplace, recordParams, recordParamsOf, referenceErrors, getExpansion: options.get,
+  };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
-function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, write, offers, target, writableNow, createBody, createFrom, recordParams, referenceErrors }: RouteKit): void {
-  if (offers('create'))
-  r.post(
-    base,
-    {
-      config: write,
-      schema: {
-        tags,
-        summary: `Create a ${def.name}`,
-        querystring: writeQuery,
-        body: createBody,
-        response: { 201: record, ...errors(400, 401, 403, 409, 415), ...referenceErrors },
+function commandRoutes(kit: RouteKit): void {
+  const { r, def, deps, service, base, tags, record, answerWrite, ctx, write, offers, target, keyOf, docs, present, writableNow, recordParams, recordParamsOf, referenceErrors } = kit;
+  if (offers('create')) {
+    const { errors: createErrors, ...doc } = docs('create', `Create a ${def.name}`, 400, 401, 403, 409, 415);
+    r.post(
+      base,
+      {
+        config: write,
+        schema: { tags, ...doc, querystring: writeQuery, body: kit.createBody, response: { 201: record, ...createErrors, ...referenceErrors } },
       },
-    },
-    async (request, reply) => {
-      const result = await createFrom(request.body, await ctx(request));
-      const created = result.record;
-      if (created === undefined) throw new Error(`create of ${def.name} left no record`);
-      await answerWrite(reply, result, request.query.immediatelyRefresh);
-      return reply.code(201).header('location', `${base}/${created.id}`).send(created);
-    },
-  );
+      async (request, reply) => {
+        const body = await kit.normalised(request.body);
+        const result = await kit.createFrom(body, await ctx(request));
+        const created = result.record;
+        if (created === undefined) throw new Error(`create of ${def.name} left no record`);
+        await answerWrite(reply, result, request.query.immediatelyRefresh);
+        return location(reply.code(201), `${base}/${created.id}`).send(created);
+      },
+    );
+  }
 
-  if (offers('replace'))
-  r.put(
-    `${base}/:idOrCode`,
-    {
-      config: write,
-      schema: {
-        tags,
-        summary: `Replace a ${def.name}`,
-        params: recordParams,
-        querystring: writeQuery,
-        body: def.input,
-        response: { 200: record, ...errors(400, 404, 409, 412), ...referenceErrors },
+  if (offers('replace')) {
+    const { errors: replaceErrors, ...doc } = docs('replace', `Replace a ${def.name}`, 400, 404, 409, 412);
+    r.put(
+      `${base}/:${kit.keyParam('replace')}`,
+      {
+        config: write,
+        schema: { tags, ...doc, params: recordParamsOf('replace'), querystring: writeQuery, body: kit.replaceBody, response: { 200: record, ...replaceErrors, ...referenceErrors } },
       },
-    },
-    async (request, reply) => {
-      const version = await writableNow(request, target(request.params.idOrCode));
-      const result = await service.replace(target(request.params.idOrCode), request.body, await ctx(request), version);
-      await answerWrite(reply, result, request.query.immediatelyRefresh);
-      return result.record;
-    },
-  );
+      async (request, reply) => {
+        const key = keyOf('replace', request.params);
+        const body = await kit.normalised(request.body);
+        return kit.aroundReplace(deps, async () => {
+          // A record that is gone for the module (ResourceRouteOptions.present) is a 404 here too.
+          if (kit.presentCheck) await present(request, await service.get(key));
+          const version = await writableNow(request, key);
+          const result = await service.replace(key, body, await ctx(request), version);
+          await answerWrite(reply, result, request.query.immediatelyRefresh);
+          return result.record;
+        });
+      },
+    );
+  }
 
   if (offers('patch'))
   r.patch(
@@ -236,7 +256,7 @@ function commandRoutes({ r, def, service, base, tags, record, answerWrite, ctx, 
 }
 
 /** Reads of one record fold its stream, so they reflect every acknowledged write. */
-function recordRoutes({ r, def, service, base, tags, record, read, offers, target, visible, recordParams }: RouteKit): void {
+function recordRoutes({ r, def, deps, service, base, tags, record, read, offers, target, visible, present, recordParams, recordParamsOf, keyParam, keyOf, docs, getExpansion }: RouteKit): void {
   if (offers('byCode'))
   r.get(
     `${base}/by-code/:code`,
@@ -245,8 +265,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       schema: { tags, summary: `Get a ${def.name} by code`, params: z.strictObject({ code: z.string().min(1).max(255) }), response: { 200: record, ...errors(404) } },
     },
     async (request, reply) => {
-      const found = await visible(request, await service.getByCode(request.params.code));
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+      return sendRecord(reply, await visible(request, await service.getByCode(request.params.code)));
     },
   );
 
@@ -274,24 +293,28 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
     },
   );
 
-  if (offers('get'))
-  r.get(
-    `${base}/:idOrCode`,
-    {
-      config: read,
-      schema: {
-        tags,
-        summary: `Get a ${def.name} by id or code, optionally as it was at a time`,
-        params: recordParams,
-        querystring: z.strictObject({ asOf: dateTime().optional() }),
-        response: { 200: record, ...errors(400, 404) },
+  if (offers('get')) {
+    const { errors: getErrors, ...doc } = docs('get', `Get a ${def.name} by id or code, optionally as it was at a time`, 400, 404);
+    r.get(
+      `${base}/:${keyParam('get')}`,
+      {
+        config: read,
+        schema: {
+          tags,
+          ...doc,
+          params: recordParamsOf('get'),
+          querystring: z.strictObject({ asOf: dateTime().optional(), ...getExpansion?.query }),
+          response: { 200: getExpansion?.response ?? record, ...getErrors },
+        },
       },
-    },
-    async (request, reply) => {
-      const found = await visible(request, await service.get(target(request.params.idOrCode), request.query.asOf === undefined ? {} : { asOf: request.query.asOf }));
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
-    },
-  );
+      async (request, reply) => {
+        const { asOf } = request.query as { asOf?: string };
+        const expand = getExpansion?.expand(request.query);
+        const found = await present(request, await service.get(keyOf('get', request.params), asOf === undefined ? {} : { asOf }), asOf);
+        return sendRecord(reply, found, expand === undefined ? found : await expand(deps, request, found));
+      },
+    );
+  }
 
   if (offers('versions'))
   r.get(
@@ -306,8 +329,7 @@ function recordRoutes({ r, def, service, base, tags, record, read, offers, targe
       },
     },
     async (request, reply) => {
-      const found = await visible(request, await service.get(target(request.params.idOrCode), { version: request.params.version }));
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
+      return sendRecord(reply, await visible(request, await service.get(target(request.params.idOrCode), { version: request.params.version })));
     },
   );
 }

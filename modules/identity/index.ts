@@ -2,10 +2,29 @@
 // those its groups carry) and who may change whom, and the login. The catalogues it names (user
 // types, user group types, access rules) are registries (modules/registries/).
 
-import { composeModule } from '../../api/module.ts';
-import { loginModule } from './api/login.ts';
-import { userGroupRegionsModule } from './api/userGroupRegions.ts';
-import { userGroupsModule } from './api/userGroups.ts';
-import { usersModule } from './api/users.ts';
+import type { Module } from '../../api/module.ts';
+import { loginRoute, sessionCaller } from './api/login.ts';
+import { userGroupRegionOperations, userGroupRegionsRoutes } from './api/userGroupRegions.ts';
+import { userGroupsRoutes } from './api/userGroups.ts';
+import { userStanding } from './api/userRoles.ts';
+import { userOperations, usersRoutes } from './api/users.ts';
+import { user } from './domain/user.ts';
+import { userGroup } from './domain/userGroup.ts';
+import { userGroupRegion } from './domain/userGroupRegion.ts';
 
-export const identityModule = composeModule('identity', [userGroupsModule, usersModule, userGroupRegionsModule, loginModule]);
+export const identityModule: Module = {
+  name: 'identity',
+  resources: [
+    { definition: userGroup },
+    { definition: user, routes: userOperations, guard: userStanding },
+    { definition: userGroupRegion, routes: userGroupRegionOperations },
+  ],
+  routes(app, deps) {
+    userGroupsRoutes(app, deps);
+    usersRoutes(app, deps);
+    userGroupRegionsRoutes(app, deps);
+    loginRoute(app, deps);
+  },
+  // A login session's token works while its user does, with the user's roles as they are now.
+  authenticated: sessionCaller,
+};

@@ -3,7 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../support/testApp.ts';
+import { manualClock, startTestApp, type TestApp } from '../support/testApp.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -218,5 +218,39 @@ describe('a job created with its steps (jobSteps in POST /jobs)', () => {
       const got = await t.call({ method: 'GET', url: `/api/v1/jobs/${id}` });
       expect(got.statusCode, `job ${String(i)}`).toBe(answers[i]?.statusCode === 201 ? 200 : 404);
     }
+  });
+});
+
+// GET /jobs/{id} was a copy of the shared get without `asOf`; it is the shared get now, whose
+// expansion adds the steps.
+describe('a job as of a time (the shared get)', () => {
+  const clock = manualClock();
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ clock });
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('answers the job as it was then, 404 before it existed, and with its steps as now under expand=JOB_STEPS', async () => {
+    const made = await app.call({ method: 'POST', url: '/api/v1/jobs', payload: { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'IMPORT' } });
+    expect(made.statusCode, made.body).toBe(201);
+    const job = made.json<Rec>();
+    const before = clock.now().toISOString();
+    clock.advance(1000);
+    expect((await app.call({ method: 'PATCH', url: `/api/v1/jobs/${job.id}`, payload: { status: 'IN_PROGRESS' } })).statusCode).toBe(200);
+    const step = await app.call({ method: 'POST', url: '/api/v1/job-steps', payload: { name: 'load', status: 'NEW', jobId: job.id } });
+    expect(step.statusCode, step.body).toBe(201);
+
+    const then = await app.call({ method: 'GET', url: `/api/v1/jobs/${job.id}?asOf=${encodeURIComponent(before)}` });
+    expect(then.statusCode, then.body).toBe(200);
+    expect(then.json()).toMatchObject({ id: job.id, status: 'NEW', auditInfo: { version: 0 } });
+    expect(then.headers.etag).toBe('"0"');
+    const withSteps = await app.call({ method: 'GET', url: `/api/v1/jobs/${job.id}?asOf=${encodeURIComponent(before)}&expand=JOB_STEPS&minPosition=${String(step.headers['x-event-position'])}` });
+    expect(withSteps.json()).toMatchObject({ status: 'NEW', jobSteps: [{ name: 'load' }] });
+    const now = await app.call({ method: 'GET', url: `/api/v1/jobs/${job.id}` });
+    expect(now.json()).toMatchObject({ status: 'IN_PROGRESS', auditInfo: { version: 1 } });
+    expect((await app.call({ method: 'GET', url: `/api/v1/jobs/${job.id}?asOf=2000-01-01T00:00:00Z` })).statusCode).toBe(404);
   });
 });

@@ -336,7 +336,7 @@ const sendBody = (reply: FastifyReply, body: Readable): FastifyReply => reply.se
 
 const wantsStream = (request: FastifyRequest): boolean => request.headers.accept?.toLowerCase().includes('text/event-stream') === true;
 
-function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
+export function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
   const catalog = catalogOf(deps.modules);
   const show = (e: RecordedEvent) => auditEventOf(catalog, e);
   const settings = { ...AUDIT_STREAM_DEFAULTS, ...deps.settings?.audit };
@@ -402,8 +402,3 @@ function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
   );
 }
-
-export const auditModule: Module = {
-  name: 'audit',
-  routes: auditRoutes,
-};

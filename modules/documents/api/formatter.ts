@@ -3,7 +3,7 @@
 // (domain/documents/generate.ts over the renderers of AppDeps.documents).
 
 import { createHash } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CONTENT_TYPES, DocumentFormats } from '../domain/documents.ts';
 import type { TemplateCaller } from '../../../domain/ports.ts';
@@ -15,7 +15,7 @@ import { isUuid } from '../../../domain/shared/ids.ts';
 import { assertReadable } from '../../../api/access.ts';
 import { toDomainError } from '../../../api/errorHandler.ts';
 import { templateCallerOf } from '../../../api/requestContext.ts';
-import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../../../api/module.ts';
+import { zodRoutes, type AppDeps, type ZodRoutes } from '../../../api/module.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { serviceOf } from '../../../api/services.ts';
 
@@ -266,13 +266,11 @@ async function mapBounded<T, R>(items: readonly T[], parallel: number, work: (it
   return results;
 }
 
-export const documentsModule: Module = {
-  name: 'documents',
-  routes(app, deps) {
-    const r = zodRoutes(app);
-    previewRoute(r, deps);
-    renderRoute(r, deps);
-    documentRoute(r, deps);
-    batchRoute(r, deps);
-  },
-};
+/** The formatter's routes: preview, render, a document, a batch. */
+export function formatterRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const r = zodRoutes(app);
+  previewRoute(r, deps);
+  renderRoute(r, deps);
+  documentRoute(r, deps);
+  batchRoute(r, deps);
+}

@@ -5,12 +5,13 @@
 // With an OIDC issuer tokens come from it, and the route does not exist (404).
 
 import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { verifyPassword } from '../domain/password.ts';
 import { canLogIn, user } from '../domain/user.ts';
 import { DomainError, unauthorized } from '../../../domain/shared/errors.ts';
-import type { AppDeps, Module } from '../../../api/module.ts';
+import type { AppDeps } from '../../../api/module.ts';
 import type { Caller } from '../../../api/auth.ts';
 import { FailureLimiter } from '../../../api/rateLimit.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
@@ -31,7 +32,7 @@ const fingerprint = (passwordHash: unknown): string => createHash('sha256').upda
 
 /** A login token works while its user does: enabled, inside its validity, with authentication
  * PASSWORD and the password it logged in with; its roles are the user's effective roles now. */
-async function sessionCaller(caller: Caller, deps: AppDeps): Promise<Caller> {
+export async function sessionCaller(caller: Caller, deps: AppDeps): Promise<Caller> {
   if (caller.session === undefined) return caller;
   const found = await serviceOf(deps, user).live(caller.sub, true);
   const now = deps.clock.now();
@@ -41,60 +42,57 @@ async function sessionCaller(caller: Caller, deps: AppDeps): Promise<Caller> {
   return { ...caller, roles: await rolesOf(deps, found.fields) };
 }
 
-export const loginModule: Module = {
-  name: 'login',
-  authenticated: sessionCaller,
-  routes(app, deps) {
-    const issue = deps.issueToken;
-    if (issue === undefined) return;
-    const users = serviceOf(deps, user);
-    const perUser = new FailureLimiter(LOGIN_LIMITS.perUser);
-    const perAddress = new FailureLimiter(LOGIN_LIMITS.perAddress);
-    const r = app.withTypeProvider<ZodTypeProvider>();
-    r.post(
-      '/api/v1/auth/token',
-      {
-        schema: {
-          tags: ['auth'],
-          security: [],
-          summary: 'Log in: a bearer token for a user\'s code and password',
-          description:
-            'For an ENABLE user with authentication PASSWORD, inside its validity window, whose password matches: an HS256 token (valid 12 h) ' +
-            'whose `sub` is the user\'s code and `roles` its effective roles. The token works while the user does: each request checks that it is still ' +
-            'enabled, valid and on the same password, and takes its effective roles as they are then (401 once it is not). Every failure (unknown user, wrong password, disabled, outside its ' +
-            `validity, another authentication) is the same 401. After ${String(LOGIN_LIMITS.perUser.limit)} failures for one user (the user the name resolves to; a name no user has, as typed), or ` +
-            `${String(LOGIN_LIMITS.perAddress.limit)} from one address, within 5 minutes: 429 with Retry-After until the window ends. ` +
-            'Only on the embedded HS256 secret: with an OIDC issuer configured this route does not exist (404).',
-          body: z.strictObject({ username: z.string().min(1).max(255), password: z.string().max(1024) }),
-          response: {
-            200: z.object({ access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.int(), roles: z.array(z.string()) }),
-            ...errors(400, 401, 429),
-          },
+/** POST /api/v1/auth/token (only on the embedded HS256 secret). */
+export function loginRoute(app: FastifyInstance, deps: AppDeps): void {
+  const issue = deps.issueToken;
+  if (issue === undefined) return;
+  const users = serviceOf(deps, user);
+  const perUser = new FailureLimiter(LOGIN_LIMITS.perUser);
+  const perAddress = new FailureLimiter(LOGIN_LIMITS.perAddress);
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  r.post(
+    '/api/v1/auth/token',
+    {
+      schema: {
+        tags: ['auth'],
+        security: [],
+        summary: 'Log in: a bearer token for a user\'s code and password',
+        description:
+          'For an ENABLE user with authentication PASSWORD, inside its validity window, whose password matches: an HS256 token (valid 12 h) ' +
+          'whose `sub` is the user\'s code and `roles` its effective roles. The token works while the user does: each request checks that it is still ' +
+          'enabled, valid and on the same password, and takes its effective roles as they are then (401 once it is not). Every failure (unknown user, wrong password, disabled, outside its ' +
+          `validity, another authentication) is the same 401. After ${String(LOGIN_LIMITS.perUser.limit)} failures for one user (the user the name resolves to; a name no user has, as typed), or ` +
+          `${String(LOGIN_LIMITS.perAddress.limit)} from one address, within 5 minutes: 429 with Retry-After until the window ends. ` +
+          'Only on the embedded HS256 secret: with an OIDC issuer configured this route does not exist (404).',
+        body: z.strictObject({ username: z.string().min(1).max(255), password: z.string().max(1024) }),
+        response: {
+          200: z.object({ access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.int(), roles: z.array(z.string()) }),
+          ...errors(400, 401, 429),
         },
       },
-      async (request, reply) => {
-        const now = deps.clock.now();
-        const found = await users.live(request.body.username, true);
-        // Guesses are against the user the name resolves to, however it is typed or renamed since;
-        // a name no user has counts as typed (codes are case-sensitive: `U_PWD` is not `u_pwd`).
-        const userKey = found === undefined ? `name:${request.body.username}` : `user:${found.id}`;
-        // Counted before the password is checked: concurrent guesses count as they start.
-        const userBlocked = perUser.attempt(userKey, now.getTime());
-        const blocked = userBlocked > 0 ? userBlocked : perAddress.attempt(request.ip, now.getTime());
-        if (blocked > 0) {
-          void reply.header('retry-after', String(Math.ceil(blocked / 1000)));
-          throw tooMany(blocked);
-        }
-        const matches = await verifyPassword(request.body.password, found?.hidden.passwordHash as string | undefined);
-        if (!matches || found === undefined || !canLogIn(found, now)) {
-          throw unauthorized('Invalid username or password');
-        }
-        perUser.forgive(userKey);
-        perAddress.forgive(request.ip);
-        const roles = await rolesOf(deps, found.fields);
-        const token = await issue({ sub: String(found.fields.code), roles, session: { pwd: fingerprint(found.hidden.passwordHash) } });
-        return reply.header('cache-control', 'no-store').send({ access_token: token, token_type: 'Bearer' as const, expires_in: TOKEN_TTL_SECONDS, roles });
-      },
-    );
-  },
-};
+    },
+    async (request, reply) => {
+      const now = deps.clock.now();
+      const found = await users.live(request.body.username, true);
+      // Guesses are against the user the name resolves to, however it is typed or renamed since;
+      // a name no user has counts as typed (codes are case-sensitive: `U_PWD` is not `u_pwd`).
+      const userKey = found === undefined ? `name:${request.body.username}` : `user:${found.id}`;
+      // Counted before the password is checked: concurrent guesses count as they start.
+      const userBlocked = perUser.attempt(userKey, now.getTime());
+      const blocked = userBlocked > 0 ? userBlocked : perAddress.attempt(request.ip, now.getTime());
+      if (blocked > 0) {
+        void reply.header('retry-after', String(Math.ceil(blocked / 1000)));
+        throw tooMany(blocked);
+      }
+      const matches = await verifyPassword(request.body.password, found?.hidden.passwordHash as string | undefined);
+      if (!matches || found === undefined || !canLogIn(found, now)) {
+        throw unauthorized('Invalid username or password');
+      }
+      perUser.forgive(userKey);
+      perAddress.forgive(request.ip);
+      const roles = await rolesOf(deps, found.fields);
+      const token = await issue({ sub: String(found.fields.code), roles, session: { pwd: fingerprint(found.hidden.passwordHash) } });
+      return reply.header('cache-control', 'no-store').send({ access_token: token, token_type: 'Bearer' as const, expires_in: TOKEN_TTL_SECONDS, roles });
+    },
+  );
+}

@@ -3,7 +3,7 @@
 // is now (`userGroup`), joined when read: from the log for one group, from the groups' read model
 // for the list of all.
 
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { userGroup } from '../domain/userGroup.ts';
 import { userGroupRegion } from '../domain/userGroupRegion.ts';
@@ -12,10 +12,11 @@ import { notFound } from '../../../domain/shared/errors.ts';
 import { uuid } from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { sendItems } from '../../../api/documentStream.ts';
-import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../../../api/module.ts';
+import { zodRoutes, type AppDeps, type ResourceRouteOptions, type ZodRoutes } from '../../../api/module.ts';
 import { eq, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
 import { assertReadable, readable, readScope } from '../../../api/access.ts';
 import { catchUpTo, position } from '../../../api/readModelWait.ts';
+import { sendRecord } from '../../../api/replies.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOrCode } from '../../../api/schemas.ts';
 import { serviceOf } from '../../../api/services.ts';
@@ -41,28 +42,24 @@ async function embedding(deps: AppDeps, request: FastifyRequest, group: JsonObje
   return group !== undefined && group !== null && (await readable(deps, request, userGroup, group)) ? { userGroup: group } : {};
 }
 
-/** One assignment, and all of them. */
-function assignmentRoutes(r: ZodRoutes, deps: AppDeps): void {
-  const assignments = serviceOf(deps, userGroupRegion);
-  const groups = serviceOf(deps, userGroup);
-  r.get(
-    `/api/v1/${userGroupRegion.path}/:idOrCode`,
-    {
-      config: read,
-      schema: {
-        tags: [userGroupRegion.path],
-        summary: 'A user group region, with its group as it is now',
-        params: z.strictObject({ idOrCode: uuid() }),
-        response: { 200: userGroupRegion.record, ...errors(400, 404) },
-      },
+/** How user group regions are served by the shared operation set: a get with the group as it is
+ * now (read from the log). */
+export const userGroupRegionOperations: ResourceRouteOptions = {
+  // The list of all joins the groups' read model a page at a time (below).
+  except: ['list'],
+  get: {
+    query: {},
+    response: userGroupRegion.record,
+    expand: () => async (deps, request, found) => {
+      const group = await serviceOf(deps, userGroup).get(String(found.userGroupId)).catch(() => undefined);
+      return { ...found, ...(await embedding(deps, request, group)) };
     },
-    async (request, reply) => {
-      const found = await assertReadable(deps, request, userGroupRegion, await assignments.get(request.params.idOrCode));
-      const group = await groups.get(String(found.userGroupId)).catch(() => undefined);
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(await embedding(deps, request, group)) });
-    },
-  );
+  },
+  docs: { get: { summary: 'A user group region, with its group as it is now' } },
+};
 
+/** All assignments. */
+function listRoute(r: ZodRoutes, deps: AppDeps): void {
   r.get(
     `/api/v1/${userGroupRegion.path}`,
     {
@@ -138,17 +135,14 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
         throw notFound('USER_GROUP_REGION', `${group.id}/${request.params.regionId}`);
       });
       await assertReadable(deps, request, userGroupRegion, found);
-      return reply.header('etag', `"${String(found.auditInfo.version)}"`).send({ ...found, ...(await embedding(deps, request, group)) });
+      return sendRecord(reply, found, { ...found, ...(await embedding(deps, request, group)) });
     },
   );
 }
 
-export const userGroupRegionsModule: Module = {
-  name: 'userGroupRegions',
-  resources: [{ definition: userGroupRegion, routes: { except: ['get', 'list'] } }],
-  routes(app, deps) {
-    const r = zodRoutes(app);
-    assignmentRoutes(r, deps);
-    groupRoutes(r, deps);
-  },
-};
+/** The assignments' routes beside the shared operation set. */
+export function userGroupRegionsRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const r = zodRoutes(app);
+  listRoute(r, deps);
+  groupRoutes(r, deps);
+}

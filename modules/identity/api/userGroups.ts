@@ -3,7 +3,7 @@
 // built-in convertors and scripts, and the users of a group. Records named by code or id are
 // read from the log; lists from the read models (they honour minPosition).
 
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { isActiveUser, user } from '../domain/user.ts';
 import { userGroup } from '../domain/userGroup.ts';
@@ -15,13 +15,13 @@ import { isUuid } from '../../../domain/shared/ids.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { assertReadable, readable, readScope, writable } from '../../../api/access.ts';
 import { sendDocuments, sendItems } from '../../../api/documentStream.ts';
-import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../../../api/module.ts';
+import { zodRoutes, type AppDeps, type ZodRoutes } from '../../../api/module.ts';
 import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOrCode } from '../../../api/schemas.ts';
 import { serviceOf } from '../../../api/services.ts';
-import { groupsOfUsers } from './users.ts';
+import { groupsOfUsers } from './memberships.ts';
 
 const tags = [userGroup.path];
 const base = `/api/v1/${userGroup.path}`;
@@ -345,14 +345,11 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
   }
 }
 
-export const userGroupsModule: Module = {
-  name: 'userGroups',
-  resources: [{ definition: userGroup }],
-  routes(app, deps) {
-    const r = zodRoutes(app);
-    expandedRoutes(r, deps);
-    queryRoutes(r, deps);
-    convertRoutes(r, deps);
-    memberRoutes(r, deps);
-  },
-};
+/** The groups' routes beside the shared operation set. */
+export function userGroupsRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const r = zodRoutes(app);
+  expandedRoutes(r, deps);
+  queryRoutes(r, deps);
+  convertRoutes(r, deps);
+  memberRoutes(r, deps);
+}

@@ -1,8 +1,8 @@
-// Users: the shared operation set (its get with expand=REGIONS,ROLES), and the rows of API.md's
+// Users: the shared operation set (its get with expand=REGIONS,ROLES, declared here), and the rows of API.md's
 // Users table: password, thumbnail, effective roles, users by type and by groups, the groups of a
 // user. A user and its groups named by id or code are read from the log; lists from read models.
 
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decodeBase64, IMAGE_TYPES, imageTypeOf } from '../domain/images.ts';
 import { hashPassword, passwordProblems, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../domain/password.ts';
@@ -11,21 +11,22 @@ import { user, type ThumbnailRef, type UserCommand } from '../domain/user.ts';
 import { UserKinds } from '../../registries/domain/userType.ts';
 import { userGroup } from '../domain/userGroup.ts';
 import { userGroupRegion } from '../domain/userGroupRegion.ts';
-import type { Document } from '../../../domain/ports.ts';
 import { DomainError, forbidden, notFound, validationFailed } from '../../../domain/shared/errors.ts';
 import { allows } from '../../../api/auth.ts';
-import { dateTime, uuid } from '../../../domain/shared/fields.ts';
+import { uuid } from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { sendDocuments, sendItems } from '../../../api/documentStream.ts';
-import { zodRoutes, type AppDeps, type Module, type ZodRoutes } from '../../../api/module.ts';
-import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
+import { zodRoutes, type AppDeps, type ResourceRouteOptions, type ZodRoutes } from '../../../api/module.ts';
+import { eq, idsWhere, isIn, recordsWhere } from '../../../api/readModelQuery.ts';
 import { position } from '../../../api/readModelWait.ts';
+import { eventPosition, versionTag } from '../../../api/replies.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { expandQuery, idOrCode, parseExpand } from '../../../api/schemas.ts';
 import { ifMatchVersion } from '../../../api/requestContext.ts';
 import { assertReadable, assertWritable, readable, readScope, writeContext } from '../../../api/access.ts';
 import { serviceOf } from '../../../api/services.ts';
-import { groupsOf, rolesOf, userStanding } from './userRoles.ts';
+import { groupsOf, rolesOf } from './userRoles.ts';
+import { groupsOfUsers } from './memberships.ts';
 
 const tags = [user.path];
 const base = `/api/v1/${user.path}`;
@@ -67,22 +68,6 @@ async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObj
     shown.push({ regionId: a.regionId, source: 'USER_GROUP', userGroupId: a.userGroupId, ...(code === undefined ? {} : { userGroupCode: code }), assignmentId: a.id });
   }
   return [...own, ...shown];
-}
-
-/** The groups of several users, from the groups' read model: { userId: [group] }. */
-export async function groupsOfUsers(deps: AppDeps, request: FastifyRequest, userIds: readonly string[], options: QueryOptions): Promise<Record<string, Document[]>> {
-  const users = serviceOf(deps, user);
-  const codesByUser = new Map<string, string[]>();
-  for (const id of new Set(userIds.map((u) => u.toLowerCase()))) {
-    const found = await users.get(id).catch(() => undefined);
-    // A user the caller may not read is as unknown as one that does not exist.
-    const visible = found !== undefined && (await readable(deps, request, user, found));
-    codesByUser.set(id, visible && Array.isArray(found.groups) ? (found.groups as string[]) : []);
-  }
-  const codes = [...new Set([...codesByUser.values()].flat())];
-  const groups = codes.length === 0 ? [] : await recordsWhere(deps, userGroup, [isIn('code', codes)], options);
-  const byCode = new Map(groups.map((g) => [String(g.code), g]));
-  return Object.fromEntries([...codesByUser].map(([id, cs]) => [id, cs.flatMap((c) => byCode.get(c) ?? [])]));
 }
 
 const photoBody = z.strictObject({ userId: uuid(), photoData: z.string().min(1).max(Math.ceil((MAX_THUMBNAIL_BYTES * 4) / 3) + 200) });
@@ -149,41 +134,38 @@ function listRoutes(r: ZodRoutes, deps: AppDeps): void {
   );
 }
 
-/** A user with its expansions, its effective roles, its groups. */
+/** How users are served by the shared operation set: a get with expand=REGIONS,ROLES. */
+export const userOperations: ResourceRouteOptions = {
+  get: {
+    query: { expand: expandQuery(['REGIONS', 'ROLES']), minPosition: position.optional() },
+    response: expandedUser,
+    expand: (query) => {
+      const expand = parseExpand(query.expand as string | string[] | undefined, ['REGIONS', 'ROLES'] as const);
+      return async (deps, request, found) => {
+        const answer: JsonObject = { ...found };
+        // Both expansions start from the user's groups: read once.
+        const groups = expand.length > 0 ? await groupsOf(deps, found) : [];
+        if (expand.includes('ROLES')) answer.roles = await rolesOf(deps, found, groups);
+        if (expand.includes('REGIONS')) answer.regions = await regionsOf(deps, request, found, groups, query.minPosition as string | undefined);
+        return answer;
+      };
+    },
+  },
+  docs: {
+    get: {
+      summary: 'Get a User by id or code, optionally as it was at a time, with expand=REGIONS,ROLES',
+      description:
+        'The user reflects every acknowledged write. `expand` may be repeated or comma-separated: ROLES puts the effective roles in `roles` ' +
+        '(its own, then the code of the access rule each of its groups valid now names by associatedUserRoleId); REGIONS adds to `regions` those assigned to its valid groups ' +
+        '(from the user group regions read model: `minPosition` waits for a write), each entry saying where it comes from.',
+      errors: [503],
+    },
+  },
+};
+
+/** A user's effective roles and its groups. */
 function userRoutes(r: ZodRoutes, deps: AppDeps): void {
   const users = serviceOf(deps, user);
-  r.get(
-    `${base}/:idOrCode`,
-    {
-      config: read,
-      schema: {
-        tags,
-        summary: 'Get a User by id or code, optionally as it was at a time, with expand=REGIONS,ROLES',
-        description:
-          'The user reflects every acknowledged write. `expand` may be repeated or comma-separated: ROLES puts the effective roles in `roles` ' +
-          '(its own, then the code of the access rule each of its groups valid now names by associatedUserRoleId); REGIONS adds to `regions` those assigned to its valid groups ' +
-          '(from the user group regions read model: `minPosition` waits for a write), each entry saying where it comes from.',
-        params: z.strictObject({ idOrCode: idOrCode() }),
-        querystring: z.strictObject({
-          asOf: dateTime().optional(),
-          expand: expandQuery(['REGIONS', 'ROLES']),
-          minPosition: position.optional(),
-        }),
-        response: { 200: expandedUser, ...errors(400, 404, 503) },
-      },
-    },
-    async (request, reply) => {
-      const expand = parseExpand(request.query.expand, ['REGIONS', 'ROLES'] as const);
-      const found: JsonObject = await assertReadable(deps, request, user, await users.get(request.params.idOrCode, request.query.asOf === undefined ? {} : { asOf: request.query.asOf }));
-      const answer: JsonObject = { ...found };
-      // Both expansions start from the user's groups: read once.
-      const groups = expand.length > 0 ? await groupsOf(deps, found) : [];
-      if (expand.includes('ROLES')) answer.roles = await rolesOf(deps, found, groups);
-      if (expand.includes('REGIONS')) answer.regions = await regionsOf(deps, request, found, groups, request.query.minPosition);
-      return reply.header('etag', `"${String((found.auditInfo as { version: number }).version)}"`).send(answer);
-    },
-  );
-
   r.get(
     `${base}/:userId/roles`,
     {
@@ -255,9 +237,7 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
       if (problems.length > 0) throw validationFailed('The password does not meet the policy', problems);
       const command: UserCommand = { type: 'SetPassword', passwordHash: await hashPassword(request.body.password) };
       const result = await users.execute(target.id, command, await writeContext(deps, request, user), ifMatchVersion(request));
-      void reply.header('etag', `"${String(result.version)}"`);
-      if (result.position !== undefined) void reply.header('x-event-position', result.position.toString());
-      return reply.code(204).send();
+      return eventPosition(versionTag(reply, result.version), result.position).code(204).send();
     },
   );
 }
@@ -288,8 +268,7 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       const ref = await deps.blobStore.put(bytes, contentType);
       const thumbnail: ThumbnailRef = { sha256: ref.sha256, contentType, size: bytes.length };
       const result = await users.execute(id, { type: 'SetThumbnail', thumbnail }, await writeContext(deps, request, user), ifMatchVersion(request));
-      if (result.position !== undefined) void reply.header('x-event-position', result.position.toString());
-      return reply.code(204).send();
+      return eventPosition(reply, result.position).code(204).send();
     },
   );
 
@@ -324,14 +303,11 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
   );
 }
 
-export const usersModule: Module = {
-  name: 'users',
-  resources: [{ definition: user, routes: { except: ['get'] }, guard: userStanding }],
-  routes(app, deps) {
-    const r = zodRoutes(app);
-    listRoutes(r, deps);
-    userRoutes(r, deps);
-    passwordRoute(r, deps);
-    thumbnailRoutes(r, deps);
-  },
-};
+/** The users' routes beside the shared operation set. */
+export function usersRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const r = zodRoutes(app);
+  listRoutes(r, deps);
+  userRoutes(r, deps);
+  passwordRoute(r, deps);
+  thumbnailRoutes(r, deps);
+}

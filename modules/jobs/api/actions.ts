@@ -9,14 +9,14 @@ import { CANCELLED, JobStatuses, cancelRequestOf, job, jobStep, startedBy } from
 import type { LiveRecord } from '../../../domain/resource/defineResource.ts';
 import type { WriteResult } from '../../../domain/resource/service.ts';
 import type { CommandContext } from '../../../domain/shared/commandHandler.ts';
-import { DomainError, forbidden, isDomainError, malformedUuid, notFound } from '../../../domain/shared/errors.ts';
-import { isUuid } from '../../../domain/shared/ids.ts';
+import { DomainError, forbidden, isDomainError, notFound } from '../../../domain/shared/errors.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { JOB_TYPES } from '../../../workers/readModelJobs.ts';
 import { allows } from '../../../api/auth.ts';
 import { DIFF_APPLY_JOB, retryApply } from '../../../api/diffApply.ts';
 import { ErrorBodySchema, errorBody } from '../../../api/errorHandler.ts';
 import { zodRoutes, type AppDeps } from '../../../api/module.ts';
+import { eventPosition, location, uuidParam as uuidOf, versionTag } from '../../../api/replies.ts';
 import { commandContext } from '../../../api/requestContext.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOnly, JobAckSchema } from '../../../api/schemas.ts';
@@ -102,10 +102,7 @@ type JobState = z.infer<typeof JobStateSchema>;
 const idParams = z.strictObject({ id: idOnly() });
 
 /** A path's id: a UUID, else the contract's 400. */
-function uuidParam(id: string): string {
-  if (!isUuid(id)) throw malformedUuid('id', id);
-  return id.toLowerCase();
-}
+const uuidParam = (id: string): string => uuidOf(id).toLowerCase();
 
 /** Who runs a retried job: the service's runners resume their own types where they stopped; the
  * job of a client goes back to NEW for it. */
@@ -117,8 +114,7 @@ function retryOf(deps: AppDeps, jobType: unknown): (id: string, ctx: CommandCont
 
 /** 202 with the job acknowledgement; the job's state is where its outcome shows. */
 function acknowledge(reply: FastifyReply, jobId: string, result: WriteResult): FastifyReply {
-  if (result.position !== undefined) void reply.header('x-event-position', result.position.toString());
-  return reply.code(202).header('location', `/api/v1/jobs/${jobId}/state`).send({ acknowledge: true, jobId });
+  return location(eventPosition(reply, result.position).code(202), `/api/v1/jobs/${jobId}/state`).send({ acknowledge: true, jobId });
 }
 
 /** The failed steps of a job, as its read model has them (none while it is rebuilt). */
@@ -279,7 +275,7 @@ function jobStateRoute(app: FastifyInstance, deps: AppDeps): void {
     async (request, reply) => {
       const found = await liveJob(deps, request.params.id);
       assertMayRead(request, found);
-      return reply.header('etag', `"${String(found.version)}"`).send(await stateOf(deps, found, request.traceId));
+      return versionTag(reply, found.version).send(await stateOf(deps, found, request.traceId));
     },
   );
 }

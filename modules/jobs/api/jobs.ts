@@ -1,28 +1,25 @@
-// Jobs and job steps: both with the shared operation set (admin only; a job's create makes the
-// steps it is given too), a read model folding each job with its steps, and the routes of their
-// own: a job with its steps, a step by chunk, and the actions (retry, cancel, state: jobActions.ts).
+// Jobs and job steps on the shared operation set, admin only, with what jobs do differently
+// declared for it: a job's create makes the steps it is given too, and its get adds its steps from
+// the jobs read model (expand=JOB_STEPS). Beside it, a step by chunk; the actions (retry, cancel,
+// state) are in actions.ts.
 
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { job, jobCreateInput, jobStep } from '../domain/jobs.ts';
 import { decide, initialState, keyScope, keyValue, streamOf, type ResourceRecord } from '../../../domain/resource/decider.ts';
 import type { ResourceService } from '../../../application/resourceService.ts';
 import { keyedRecordId, type WriteResult } from '../../../domain/resource/service.ts';
 import type { CommandContext } from '../../../domain/shared/commandHandler.ts';
-import { DomainError, alreadyExists, keyTaken, malformedUuid, validationFailed } from '../../../domain/shared/errors.ts';
+import { DomainError, alreadyExists, keyTaken, validationFailed } from '../../../domain/shared/errors.ts';
 import { uuid } from '../../../domain/shared/fields.ts';
-import { isUuid, isUuidV4 } from '../../../domain/shared/ids.ts';
+import { isUuidV4 } from '../../../domain/shared/ids.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
-import { jobsWithSteps } from '../projections/jobsWithSteps.ts';
-import type { AppDeps, Module } from '../../../api/module.ts';
-import { orphanedApplies } from '../../../api/diffApply.ts';
-import { jobActionRoutes } from './actions.ts';
+import { zodRoutes, type AppDeps, type ResourceRouteOptions } from '../../../api/module.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { catchUpTo, position } from '../../../api/readModelWait.ts';
-import { expandQuery, idOnly, parseExpand } from '../../../api/schemas.ts';
+import { sendRecord } from '../../../api/replies.ts';
+import { expandQuery, parseExpand } from '../../../api/schemas.ts';
 import { serviceOf } from '../../../api/services.ts';
-
-const admin = { permissions: { read: 'admin', write: 'admin' } } as const;
 
 type InlineStep = JsonObject & { id?: string; jobId?: string };
 
@@ -136,73 +133,59 @@ async function createJobWithSteps(deps: AppDeps, input: unknown, ctx: CommandCon
   return { ...made, record: { ...record, jobSteps: created }, position };
 }
 
-export const jobsModule: Module = {
-  name: 'jobs',
-  resources: [
-    { definition: job, routes: { ...admin, except: ['get'], create: { body: jobCreateInput, run: createJobWithSteps } }, defaultReadModel: false },
-    { definition: jobStep, routes: admin },
-  ],
-  projections: [jobsWithSteps],
-  // Diff applies run as jobs in the process that accepted them: one whose process ended is FAILED.
-  schedules: (ctx) => [orphanedApplies(ctx)],
-  routes(app, deps) {
-    const r = app.withTypeProvider<ZodTypeProvider>();
-    const jobs = serviceOf(deps, job);
-    const steps = serviceOf(deps, jobStep);
-    jobActionRoutes(app, deps);
+const admin = { permissions: { read: 'admin', write: 'admin' } } as const;
 
-    r.get(
-      '/api/v1/jobs/:idOrCode',
-      {
-        config: { permission: 'admin' },
-        schema: {
-          tags: [job.path],
-          summary: 'Get a Job, with its steps when expand=JOB_STEPS',
-          description:
-            'The job itself reflects every acknowledged write (its stream is folded). Its steps come from the jobs read model: ' +
-            'pass the `X-Event-Position` of a step\'s write as `minPosition` to see that step (waits at most 5 s, then 503). ' +
-            '`expand` may be repeated or comma-separated; without JOB_STEPS `jobSteps` is empty.',
-          params: z.strictObject({ idOrCode: idOnly() }),
-          querystring: z.strictObject({
-            expand: expandQuery(['JOB_STEPS']),
-            minPosition: position.optional(),
-          }),
-          response: { 200: job.record, ...errors(400, 403, 404, 503) },
-        },
-      },
-      async (request, reply) => {
-        const { idOrCode: id } = request.params;
-        if (!isUuid(id)) throw malformedUuid('id', id);
-        const expand = parseExpand(request.query.expand, ['JOB_STEPS'] as const);
-        const found = await jobs.get(id);
-        if (expand.includes('JOB_STEPS')) {
-          await catchUpTo(deps, job.collection, request.query.minPosition);
-          const collection = deps.readModels.collectionOf(job.collection);
-          const doc = (await deps.readStore.getMany(collection, [found.id])).get(found.id)?.doc;
-          found.jobSteps = doc?.jobSteps ?? [];
-        }
-        return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
-      },
-    );
-
-    r.get(
-      '/api/v1/job-steps/by-chunk',
-      {
-        config: { permission: 'admin' },
-        schema: {
-          tags: [jobStep.path],
-          summary: 'The JobStep of a chunk with a name ((chunkId, name) is unique)',
-          description: 'Read from the log\'s reservation of the pair, so it reflects every acknowledged write.',
-          querystring: z.strictObject({ chunkId: uuid(), name: z.string().min(1).max(255) }),
-          response: { 200: jobStep.record, ...errors(400, 403, 404) },
-        },
-      },
-      async (request, reply) => {
-        const key = jobStep.unique[0];
-        if (key === undefined) throw new Error('JobStep has no (chunkId, name) key');
-        const found = await steps.getByKey(key, { chunkId: request.query.chunkId, name: request.query.name });
-        return reply.header('etag', `"${String(found.auditInfo.version)}"`).send(found);
-      },
-    );
+/** How jobs are served by the shared operation set: admin only, a create that makes the steps it
+ * is given, and a get that adds the steps from the jobs read model when asked. */
+export const jobOperations: ResourceRouteOptions = {
+  ...admin,
+  create: { body: jobCreateInput, run: createJobWithSteps },
+  get: {
+    query: { expand: expandQuery(['JOB_STEPS']), minPosition: position.optional() },
+    response: job.record,
+    expand: (query) => {
+      const expand = parseExpand(query.expand as string | string[] | undefined, ['JOB_STEPS'] as const);
+      return async (deps, _request, found) => {
+        if (!expand.includes('JOB_STEPS')) return found;
+        await catchUpTo(deps, job.collection, query.minPosition as string | undefined);
+        const doc = (await deps.readStore.getMany(deps.readModels.collectionOf(job.collection), [found.id])).get(found.id)?.doc;
+        return { ...found, jobSteps: doc?.jobSteps ?? [] };
+      };
+    },
+  },
+  docs: {
+    get: {
+      summary: 'Get a Job, with its steps when expand=JOB_STEPS',
+      description:
+        'The job itself reflects every acknowledged write (its stream is folded); `asOf` answers it as it was at that time. Its steps come from the jobs read model: ' +
+        'pass the `X-Event-Position` of a step\'s write as `minPosition` to see that step (waits at most 5 s, then 503). ' +
+        '`expand` may be repeated or comma-separated; without JOB_STEPS `jobSteps` is empty.',
+      errors: [403, 503],
+    },
   },
 };
+
+export const jobStepOperations: ResourceRouteOptions = admin;
+
+/** GET /api/v1/job-steps/by-chunk. */
+export function jobStepByChunkRoute(app: FastifyInstance, deps: AppDeps): void {
+  const steps = serviceOf(deps, jobStep);
+  zodRoutes(app).get(
+    '/api/v1/job-steps/by-chunk',
+    {
+      config: { permission: 'admin' },
+      schema: {
+        tags: [jobStep.path],
+        summary: 'The JobStep of a chunk with a name ((chunkId, name) is unique)',
+        description: 'Read from the log\'s reservation of the pair, so it reflects every acknowledged write.',
+        querystring: z.strictObject({ chunkId: uuid(), name: z.string().min(1).max(255) }),
+        response: { 200: jobStep.record, ...errors(400, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      const key = jobStep.unique[0];
+      if (key === undefined) throw new Error('JobStep has no (chunkId, name) key');
+      return sendRecord(reply, await steps.getByKey(key, { chunkId: request.query.chunkId, name: request.query.name }));
+    },
+  );
+}

@@ -6,18 +6,17 @@
 import { z } from 'zod';
 import { notification, NotificationStatuses, relatedEntity, type ChangeState } from '../domain/notification.ts';
 import { createPayload, renderNotification, type RenderEnv } from '../domain/render.ts';
-import { DomainError, malformedUuid, notFound } from '../../../domain/shared/errors.ts';
+import type { FastifyInstance } from 'fastify';
+import { DomainError, notFound } from '../../../domain/shared/errors.ts';
 import { text } from '../../../domain/shared/fields.ts';
-import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../../domain/shared/filtering.ts';
+import { MAX_UNPAGED_SIZE } from '../../../domain/shared/filtering.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
-import { isUuid } from '../../../domain/shared/ids.ts';
 import { assertReadable, assertWritable, readScope, writeContext } from '../../../api/access.ts';
 import { sendDocuments } from '../../../api/documentStream.ts';
-import { zodRoutes, type AppDeps, type Module, type ModuleContext, type ZodRoutes } from '../../../api/module.ts';
-import { dueInReadModel, type Schedule } from '../../../workers/scheduler.ts';
-import { dispatchSchedule } from '../workers/dispatcher.ts';
+import { zodRoutes, type AppDeps, type ZodRoutes } from '../../../api/module.ts';
 import { eq, idsWhere, recordsWhere } from '../../../api/readModelQuery.ts';
 import { position } from '../../../api/readModelWait.ts';
+import { eventPosition, location, uuidParam } from '../../../api/replies.ts';
 import { templateCallerOf } from '../../../api/requestContext.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { serviceOf } from '../../../api/services.ts';
@@ -66,55 +65,22 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
         const { record, position: at } = await notifications.create(input, itemCtx);
         if (record === undefined) throw new Error('a create answered no record');
         created.push(record);
-        if (!many) void reply.header('location', `${base}/${record.id}`).header('x-event-position', String(at));
+        if (!many) eventPosition(location(reply, `${base}/${record.id}`), at);
       }
       return reply.code(201).send(many ? created : (created[0] as JsonObject));
     },
   );
 }
 
-/** The actor of the service's own moves of notifications (expiry). */
-export const NOTIFICATION_EXPIRY_ACTOR = 'system:notification-expiry';
+/** The notifications' routes beside the shared operation set. */
+export function notificationsRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const r = zodRoutes(app);
+  const list = { 200: z.array(notification.record), ...errors(400, 503) };
+  createRoute(r, deps);
 
-/** PLAN or SENT notifications whose expirationDate has passed become EXPIRED: due work read from
- * the read model at every tick, so it survives restarts and runs once across instances. */
-function expirySchedule(ctx: ModuleContext): Schedule {
-  const service = ctx.runtime.service(notification);
-  return {
-    name: 'notification-expiry',
-    due: (now) => {
-      const filter: FilterItem[] = [
-        { column: 'status', operator: 'IN', values: ['PLAN', 'SENT'] },
-        { column: 'expirationDate', operator: 'LTE', value: now.toISOString() },
-      ];
-      return dueInReadModel(ctx.readStore, ctx.readModels, notification.collection, toQuery({ filter, sort: [] }, notification.columns, notification.defaultSort));
-    },
-    run: async (item, now) => {
-      const command: ChangeState = { type: 'ChangeState', to: 'EXPIRED', reason: `expirationDate ${String(item.expirationDate)} passed` };
-      try {
-        await service.execute(item.id, command, { actor: NOTIFICATION_EXPIRY_ACTOR, now, newId: ctx.newId, requestId: ctx.newId(), idempotencyKey: `expire:${item.id}` });
-      } catch (error) {
-        // Moved on meanwhile (READ, CANCELLED): nothing to expire.
-        if (!(error instanceof DomainError && error.status === 'CONFLICT')) throw error;
-      }
-      return true;
-    },
-  };
+  stateRoute(r, deps);
+  readRoutes(r, deps, list);
 }
-
-export const notificationRecordsModule: Module = {
-  name: 'notifications',
-  resources: [{ definition: notification, routes: {} }],
-  schedules: (ctx) => [expirySchedule(ctx), dispatchSchedule(ctx)],
-  routes(app, deps) {
-    const r = zodRoutes(app);
-    const list = { 200: z.array(notification.record), ...errors(400, 503) };
-    createRoute(r, deps);
-
-    stateRoute(r, deps);
-    readRoutes(r, deps, list);
-  },
-};
 
 function stateRoute(r: ZodRoutes, deps: AppDeps): void {
   const notifications = serviceOf(deps, notification);
@@ -134,13 +100,12 @@ function stateRoute(r: ZodRoutes, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const { id } = request.params;
-      if (!isUuid(id)) throw malformedUuid('id', id);
+      const id = uuidParam(request.params.id);
       const record = await notifications.get(id);
       await assertWritable(deps, request, notification, record);
       const command: ChangeState = { type: 'ChangeState', to: request.query.newState, ...(request.query.reason === undefined ? {} : { reason: request.query.reason }) };
       const result = await notifications.execute(id, command, await writeContext(deps, request, notification));
-      return reply.header('x-event-position', String(result.position)).code(204).send();
+      return eventPosition(reply, result.position).code(204).send();
     },
   );
 }
@@ -201,8 +166,7 @@ function readRoutes(r: ZodRoutes, deps: AppDeps, list: Record<number, z.ZodType>
       },
     },
     async (request) => {
-      const { id } = request.params;
-      if (!isUuid(id)) throw malformedUuid('id', id);
+      const id = uuidParam(request.params.id);
       const record = await assertReadable(deps, request, notification, await notifications.get(id)).catch((error: unknown) => {
         throw error instanceof DomainError && error.status === 'NOT_FOUND' ? notFound(notification.errorPrefix, id) : error;
       });

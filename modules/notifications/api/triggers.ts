@@ -1,31 +1,24 @@
 // Notification triggers (API.md: `POST /notification-rules/{code}/trigger`; DESIGN.md
 // "Notifications"): a trigger is appended to the log first, then the trigger reactor makes the
-// rule's notifications (workers/notificationTriggers.ts). Triggers come from REST (here), from the
-// trigger topic (workers/notificationTopics.ts, when KAFKA_BROKERS is set) and from SYSTEM rules
+// rule's notifications (workers/triggerReactor.ts). Triggers come from REST (here), from the
+// trigger topic (workers/topics.ts, when KAFKA_BROKERS is set) and from SYSTEM rules
 // matching domain events; the notifications' state changes go out to the events topic. Triggers
 // are readable records (get, search, history), so a client can follow what its trigger became.
 
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { notificationTrigger, triggerPayload } from '../domain/trigger.ts';
 import { notificationRule } from '../../registries/domain/notificationRule.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { withinPeriod } from '../../../domain/shared/fields.ts';
-import { notificationEventsPublisher, triggerConsumer } from '../workers/topics.ts';
-import { systemRuleReactor, triggerReactor, type TriggerDeps } from '../workers/triggerReactor.ts';
 import { assertReadable, writeContext } from '../../../api/access.ts';
-import { zodRoutes, type AppDeps, type Module, type ModuleContext } from '../../../api/module.ts';
+import { zodRoutes, type AppDeps } from '../../../api/module.ts';
+import { eventPosition, location } from '../../../api/replies.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { serviceOf } from '../../../api/services.ts';
 
 /** Rules REST may trigger. */
 const REST_RULE_TYPES = new Set(['REST', 'DIRECT']);
-
-const defaults = { triggerTopic: 'notification-triggers', deadLetterTopic: 'notification-triggers.dead-letter', eventsTopic: 'notification-events', groupId: 'notification-triggers' };
-
-/** The topics of the configuration, or their defaults. */
-export const notificationTopics = (ctx: Pick<ModuleContext, 'settings'>) => ({ ...defaults, ...ctx.settings.notifications });
-
-const triggerDeps = (ctx: ModuleContext): TriggerDeps => ({ ...ctx, microserviceUrls: ctx.settings.notifications?.microserviceUrls ?? {} });
 
 const notRest = (code: string, type: unknown) =>
   new DomainError('NOTIFICATION_RULE.NOT_TRIGGERABLE', 'UNPROCESSABLE_ENTITY', `Notification rule ${JSON.stringify(code)} cannot be triggered over REST`, [
@@ -34,7 +27,8 @@ const notRest = (code: string, type: unknown) =>
 const notValid = (code: string) =>
   new DomainError('NOTIFICATION_RULE.NOT_VALID', 'UNPROCESSABLE_ENTITY', `Notification rule ${JSON.stringify(code)} is not valid now`, [`validityFrom/validityTo: ${code} is not valid now`]);
 
-function triggerRoute(app: Parameters<NonNullable<Module['routes']>>[0], deps: AppDeps): void {
+/** POST /api/v1/notification-rules/{code}/trigger. */
+export function triggerRoute(app: FastifyInstance, deps: AppDeps): void {
   const rules = serviceOf(deps, notificationRule);
   const triggers = serviceOf(deps, notificationTrigger);
   zodRoutes(app).post(
@@ -63,27 +57,7 @@ function triggerRoute(app: Parameters<NonNullable<Module['routes']>>[0], deps: A
       const input = { ...request.body, ruleCode: code, source: 'REST', status: 'RECEIVED' };
       const { record, position } = await triggers.create(input, await writeContext(deps, request, notificationTrigger));
       if (record === undefined) throw new Error('a trigger create answered no record');
-      return reply
-        .code(202)
-        .header('location', `/api/v1/${notificationTrigger.path}/${record.id}`)
-        .header('x-event-position', String(position))
-        .send({ triggerId: record.id });
+      return eventPosition(location(reply.code(202), `/api/v1/${notificationTrigger.path}/${record.id}`), position).send({ triggerId: record.id });
     },
   );
 }
-
-export const notificationTriggersModule: Module = {
-  name: 'notification-triggers',
-  resources: [{ definition: notificationTrigger, routes: {} }],
-  // The trigger topic's message format is the component NotificationTriggerMessage of the OpenAPI
-  // document (its schema carries that id).
-  routes: triggerRoute,
-  reactors: (ctx) => [triggerReactor(triggerDeps(ctx)), systemRuleReactor(triggerDeps(ctx), ctx.resources)],
-  handlers: (ctx) => (ctx.messaging === undefined ? [] : [notificationEventsPublisher(ctx.messaging.publisher, notificationTopics(ctx).eventsTopic, ctx.readStore)]),
-  workers: (ctx) => {
-    if (ctx.messaging === undefined) return [];
-    const topics = notificationTopics(ctx);
-    const consumer = ctx.messaging.consumer({ groupId: topics.groupId, topic: topics.triggerTopic, deadLetterTopic: topics.deadLetterTopic });
-    return [triggerConsumer(consumer, { runtime: ctx.runtime, now: () => ctx.clock.now(), newId: ctx.newId })];
-  },
-};

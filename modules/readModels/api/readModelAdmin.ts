@@ -7,7 +7,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { notFound } from '../../../domain/shared/errors.ts';
 import { FilteringSchema } from '../../../domain/shared/filtering.ts';
-import type { AppDeps, Module } from '../../../api/module.ts';
+import type { AppDeps } from '../../../api/module.ts';
 import { commandContext } from '../../../api/requestContext.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { JobAckSchema } from '../../../api/schemas.ts';
@@ -125,65 +125,63 @@ function rebuildRoutes(app: FastifyInstance, deps: AppDeps, known: (name: string
   );
 }
 
-export const readModelAdminModule: Module = {
-  name: 'read-model-admin',
-  routes(app, deps) {
-    const r = app.withTypeProvider<ZodTypeProvider>();
-    const tags = ['indexes'];
-    // A resource's default read model is named after its collection; clients know the resource by its path.
-    const byPath = new Map(deps.modules.flatMap((m) => m.resources ?? []).map((r) => [r.definition.path, r.definition.collection]));
-    const known = (asked: string): string => {
-      const name = deps.readModels.projection(asked) === undefined ? byPath.get(asked) : asked;
-      if (name === undefined || deps.readModels.projection(name) === undefined) throw notFound('READ_MODEL', asked);
-      return name;
-    };
+/** The administration of the read models (/api/v1/indexes). */
+export function readModelAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['indexes'];
+  // A resource's default read model is named after its collection; clients know the resource by its path.
+  const byPath = new Map(deps.modules.flatMap((m) => m.resources ?? []).map((r) => [r.definition.path, r.definition.collection]));
+  const known = (asked: string): string => {
+    const name = deps.readModels.projection(asked) === undefined ? byPath.get(asked) : asked;
+    if (name === undefined || deps.readModels.projection(name) === undefined) throw notFound('READ_MODEL', asked);
+    return name;
+  };
 
-    r.get(
-      '/api/v1/indexes',
-      { config: { permission: 'admin' }, schema: { tags, summary: 'Every read model: documents, position, lag, state and generation', response: { 200: z.array(ReadModelSchema), ...errors(403) } } },
-      async () =>
-        Promise.all(
-          deps.readModels.statuses().map(async (s) => ({
-            name: s.name,
-            documents: await documentsOf(deps, s.name),
-            position: s.position,
-            lag: s.lag,
-            lagMs: s.lagMs,
-            state: s.state,
-            generation: s.generation,
-            building: s.building,
-            jobId: s.jobId,
-            active: s.active,
-            skipped: s.failures,
-          })),
-        ),
-    );
+  r.get(
+    '/api/v1/indexes',
+    { config: { permission: 'admin' }, schema: { tags, summary: 'Every read model: documents, position, lag, state and generation', response: { 200: z.array(ReadModelSchema), ...errors(403) } } },
+    async () =>
+      Promise.all(
+        deps.readModels.statuses().map(async (s) => ({
+          name: s.name,
+          documents: await documentsOf(deps, s.name),
+          position: s.position,
+          lag: s.lag,
+          lagMs: s.lagMs,
+          state: s.state,
+          generation: s.generation,
+          building: s.building,
+          jobId: s.jobId,
+          active: s.active,
+          skipped: s.failures,
+        })),
+      ),
+  );
 
-    r.post(
-      '/api/v1/indexes/refresh',
-      {
-        config: { permission: 'admin' },
-        schema: {
-          tags,
-          summary: 'Wait until every read model has folded the log as it was when the request arrived',
-          description: `Waits at most ${String(REFRESH_WAIT_MS / 1000)} s per read model; one result per read model.`,
-          response: { 200: z.array(RefreshResultSchema), ...errors(403) },
-        },
+  r.post(
+    '/api/v1/indexes/refresh',
+    {
+      config: { permission: 'admin' },
+      schema: {
+        tags,
+        summary: 'Wait until every read model has folded the log as it was when the request arrived',
+        description: `Waits at most ${String(REFRESH_WAIT_MS / 1000)} s per read model; one result per read model.`,
+        response: { 200: z.array(RefreshResultSchema), ...errors(403) },
       },
-      async () => {
-        const head = await deps.eventStore.headPosition();
-        return Promise.all(
-          deps.readModels.statuses().map(async (s) => {
-            const started = Date.now();
-            const caughtUp = s.generation !== null && (await deps.readModels.waitFor(s.name, head, REFRESH_WAIT_MS));
-            const failures = s.failures.map((f) => ({ id: `${f.stream}@${f.position}`, error: f.error }));
-            if (!caughtUp) failures.push({ id: s.name, error: s.generation === null ? 'rebuilding: no generation serves it yet' : `did not reach position ${head.toString()} in time` });
-            return { task: s.name, indexed: await documentsOf(deps, s.name), failed: failures.length, failures, deleted: 0, took: `${String(Date.now() - started)} ms` };
-          }),
-        );
-      },
-    );
+    },
+    async () => {
+      const head = await deps.eventStore.headPosition();
+      return Promise.all(
+        deps.readModels.statuses().map(async (s) => {
+          const started = Date.now();
+          const caughtUp = s.generation !== null && (await deps.readModels.waitFor(s.name, head, REFRESH_WAIT_MS));
+          const failures = s.failures.map((f) => ({ id: `${f.stream}@${f.position}`, error: f.error }));
+          if (!caughtUp) failures.push({ id: s.name, error: s.generation === null ? 'rebuilding: no generation serves it yet' : `did not reach position ${head.toString()} in time` });
+          return { task: s.name, indexed: await documentsOf(deps, s.name), failed: failures.length, failures, deleted: 0, took: `${String(Date.now() - started)} ms` };
+        }),
+      );
+    },
+  );
 
-    rebuildRoutes(app, deps, known);
-  },
-};
+  rebuildRoutes(app, deps, known);
+}

@@ -185,3 +185,20 @@ describe('user group regions', () => {
     expect(one.json<Assignment>().userGroup?.name).toBe('After');
   });
 });
+
+// GET /user-group-regions/{id} was a copy of the shared get without `asOf`; it is the shared get
+// now, whose expansion embeds the group.
+describe('a user group region as of a time (the shared get)', () => {
+  it('answers 404 before it existed and the assignment with its group after', async () => {
+    const g = (await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'REG-AS-OF', name: 'As of', type: 'TEAM', chars: {} } })).json<{ id: string }>();
+    const made = await t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: g.id, regionId: REGION } });
+    expect(made.statusCode, made.body).toBe(201);
+    const id = made.json<{ id: string }>().id;
+    const before = await t.call({ method: 'GET', url: `/api/v1/user-group-regions/${id}?asOf=2000-01-01T00:00:00Z` });
+    expect(before.statusCode, before.body).toBe(404);
+    const later = await t.call({ method: 'GET', url: `/api/v1/user-group-regions/${id}?asOf=2100-01-01T00:00:00Z` });
+    expect(later.statusCode, later.body).toBe(200);
+    expect(later.json()).toMatchObject({ id, regionId: REGION, userGroup: { code: 'REG-AS-OF' } });
+    expect(later.headers.etag).toBe('"0"');
+  });
+});
