@@ -28,11 +28,11 @@ export const notificationTopics = (ctx: Pick<ModuleContext, 'settings'>) => ({ .
 const triggerDeps = (ctx: ModuleContext): TriggerDeps => ({ ...ctx, microserviceUrls: ctx.settings.notifications?.microserviceUrls ?? {} });
 
 const notRest = (code: string, type: unknown) =>
-  new DomainError('NOTIFICATION_RULE.NOT_TRIGGERABLE', 'UNPROCESSABLE_ENTITY', `Notification rule ${JSON.stringify(code)} cannot be triggered over REST`, [
+  new DomainError('NOTIFICATION_RULE.NOT_TRIGGERABLE', `Notification rule ${JSON.stringify(code)} cannot be triggered over REST`, [
     `eventType: ${typeof type === 'string' ? type : '(none)'} is not REST or DIRECT`,
   ]);
 const notValid = (code: string) =>
-  new DomainError('NOTIFICATION_RULE.NOT_VALID', 'UNPROCESSABLE_ENTITY', `Notification rule ${JSON.stringify(code)} is not valid now`, [`validityFrom/validityTo: ${code} is not valid now`]);
+  new DomainError('NOTIFICATION_RULE.NOT_VALID', `Notification rule ${JSON.stringify(code)} is not valid now`, [`validityFrom/validityTo: ${code} is not valid now`]);
 
 function triggerRoute(app: Parameters<NonNullable<Module['routes']>>[0], deps: AppDeps): void {
   const rules = serviceOf(deps, notificationRule);
