@@ -50,7 +50,7 @@ export const ERROR_CATALOGUE = {
     meaning:
       'The body, query, path or a header breaks the schema (also duplicate JSON members, `__proto__` members, numbers JSON cannot carry exactly, a client id that is not a UUIDv4, a bad X-Request-Id): fix the fields named in `errors`.',
   },
-  'REQUEST.MALFORMED_UUID': { status: 'BAD_REQUEST', meaning: 'A path or body field that takes a UUID holds something else: send the UUID (or, where the path takes one, the code).' },
+  'REQUEST.MALFORMED_UUID': { status: 'BAD_REQUEST', meaning: 'A field or path parameter that takes a UUID holds something else: send a UUID.' },
   'REQUEST.STALE_VERSION': { status: 'PRECONDITION_FAILED', meaning: 'If-Match names a version the record has moved past: read it again, reapply the change and send the new ETag.' },
   'REQUEST.IDEMPOTENCY_KEY_REUSED': { status: 'CONFLICT', meaning: 'This Idempotency-Key was used by this caller for a different request: use a new key for a new request.' },
   'FILTER.INVALID': { status: 'BAD_REQUEST', meaning: 'A filter names a field that cannot be filtered, an unknown operator, or a value of the wrong type: fix the conditions named in `errors`.' },
@@ -58,7 +58,7 @@ export const ERROR_CATALOGUE = {
   // Who calls.
   'AUTH.UNAUTHORIZED': { status: 'UNAUTHORIZED', meaning: 'No bearer token, or one that is expired, malformed or not signed by a trusted issuer: log in again.' },
   'AUTH.FORBIDDEN': { status: 'FORBIDDEN', meaning: "The caller's roles or access rules do not allow this operation or record." },
-  'AUTH.TOO_MANY_ATTEMPTS': { status: 'TOO_MANY_REQUESTS', meaning: 'Too many failed logins for this user: wait for Retry-After.' },
+  'AUTH.TOO_MANY_ATTEMPTS': { status: 'TOO_MANY_REQUESTS', meaning: 'Too many failed logins for this user or from this address: wait for Retry-After.' },
 
   // Any record (one code per resource).
   '<RESOURCE>.NOT_FOUND': { status: 'NOT_FOUND', meaning: 'No record (or part of one, e.g. `USER.THUMBNAIL`) with this id or code, or one the caller may not read.' },
@@ -121,8 +121,8 @@ export const ERROR_CATALOGUE = {
 
   // Notifications.
   'NOTIFICATION.TOO_MANY': { status: 'PAYLOAD_TOO_LARGE', meaning: 'Over 100 notifications in one create: split the request.' },
-  'NOTIFICATION.TOO_MANY_ATTACHMENTS': { status: 'PAYLOAD_TOO_LARGE', meaning: 'More attachments than one notification takes: send fewer.' },
-  'NOTIFICATION.ATTACHMENT_TOO_LARGE': { status: 'PAYLOAD_TOO_LARGE', meaning: 'An attachment is over the size one attachment may have: send a smaller file.' },
+  'NOTIFICATION.TOO_MANY_ATTACHMENTS': { status: 'PAYLOAD_TOO_LARGE', meaning: 'Over 10 attachments on one notification: send fewer.' },
+  'NOTIFICATION.ATTACHMENT_TOO_LARGE': { status: 'PAYLOAD_TOO_LARGE', meaning: 'An attachment is over 4 MiB decoded: send a smaller file.' },
   'NOTIFICATION.ATTACHMENT_INVALID': { status: 'UNPROCESSABLE_ENTITY', meaning: 'An attachment is not base64, is of a type not accepted, or its bytes are not of its type: fix the attachment named in `errors`.' },
   'NOTIFICATION.TEMPLATE_NOT_ACTIVE': { status: 'UNPROCESSABLE_ENTITY', meaning: 'The notification template named is not ACTIVE: activate it, or name another.' },
   'NOTIFICATION.RENDERED_INVALID': { status: 'UNPROCESSABLE_ENTITY', meaning: 'The template made a notification that is not valid (fields in `errors`): fix the template or the data.' },
