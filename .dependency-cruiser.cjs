@@ -141,10 +141,9 @@ module.exports = {
       severity: 'error',
       comment:
         'The shared core (domain/, projections/, api/, workers/) serves every module and names none: a module ' +
-        'plugs in through the Module it exports. Exceptions: the composition roots (compose.ts, and cli.ts, which writes ' +
-        'the event catalogue) read the module list, and ' +
+        'plugs in through the Module it exports. Exceptions: the composition root (compose.ts) reads the module list, and ' +
         'the job machinery (modules/jobs/domain/) is what diff apply and read-model rebuilds run as.',
-      from: { path: '^(domain|application|projections|api|workers)/', pathNot: '^api/(compose|cli)[.]ts$' },
+      from: { path: '^(domain|application|projections|api|workers)/', pathNot: '^api/compose[.]ts$' },
       to: { path: '^modules/', pathNot: '^modules/jobs/domain/' },
     },
     {

@@ -11,9 +11,7 @@ import { openSqliteBlobStore } from '../infra/sqlite/blobStore.ts';
 import { openSqliteEventStore } from '../infra/sqlite/eventStore.ts';
 import { openSqliteReadStore } from '../infra/sqlite/readStore.ts';
 import { BUILT_IN_ROLES, hs256Tokens, MAX_TOKEN_LIFETIME_SECONDS, signHs256 } from './auth.ts';
-import { modules } from '../modules/index.ts';
 import { composeService } from './compose.ts';
-import { eventCatalogue } from './eventCatalogue.ts';
 
 /** A command called the wrong way: its message is printed and the exit code is 2. */
 class UsageError extends Error {}
@@ -126,32 +124,9 @@ export async function openApiDocument(): Promise<string> {
   }
 }
 
-const EVENTS_USAGE = `Usage: npm run docs:events [-- --out <file>]
-
-Writes the event catalogue (every event and command type of every resource, with its schema version,
-data and meaning) to docs/events.md (or --out <file>; - for standard output), from the declarations
-in the modules. A test fails when the committed file differs: run this after changing an event.`;
-
-async function events(args: readonly string[]): Promise<void> {
-  const values = parseOptions(args, { out: { type: 'string' }, help: { type: 'boolean' } });
-  if (values.help === true) {
-    console.log(EVENTS_USAGE);
-    return;
-  }
-  const catalogue = eventCatalogue(modules);
-  const out = values.out ?? 'docs/events.md';
-  if (out === '-') process.stdout.write(catalogue.text);
-  else {
-    writeFileSync(out, catalogue.text);
-    console.error(`wrote ${out}: ${String(catalogue.events)} event types, ${String(catalogue.commands)} command types`);
-  }
-  return Promise.resolve();
-}
-
 const COMMANDS: ReadonlyMap<string, Command> = new Map([
   ['token', { summary: "print a bearer token signed with the service's HS256 secret", run: token }],
   ['openapi', { summary: 'write the OpenAPI document (the HTTP contract) to openapi.json', run: openapi }],
-  ['events', { summary: 'write the event catalogue to docs/events.md', run: events }],
 ]);
 
 const usage = (): string =>

@@ -75,7 +75,7 @@ async function matchHere(env: ApplyEnv, key: string): Promise<JsonObject | undef
   const filter = [{ column: compareField, operator: 'EQ', value: key }];
   const scope = await readScope(deps, request, def);
   const found = await readModelLookup(deps)(def, filter, 2, scope);
-  if (found.length > 1) throw new DomainError('DIFF.COMPARE_FIELD_NOT_UNIQUE', 'BAD_REQUEST', `More than one ${def.name} here has ${compareField} ${key}`);
+  if (found.length > 1) throw new DomainError('DIFF.COMPARE_FIELD_NOT_UNIQUE', `More than one ${def.name} here has ${compareField} ${key}`);
   const match = found[0] ?? (scope === undefined ? undefined : (await readModelLookup(deps)(def, filter, 1))[0]);
   return match === undefined ? undefined : service.get(match.id);
 }
@@ -111,7 +111,7 @@ async function applyNew(env: ApplyEnv, entry: DiffEntry, right: JsonObject, key:
   if (here?.readable === true) {
     const existing = here.record;
     if (sameRecord(env.def, existing, right, env.compareField)) return { kind: 'unchanged', record: existing };
-    throw new DomainError('DIFF.ALREADY_EXISTS', 'CONFLICT', `A ${env.def.name} with ${env.compareField} ${key} exists here and differs: compute the diff again`);
+    throw new DomainError('DIFF.ALREADY_EXISTS', `A ${env.def.name} with ${env.compareField} ${key} exists here and differs: compute the diff again`);
   }
   return createNew(env, entry, right, key);
 }

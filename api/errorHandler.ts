@@ -5,7 +5,7 @@ import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse 
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { DomainError, HttpStatus, malformedUuid, type StatusName } from '../domain/shared/errors.ts';
+import { DomainError, HttpStatus, malformedUuid, type ClientStatusName } from '../domain/shared/errors.ts';
 import { issueLines, issuePath } from '../domain/shared/validation.ts';
 import { routeTable } from './methodNotAllowed.ts';
 import { traceIdOf } from './requestContext.ts';
@@ -40,8 +40,9 @@ export class RequestValidationError extends Error {
 
 const PART_PREFIX: Record<string, string> = { querystring: 'query', params: 'path', headers: 'header' };
 
-const byStatus = new Map<number, StatusName>(
-  Object.entries(HttpStatus).map(([name, code]) => [code, name as StatusName]),
+/** The statuses under 500, which a framework refusal keeps as HTTP.<STATUS>. */
+const byStatus = new Map<number, ClientStatusName>(
+  Object.entries(HttpStatus).filter(([, code]) => code < 500).map(([name, code]) => [code, name as ClientStatusName]),
 );
 
 function fromValidation(error: RequestValidationError): DomainError {
@@ -52,9 +53,9 @@ function fromValidation(error: RequestValidationError): DomainError {
   if (first !== undefined && error.issues.every(isUuidIssue)) {
     const value = first.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k], error.input);
     const e = malformedUuid(issuePath(first.path), typeof value === 'string' ? value : '');
-    return new DomainError(e.code, e.status, e.message, lines.map((l) => l.replace(/: .*$/, ': expected type uuid')));
+    return new DomainError(e.code, e.message, lines.map((l) => l.replace(/: .*$/, ': expected type uuid')));
   }
-  return new DomainError('REQUEST.VALIDATION_FAILED', 'BAD_REQUEST', error.message, lines);
+  return new DomainError('REQUEST.VALIDATION_FAILED', error.message, lines);
 }
 
 /** What is wrong with a JSON text, without quoting it: V8's messages may show a stretch of the
@@ -76,9 +77,9 @@ export function toDomainError(error: unknown): DomainError {
   const name = byStatus.get(code);
   if (code >= 400 && code < 500 && name) {
     const malformed = fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError;
-    return new DomainError(`HTTP.${name}`, name, malformed ? `Malformed JSON: ${jsonProblem(fe.message ?? '')}` : (fe.message ?? name));
+    return new DomainError(`HTTP.${name}`, malformed ? `Malformed JSON: ${jsonProblem(fe.message ?? '')}` : (fe.message ?? name));
   }
-  return new DomainError('HTTP.INTERNAL_SERVER_ERROR', 'INTERNAL_SERVER_ERROR', 'Internal server error');
+  return new DomainError('HTTP.INTERNAL_SERVER_ERROR', 'Internal server error');
 }
 
 export function errorBody(error: DomainError, traceId: string, now: Date): ErrorBody {
@@ -117,12 +118,12 @@ function answerNoRoute(request: FastifyRequest, reply: FastifyReply, methodsOf: 
   const allowed = methodsOf(request.url);
   if (allowed.length > 0) {
     // RFC 9110: a path that exists answers 405 naming the methods it has, not 404.
-    const e = new DomainError('HTTP.METHOD_NOT_ALLOWED', 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this path: it has ${allowed.join(', ')}`);
+    const e = new DomainError('HTTP.METHOD_NOT_ALLOWED', `${request.method} is not a method of this path: it has ${allowed.join(', ')}`);
     void reply.code(405).header('allow', allowed.join(', ')).type('application/json').send(errorBody(e, request.traceId, now()));
     return;
   }
   // The path is not repeated: the caller has it, and an error body is no place to reflect input.
-  const e = new DomainError('HTTP.NOT_FOUND', 'NOT_FOUND', `No such route for ${request.method}: the routes are listed in /openapi.json`);
+  const e = new DomainError('HTTP.NOT_FOUND', `No such route for ${request.method}: the routes are listed in /openapi.json`);
   void reply.code(404).type('application/json').send(errorBody(e, request.traceId, now()));
 }
 
@@ -132,16 +133,15 @@ function frameworkDomainError(error: FastifyError, url: string, maxParamLength: 
     case 'FST_ERR_BAD_URL':
       return new DomainError(
         'HTTP.BAD_REQUEST',
-        'BAD_REQUEST',
         url.startsWith('/') ? 'Malformed URL: invalid percent-encoding' : 'Malformed URL: the request target is neither a path nor an absolute URL',
       );
     case 'FST_ERR_MAX_PARAM_LENGTH':
       // A 400, as an over-long idOrCode below this length gets from its schema.
-      return new DomainError('HTTP.BAD_REQUEST', 'BAD_REQUEST', `Malformed URL: a path parameter is longer than ${String(maxParamLength)} characters`);
+      return new DomainError('HTTP.BAD_REQUEST', `Malformed URL: a path parameter is longer than ${String(maxParamLength)} characters`);
     default: {
       const name = byStatus.get(error.statusCode ?? 500);
-      if (name !== undefined && HttpStatus[name] < 500) return new DomainError(`HTTP.${name}`, name, `Request refused before routing (${error.code})`);
-      return new DomainError('HTTP.INTERNAL_SERVER_ERROR', 'INTERNAL_SERVER_ERROR', 'Internal server error');
+      if (name !== undefined && HttpStatus[name] < 500) return new DomainError(`HTTP.${name}`, `Request refused before routing (${error.code})`);
+      return new DomainError('HTTP.INTERNAL_SERVER_ERROR', 'Internal server error');
     }
   }
 }
@@ -164,16 +164,15 @@ function clientDomainError(error: ConnectionError): DomainError {
     case 'HPE_HEADER_OVERFLOW':
       return new DomainError(
         'HTTP.REQUEST_HEADER_FIELDS_TOO_LARGE',
-        'REQUEST_HEADER_FIELDS_TOO_LARGE',
         `Request line and headers are larger than ${String(maxHeaderSize)} bytes`,
       );
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
-      return new DomainError('HTTP.PAYLOAD_TOO_LARGE', 'PAYLOAD_TOO_LARGE', 'Chunk extensions of the request body are too large');
+      return new DomainError('HTTP.PAYLOAD_TOO_LARGE', 'Chunk extensions of the request body are too large');
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return new DomainError('HTTP.REQUEST_TIMEOUT', 'REQUEST_TIMEOUT', 'The request did not arrive in time');
+      return new DomainError('HTTP.REQUEST_TIMEOUT', 'The request did not arrive in time');
     default:
       // Parser codes (HPE_INVALID_METHOD, …) say what is wrong without repeating the request.
-      return new DomainError('HTTP.BAD_REQUEST', 'BAD_REQUEST', `Malformed HTTP request (${error.code})`);
+      return new DomainError('HTTP.BAD_REQUEST', `Malformed HTTP request (${error.code})`);
   }
 }
 
@@ -195,12 +194,12 @@ const responseStarted = (socket: Socket): boolean =>
 export function installServerAnswers(app: FastifyInstance, now: () => Date): void {
   const body = (e: DomainError): string => JSON.stringify(errorBody(e, traceIdOf(undefined), now()));
   app.server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
-    const e = new DomainError('HTTP.EXPECTATION_FAILED', 'EXPECTATION_FAILED', 'Only Expect: 100-continue is supported');
+    const e = new DomainError('HTTP.EXPECTATION_FAILED', 'Only Expect: 100-continue is supported');
     const text = body(e);
     res.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close' }).end(text);
   });
   app.server.on('connect', (_req: IncomingMessage, socket: Socket) => {
-    const text = body(new DomainError('HTTP.METHOD_NOT_ALLOWED', 'METHOD_NOT_ALLOWED', 'CONNECT is not supported'));
+    const text = body(new DomainError('HTTP.METHOD_NOT_ALLOWED', 'CONNECT is not supported'));
     socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: ${String(Buffer.byteLength(text))}\r\nConnection: close\r\n\r\n${text}`);
   });
 }

@@ -335,7 +335,6 @@ async function assertRemovalsAllowed(kit: RouteKit, request: FastifyRequest, rem
   if (removals <= most) return;
   throw new DomainError(
     'DIFF.MASS_REMOVE',
-    'BAD_REQUEST',
     `This would delete ${String(removals)} of the ${String(records)} ${kit.def.path} records, more than ${String(most)} ` +
       `(${String(limits.massRemovePercent)}% of them, at least ${String(limits.massRemoveFloor)}): send allowMassRemove=true to apply it`,
     [`allowMassRemove: true is required to delete ${String(removals)} records at once`],

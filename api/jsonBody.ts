@@ -15,7 +15,7 @@ const MAX_JSON_DEPTH = 32;
 const MAX_JSON_VALUES = 50_000;
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
-const unsupported = (message: string): DomainError => new DomainError('HTTP.UNSUPPORTED_MEDIA_TYPE', 'UNSUPPORTED_MEDIA_TYPE', message);
+const unsupported = (message: string): DomainError => new DomainError('HTTP.UNSUPPORTED_MEDIA_TYPE', message);
 
 /** The body as text, or the 4xx that says why it cannot be read as sent. */
 function bodyText(request: FastifyRequest, body: Buffer): string {
@@ -71,7 +71,7 @@ function parserRefusal(error: Error, text: string, early: TextProblem | undefine
   try {
     JSON.parse(text);
   } catch (syntax) {
-    return syntax instanceof SyntaxError ? new DomainError('HTTP.BAD_REQUEST', 'BAD_REQUEST', `Malformed JSON: ${jsonProblem(syntax.message)}`) : error;
+    return syntax instanceof SyntaxError ? new DomainError('HTTP.BAD_REQUEST', `Malformed JSON: ${jsonProblem(syntax.message)}`) : error;
   }
   return early?.prototypeKey === true ? early : error;
 }

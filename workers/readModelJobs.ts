@@ -149,7 +149,7 @@ export class ReadModelJobs {
       const generation = await this.#o.readModels.beginRebuild(name, id, { dropLive: options.dropLive, isEnded: this.#isEnded });
       if (generation === undefined) {
         const busy = this.#o.readModels.statuses().find((s) => s.name === name);
-        throw new DomainError('READ_MODEL.REBUILDING', 'CONFLICT', `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`);
+        throw new DomainError('READ_MODEL.REBUILDING', `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`, [], { status: 'CONFLICT' });
       }
       try {
         return await this.#start(id, RECREATE, { indexName: name, dropLive: options.dropLive, generation }, ctx);
@@ -165,9 +165,9 @@ export class ReadModelJobs {
   /** The query of a refresh's Filtering on a read model: a 400 naming what is wrong, before any job. */
   refreshQuery(name: string, filtering: Pick<Filtering, 'filter' | 'sort'>): Query {
     const catalog = this.#o.catalogs.get(name);
-    if (catalog === undefined) throw new DomainError('READ_MODEL.NOT_FILTERABLE', 'BAD_REQUEST', `Read model ${name} has no filter columns; recreate it instead`);
+    if (catalog === undefined) throw new DomainError('READ_MODEL.NOT_FILTERABLE', `Read model ${name} has no filter columns; recreate it instead`);
     if (this.#o.readModels.projection(name)?.sourcesOf === undefined) {
-      throw new DomainError('READ_MODEL.NOT_REFRESHABLE', 'BAD_REQUEST', `The documents of read model ${name} cannot be re-folded one by one; recreate it instead`);
+      throw new DomainError('READ_MODEL.NOT_REFRESHABLE', `The documents of read model ${name} cannot be re-folded one by one; recreate it instead`);
     }
     return toQuery(filtering, catalog.columns, catalog.defaultSort);
   }

@@ -84,7 +84,7 @@ export function keyOf(record: JsonObject, field: string): string | undefined {
 }
 
 export const notUnique = (side: string, field: string, problems: readonly string[]): DomainError =>
-  new DomainError('DIFF.COMPARE_FIELD_NOT_UNIQUE', 'BAD_REQUEST', `compareField ${field} does not identify one record ${side}: choose a unique field`, problems.slice(0, MAX_PROBLEMS));
+  new DomainError('DIFF.COMPARE_FIELD_NOT_UNIQUE', `compareField ${field} does not identify one record ${side}: choose a unique field`, problems.slice(0, MAX_PROBLEMS));
 
 /** The incoming records by their compare-field value; 400 when one lacks a value or two share one. */
 export function indexIncoming(data: readonly JsonObject[], field: string): Map<string, { index: number; record: JsonObject }> {

@@ -172,7 +172,7 @@ export function appendFailure<S>(spec: CommandSpec<S>, error: unknown): Error | 
 /** The resource's TOO_LARGE for a change the log will not take at once, naming the limit's setting. */
 function appendTooLarge(resource: string, error: AppendTooLargeError): Error {
   return error.bytes === undefined || error.limit === undefined
-    ? new DomainError(`${resource}.TOO_LARGE`, 'PAYLOAD_TOO_LARGE', error.message, error.errors)
+    ? new DomainError(`${resource}.TOO_LARGE`, error.message, error.errors)
     : tooLarge(resource, `The change (its events, as the event log counts them against ${error.setting})`, error.bytes, error.limit);
 }
 

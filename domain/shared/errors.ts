@@ -1,38 +1,35 @@
-// The error catalogue. Every error the service answers with is one of these; handlers recognise
-// errors by `code`, and the HTTP layer maps `status` to the error body of the HTTP contract.
+// The errors of the catalogue. Every error the service answers with is one of these; handlers recognise
+// errors by `code`, and the HTTP layer maps `status` to the error body of the HTTP contract. Each
+// code, its status and its meaning are declared once in errorCatalogue.ts; the builders below word
+// the codes several places raise.
 
-export const HttpStatus = {
-  BAD_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  REQUEST_TIMEOUT: 408,
-  CONFLICT: 409,
-  PRECONDITION_FAILED: 412,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  EXPECTATION_FAILED: 417,
-  UNPROCESSABLE_ENTITY: 422,
-  TOO_MANY_REQUESTS: 429,
-  REQUEST_HEADER_FIELDS_TOO_LARGE: 431,
-  INTERNAL_SERVER_ERROR: 500,
-  SERVICE_UNAVAILABLE: 503,
-} as const;
-export type StatusName = keyof typeof HttpStatus;
+import { catalogueEntry, HttpStatus, type AlsoStatusOf, type CodeWithStatus, type ErrorCode, type StatusName } from './errorCatalogue.ts';
+
+export { HttpStatus, isErrorCode, type ClientStatusName, type ErrorCode, type StatusName } from './errorCatalogue.ts';
+
+type ErrorOptions = {
+  /** When to try again (the Retry-After header). */
+  retryAfterSeconds?: number;
+  /** The other status the catalogue declares for this code (`also`), where this is that situation. */
+  status?: AlsoStatusOf<ErrorCode>;
+};
 
 export class DomainError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly status: StatusName;
   readonly errors: readonly string[];
   /** When to try again (the Retry-After header): for a 503 of a busy renderer, a 429. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: string, status: StatusName, message: string, errors: readonly string[] = [], options: { retryAfterSeconds?: number } = {}) {
+  /** The status is the catalogue's for `code` (errorCatalogue.ts), or its `also` when `options.status` names it. */
+  constructor(code: ErrorCode, message: string, errors: readonly string[] = [], options: ErrorOptions = {}) {
     super(message);
+    const entry = catalogueEntry(code);
+    if (entry === undefined) throw new TypeError(`${code} is not in the error catalogue`);
+    if (options.status !== undefined && options.status !== entry.status && options.status !== entry.also?.status) throw new TypeError(`${code} is not declared with status ${options.status}`);
     this.name = 'DomainError';
     this.code = code;
-    this.status = status;
+    this.status = options.status ?? entry.status;
     this.errors = errors;
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
@@ -45,24 +42,23 @@ export class DomainError extends Error {
 export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;
 
 export const validationFailed = (message: string, errors: readonly string[] = []): DomainError =>
-  new DomainError('REQUEST.VALIDATION_FAILED', 'BAD_REQUEST', message, errors);
+  new DomainError('REQUEST.VALIDATION_FAILED', message, errors);
 
 export const malformedUuid = (field: string, value: string): DomainError =>
   new DomainError(
     'REQUEST.MALFORMED_UUID',
-    'BAD_REQUEST',
     `Wrong UUID format of '${field}': ${JSON.stringify(value.slice(0, 100))}`,
     [`${field}: expected type uuid`],
   );
 
 export const invalidFilter = (errors: readonly string[]): DomainError =>
-  new DomainError('FILTER.INVALID', 'BAD_REQUEST', 'Invalid filtering', errors);
+  new DomainError('FILTER.INVALID', 'Invalid filtering', errors);
 
 export const notFound = (resource: string, key: string): DomainError =>
-  new DomainError(`${resource}.NOT_FOUND`, 'NOT_FOUND', `${resource} ${JSON.stringify(key.length > 100 ? `${key.slice(0, 100)}…` : key)} not found`);
+  new DomainError(`${resource}.NOT_FOUND`, `${resource} ${JSON.stringify(key.length > 100 ? `${key.slice(0, 100)}…` : key)} not found`);
 
 export const codeTaken = (resource: string, code: string): DomainError =>
-  new DomainError(`${resource}.CODE_TAKEN`, 'CONFLICT', `${resource} code ${JSON.stringify(code)} is already taken`, [
+  new DomainError(`${resource}.CODE_TAKEN`, `${resource} code ${JSON.stringify(code)} is already taken`, [
     `code: ${JSON.stringify(code)} is already taken`,
   ]);
 
@@ -71,7 +67,6 @@ export const keyTaken = (resource: string, key: string, values: Readonly<Record<
   const described = Object.entries(values).map(([f, v]) => `${f} ${JSON.stringify(v)}`).join(' and ');
   return new DomainError(
     `${resource}.${key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}_TAKEN`,
-    'CONFLICT',
     `A ${resource} with ${described} already exists`,
     Object.keys(values).map((f) => `${f}: ${described} is already taken`),
   );
@@ -81,7 +76,6 @@ export const keyTaken = (resource: string, key: string, values: Readonly<Record<
 export const invalidTransition = (resource: string, field: string, from: string, to: string, allowed: readonly string[]): DomainError =>
   new DomainError(
     `${resource}.INVALID_TRANSITION`,
-    'CONFLICT',
     `${resource} ${field} cannot move from ${from} to ${to}; allowed from ${from}: ${allowed.length === 0 ? 'none (it has ended)' : allowed.join(', ')}`,
     [`${field}: ${from} -> ${to} is not allowed; allowed: ${allowed.length === 0 ? 'none' : allowed.join(', ')}`],
   );
@@ -89,64 +83,62 @@ export const invalidTransition = (resource: string, field: string, from: string,
 /** An action the record's status does not allow (a retry of a job that has not failed): names the
  * statuses that allow it. Same code as a status move that is not allowed. */
 export const actionNotAllowed = (resource: string, action: string, from: string, allowedFrom: readonly string[]): DomainError =>
-  new DomainError(`${resource}.INVALID_TRANSITION`, 'CONFLICT', `A ${resource} that is ${from} cannot be ${action}; only one that is ${allowedFrom.join(' or ')}`, [
+  new DomainError(`${resource}.INVALID_TRANSITION`, `A ${resource} that is ${from} cannot be ${action}; only one that is ${allowedFrom.join(' or ')}`, [
     `status: ${from}; ${action} needs ${allowedFrom.join(' or ')}`,
   ]);
 
 /** A field names a record that does not exist (or is deleted). */
 export const referenceMissing = (resource: string, errors: readonly string[]): DomainError =>
-  new DomainError(`${resource}.REFERENCE_NOT_FOUND`, 'UNPROCESSABLE_ENTITY', 'The record refers to records that do not exist', errors);
+  new DomainError(`${resource}.REFERENCE_NOT_FOUND`, 'The record refers to records that do not exist', errors);
 
 export const referenceUnusable = (resource: string, errors: readonly string[]): DomainError =>
-  new DomainError(`${resource}.REFERENCE_NOT_VALID`, 'UNPROCESSABLE_ENTITY', 'The record refers to records that are not valid now', errors);
+  new DomainError(`${resource}.REFERENCE_NOT_VALID`, 'The record refers to records that are not valid now', errors);
 
 export const referenceCycle = (resource: string, errors: readonly string[]): DomainError =>
-  new DomainError(`${resource}.REFERENCE_CYCLE`, 'UNPROCESSABLE_ENTITY', 'The record would refer to itself through a chain of references', errors);
+  new DomainError(`${resource}.REFERENCE_CYCLE`, 'The record would refer to itself through a chain of references', errors);
 
 export const stillReferenced = (resource: string, errors: readonly string[]): DomainError =>
-  new DomainError(`${resource}.STILL_REFERENCED`, 'CONFLICT', 'Other records still refer to this record', errors);
+  new DomainError(`${resource}.STILL_REFERENCED`, 'Other records still refer to this record', errors);
 
 export const alreadyExists = (resource: string, id: string): DomainError =>
-  new DomainError(`${resource}.ALREADY_EXISTS`, 'CONFLICT', `${resource} with id ${id} already exists`, [
+  new DomainError(`${resource}.ALREADY_EXISTS`, `${resource} with id ${id} already exists`, [
     `id: ${id} is already taken`,
   ]);
 
 export const concurrentModification = (resource: string, id: string): DomainError =>
   new DomainError(
     `${resource}.CONCURRENT_MODIFICATION`,
-    'CONFLICT',
     `${resource} ${id} was modified concurrently too many times; retry the request`,
   );
 
 export const staleVersion = (resource: string, expected: number, actual: number): DomainError =>
-  new DomainError('REQUEST.STALE_VERSION', 'PRECONDITION_FAILED', `${resource} is at version ${actual}, not ${expected}`, [
+  new DomainError('REQUEST.STALE_VERSION', `${resource} is at version ${actual}, not ${expected}`, [
     `If-Match: expected version ${expected}, current version ${actual}`,
   ]);
 
 export const idempotencyKeyReused = (): DomainError =>
   new DomainError(
     'REQUEST.IDEMPOTENCY_KEY_REUSED',
-    'CONFLICT',
     'Idempotency-Key was already used with a different request',
   );
 
 export const tooLarge = (resource: string, what: string, bytes: number, limit: number): DomainError =>
-  new DomainError(`${resource}.TOO_LARGE`, 'PAYLOAD_TOO_LARGE', `${what} is ${String(bytes)} bytes of JSON; at most ${String(limit)}`, [
+  new DomainError(`${resource}.TOO_LARGE`, `${what} is ${String(bytes)} bytes of JSON; at most ${String(limit)}`, [
     `(body): ${what} is ${String(bytes)} bytes of JSON (UTF-8); at most ${String(limit)}`,
   ]);
 
 export const blobTooLarge = (size: number, limit: number): DomainError =>
-  new DomainError('BLOB.TOO_LARGE', 'PAYLOAD_TOO_LARGE', `The content is ${String(size)} bytes; at most ${String(limit)}`, [
+  new DomainError('BLOB.TOO_LARGE', `The content is ${String(size)} bytes; at most ${String(limit)}`, [
     `(body): the content is ${String(size)} bytes; at most ${String(limit)}`,
   ]);
 
 export const unauthorized = (message: string): DomainError =>
-  new DomainError('AUTH.UNAUTHORIZED', 'UNAUTHORIZED', message);
+  new DomainError('AUTH.UNAUTHORIZED', message);
 
-export const forbidden = (message: string): DomainError => new DomainError('AUTH.FORBIDDEN', 'FORBIDDEN', message);
+export const forbidden = (message: string): DomainError => new DomainError('AUTH.FORBIDDEN', message);
 
-export const unavailable = (code: string, message: string): DomainError =>
-  new DomainError(code, 'SERVICE_UNAVAILABLE', message);
+/** A 503 of the catalogue's: only a code declared with that status compiles. */
+export const unavailable = (code: CodeWithStatus<'SERVICE_UNAVAILABLE'>, message: string): DomainError => new DomainError(code, message);
 
 /** An append over what the log takes at once (KurrentDB's MaxAppendSize for a whole append, or
  * MaxAppendEventSize for one event): `bytes` as the log counts them, `limit` and the `setting` that
@@ -159,7 +151,7 @@ export class AppendTooLargeError extends DomainError {
   constructor(bytes: number | undefined, limit: number | undefined, setting: string) {
     const size = bytes === undefined ? 'over' : `${String(bytes)} bytes,`;
     const over = `The change is ${size} more than the event log takes at once (${setting}${limit === undefined ? '' : `: ${String(limit)} bytes`})`;
-    super('EVENT_STORE.APPEND_TOO_LARGE', 'PAYLOAD_TOO_LARGE', over, [`(body): ${over}`]);
+    super('EVENT_STORE.APPEND_TOO_LARGE', over, [`(body): ${over}`]);
     this.name = 'AppendTooLargeError';
     this.bytes = bytes;
     this.limit = limit;
@@ -174,7 +166,7 @@ export class AppendTooLargeError extends DomainError {
 export class StoreUnavailableError extends DomainError {
   constructor(store: 'EVENT_STORE' | 'READ_STORE' | 'BLOB_STORE', cause: unknown, options: { retryAfterSeconds?: number } = {}) {
     const which = { EVENT_STORE: 'event', READ_STORE: 'read', BLOB_STORE: 'blob' }[store];
-    super(`${store}.UNAVAILABLE`, 'SERVICE_UNAVAILABLE', `The ${which} store is unavailable; retry the request`, [], options);
+    super(`${store}.UNAVAILABLE`, `The ${which} store is unavailable; retry the request`, [], options);
     this.name = 'StoreUnavailableError';
     this.cause = cause;
   }

@@ -122,7 +122,7 @@ export class ChromiumPdfRenderer implements PdfRenderer {
       try {
         return await this.#render(html, paper);
       } catch (error) {
-        if (error instanceof BrowserGone) throw new DomainError('FORMATTER.RENDERER_CRASHED', 'SERVICE_UNAVAILABLE', 'The PDF renderer crashed twice on this document', [], { retryAfterSeconds: 1 });
+        if (error instanceof BrowserGone) throw new DomainError('FORMATTER.RENDERER_CRASHED', 'The PDF renderer crashed twice on this document', [], { retryAfterSeconds: 1 });
         throw error;
       }
     }, shareKeyOf(caller));

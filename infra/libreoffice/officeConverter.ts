@@ -123,7 +123,7 @@ export class LibreOfficeConverter implements OfficeConverter {
     const source = IMPORT_FILTERS[from];
     const filter = (source.calc ? CALC_FILTERS : WRITER_FILTERS)[to];
     if (filter === undefined) {
-      throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${source.calc ? 'spreadsheet' : 'text document'} cannot be made into ${to}`);
+      throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', `A ${source.calc ? 'spreadsheet' : 'text document'} cannot be made into ${to}`);
     }
     const clean = this.#options.offlineHtml ?? ((html: string) => Promise.resolve(offlineHtml(html)));
     const bytes = from.startsWith('html') ? new TextEncoder().encode(await clean(new TextDecoder().decode(input), options.caller)) : input;
@@ -156,12 +156,12 @@ export class LibreOfficeConverter implements OfficeConverter {
       });
       if (answer.crashed !== undefined) {
         this.#stop(`crashed: ${answer.crashed}`);
-        throw new DomainError('FORMATTER.RENDERER_CRASHED', 'SERVICE_UNAVAILABLE', `The office renderer stopped during this document (${answer.crashed}); it starts again with the next one`, [], { retryAfterSeconds: 1 });
+        throw new DomainError('FORMATTER.RENDERER_CRASHED', `The office renderer stopped during this document (${answer.crashed}); it starts again with the next one`, [], { retryAfterSeconds: 1 });
       }
       if (answer.error !== undefined) {
         // LibreOffice's own words name its internals: logged, not answered.
         this.#options.logger?.warn({ detail: answer.error.slice(0, 500) }, 'office conversion failed');
-        throw new DomainError('FORMATTER.CONVERSION_FAILED', 'UNPROCESSABLE_ENTITY', 'LibreOffice could not convert this document');
+        throw new DomainError('FORMATTER.CONVERSION_FAILED', 'LibreOffice could not convert this document');
       }
       if (running.documents >= this.#options.recycleAfter) this.#stop('recycled');
       const converted = new Uint8Array(await readFile(output));

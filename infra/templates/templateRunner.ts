@@ -17,7 +17,7 @@ import { Worker } from 'node:worker_threads';
 import { documentTooLarge, rendererUnavailable } from '../../modules/documents/domain/documents.ts';
 import type { TemplateCaller, TemplateJob, TemplateRunner } from '../../domain/ports.ts';
 import type { WorkerJob } from './worker.ts';
-import { DomainError, type StatusName } from '../../domain/shared/errors.ts';
+import { DomainError, isErrorCode, type StatusName } from '../../domain/shared/errors.ts';
 import { callerShares, isServiceWork, RenderQueue, shareKeyOf, withTimeout } from '../renderQueue.ts';
 
 export type TemplateRunnerOptions = {
@@ -135,12 +135,12 @@ class WorkerLane {
       } catch (error) {
         if (error instanceof NotSent) {
           this.#idle.push(worker);
-          throw new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', 'The data could not be handed to the template', [error.message]);
+          throw new DomainError('FORMATTER.RENDER_FAILED', 'The data could not be handed to the template', [error.message]);
         }
         if (!(error instanceof WorkerStopped)) throw error;
         this.#stop(worker);
         if (error.message === 'ERR_WORKER_OUT_OF_MEMORY') throw documentTooLarge(`it needed more than ${String(this.#limits.memoryMb)} MiB`);
-        throw new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', `The template ${error.message} with this data and was stopped`);
+        throw new DomainError('FORMATTER.RENDER_FAILED', `The template ${error.message} with this data and was stopped`);
       }
     }, key);
   }
@@ -238,6 +238,6 @@ class WorkerLane {
 }
 
 function toDomainError(failure: Failure): DomainError {
-  if (failure.code !== undefined && failure.status !== undefined) return new DomainError(failure.code, failure.status, failure.message, failure.errors ?? []);
-  return new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', 'The template could not be rendered with this data', [failure.message]);
+  if (failure.code !== undefined && failure.status !== undefined && isErrorCode(failure.code)) return new DomainError(failure.code, failure.message, failure.errors ?? []);
+  return new DomainError('FORMATTER.RENDER_FAILED', 'The template could not be rendered with this data', [failure.message]);
 }

@@ -263,11 +263,11 @@ class Streams {
   /** Takes a slot for the caller, or refuses: 503 when the process is full, 429 when the caller is. */
   admit({ caller, reply, allowed, checkMs, stallMs }: Admission): AbortSignal {
     if (this.#open.size >= this.#limits.maxStreams) {
-      throw new DomainError('AUDIT.TOO_MANY_STREAMS', 'SERVICE_UNAVAILABLE', `This instance serves at most ${String(this.#limits.maxStreams)} audit streams at once (AUDIT_STREAMS_MAX); retry later or page with JSON`, [], { retryAfterSeconds: 5 });
+      throw new DomainError('AUDIT.TOO_MANY_STREAMS', `This instance serves at most ${String(this.#limits.maxStreams)} audit streams at once (AUDIT_STREAMS_MAX); retry later or page with JSON`, [], { retryAfterSeconds: 5 });
     }
     const own = [...this.#open].filter((s) => s.caller === caller).length;
     if (own >= this.#limits.maxStreamsPerCaller) {
-      throw new DomainError('AUDIT.TOO_MANY_STREAMS_OF_CALLER', 'TOO_MANY_REQUESTS', `A caller may hold at most ${String(this.#limits.maxStreamsPerCaller)} audit streams open at once (AUDIT_STREAMS_PER_CALLER); close one first`, [], { retryAfterSeconds: 5 });
+      throw new DomainError('AUDIT.TOO_MANY_STREAMS_OF_CALLER', `A caller may hold at most ${String(this.#limits.maxStreamsPerCaller)} audit streams open at once (AUDIT_STREAMS_PER_CALLER); close one first`, [], { retryAfterSeconds: 5 });
     }
     const abort = new AbortController();
     const raw = reply.raw;

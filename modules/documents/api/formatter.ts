@@ -228,7 +228,7 @@ function batchRoute(r: ZodRoutes, deps: AppDeps): void {
     async (request) => {
       const items = request.body;
       if (items.length > MAX_BATCH_DOCUMENTS) {
-        throw new DomainError('FORMATTER.BATCH_TOO_LARGE', 'PAYLOAD_TOO_LARGE', `At most ${String(MAX_BATCH_DOCUMENTS)} documents per batch, got ${String(items.length)}`);
+        throw new DomainError('FORMATTER.BATCH_TOO_LARGE', `At most ${String(MAX_BATCH_DOCUMENTS)} documents per batch, got ${String(items.length)}`);
       }
       return mapBounded(items, BATCH_PARALLELISM, async (item) => {
         try {

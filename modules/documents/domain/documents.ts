@@ -49,7 +49,7 @@ export function fileNameOf(code: string, format: DocumentFormat): string {
 }
 
 export const rendererBusy = (what: string, retryAfterSeconds: number): DomainError =>
-  new DomainError('FORMATTER.RENDERER_BUSY', 'SERVICE_UNAVAILABLE', `The ${what} renderer is busy: try again in ${String(retryAfterSeconds)} s`, [], {
+  new DomainError('FORMATTER.RENDERER_BUSY', `The ${what} renderer is busy: try again in ${String(retryAfterSeconds)} s`, [], {
     retryAfterSeconds,
   });
 
@@ -57,22 +57,21 @@ export const rendererBusy = (what: string, retryAfterSeconds: number): DomainErr
 export const callerBusy = (what: string, limit: number, setting: string, retryAfterSeconds: number): DomainError =>
   new DomainError(
     'FORMATTER.TOO_MANY_RENDERS_OF_CALLER',
-    'TOO_MANY_REQUESTS',
     `A caller may have at most ${String(limit)} ${what} renders waiting or running at once (${setting}): try again in ${String(retryAfterSeconds)} s`,
     [],
     { retryAfterSeconds },
   );
 
 export const renderTimedOut = (what: string, ms: number): DomainError =>
-  new DomainError('FORMATTER.RENDER_TIMEOUT', 'SERVICE_UNAVAILABLE', `The ${what} render took longer than ${String(ms)} ms and was stopped`, [], {
+  new DomainError('FORMATTER.RENDER_TIMEOUT', `The ${what} render took longer than ${String(ms)} ms and was stopped`, [], {
     retryAfterSeconds: 1,
   });
 
 export const documentTooLarge = (detail: string): DomainError =>
-  new DomainError('FORMATTER.DOCUMENT_TOO_LARGE', 'PAYLOAD_TOO_LARGE', `The template made too large a document from this data (${detail})`);
+  new DomainError('FORMATTER.DOCUMENT_TOO_LARGE', `The template made too large a document from this data (${detail})`);
 
 export const rendererUnavailable = (what: string, hint: string): DomainError =>
-  new DomainError('FORMATTER.RENDERER_UNAVAILABLE', 'SERVICE_UNAVAILABLE', `No ${what} renderer: ${hint}`);
+  new DomainError('FORMATTER.RENDERER_UNAVAILABLE', `No ${what} renderer: ${hint}`);
 
 const latin1 = new TextDecoder('latin1');
 

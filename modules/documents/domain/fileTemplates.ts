@@ -118,7 +118,7 @@ export function fillDocx(bytes: Uint8Array, data: unknown, date: Date): Uint8Arr
     doc = new Docxtemplater<PizZip>(new PizZip(bytes), OPTIONS);
     doc.render(data);
   } catch (error) {
-    throw new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', 'The template could not be filled with this data', explanationsOf(error));
+    throw new DomainError('FORMATTER.RENDER_FAILED', 'The template could not be filled with this data', explanationsOf(error));
   }
   return datedZip(doc.getZip(), date);
 }
@@ -150,7 +150,7 @@ export async function fillXlsx(bytes: Uint8Array, data: unknown, date: Date, tem
   try {
     await workbook.xlsx.load(Buffer.from(bytes) as unknown as ArrayBuffer);
   } catch (error) {
-    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'The XLSX template could not be read', [`content: ${error instanceof Error ? error.message : String(error)}`]);
+    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'The XLSX template could not be read', [`content: ${error instanceof Error ? error.message : String(error)}`]);
   }
   workbook.eachSheet((sheet) => {
     sheet.eachRow((row) => {
@@ -167,7 +167,7 @@ export async function fillXlsx(bytes: Uint8Array, data: unknown, date: Date, tem
           cell.value = renderHandlebars({ key: `${template.key}:${sheet.name}!${cell.address}`, version: template.version }, text, data, 'text');
         } catch (error) {
           const e = error as DomainError;
-          throw new DomainError(e.code, e.status, `Cell ${sheet.name}!${cell.address}: ${e.message}`, e.errors.map((l) => `${sheet.name}!${cell.address}: ${l}`));
+          throw new DomainError(e.code, `Cell ${sheet.name}!${cell.address}: ${e.message}`, e.errors.map((l) => `${sheet.name}!${cell.address}: ${l}`));
         }
       });
     });

@@ -45,7 +45,7 @@ export async function templateText(template: TemplateVersion, data: unknown, ren
     case 'SCRIPT':
       return runner(renderers).text({ kind: 'jsonata', source, data }, caller);
     default:
-      throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', `A ${template.inputType} template is not text: generate a document from it instead`, [
+      throw new DomainError('FORMATTER.NOT_RENDERABLE', `A ${template.inputType} template is not text: generate a document from it instead`, [
         'inputType: FILE templates are office files filled with the data (POST /api/v1/formatter/documents/{code})',
       ]);
   }
@@ -76,23 +76,23 @@ async function fromFile(template: TemplateVersion, data: unknown, format: Docume
   const bytes = typeof template.content === 'string' ? fromBase64(template.content) : undefined;
   const kind = bytes === undefined ? undefined : officeKindOf(bytes);
   if (bytes === undefined || kind === undefined) {
-    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'This FILE template holds no office file', ['content: a DOCX, XLSX, ODT or ODS file in base64']);
+    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'This FILE template holds no office file', ['content: a DOCX, XLSX, ODT or ODS file in base64']);
   }
   // Saved before SVG images or external references were refused: still never handed to LibreOffice
   // or to a recipient.
   const refused = refusedContentOf(bytes, kind);
   if (refused.length > 0) {
-    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'UNPROCESSABLE_ENTITY', 'This FILE template holds content a FILE template may no longer hold: save it again without it', refused.map((line) => `content: ${line}`));
+    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'This FILE template holds content a FILE template may no longer hold: save it again without it', refused.map((line) => `content: ${line}`));
   }
   if (format === 'html') {
-    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', 'A FILE template makes office documents and PDF, not HTML', [
+    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'A FILE template makes office documents and PDF, not HTML', [
       'format: one of pdf, docx, doc, odt (and xlsx, xls, ods for spreadsheets)',
     ]);
   }
   const date = versionDate(template);
   if (kind === 'xlsx' || kind === 'ods') return fromSpreadsheet(template, bytes, kind, data, format, renderers, caller);
   if (SPREADSHEETS.has(format)) {
-    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes text documents`, ['format: one of pdf, docx, doc, odt']);
+    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', `A ${kind.toUpperCase()} template makes text documents`, ['format: one of pdf, docx, doc, odt']);
   }
   // docxtemplater fills DOCX; an ODT goes through DOCX and back.
   const docx = kind === 'docx' ? bytes : await office(renderers).convert(bytes, kind, 'docx', { date, caller });
@@ -105,7 +105,7 @@ async function fromFile(template: TemplateVersion, data: unknown, format: Docume
 /** An XLSX (or an ODS, through XLSX) filled cell by cell, then converted when the format differs. */
 async function fromSpreadsheet(template: TemplateVersion, bytes: Uint8Array, kind: 'xlsx' | 'ods', data: unknown, format: Exclude<DocumentFormat, 'html'>, renderers: DocumentRenderers, caller: TemplateCaller): Promise<Uint8Array> {
   if (!SPREADSHEETS.has(format) && format !== 'pdf') {
-    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', 'UNPROCESSABLE_ENTITY', `A ${kind.toUpperCase()} template makes spreadsheets`, ['format: one of xlsx, xls, ods, pdf']);
+    throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', `A ${kind.toUpperCase()} template makes spreadsheets`, ['format: one of xlsx, xls, ods, pdf']);
   }
   const date = versionDate(template);
   const xlsx = kind === 'xlsx' ? bytes : await office(renderers).convert(bytes, kind, 'xlsx', { date, caller });

@@ -150,7 +150,7 @@ function compiled(template: { key: string; version: number }, source: string, mo
   const hit = compiledCache.get(cacheKey);
   if (hit?.version === template.version) return hit.run;
   const problems = handlebarsProblems(source);
-  if (problems.length > 0) throw new DomainError('FORMATTER.TEMPLATE_INVALID', 'BAD_REQUEST', 'The template does not compile', problems);
+  if (problems.length > 0) throw new DomainError('FORMATTER.TEMPLATE_INVALID', 'The template does not compile', problems);
   const fn = engine.compile(source, { knownHelpers: KNOWN, knownHelpersOnly: true, noEscape: mode === 'text', strict: false });
   const run: Compiled = (data) => fn(data, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false });
   compiledCache.delete(cacheKey);
@@ -163,7 +163,7 @@ const renderFailed = (error: unknown): DomainError =>
   // A text past the longest string the engine can hold (about 512 MiB) is a document too large.
   error instanceof RangeError && error.message.startsWith('Invalid string length')
     ? documentTooLarge('longer than a string can be')
-    : new DomainError('FORMATTER.RENDER_FAILED', 'UNPROCESSABLE_ENTITY', 'The template could not be rendered with this data', [
+    : new DomainError('FORMATTER.RENDER_FAILED', 'The template could not be rendered with this data', [
     error instanceof Error ? error.message.split('\n')[0] ?? 'render failed' : String(error),
   ]);
 
@@ -186,7 +186,7 @@ export async function renderJsonata(source: string, data: unknown): Promise<stri
   try {
     expression = jsonata(source);
   } catch {
-    throw new DomainError('FORMATTER.TEMPLATE_INVALID', 'BAD_REQUEST', 'The expression does not parse', jsonataProblems(source));
+    throw new DomainError('FORMATTER.TEMPLATE_INVALID', 'The expression does not parse', jsonataProblems(source));
   }
   const started = Date.now();
   let depth = 0;

@@ -23,7 +23,7 @@ export const LOGIN_LIMITS = { perUser: { limit: 10, windowMs: 5 * 60_000 }, perA
 export const TOKEN_TTL_SECONDS = 12 * 60 * 60;
 
 const tooMany = (ms: number): DomainError =>
-  Object.assign(new DomainError('AUTH.TOO_MANY_ATTEMPTS', 'TOO_MANY_REQUESTS', 'Too many failed logins: try again later', [`retry after ${String(Math.ceil(ms / 1000))} s`]), {
+  Object.assign(new DomainError('AUTH.TOO_MANY_ATTEMPTS', 'Too many failed logins: try again later', [`retry after ${String(Math.ceil(ms / 1000))} s`]), {
     retryAfterSeconds: Math.ceil(ms / 1000),
   });
 

@@ -102,7 +102,7 @@ async function anotherAdmin(deps: AppDeps, id: unknown, now: Date): Promise<bool
 const LAST_ADMIN_LOCK = 'last-admin';
 
 const lastAdmin = (code: unknown): DomainError =>
-  new DomainError('USER.LAST_ADMIN', 'CONFLICT', `${String(code)} is the last enabled admin: make another user an enabled admin first`, [
+  new DomainError('USER.LAST_ADMIN', `${String(code)} is the last enabled admin: make another user an enabled admin first`, [
     'no other user has the role admin, is ENABLE and inside its validity (and, where this service logs users in, is on PASSWORD with a password set)',
   ]);
 

@@ -76,7 +76,7 @@ function thumbnailOf(photoData: string): { bytes: Buffer; contentType: string } 
   const bytes = decodeBase64(photoData);
   if (bytes === undefined) throw validationFailed('photoData is not base64', ['photoData: expected base64 (standard alphabet)']);
   if (bytes.length > MAX_THUMBNAIL_BYTES) {
-    throw new DomainError('USER.THUMBNAIL_TOO_LARGE', 'PAYLOAD_TOO_LARGE', `The image is ${String(bytes.length)} bytes; at most ${String(MAX_THUMBNAIL_BYTES)} are accepted`, ['photoData: larger than 1 MiB decoded']);
+    throw new DomainError('USER.THUMBNAIL_TOO_LARGE', `The image is ${String(bytes.length)} bytes; at most ${String(MAX_THUMBNAIL_BYTES)} are accepted`, ['photoData: larger than 1 MiB decoded']);
   }
   const contentType = imageTypeOf(bytes);
   if (contentType === undefined) throw validationFailed('photoData is not an image this service accepts', [`photoData: expected ${IMAGE_TYPES.join(', ')} (recognised by its first bytes)`]);

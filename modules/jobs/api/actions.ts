@@ -137,7 +137,7 @@ async function failureOf(deps: AppDeps, live: LiveRecord, traceId: string): Prom
   const cancelled = data.cancelled as { at?: string; by?: string } | undefined;
   if (data.failure === CANCELLED && cancelled !== undefined) {
     const by = cancelled.by ?? 'unknown';
-    return errorBody(new DomainError('JOB.CANCELLED', 'CONFLICT', `Job ${live.id} was cancelled by ${by}`, [`status: FAILED (cancelled at ${String(cancelled.at)} by ${by})`]), traceId, ended);
+    return errorBody(new DomainError('JOB.CANCELLED', `Job ${live.id} was cancelled by ${by}`, [`status: FAILED (cancelled at ${String(cancelled.at)} by ${by})`]), traceId, ended);
   }
   const reason = typeof data.failure === 'string' ? data.failure : undefined;
   const steps = (await failedSteps(deps, live.id)).slice(0, FAILED_STEPS_SHOWN);
@@ -145,7 +145,7 @@ async function failureOf(deps: AppDeps, live: LiveRecord, traceId: string): Prom
     ...(reason === undefined ? [] : [`failure: ${reason}`]),
     ...steps.map((s) => `jobSteps[${String(s.name)}]: FAILED${typeof s.log === 'string' && s.log !== '' ? `: ${s.log.slice(0, 200)}` : ''}`),
   ];
-  return errorBody(new DomainError('JOB.FAILED', 'INTERNAL_SERVER_ERROR', reason === undefined ? `Job ${live.id} failed` : `Job ${live.id} failed: ${reason}`, lines), traceId, ended);
+  return errorBody(new DomainError('JOB.FAILED', reason === undefined ? `Job ${live.id} failed` : `Job ${live.id} failed: ${reason}`, lines), traceId, ended);
 }
 
 async function stateOf(deps: AppDeps, live: LiveRecord, traceId: string): Promise<JobState> {

@@ -33,7 +33,7 @@ const stepContext = (ctx: CommandContext, i: number): CommandContext =>
 function atStep(error: unknown, i: number): unknown {
   if (!(error instanceof DomainError)) return error;
   const at = `jobSteps[${String(i)}]`;
-  return new DomainError(error.code, error.status, `${at}: ${error.message}`, error.errors.map((l) => (l.startsWith('(body)') ? `${at}${l.slice(6)}` : `${at}.${l}`)));
+  return new DomainError(error.code, `${at}: ${error.message}`, error.errors.map((l) => (l.startsWith('(body)') ? `${at}${l.slice(6)}` : `${at}.${l}`)));
 }
 
 /** What the checks of a request's steps have seen so far: the ids and pairs of earlier steps. */
@@ -63,7 +63,7 @@ async function checkStepPair(deps: AppDeps, step: InlineStep, i: number, seen: S
   const taken = keyTaken(jobStep.errorPrefix, pair.name, Object.fromEntries(pair.fields.map((f) => [f, step[f]])));
   const twin = seen.pairs.get(value);
   if (twin !== undefined) {
-    throw atStep(new DomainError(taken.code, taken.status, `Two steps have one (${pair.fields.join(', ')})`, pair.fields.map((f) => `${f}: also that of jobSteps[${String(twin)}]`)), i);
+    throw atStep(new DomainError(taken.code, `Two steps have one (${pair.fields.join(', ')})`, pair.fields.map((f) => `${f}: also that of jobSteps[${String(twin)}]`)), i);
   }
   seen.pairs.set(value, i);
   const holder = await deps.eventStore.findCode({ scope: keyScope(jobStep, pair), code: value });
@@ -115,7 +115,7 @@ async function createJobWithSteps(deps: AppDeps, input: unknown, ctx: CommandCon
   const record = made.record;
   if (record === undefined) throw new Error('create of Job left no record');
   if (made.written === false && given.length > 0 && (await jobs.live(record.id)) === undefined) {
-    throw new DomainError('JOB.UNDONE', 'CONFLICT', 'The request under this Idempotency-Key failed and its job was undone: send it again under a new key');
+    throw new DomainError('JOB.UNDONE', 'The request under this Idempotency-Key failed and its job was undone: send it again under a new key');
   }
   const created: ResourceRecord[] = [];
   let position = made.position;

@@ -74,10 +74,10 @@ function assertMayAct(resource: string, action: string, starter: string, ctx: De
 }
 
 /** Only the service writes its own jobs. */
-function assertClientJob(resource: string, before: JsonObject | undefined, after: JsonObject, ctx: DecideContext): void {
+function assertClientJob(before: JsonObject | undefined, after: JsonObject, ctx: DecideContext): void {
   const kind = [before?.jobType, after.jobType].find((t): t is string => typeof t === 'string' && t.startsWith(SERVICE_JOB));
   if (kind !== undefined && ctx.actor !== READ_MODEL_JOB_ACTOR) {
-    throw new DomainError(`${resource}.SERVICE_JOB`, 'CONFLICT', `${kind} jobs are run by the service: start them through /api/v1/indexes, and they end themselves`);
+    throw new DomainError('JOB.SERVICE_JOB', `${kind} jobs are run by the service: start them through /api/v1/indexes, and they end themselves`);
   }
 }
 
@@ -94,7 +94,7 @@ function withDates(before: JsonObject | undefined, after: JsonObject, startField
 function statusMoves(resource: string, startField: 'startDate' | undefined): NonNullable<Behaviour['onChange']> {
   return (before, after, ctx: DecideContext) => {
     const to = after.status as JobStatus;
-    assertClientJob(resource, before, after, ctx);
+    assertClientJob(before, after, ctx);
     if (before === undefined && !STARTS.includes(to)) {
       throw validationFailed(`A ${resource} starts NEW or IN_PROGRESS`, [`status: ${to} is not a starting status; use NEW or IN_PROGRESS`]);
     }
@@ -233,7 +233,7 @@ function decideRetry(record: LiveRecord, unavailable: string | undefined, ctx: D
   assertMayAct('JOB', 'retry', startedBy(record), ctx);
   const from = record.fields.status as JobStatus;
   if (from !== 'FAILED') throw actionNotAllowed('JOB', 'retried', from, ['FAILED']);
-  if (unavailable !== undefined) throw new DomainError('JOB.NOT_RESUMABLE', 'CONFLICT', `Job ${record.id} cannot be resumed: ${unavailable}`, [`jobType: ${String(record.fields.jobType)}`]);
+  if (unavailable !== undefined) throw new DomainError('JOB.NOT_RESUMABLE', `Job ${record.id} cannot be resumed: ${unavailable}`, [`jobType: ${String(record.fields.jobType)}`]);
   const status: JobStatus = isServiceRun(record.fields.jobType) ? 'IN_PROGRESS' : 'NEW';
   return [{ type: 'JobRetried', data: { at: ctx.now.toISOString(), by: ctx.actor, status } }];
 }

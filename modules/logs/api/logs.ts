@@ -53,7 +53,7 @@ async function refusePurgedId(deps: AppDeps, id: string | undefined): Promise<vo
   const stored = (await deps.readStore.getMany(deps.readModels.collectionOf(log.collection), [id])).get(id);
   if (stored?.doc !== null) return;
   if ((await deps.eventStore.readStream(streamOf(log, id), { limit: 1 })).length > 0) return;
-  throw new DomainError('LOG.ALREADY_EXISTS', 'CONFLICT', `Log ${id} was deleted and its events purged by the retention pass: its id is not used again`, [`id: ${id} was a deleted log`]);
+  throw new DomainError('LOG.ALREADY_EXISTS', `Log ${id} was deleted and its events purged by the retention pass: its id is not used again`, [`id: ${id} was a deleted log`]);
 }
 
 /** How logs are served by the shared operation set. */

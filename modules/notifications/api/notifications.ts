@@ -52,7 +52,7 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
       const many = Array.isArray(request.body);
       const payloads = Array.isArray(request.body) ? request.body : [request.body];
       if (payloads.length > MAX_NOTIFICATIONS_PER_CREATE) {
-        throw new DomainError('NOTIFICATION.TOO_MANY', 'PAYLOAD_TOO_LARGE', `At most ${String(MAX_NOTIFICATIONS_PER_CREATE)} notifications per create, got ${String(payloads.length)}`);
+        throw new DomainError('NOTIFICATION.TOO_MANY', `At most ${String(MAX_NOTIFICATIONS_PER_CREATE)} notifications per create, got ${String(payloads.length)}`);
       }
       // Every one rendered and checked before any is written: an array is made whole or not at all.
       const env: RenderEnv = { records: deps.runtime, blobStore: deps.blobStore, documents: deps.documents, caller: templateCallerOf(request), readable: (def, record) => assertReadable(deps, request, def, record) };

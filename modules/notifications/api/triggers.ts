@@ -21,11 +21,11 @@ import { serviceOf } from '../../../api/services.ts';
 const REST_RULE_TYPES = new Set(['REST', 'DIRECT']);
 
 const notRest = (code: string, type: unknown) =>
-  new DomainError('NOTIFICATION_RULE.NOT_TRIGGERABLE', 'UNPROCESSABLE_ENTITY', `Notification rule ${JSON.stringify(code)} cannot be triggered over REST`, [
+  new DomainError('NOTIFICATION_RULE.NOT_TRIGGERABLE', `Notification rule ${JSON.stringify(code)} cannot be triggered over REST`, [
     `eventType: ${typeof type === 'string' ? type : '(none)'} is not REST or DIRECT`,
   ]);
 const notValid = (code: string) =>
-  new DomainError('NOTIFICATION_RULE.NOT_VALID', 'UNPROCESSABLE_ENTITY', `Notification rule ${JSON.stringify(code)} is not valid now`, [`validityFrom/validityTo: ${code} is not valid now`]);
+  new DomainError('NOTIFICATION_RULE.NOT_VALID', `Notification rule ${JSON.stringify(code)} is not valid now`, [`validityFrom/validityTo: ${code} is not valid now`]);
 
 /** POST /api/v1/notification-rules/{code}/trigger. */
 export function triggerRoute(app: FastifyInstance, deps: AppDeps): void {

@@ -200,7 +200,7 @@ export const notification: ResourceDefinition<typeof notificationEvents, typeof 
           if (record.fields.status !== 'SENDING') throw invalidTransition('NOTIFICATION', 'status', String(record.fields.status), 'SENDING (an attempt)', []);
           // Attempt n is made once: a second dispatcher (or a retried command) asking for it again
           // is refused, so it never sends what another is sending.
-          if (own.attempt !== attempts + 1) throw new DomainError('NOTIFICATION.ATTEMPT_TAKEN', 'CONFLICT', `Attempt ${String(own.attempt)} is not the next one: ${String(attempts)} made`);
+          if (own.attempt !== attempts + 1) throw new DomainError('NOTIFICATION.ATTEMPT_TAKEN', `Attempt ${String(own.attempt)} is not the next one: ${String(attempts)} made`);
           const holdUntil = new Date(ctx.now.getTime() + ATTEMPT_HOLD_MS).toISOString();
           return [{ type: 'NotificationDeliveryAttempted', data: { attempt: own.attempt, at: ctx.now.toISOString(), holdUntil } }];
         }

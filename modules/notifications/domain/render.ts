@@ -59,15 +59,15 @@ export type RenderEnv = {
 };
 
 export const missingTemplate = (code: string): DomainError =>
-  new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', 'UNPROCESSABLE_ENTITY', `No notification template ${JSON.stringify(code)}`, [`templateCode: ${code} does not exist`]);
+  new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', `No notification template ${JSON.stringify(code)}`, [`templateCode: ${code} does not exist`]);
 
 const missingFormatterTemplate = (code: string, id: string): DomainError =>
-  new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', 'UNPROCESSABLE_ENTITY', `Notification template ${JSON.stringify(code)} names no formatter template`, [
+  new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', `Notification template ${JSON.stringify(code)} names no formatter template`, [
     `templateCode: ${code} names formatterDocumentTemplateId ${id}, which does not exist`,
   ]);
 
 const inactive = (code: string): DomainError =>
-  new DomainError('NOTIFICATION.TEMPLATE_NOT_ACTIVE', 'UNPROCESSABLE_ENTITY', `Notification template ${JSON.stringify(code)} is not ACTIVE`, [`templateCode: ${code} is not ACTIVE`]);
+  new DomainError('NOTIFICATION.TEMPLATE_NOT_ACTIVE', `Notification template ${JSON.stringify(code)} is not ACTIVE`, [`templateCode: ${code} is not ACTIVE`]);
 
 const asMissing =
   (code: string) =>
@@ -140,7 +140,7 @@ export async function renderNotification(env: RenderEnv, payload: CreatePayload,
   // A 422: the template made it so, not the request.
   const checked = notification.fields.safeParse(fields);
   if (!checked.success) {
-    throw new DomainError('NOTIFICATION.RENDERED_INVALID', 'UNPROCESSABLE_ENTITY', 'The template made a notification that is not valid', checked.error.issues.map((issue) => `${at}${issue.path.join('.')}: ${issue.message}`));
+    throw new DomainError('NOTIFICATION.RENDERED_INVALID', 'The template made a notification that is not valid', checked.error.issues.map((issue) => `${at}${issue.path.join('.')}: ${issue.message}`));
   }
   return { ...optional('id', id), ...fields };
 }
