@@ -6,7 +6,7 @@
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { DatabaseSync, type SQLOutputValue, type StatementSync } from 'node:sqlite';
-import type { CollectionOptions, Document, DocumentWrite, JsonPage, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
+import type { Clock, CollectionOptions, Document, DocumentWrite, JsonPage, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
 import { likePattern, type Query } from '../../domain/shared/filtering.ts';
 import { containerValues, containingValues, ranked, scanned, startingValues, type Statement } from './autocomplete.ts';
 import { likeMatcher, type LikeMatcher } from '../../domain/shared/likeMatcher.ts';
@@ -77,7 +77,11 @@ export class SqliteReadStore implements ReadStore {
   /** Each collection's search indexes as its schema holds them; dropped when the schema changes. */
   private readonly searchIndexCache = new Map<string, SearchIndexes>();
 
-  constructor(path: string) {
+  /** Decides when a lease lapses (tests hold it still to observe a lease before and after it lapses). */
+  private readonly clock: Clock;
+
+  constructor(path: string, clock: Clock = { now: () => new Date() }) {
+    this.clock = clock;
     this.db = new DatabaseSync(path);
     this.db.exec('PRAGMA journal_mode = WAL');
     this.db.exec('PRAGMA synchronous = NORMAL');
@@ -535,7 +539,7 @@ export class SqliteReadStore implements ReadStore {
    * restart after a crash does not wait for the dead process's lease to lapse.
    */
   tryLease(projection: string, owner: string, ttlMs: number): Promise<boolean> {
-    const now = Date.now();
+    const now = this.clock.now().getTime();
     const held = this.leases.get(projection);
     if (held !== undefined && held.owner !== owner && held.expiresAt > now) return Promise.resolve(false);
     this.leases.set(projection, { owner, expiresAt: now + ttlMs });
@@ -600,6 +604,6 @@ async function* chunks<T>(items: Iterable<T> | AsyncIterable<T>, size: number): 
   if (chunk.length > 0) yield chunk;
 }
 
-export function openSqliteReadStore(options: { path: string }): SqliteReadStore {
-  return new SqliteReadStore(options.path);
+export function openSqliteReadStore(options: { path: string; clock?: Clock | undefined }): SqliteReadStore {
+  return new SqliteReadStore(options.path, options.clock);
 }

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Document, NewEvent } from '../../domain/ports.ts';
+import type { Clock, Document, NewEvent } from '../../domain/ports.ts';
 import { toQuery } from '../../domain/shared/filtering.ts';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
 import type { Projection } from '../../projections/projection.ts';
@@ -19,9 +19,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
 });
 
-function setup() {
+function setup(clock?: Clock) {
   const dir = mkdtempSync(join(tmpdir(), 'projector-'));
-  const stores = openEmbeddedStores(dir);
+  const stores = openEmbeddedStores(dir, { clock });
   cleanups.push(async () => {
     await stores.eventStore.close();
     await stores.readStore.close();
@@ -112,17 +112,43 @@ describe('projector', () => {
   });
 
   it('takes over from an instance that stopped renewing once its lease lapses', async () => {
-    const { eventStore, readStore } = setup();
-    const leaseMs = 300;
+    // The leases and the survivor on a clock the test moves: whether the lease has lapsed is the
+    // clock's doing, however long each step takes on a loaded machine.
+    const start = Date.parse('2030-01-01T00:00:00Z');
+    let now = start;
+    const { eventStore, readStore } = setup({ now: () => new Date(now) });
+    // Far longer than the test takes: only the test's clock makes it lapse.
+    const leaseMs = 60_000;
     // A crashed instance: it holds the lease and never renews it.
     expect(await readStore.tryLease(notes.name, 'crashed', leaseMs)).toBe(true);
-    const survivor = new Projector(notes, eventStore, readStore, { instanceId: 'survivor', leaseMs });
+    // The survivor's lease requests go to the real store; the test hears each answer.
+    let answered: (granted: boolean) => void = () => undefined;
+    const nextAnswer = () => new Promise<boolean>((resolve) => (answered = resolve));
+    const leases = intercept(readStore, 'tryLease', async (...args: Parameters<typeof readStore.tryLease>) => {
+      const granted = await readStore.tryLease(...args);
+      answered(granted);
+      return granted;
+    });
+    const survivor = new Projector(notes, eventStore, leases, { instanceId: 'survivor', leaseMs, now: () => new Date(now) });
+    const first = nextAnswer();
     await survivor.start();
     cleanups.push(() => survivor.stop());
+    expect(await first).toBe(false);
     const a = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Added', 'a')] });
+
+    // A moment before the lease lapses the survivor asks again (its renewal interval has passed),
+    // is refused, and stands by: the event is not projected.
+    now = start + leaseMs - 1;
+    const beforeLapse = nextAnswer();
+    expect(await beforeLapse).toBe(false);
     expect(survivor.status().active).toBe(false);
+    expect(await readStore.size(collection)).toBe(0);
+
+    // Once it has lapsed, the survivor's next request takes the lease and it projects.
+    now = start + 2 * leaseMs;
     expect(await survivor.waitFor(a.position, 5000)).toBe(true);
     expect(survivor.status().active).toBe(true);
+    expect(await readStore.size(collection)).toBe(1);
   });
 
   it('stops writing when it cannot renew its lease, and resumes once it can', async () => {

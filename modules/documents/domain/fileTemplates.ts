@@ -123,14 +123,23 @@ export function fillDocx(bytes: Uint8Array, data: unknown, date: Date): Uint8Arr
   return datedZip(doc.getZip(), date);
 }
 
-/** An office file (a zip) with every part dated `date`: the same content then gives the same
- * bytes. An ODF's `mimetype` stays first and uncompressed, as the format requires. */
+/** An office file (a zip) with every part dated `date` and no folder entries: the same content then
+ * gives the same bytes. A folder entry holds nothing a reader needs (a part's path names its
+ * folders), and which empty ones LibreOffice writes depends on how long the document stayed open:
+ * Writer adds Configurations2/accelerator/ and images/Bitmaps/ once its idle work has run (after
+ * ~0.2 s, so a conversion slowed by load gained them). An ODF's `mimetype` stays first and
+ * uncompressed, as the format requires. */
 export function redateZip(bytes: Uint8Array, date: Date): Uint8Array {
   return datedZip(new PizZip(bytes), date);
 }
 
 function datedZip(zip: PizZip, date: Date): Uint8Array {
-  for (const file of Object.values(zip.files)) {
+  for (const [name, file] of Object.entries(zip.files)) {
+    if (file.dir) {
+      // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- PizZip keeps its entries in this record; remove() would take a folder's parts with it
+      delete zip.files[name];
+      continue;
+    }
     file.date = date;
     if (file.name === 'mimetype') file.options.compression = 'STORE';
   }
