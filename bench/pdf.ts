@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import puppeteer from 'puppeteer-core';
 import { signHs256, hs256Verifier } from '../api/auth.ts';
 import { composeService } from '../api/compose.ts';
-import { renderHandlebars } from '../modules/documents/domain/templates.ts';
+import { CompiledTemplates, renderHandlebars } from '../modules/documents/domain/templates.ts';
 import { paperOf } from '../modules/documents/domain/documents.ts';
 import { findChromium, ChromiumPdfRenderer } from '../infra/chromium/pdfRenderer.ts';
 import { openEmbeddedStores } from '../infra/embedded.ts';
@@ -102,7 +102,7 @@ async function benchService(): Promise<{ render: () => Promise<void>; close: () 
 }
 
 export async function pdfFigure(options: { rounds: number; renders: number; seconds: number }): Promise<PdfFigure> {
-  const html = renderHandlebars({ key: 'bench', version: 0 }, TEMPLATE, DATA, 'html');
+  const html = renderHandlebars(new CompiledTemplates(), { key: 'bench', version: 0 }, TEMPLATE, DATA, 'html');
   const executable = await findChromium(process.env.CHROME_PATH);
   const browser = await puppeteer.launch({ executablePath: executable.path, headless: executable.headless, args: ['--no-sandbox', '--no-zygote', '--disable-gpu', '--disable-dev-shm-usage'] });
   const page = await browser.newPage();

@@ -4,6 +4,7 @@
 
 import { parentPort } from 'node:worker_threads';
 import { runTemplateJob } from '../../modules/documents/domain/templateJobs.ts';
+import { CompiledTemplates } from '../../modules/documents/domain/templates.ts';
 import { offlineHtml } from '../libreoffice/offlineHtml.ts';
 import type { TemplateJob } from '../../domain/ports.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
@@ -11,7 +12,10 @@ import { DomainError } from '../../domain/shared/errors.ts';
 /** A template job, or HTML to clean for LibreOffice (parse5 over a large text takes seconds). */
 export type WorkerJob = TemplateJob | { kind: 'offline-html'; html: string };
 
-const run = async (job: WorkerJob): Promise<string | Uint8Array> => (job.kind === 'offline-html' ? offlineHtml(job.html) : runTemplateJob(job));
+/** This thread's compiled templates (a template's next version replaces its entry). */
+const compiled = new CompiledTemplates();
+
+const run = async (job: WorkerJob): Promise<string | Uint8Array> => (job.kind === 'offline-html' ? offlineHtml(job.html) : runTemplateJob(job, compiled));
 
 parentPort?.on('message', (message: { id: number; job: WorkerJob }) => {
   run(message.job).then(

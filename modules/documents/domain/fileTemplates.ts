@@ -10,7 +10,7 @@ import PizZip from 'pizzip';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { isBase64 } from '../../../domain/shared/fields.ts';
 import { externalReferencesOf } from './externalReferences.ts';
-import { renderHandlebars } from './templates.ts';
+import { renderHandlebars, type CompiledTemplates } from './templates.ts';
 
 export type OfficeKind = 'docx' | 'xlsx' | 'odt' | 'ods';
 
@@ -154,7 +154,13 @@ const own = (data: unknown, path: string): unknown =>
 /** An XLSX with every text cell that holds `{{` rendered as a handlebars template (as text) over the
  * data; a cell that is a single `{{path}}` to a number, boolean or date-less value keeps its type.
  * The workbook's dates and every part are dated `date`. */
-export async function fillXlsx(bytes: Uint8Array, data: unknown, date: Date, template: { key: string; version: number }): Promise<Uint8Array> {
+export async function fillXlsx(
+  bytes: Uint8Array,
+  data: unknown,
+  date: Date,
+  template: { key: string; version: number },
+  compiled: CompiledTemplates,
+): Promise<Uint8Array> {
   const workbook = new ExcelJS.Workbook();
   try {
     await workbook.xlsx.load(Buffer.from(bytes) as unknown as ArrayBuffer);
@@ -173,7 +179,7 @@ export async function fillXlsx(bytes: Uint8Array, data: unknown, date: Date, tem
           return;
         }
         try {
-          cell.value = renderHandlebars({ key: `${template.key}:${sheet.name}!${cell.address}`, version: template.version }, text, data, 'text');
+          cell.value = renderHandlebars(compiled, { key: `${template.key}:${sheet.name}!${cell.address}`, version: template.version }, text, data, 'text');
         } catch (error) {
           const e = error as DomainError;
           throw new DomainError(e.code, `Cell ${sheet.name}!${cell.address}: ${e.message}`, e.errors.map((l) => `${sheet.name}!${cell.address}: ${l}`));

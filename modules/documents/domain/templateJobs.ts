@@ -6,17 +6,18 @@
 import type { TemplateJob, TemplateRunner } from '../../../domain/ports.ts';
 import { documentTooLarge } from './documents.ts';
 import { fillDocx, fillXlsx } from './fileTemplates.ts';
-import { renderHandlebars, renderJsonata } from './templates.ts';
+import { CompiledTemplates, renderHandlebars, renderJsonata } from './templates.ts';
 
 /** The largest text a template may make from its data (characters). */
 export const MAX_DOCUMENT_CHARS = 16 * 1024 * 1024;
 
 
-export async function runTemplateJob(job: TemplateJob): Promise<string | Uint8Array> {
+/** Evaluates one job; `compiled` is the evaluator's own cache of compiled handlebars templates. */
+export async function runTemplateJob(job: TemplateJob, compiled: CompiledTemplates): Promise<string | Uint8Array> {
   let result: string | Uint8Array;
   switch (job.kind) {
     case 'handlebars':
-      result = renderHandlebars({ key: job.key, version: job.version }, job.source, job.data, job.mode);
+      result = renderHandlebars(compiled, { key: job.key, version: job.version }, job.source, job.data, job.mode);
       break;
     case 'jsonata':
       result = await renderJsonata(job.source, job.data);
@@ -25,7 +26,7 @@ export async function runTemplateJob(job: TemplateJob): Promise<string | Uint8Ar
       result = fillDocx(job.bytes, job.data, new Date(job.date));
       break;
     case 'xlsx':
-      result = await fillXlsx(job.bytes, job.data, new Date(job.date), { key: job.key, version: job.version });
+      result = await fillXlsx(job.bytes, job.data, new Date(job.date), { key: job.key, version: job.version }, compiled);
       break;
   }
   if (typeof result === 'string' && result.length > MAX_DOCUMENT_CHARS) {
@@ -34,9 +35,10 @@ export async function runTemplateJob(job: TemplateJob): Promise<string | Uint8Ar
   return result;
 }
 
-/** The jobs run here, on the caller's thread, whoever's they are: for tools and tests without a runner. */
+/** The jobs run here, on the caller's thread, whoever's they are: for tools and tests without a
+ * runner. Each job compiles its template afresh (no cache is kept between them). */
 export const inProcessTemplates: TemplateRunner = {
-  text: async (job) => (await runTemplateJob(job)) as string,
-  file: async (job) => (await runTemplateJob(job)) as Uint8Array,
+  text: async (job) => (await runTemplateJob(job, new CompiledTemplates())) as string,
+  file: async (job) => (await runTemplateJob(job, new CompiledTemplates())) as Uint8Array,
   close: () => Promise.resolve(),
 };

@@ -139,24 +139,28 @@ export function jsonataProblems(source: string, field = 'content'): string[] {
 }
 
 type Compiled = (data: unknown) => string;
-/** Compiled templates by template (id, or a preview text's hash) and mode: one version each, so a
- * template's new version replaces its old compiled form. Bounded: the oldest go first. */
-const compiledCache = new Map<string, { version: number; run: Compiled }>();
 const CACHE_SIZE = 500;
 
-/** A template compiled once per (template, version). */
-function compiled(template: { key: string; version: number }, source: string, mode: TemplateMode): Compiled {
-  const cacheKey = `${mode}|${template.key}`;
-  const hit = compiledCache.get(cacheKey);
-  if (hit?.version === template.version) return hit.run;
-  const problems = handlebarsProblems(source);
-  if (problems.length > 0) throw new DomainError('FORMATTER.TEMPLATE_INVALID', 'The template does not compile', problems);
-  const fn = engine.compile(source, { knownHelpers: KNOWN, knownHelpersOnly: true, noEscape: mode === 'text', strict: false });
-  const run: Compiled = (data) => fn(data, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false });
-  compiledCache.delete(cacheKey);
-  if (compiledCache.size >= CACHE_SIZE) compiledCache.delete(compiledCache.keys().next().value ?? '');
-  compiledCache.set(cacheKey, { version: template.version, run });
-  return run;
+/** Compiled templates by template (id, or a preview text's hash) and mode: one version each, so a
+ * template's new version replaces its old compiled form. Bounded: the oldest go first. Whoever
+ * evaluates templates owns one (a template worker thread its own), so nothing is kept per process. */
+export class CompiledTemplates {
+  readonly #cache = new Map<string, { version: number; run: Compiled }>();
+
+  /** A template compiled once per (template, version). */
+  of(template: { key: string; version: number }, source: string, mode: TemplateMode): Compiled {
+    const cacheKey = `${mode}|${template.key}`;
+    const hit = this.#cache.get(cacheKey);
+    if (hit?.version === template.version) return hit.run;
+    const problems = handlebarsProblems(source);
+    if (problems.length > 0) throw new DomainError('FORMATTER.TEMPLATE_INVALID', 'The template does not compile', problems);
+    const fn = engine.compile(source, { knownHelpers: KNOWN, knownHelpersOnly: true, noEscape: mode === 'text', strict: false });
+    const run: Compiled = (data) => fn(data, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false });
+    this.#cache.delete(cacheKey);
+    if (this.#cache.size >= CACHE_SIZE) this.#cache.delete(this.#cache.keys().next().value ?? '');
+    this.#cache.set(cacheKey, { version: template.version, run });
+    return run;
+  }
 }
 
 const renderFailed = (error: unknown): DomainError =>
@@ -168,8 +172,14 @@ const renderFailed = (error: unknown): DomainError =>
   ]);
 
 /** Renders a handlebars template over data: HTML-escaped in 'html' mode. */
-export function renderHandlebars(template: { key: string; version: number }, source: string, data: unknown, mode: TemplateMode): string {
-  const run = compiled(template, source, mode);
+export function renderHandlebars(
+  compiled: CompiledTemplates,
+  template: { key: string; version: number },
+  source: string,
+  data: unknown,
+  mode: TemplateMode,
+): string {
+  const run = compiled.of(template, source, mode);
   try {
     return run(data);
   } catch (error) {
