@@ -7,7 +7,7 @@
  * them to 64 MiB each under a sustained allocation rate, and that growth is resident memory the
  * process keeps: the first export of 1,000,000 records grew the service's anonymous RSS by 73 MB,
  * all of it new space (`npm run bench:export`); with this cap, by 5.6 MB. Log creates over a minute
- * and get-one throughput were the same with and without it (README, Performance).
+ * and get-one throughput were the same with and without it (docs/performance.md).
  */
 export const V8_FLAGS = ['--max-semi-space-size=16'] as const;
 

@@ -49,7 +49,7 @@ import { foldStream } from './streamFold.ts';
 /** A log as one runtime's resource services share it: the command log, and the locks of this
  * process that keep reference checks and their writes from interleaving (a write adding a
  * restricting reference shares the target record's lock, which a delete or a code change of it
- * takes alone; across processes the window that remains is the read model's lag: see README). */
+ * takes alone; across processes the window that remains is the read model's lag: see docs/architecture.md). */
 export type ResourceLog = CommandLog & { readonly locks: KeyedLocks };
 
 export type ResourceService = ReturnType<typeof resourceService>;

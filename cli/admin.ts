@@ -16,7 +16,7 @@ export function buildProgram(): Command {
   const program = new Command('admin')
     .description('Administration of the telecom admin service over its REST API')
     .addOption(new Option('--url <url>', 'base URL of the service').env('ADMIN_URL').default('http://127.0.0.1:8080'))
-    .addOption(new Option('--token <token>', 'bearer token (`npm run token` prints one; README says which role each command needs)').env('ADMIN_TOKEN'))
+    .addOption(new Option('--token <token>', 'bearer token (`npm run token` prints one; docs/operations.md, The CLI, says which role each command needs)').env('ADMIN_TOKEN'))
     .option('--json', 'machine output: JSON on stdout instead of tables')
     .configureHelp({ showGlobalOptions: true })
     .showSuggestionAfterError()

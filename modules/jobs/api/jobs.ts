@@ -94,7 +94,7 @@ async function checkSteps(deps: AppDeps, steps: ResourceService, body: JsonObjec
 
 /** The steps made so far and the job removed again: a step that could not be written after all
  * (a pair taken meanwhile, a store failing) leaves no half-made job. Best effort: a store that
- * fails here too leaves what it could not remove (see README, Jobs). */
+ * fails here too leaves what it could not remove (see docs/api.md, Jobs). */
 async function undo(jobs: ResourceService, steps: ResourceService, jobId: string, made: readonly string[], ctx: CommandContext): Promise<void> {
   const { idempotencyKey: _key, requestHash: _hash, ...plain } = ctx;
   for (const id of [...made].reverse()) await steps.remove(id, plain).catch(() => undefined);
