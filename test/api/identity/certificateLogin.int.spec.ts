@@ -6,10 +6,13 @@
 // still work on the same listener.
 
 import { request as httpsRequest } from 'node:https';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tlsServerOptions, watchClientCrl } from '../../../infra/tls.ts';
 import { makePki, opensslMissing, type Pair, type Pki } from '../../support/pki.ts';
+import { defaultServiceEnv, startServiceProcess, stopServiceProcess } from '../../support/serviceProcess.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 type ErrorBody = { status: string; code: string; errors: string[]; message: string };
@@ -220,5 +223,46 @@ describe.skipIf(missing !== undefined)('certificate login naming the user by ano
     expect((refused.body as ErrorBody).errors).toEqual(['certificate: the certificate has no e-mail address in its subject alternative name (TLS_CLIENT_USER_FIELD=SAN_EMAIL)']);
     const two = pki.issue('carol-two', { san: 'email:carol@pki.example, email:other@pki.example' });
     expect(((await call(port, pki.caPem, { path: '/api/v1/users/carol@pki.example', pair: two })).body as ErrorBody).errors[0]).toContain('more than one e-mail address');
+  });
+});
+
+describe.skipIf(missing !== undefined)('the service as `npm start` runs it, configured by TLS_* variables', () => {
+  let pki: Pki;
+  let dataDir: string;
+  beforeAll(() => {
+    pki = makePki();
+    dataDir = mkdtempSync(join(tmpdir(), 'admin-pki-service-'));
+  });
+  afterAll(() => {
+    pki.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('listens with HTTPS on PORT and logs in the PKI user named by TLS_CLIENT_USER_FIELD; a revoked certificate is refused', async () => {
+    const dan = pki.issue('dan', { subject: '/CN=Dan/emailAddress=dan@pki.example' });
+    const revoked = pki.issue('dan-revoked', { subject: '/CN=Dan/emailAddress=dan@pki.example' });
+    pki.revoke(revoked);
+    const env = { DATA_DIR: dataDir, TLS_CERT: pki.files.serverCert, TLS_KEY: pki.files.serverKey, TLS_CLIENT_CA: pki.files.ca, TLS_CLIENT_CRL: pki.files.crl, TLS_CLIENT_USER_FIELD: 'emailAddress' };
+    const service = await startServiceProcess(defaultServiceEnv(env));
+    try {
+      expect(service.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      expect(service.output()).toContain('TLS: HTTPS; client certificates from');
+      const port = Number(new URL(service.url).port);
+      const admin = (method: string, path: string, body: unknown) => call(port, pki.caPem, { method, path, body, token: service.token });
+      expect((await admin('POST', '/api/v1/user-types', { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' })).status).toBe(201);
+      expect((await admin('POST', '/api/v1/users', aUser('dan@pki.example'))).status).toBe(201);
+      expect((await call(port, pki.caPem, { path: '/api/v1/users/dan@pki.example', pair: dan })).status).toBe(200);
+      const refused = await call(port, pki.caPem, { path: '/api/v1/users/dan@pki.example', pair: revoked });
+      expect(refused.status).toBe(401);
+      expect((refused.body as ErrorBody).errors).toEqual(['certificate: the certificate is revoked (it is in the CRL) (CERT_REVOKED)']);
+    } finally {
+      await stopServiceProcess(service);
+    }
+  });
+
+  it('does not start on a key that is not the certificate\'s, naming the variable', async () => {
+    const other = pki.issue('stranger');
+    const env = { DATA_DIR: dataDir, TLS_CERT: pki.files.serverCert, TLS_KEY: other.key };
+    await expect(startServiceProcess(defaultServiceEnv(env))).rejects.toThrow(/TLS_KEY \(.*stranger\.key\) is not the key of TLS_CERT/);
   });
 });
