@@ -105,7 +105,7 @@ describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subjec
     const read = await get('/api/v1/users/pki_alice', certs.alice);
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ code: 'pki_alice', authentication: 'PKI' });
-    // viewer: reads, does not write; and the write is recorded as nobody's, for it never happens.
+    // Its own roles (viewer): it reads, it does not write.
     const write = await call(port, pki.caPem, { method: 'POST', path: '/api/v1/user-types', pair: certs.alice, body: { code: 'X', name: 'X', type: 'INDIVIDUAL' } });
     expect(write.status).toBe(403);
     expect((write.body as ErrorBody).message).toContain('[viewer]');
