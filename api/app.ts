@@ -3,7 +3,7 @@
 
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
@@ -13,7 +13,7 @@ import {
 import { z } from 'zod';
 import { unavailable } from '../domain/shared/errors.ts';
 import { authorizeResource } from './access.ts';
-import { allows, authenticate, authorize, type Permission } from './auth.ts';
+import { allows, authenticate, authorize, type Caller, type Permission } from './auth.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import { clientErrorHandler, ErrorBodySchema, frameworkErrorHandler, installErrorHandling, installServerAnswers } from './errorHandler.ts';
 import type { AppDeps } from './module.ts';
@@ -74,6 +74,16 @@ function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
 
 }
 
+/** The caller a request without a bearer token presents otherwise (a client certificate), by the
+ * first module that recognises it. */
+async function presentedCaller(request: FastifyRequest, deps: AppDeps): Promise<Caller | undefined> {
+  for (const module of deps.modules) {
+    const caller = await module.presented?.(request, deps);
+    if (caller !== undefined) return caller;
+  }
+  return undefined;
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: deps.logger ?? false,
@@ -90,6 +100,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // A body that never finishes is answered 408 (fastify's default is to wait for ever).
     requestTimeout: 30_000,
     ajv: { customOptions: { removeAdditional: false } },
+    // fastify types an HTTPS server as another server type; to everything here it is an http.Server.
+    ...(deps.https === undefined ? {} : ({ https: deps.https } as object)),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -117,9 +129,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           'after (else 403), and a resource no rule names is 403.',
       },
       components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          // OpenAPI 3.1's mutualTLS scheme, which the typings of @fastify/swagger (openapi-types) predate.
+          clientCertificate: {
+            type: 'mutualTLS',
+            description:
+              'Only where the service listens with HTTPS and asks for client certificates (TLS_CLIENT_CA; docs/pki.md): a request without a bearer token is the user ' +
+              'with authentication PKI whose code the certificate names (TLS_CLIENT_USER_FIELD, default the subject CN), if that user is ENABLE and inside its validity, ' +
+              'with its effective roles. A certificate that is absent, expired, revoked, from another CA, or names no such user: 401 AUTH.CERTIFICATE_REJECTED.',
+          } as unknown as { type: 'http'; scheme: string },
+        },
       },
-      security: [{ bearer: [] }],
+      security: [{ bearer: [] }, { clientCertificate: [] }],
     },
     transform: jsonSchemaTransform,
     transformObject: (document) => withProtocol(jsonSchemaTransformObject(document) as Record<string, unknown>),
@@ -130,7 +152,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request) => {
     const permission = request.routeOptions.config.permission;
     if (permission === undefined) return;
-    let caller = await authenticate(request.headers.authorization, deps.verifyToken);
+    let caller = (request.headers.authorization === undefined ? await presentedCaller(request, deps) : undefined) ?? (await authenticate(request.headers.authorization, deps.verifyToken));
     for (const module of deps.modules) if (module.authenticated !== undefined) caller = await module.authenticated(caller, deps);
     request.caller = caller;
     const resource = request.routeOptions.config.resource;

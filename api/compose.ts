@@ -48,6 +48,8 @@ export type ComposeOptions = {
   exchange?: NonNullable<AppDeps['exchange']>;
   /** fastify's trustProxy: which X-Forwarded-For hops give the client's address. */
   trustProxy?: boolean | string;
+  /** HTTPS, and client certificates when it asks for them (TLS_*). */
+  https?: NonNullable<AppDeps['https']>;
   /** The document renderers (closed with the service). */
   documents?: DocumentRenderers;
   /** E-mail delivery for notifications (closed with the service). */
@@ -94,8 +96,8 @@ export function projectionsOf(modules: readonly Module[]) {
 /** What the HTTP app takes of the options when they are given. */
 const httpOptions = (o: ComposeOptions) =>
   Object.fromEntries(
-    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'documents', 'exchange'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
-  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'documents' | 'exchange'>;
+    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'https', 'documents', 'exchange'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
+  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'https' | 'documents' | 'exchange'>;
 
 export async function composeService(options: ComposeOptions): Promise<Service> {
   const { eventStore, readStore, blobStore } = options;

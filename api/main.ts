@@ -8,6 +8,7 @@ import type { KafkaLogger } from '../infra/kafka/client.ts';
 import { brokerList, kafkaMessaging } from '../infra/kafka/messaging.ts';
 import { HttpSmsGateway } from '../infra/sms/httpSmsGateway.ts';
 import { hs256Secret } from '../infra/authSecret.ts';
+import { tlsServerOptions, watchClientCrl } from '../infra/tls.ts';
 import { openStores } from '../infra/stores.ts';
 import { openDocumentRenderers } from '../infra/documentRenderers.ts';
 import { SmtpMailSender } from '../infra/mail/smtpSender.ts';
@@ -32,6 +33,7 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
         microserviceUrls: microserviceUrls(config.MICROSERVICE_URLS),
       },
       logs: { retentionDays: config.LOG_RETENTION_DAYS },
+      identity: { clientCertificates: config.TLS_CERT !== undefined && config.TLS_CLIENT_CA !== undefined, certificateUserField: config.TLS_CLIENT_USER_FIELD },
     },
   };
 }
@@ -40,6 +42,19 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
 function withAudit<T extends { settings: ModuleSettings }>(config: Config, ports: T): T {
   const audit = { maxStreams: config.AUDIT_STREAMS_MAX, maxStreamsPerCaller: config.AUDIT_STREAMS_PER_CALLER, heartbeatMs: config.AUDIT_HEARTBEAT_MS, stallMs: config.AUDIT_STALL_MS };
   return { ...ports, settings: { ...ports.settings, audit } };
+}
+
+/** HTTPS on PORT when TLS_CERT is set, with client certificates when TLS_CLIENT_CA is (docs/pki.md):
+ * the server's options, a watch of the CRL file, and the line that says so at start. */
+function tlsListener(config: Config) {
+  const https = tlsServerOptions(config);
+  const crl = config.TLS_CLIENT_CRL;
+  const clients = config.TLS_CLIENT_CA === undefined ? 'no client certificates (TLS_CLIENT_CA unset)' : `client certificates from ${config.TLS_CLIENT_CA} log in the PKI user named by ${config.TLS_CLIENT_USER_FIELD}, ${crl === undefined ? 'no CRL' : `revoked: ${crl}`}`;
+  return {
+    options: https === undefined ? {} : { https },
+    watchCrl: (server: Parameters<typeof watchClientCrl>[0], log: Parameters<typeof watchClientCrl>[3]) => (https === undefined || crl === undefined ? () => undefined : watchClientCrl(server, https, crl, log)),
+    description: https === undefined ? 'TLS: off, plain HTTP (TLS_CERT unset)' : `TLS: HTTPS; ${clients}`,
+  };
 }
 
 async function main(): Promise<void> {
@@ -63,6 +78,8 @@ async function main(): Promise<void> {
     adminToken = signHs256(secret, { sub: 'admin', roles: ['admin'] });
   }
 
+  // Read before the stores open: a wrong certificate file stops the start naming its variable.
+  const tls = tlsListener(config);
   const stores = await openStores(config);
   // The renderers log through the app's logger, which exists once the service is composed.
   const log: { to?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void; error: (obj: object, msg: string) => void } } = {};
@@ -84,14 +101,17 @@ async function main(): Promise<void> {
       massRemoveFloor: config.MASS_REMOVE_FLOOR,
     },
     trustProxy: config.TRUST_PROXY,
+    ...tls.options,
     batchSize: config.PROJECTION_BATCH_SIZE,
     role: config.ROLE,
   });
   log.to = service.app.log;
   instrumentService(service);
+  const unwatchCrl = tls.watchCrl(service.app.server, service.app.log);
 
   const shutdown = async (signal: string): Promise<void> => {
     service.app.log.info({ signal }, 'shutting down');
+    unwatchCrl();
     await service.close();
     // The spans of the last requests and a last metric reading leave before the process does.
     await flushTelemetry().catch((error: unknown) => {
@@ -112,6 +132,7 @@ async function main(): Promise<void> {
   await service.startProjectors();
   console.log(`\nAdministration API listening on ${address}  (docs: ${address}/docs, OpenAPI: ${address}/openapi.json)`);
   console.log(`runtime: Node ${process.version}`);
+  console.log(tls.description);
   for (const line of stores.description) console.log(line);
   console.log(telemetryDescription());
   console.log(brokers.length === 0 ? 'notification triggers: REST and SYSTEM rules (KAFKA_BROKERS unset: no Kafka)' : `notification triggers: REST, SYSTEM rules and Kafka topic ${config.KAFKA_TRIGGER_TOPIC} at ${brokers.join(',')} (dead letters: ${config.KAFKA_DEAD_LETTER_TOPIC}; events out: ${config.KAFKA_EVENTS_TOPIC})`);

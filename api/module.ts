@@ -16,6 +16,7 @@ import type { ReadModelJobs } from '../workers/readModelJobs.ts';
 import type { ReadModelSet } from '../workers/readModels.ts';
 import type { Schedule } from '../workers/scheduler.ts';
 import type { FastifyServerOptions } from 'fastify';
+import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import type { Operation } from '../domain/resource/defineResource.ts';
 import type { WriteResult } from '../domain/resource/service.ts';
 import type { ResourceRecord } from '../domain/resource/decider.ts';
@@ -75,6 +76,13 @@ export type ModuleSettings = {
     /** How long a stream's socket may go without draining before it is cut (AUDIT_STALL_MS). */
     stallMs?: number;
   };
+  /** Certificate login on the TLS listener (modules/identity/api/certificateLogin.ts). */
+  identity?: {
+    /** The listener asks for client certificates (TLS_CLIENT_CA): a request without a bearer token is the user its certificate names. */
+    clientCertificates?: boolean;
+    /** The certificate field whose value is the user's code (TLS_CLIENT_USER_FIELD; default CN). */
+    certificateUserField?: string;
+  };
   logs?: {
     /** Days after a "delete old logs" before the retention pass purges the deleted logs' events
      * (LOG_RETENTION_DAYS; default 30; 0: at the next tick). */
@@ -112,6 +120,10 @@ export type Module = {
   /** Who the caller of a request is, after its token is verified: a module may refuse it (401)
    * or restate its roles (a login session: the user as it is now). */
   readonly authenticated?: (caller: Caller, deps: AppDeps) => Promise<Caller>;
+  /** Who the caller of a request without a bearer token is, from what else it presents (a TLS
+   * client certificate): undefined when it presents nothing the module reads, a 401 thrown when
+   * what it presents is refused. */
+  readonly presented?: (request: FastifyRequest, deps: AppDeps) => Promise<Caller | undefined>;
 };
 
 export type ResourceRouteOptions = {
@@ -174,6 +186,8 @@ export type AppDeps = {
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
   trustProxy?: boolean | string;
+  /** The server speaks HTTPS with these options (TLS_CERT, TLS_KEY, TLS_CLIENT_CA, TLS_CLIENT_CRL). */
+  https?: HttpsServerOptions;
   /** Limits of export, import and diff apply (IMPORT_MAX_BYTES, IMPORT_FILE_MAX_BYTES, DIFF_APPLY_JOB_THRESHOLD, MASS_REMOVE_*). */
   exchange?: Partial<ExchangeSettings>;
 };

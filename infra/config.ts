@@ -2,6 +2,7 @@
 
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
+import { CertificateUserFields } from '../modules/identity/domain/certificate.ts';
 
 const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), z.url().optional());
 const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
@@ -97,6 +98,15 @@ export const ConfigSchema = z
     MASS_REMOVE_FLOOR: z.coerce.number().int().min(0).max(1_000_000_000).default(10),
     // Behind a reverse proxy: which X-Forwarded-For hops to believe for the client's address (the
     // login limit per address): `true` (every hop) or the proxies' addresses and CIDRs, comma-separated.
+    // HTTPS on PORT instead of HTTP (docs/pki.md): the server's certificate chain and key (PEM
+    // files). With TLS_CLIENT_CA it asks for client certificates: one chained to that CA (PEM bundle),
+    // not revoked in TLS_CLIENT_CRL (PEM; every CA of the chain), logs in the PKI user whose code is
+    // the certificate's TLS_CLIENT_USER_FIELD.
+    TLS_CERT: optionalString,
+    TLS_KEY: optionalString,
+    TLS_CLIENT_CA: optionalString,
+    TLS_CLIENT_CRL: optionalString,
+    TLS_CLIENT_USER_FIELD: z.enum(CertificateUserFields).default('CN'),
     TRUST_PROXY: optionalString.transform((v) => (v === undefined || v === 'false' ? false : v === 'true' ? true : v)),
   })
   .superRefine((c, ctx) => {
@@ -104,6 +114,9 @@ export const ConfigSchema = z
     if (oidc !== 0 && oidc !== 3) {
       ctx.addIssue({ code: 'custom', message: 'AUTH_ISSUER, AUTH_AUDIENCE and AUTH_JWKS_URL go together', path: ['AUTH_ISSUER'] });
     }
+    if ((c.TLS_CERT === undefined) !== (c.TLS_KEY === undefined)) ctx.addIssue({ code: 'custom', message: 'TLS_CERT and TLS_KEY go together', path: ['TLS_CERT'] });
+    if (c.TLS_CLIENT_CA !== undefined && c.TLS_CERT === undefined) ctx.addIssue({ code: 'custom', message: 'TLS_CLIENT_CA needs TLS_CERT and TLS_KEY (client certificates are asked for over TLS)', path: ['TLS_CLIENT_CA'] });
+    if (c.TLS_CLIENT_CRL !== undefined && c.TLS_CLIENT_CA === undefined) ctx.addIssue({ code: 'custom', message: 'TLS_CLIENT_CRL needs TLS_CLIENT_CA', path: ['TLS_CLIENT_CRL'] });
   });
 export type Config = z.infer<typeof ConfigSchema>;
 

@@ -59,6 +59,10 @@ export const ERROR_CATALOGUE = {
   'AUTH.UNAUTHORIZED': { status: 'UNAUTHORIZED', meaning: 'No bearer token, or one that is expired, malformed or not signed by a trusted issuer: log in again.' },
   'AUTH.FORBIDDEN': { status: 'FORBIDDEN', meaning: "The caller's roles or access rules do not allow this operation or record." },
   'AUTH.TOO_MANY_ATTEMPTS': { status: 'TOO_MANY_REQUESTS', meaning: 'Too many failed logins for this user or from this address: wait for Retry-After.' },
+  'AUTH.CERTIFICATE_REJECTED': {
+    status: 'UNAUTHORIZED',
+    meaning: "On the TLS listener, a request without a token whose client certificate is absent, expired, revoked, not from the configured CA, or names no enabled PKI user within its validity: `errors` says which.",
+  },
 
   // Any record (one code per resource).
   '<RESOURCE>.NOT_FOUND': { status: 'NOT_FOUND', meaning: 'No record (or part of one, e.g. `USER.THUMBNAIL`) with this id or code, or one the caller may not read.' },

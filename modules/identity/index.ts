@@ -1,8 +1,10 @@
 // Identity: users, user groups and their region assignments, effective roles (a user's own and
 // those its groups carry) and who may change whom, and the login. The catalogues it names (user
-// types, user group types, access rules) are registries (modules/registries/).
+// types, user group types, access rules) are registries (modules/registries/). Logins: a password
+// (login.ts) and a TLS client certificate (certificateLogin.ts).
 
 import type { Module } from '../../api/module.ts';
+import { certificateCaller } from './api/certificateLogin.ts';
 import { loginRoute, sessionCaller } from './api/login.ts';
 import { userGroupRegionOperations, userGroupRegionsRoutes } from './api/userGroupRegions.ts';
 import { userGroupsRoutes } from './api/userGroups.ts';
@@ -27,4 +29,6 @@ export const identityModule: Module = {
   },
   // A login session's token works while its user does, with the user's roles as they are now.
   authenticated: sessionCaller,
+  // On the TLS listener, a request without a token is the PKI user its client certificate names.
+  presented: certificateCaller,
 };

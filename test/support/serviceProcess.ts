@@ -28,7 +28,7 @@ export async function startServiceProcess(env: NodeJS.ProcessEnv): Promise<Servi
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
+    const url = /listening on (https?:\/\/\S+)/.exec(out)?.[1];
     const token = /Authorization: Bearer (\S+)/.exec(out)?.[1];
     if (url !== undefined && token !== undefined) return { child, url, token, output: () => out };
     if (child.exitCode !== null) break;

@@ -160,3 +160,7 @@ export const isActiveUser = (fields: JsonObject, now: Date): boolean => fields.s
  * password set. The login, its sessions and the last-admin check all judge by this one test. */
 export const canLogIn = (user: { fields: JsonObject; hidden: JsonObject }, now: Date): boolean =>
   isActiveUser(user.fields, now) && user.fields.authentication === 'PASSWORD' && typeof user.hidden.passwordHash === 'string';
+
+/** Whether a user can log in with a TLS client certificate now (certificate.ts): active and on PKI.
+ * A PKI user cannot log in with a password (canLogIn), nor a PASSWORD user with a certificate. */
+export const canLogInWithCertificate = (fields: JsonObject, now: Date): boolean => isActiveUser(fields, now) && fields.authentication === 'PKI';
