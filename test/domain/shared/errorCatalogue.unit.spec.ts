@@ -30,7 +30,7 @@ describe('the error catalogue', () => {
   });
 
   it('declares only codes the service raises', () => {
-    const source = ['api', 'domain', 'modules', 'infra', 'workers', 'projections']
+    const source = ['api', 'application', 'domain', 'modules', 'infra', 'workers', 'projections']
       .flatMap(filesUnder)
       .filter((f) => !f.endsWith('errorCatalogue.ts'))
       .map((f) => readFileSync(f, 'utf8'))
