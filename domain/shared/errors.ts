@@ -179,3 +179,14 @@ export class StoreUnavailableError extends DomainError {
     this.cause = cause;
   }
 }
+
+/** The directory (LDAP_URL) did not answer: unreachable, refused the service account, or past
+ * LDAP_TIMEOUT_MS. A directory login never falls back to a local password. */
+export const directoryUnavailable = (reason: string): DomainError =>
+  new DomainError('DIRECTORY.UNAVAILABLE', 'SERVICE_UNAVAILABLE', 'The directory is unavailable; retry later', [reason]);
+
+/** A directory search answered more entries (or an entry more values) than LDAP_SIZE_LIMIT. */
+export const directoryAnswerTooLarge = (what: string, limit: number): DomainError =>
+  new DomainError('DIRECTORY.ANSWER_TOO_LARGE', 'SERVICE_UNAVAILABLE', `The directory answered more ${what} than the limit (LDAP_SIZE_LIMIT ${String(limit)})`, [
+    `${what}: more than ${String(limit)}`,
+  ]);
