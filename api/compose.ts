@@ -11,7 +11,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { BlobStore, Clock, DocumentRenderers, EventStore, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
+import type { BlobStore, Clock, Directory, DocumentRenderers, EventStore, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
 import { resourceProjection } from '../projections/resourceProjection.ts';
 import { LogProcessor } from '../workers/processor.ts';
 import { reactorHandler } from '../workers/reactor.ts';
@@ -56,6 +56,8 @@ export type ComposeOptions = {
   outbound?: OutboundClient;
   /** Topics (closed with the service). */
   messaging?: Messaging;
+  /** The directory (LDAP_URL; closed with the service). */
+  directory?: Directory;
   settings?: ModuleSettings;
   batchSize?: number;
   /** How often the scheduler looks for due work (ms); tests drive it with `scheduler.tick()`. */
@@ -90,8 +92,8 @@ export function projectionsOf(modules: readonly Module[]) {
 /** What the HTTP app takes of the options when they are given. */
 const httpOptions = (o: ComposeOptions) =>
   Object.fromEntries(
-    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'documents', 'exchange'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
-  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'documents' | 'exchange'>;
+    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'documents', 'exchange', 'directory'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
+  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'documents' | 'exchange' | 'directory'>;
 
 export async function composeService(options: ComposeOptions): Promise<Service> {
   const { eventStore, readStore, blobStore } = options;
@@ -113,7 +115,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
     modules.flatMap((m) => m.resources ?? []).map(({ definition: d }) => [d.collection, { columns: d.columns, defaultSort: d.defaultSort }] as const),
   );
   const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, clock, logger, runs: works, catalogs });
-  const ports = Object.fromEntries((['mail', 'sms', 'outbound', 'documents', 'messaging'] as const).flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])));
+  const ports = Object.fromEntries((['mail', 'sms', 'outbound', 'documents', 'messaging', 'directory'] as const).flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])));
   const resources = modules.flatMap((m) => m.resources ?? []).map((r) => r.definition);
   const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, logger, resources, settings: options.settings ?? {}, ...ports };
   const handlers = works ? [...modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => reactorHandler(r, readStore)), ...modules.flatMap((m) => m.handlers?.(context) ?? [])] : [];
@@ -167,7 +169,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
       for (const w of workers) await w.stop();
       await Promise.all([...reactors, ...wakers].map((r) => r.stop()));
       await readModels.stop();
-      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close(), options.mail?.close(), options.sms?.close(), options.messaging?.close()]);
+      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close(), options.mail?.close(), options.sms?.close(), options.messaging?.close(), options.directory?.close()]);
       await eventStore.close();
       await readStore.close();
       await blobStore.close();

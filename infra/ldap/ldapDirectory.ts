@@ -5,10 +5,12 @@
 // search and values per attribute, paged so that a server's own limit shows as an error rather
 // than as a silently shortened answer.
 
+import { readFileSync } from 'node:fs';
 import { Client, InvalidCredentialsError, SizeLimitExceededError, type Entry } from 'ldapts';
 import type { Directory, DirectoryPerson } from '../../domain/ports.ts';
 import { directoryAnswerTooLarge, directoryUnavailable, isDomainError } from '../../domain/shared/errors.ts';
-import { personOf, requestedAttributes, valuesOf, type AttributeMapping, type EntryAttributes } from '../../modules/directory/domain/attributes.ts';
+import { OPENLDAP_ATTRIBUTES, parseAttributeMapping, personOf, requestedAttributes, valuesOf, type AttributeMapping, type EntryAttributes } from '../../modules/directory/domain/attributes.ts';
+import type { Config } from '../config.ts';
 import { escapeDnValue, everyUserFilter, fillTemplate, groupFilter, userFilter } from '../../modules/directory/domain/filter.ts';
 
 export type LdapSettings = {
@@ -171,5 +173,26 @@ export function ldapDirectory(settings: LdapSettings): Directory {
     },
 
     close: () => Promise.resolve(),
+  };
+}
+
+/** The directory the configuration names (LDAP_URL), or none. */
+export function ldapSettingsOf(config: Config): LdapSettings | undefined {
+  if (config.LDAP_URL === undefined || config.LDAP_USER_BASE === undefined) return undefined;
+  const mapping = parseAttributeMapping(config.LDAP_ATTRIBUTES);
+  return {
+    url: config.LDAP_URL,
+    startTls: config.LDAP_STARTTLS,
+    ...(config.LDAP_CA_FILE === undefined ? {} : { ca: readFileSync(config.LDAP_CA_FILE, 'utf8') }),
+    ...(config.LDAP_BIND_DN === undefined ? {} : { bind: { dn: config.LDAP_BIND_DN, password: config.LDAP_BIND_PASSWORD ?? '' } }),
+    userBase: config.LDAP_USER_BASE,
+    userFilter: config.LDAP_USER_FILTER,
+    ...(config.LDAP_USER_DN_TEMPLATE === undefined ? {} : { userDnTemplate: config.LDAP_USER_DN_TEMPLATE }),
+    ...(config.LDAP_SYNC_FILTER === undefined ? {} : { syncFilter: config.LDAP_SYNC_FILTER }),
+    ...(config.LDAP_GROUP_BASE === undefined ? {} : { groupBase: config.LDAP_GROUP_BASE }),
+    groupFilter: config.LDAP_GROUP_FILTER,
+    attributes: 'mapping' in mapping ? mapping.mapping : OPENLDAP_ATTRIBUTES,
+    timeoutMs: config.LDAP_TIMEOUT_MS,
+    sizeLimit: config.LDAP_SIZE_LIMIT,
   };
 }
