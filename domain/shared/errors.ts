@@ -190,3 +190,11 @@ export const directoryAnswerTooLarge = (what: string, limit: number): DomainErro
   new DomainError('DIRECTORY.ANSWER_TOO_LARGE', 'SERVICE_UNAVAILABLE', `The directory answered more ${what} than the limit (LDAP_SIZE_LIMIT ${String(limit)})`, [
     `${what}: more than ${String(limit)}`,
   ]);
+
+/** No directory is configured (LDAP_URL): nothing to sync with. */
+export const directoryNotConfigured = (): DomainError =>
+  new DomainError('DIRECTORY.NOT_CONFIGURED', 'SERVICE_UNAVAILABLE', 'No directory is configured: set LDAP_URL and the other LDAP_* settings (docs/directory.md)');
+
+/** A directory sync is running already (here or in another instance): one at a time. */
+export const directorySyncRunning = (): DomainError =>
+  new DomainError('DIRECTORY.SYNC_RUNNING', 'CONFLICT', 'A directory sync is running already: wait for its job to end', ['one sync runs at a time']);

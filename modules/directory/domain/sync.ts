@@ -94,7 +94,7 @@ export function decideSync(people: readonly DirectoryPerson[], users: readonly S
     const found = usersByCode.get(code);
     if (found === undefined) {
       const named = person.givenName !== undefined || person.familyName !== undefined;
-      const input = withPerson({ code, type: options.userType, authentication: options.authentication, status: 'ENABLE', ...(named ? {} : { name: code }) }, person);
+      const input = withPerson({ code, type: options.userType, authentication: options.authentication, status: 'ENABLE', chars: {}, ...(named ? {} : { name: code }) }, person);
       commands.push({ type: 'Create', code, input: mapped.length === 0 ? input : { ...input, groups: mapped } });
       continue;
     }

@@ -80,7 +80,7 @@ describe('the sync decision', () => {
   it('creates a person the service does not have, with the directory-backed groups', () => {
     const decision = decideSync([alice], [], groups, options);
     expect(decision.commands).toEqual([
-      { type: 'Create', code: 'alice', input: { code: 'alice', type: 'PERSON', authentication: 'LDAP', status: 'ENABLE', givenName: 'Alice', familyName: 'Archer', email: 'alice@example.org', groups: ['OPS'] } },
+      { type: 'Create', code: 'alice', input: { code: 'alice', type: 'PERSON', authentication: 'LDAP', status: 'ENABLE', chars: {}, givenName: 'Alice', familyName: 'Archer', email: 'alice@example.org', groups: ['OPS'] } },
     ]);
   });
 
