@@ -11,6 +11,8 @@ export default defineConfig({
     // suites skip with its reason when none.
     // Starts one FerretDB (built by scripts/ferretdb.ts) for the MongoDB peer suites; they skip
     // with its reason where Go is missing.
-    globalSetup: ['test/support/containerRuntime.globalSetup.ts', 'test/support/kafka.globalSetup.ts', 'test/support/ferretdb.globalSetup.ts'],
+    // Starts one OpenLDAP (Debian's slapd, scripts/openldap.ts) for the directory suites; they skip
+    // with its reason where slapd is not installed.
+    globalSetup: ['test/support/containerRuntime.globalSetup.ts', 'test/support/kafka.globalSetup.ts', 'test/support/ferretdb.globalSetup.ts', 'test/support/openldap.globalSetup.ts'],
   },
 });

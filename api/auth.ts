@@ -7,8 +7,10 @@ import { BUILT_IN_ROLES as BUILT_IN, type BuiltInRole } from '../domain/access/c
 import { forbidden, unauthorized, type DomainError } from '../domain/shared/errors.ts';
 
 /** A token this service issued at login (POST /auth/token) names the password it was issued
- * under (a fingerprint of its hash), so that each request can check the user as it is now. */
-export type Session = { readonly pwd: string };
+ * under (a fingerprint of its hash), so that each request can check the user as it is now. A
+ * directory login names the directory instead, and the codes of the directory-backed groups the
+ * directory said the user is in (`groups`), which its roles are computed from while it lasts. */
+export type Session = { readonly pwd: string; readonly groups?: readonly string[] };
 
 export type Caller = { sub: string; roles: readonly string[]; session?: Session };
 
@@ -53,7 +55,8 @@ function callerOf(payload: JWTPayload): Caller {
   const roles = Array.isArray(payload.roles) ? payload.roles.filter((r): r is string => typeof r === 'string') : [];
   const session = payload[SESSION_CLAIM];
   if (typeof session === 'object' && session !== null && typeof (session as { pwd?: unknown }).pwd === 'string') {
-    return { sub: payload.sub, roles, session: { pwd: (session as { pwd: string }).pwd } };
+    const { pwd, groups } = session as { pwd: string; groups?: unknown };
+    return { sub: payload.sub, roles, session: Array.isArray(groups) ? { pwd, groups: groups.filter((g): g is string => typeof g === 'string') } : { pwd } };
   }
   return { sub: payload.sub, roles };
 }
@@ -150,7 +153,7 @@ export function oidcVerifier(options: { issuer: string; audience: string; jwksUr
  * clock once per claim, and a second boundary between the two would push it past the limit). */
 export function signHs256(secret: Uint8Array, caller: Caller, ttlSeconds = 12 * 60 * 60): Promise<string> {
   const iat = Math.floor(Date.now() / 1000);
-  return new SignJWT({ roles: [...caller.roles], ...(caller.session === undefined ? {} : { [SESSION_CLAIM]: { pwd: caller.session.pwd } }) })
+  return new SignJWT({ roles: [...caller.roles], ...(caller.session === undefined ? {} : { [SESSION_CLAIM]: { pwd: caller.session.pwd, ...(caller.session.groups === undefined ? {} : { groups: [...caller.session.groups] }) } }) })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(caller.sub)
     .setIssuedAt(iat)

@@ -11,7 +11,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { BlobStore, Clock, DocumentRenderers, EventStore, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
+import type { BlobStore, Clock, Directory, DocumentRenderers, EventStore, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
 import { resourceProjection } from '../projections/resourceProjection.ts';
 import { LogProcessor } from '../workers/processor.ts';
 import { reactorHandler } from '../workers/reactor.ts';
@@ -60,6 +60,8 @@ export type ComposeOptions = {
   outbound?: OutboundClient;
   /** Topics (closed with the service). */
   messaging?: Messaging;
+  /** The directory (LDAP_URL; closed with the service). */
+  directory?: Directory;
   settings?: ModuleSettings;
   batchSize?: number;
   /** How often the scheduler looks for due work (ms); tests drive it with `scheduler.tick()`. */
@@ -96,8 +98,8 @@ export function projectionsOf(modules: readonly Module[]) {
 /** What the HTTP app takes of the options when they are given. */
 const httpOptions = (o: ComposeOptions) =>
   Object.fromEntries(
-    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'https', 'documents', 'exchange'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
-  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'https' | 'documents' | 'exchange'>;
+    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'https', 'documents', 'exchange', 'directory'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
+  ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'https' | 'documents' | 'exchange' | 'directory'>;
 
 export async function composeService(options: ComposeOptions): Promise<Service> {
   const { eventStore, readStore, blobStore } = options;
@@ -123,7 +125,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
   // Everything this service holds in memory, handed on as an argument from here.
   const runtime = new Runtime({ eventStore, resources, lookup: readModelLookup(lookupDeps), count: readModelCount(lookupDeps) });
   const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, runtime, clock, logger, runs: works, catalogs });
-  const ports = Object.fromEntries((['mail', 'sms', 'outbound', 'documents', 'messaging'] as const).flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])));
+  const ports = Object.fromEntries((['mail', 'sms', 'outbound', 'documents', 'messaging', 'directory'] as const).flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])));
   const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, runtime, logger, resources, settings: options.settings ?? {}, ...ports };
   const handlers = works ? [...modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => reactorHandler(r, readStore)), ...modules.flatMap((m) => m.handlers?.(context) ?? [])] : [];
   const reactors = handlers.map((h) => new LogProcessor(h, eventStore, readStore, processorOptions));
@@ -178,7 +180,7 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
       for (const w of workers) await w.stop();
       await Promise.all([...reactors, ...wakers].map((r) => r.stop()));
       await readModels.stop();
-      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close(), options.mail?.close(), options.sms?.close(), options.messaging?.close()]);
+      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close(), options.mail?.close(), options.sms?.close(), options.messaging?.close(), options.directory?.close()]);
       await eventStore.close();
       await readStore.close();
       await blobStore.close();

@@ -7,6 +7,7 @@ import { allowListFrom, createGuardedClient } from '../infra/http/guardedClient.
 import type { KafkaLogger } from '../infra/kafka/client.ts';
 import { brokerList, kafkaMessaging } from '../infra/kafka/messaging.ts';
 import { HttpSmsGateway } from '../infra/sms/httpSmsGateway.ts';
+import { ldapDirectory, ldapSettingsOf } from '../infra/ldap/ldapDirectory.ts';
 import { hs256Secret } from '../infra/authSecret.ts';
 import { tlsServerOptions, watchClientCrl } from '../infra/tls.ts';
 import { openStores } from '../infra/stores.ts';
@@ -34,6 +35,7 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
       },
       logs: { retentionDays: config.LOG_RETENTION_DAYS },
       identity: { clientCertificates: config.TLS_CERT !== undefined && config.TLS_CLIENT_CA !== undefined, certificateUserField: config.TLS_CLIENT_USER_FIELD },
+      directory: { syncIntervalMs: config.LDAP_SYNC_INTERVAL_MS, userType: config.LDAP_SYNC_USER_TYPE, authentication: config.LDAP_SYNC_AUTHENTICATION },
     },
   };
 }
@@ -81,6 +83,7 @@ async function main(): Promise<void> {
   // Read before the stores open: a wrong certificate file stops the start naming its variable.
   const tls = tlsListener(config);
   const stores = await openStores(config);
+  const ldap = ldapSettingsOf(config);
   // The renderers log through the app's logger, which exists once the service is composed.
   const log: { to?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void; error: (obj: object, msg: string) => void } } = {};
   const documents = openDocumentRenderers(config, { info: (o, m) => log.to?.info(o, m), warn: (o, m) => log.to?.warn(o, m) });
@@ -91,6 +94,7 @@ async function main(): Promise<void> {
   const service = await composeService({
     ...ports,
     ...tokens,
+    ...(ldap === undefined ? {} : { directory: ldapDirectory(ldap) }),
     logger: { level: config.LOG_LEVEL, redact: ['req.headers.authorization'] },
     bodyLimit: config.BODY_LIMIT_BYTES,
     exchange: {
@@ -135,6 +139,7 @@ async function main(): Promise<void> {
   console.log(tls.description);
   for (const line of stores.description) console.log(line);
   console.log(telemetryDescription());
+  console.log(ldap === undefined ? 'directory: none (LDAP_URL unset: users of authentication LDAP and AD cannot log in)' : `directory: ${ldap.url}, users under ${ldap.userBase}${config.LDAP_SYNC_INTERVAL_MS > 0 ? `, synchronised every ${String(config.LDAP_SYNC_INTERVAL_MS)} ms` : ''}`);
   console.log(brokers.length === 0 ? 'notification triggers: REST and SYSTEM rules (KAFKA_BROKERS unset: no Kafka)' : `notification triggers: REST, SYSTEM rules and Kafka topic ${config.KAFKA_TRIGGER_TOPIC} at ${brokers.join(',')} (dead letters: ${config.KAFKA_DEAD_LETTER_TOPIC}; events out: ${config.KAFKA_EVENTS_TOPIC})`);
   if (adminToken) console.log(`Admin token (valid 12 h):\n  Authorization: Bearer ${await adminToken}\n`);
 }

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Runtime } from '../application/runtime.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { BlobStore, Clock, DocumentRenderers, EventStore, IdGenerator, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
+import type { BlobStore, Clock, Directory, DocumentRenderers, EventStore, IdGenerator, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import type { ChangeGuard } from '../domain/shared/commandHandler.ts';
 import type { Projection } from '../projections/projection.ts';
@@ -49,6 +49,8 @@ export type ModuleContext = {
   documents?: DocumentRenderers;
   /** Topics (KAFKA_BROKERS); absent: no consumer or publisher runs. */
   messaging?: Messaging;
+  /** The directory (LDAP_URL); absent: no directory login or sync. */
+  directory?: Directory;
   /** Settings of the modules beyond the ports (from the configuration). */
   settings: ModuleSettings;
 };
@@ -82,6 +84,15 @@ export type ModuleSettings = {
     clientCertificates?: boolean;
     /** The certificate field whose value is the user's code (TLS_CLIENT_USER_FIELD; default CN). */
     certificateUserField?: string;
+  };
+  /** The directory sync (modules/directory/). */
+  directory?: {
+    /** How often the sync runs by itself (LDAP_SYNC_INTERVAL_MS); absent or 0: only when asked. */
+    syncIntervalMs?: number;
+    /** The user type of the users it creates (LDAP_SYNC_USER_TYPE). */
+    userType?: string;
+    /** Their authentication, LDAP or AD (LDAP_SYNC_AUTHENTICATION). */
+    authentication?: string;
   };
   logs?: {
     /** Days after a "delete old logs" before the retention pass purges the deleted logs' events
@@ -181,6 +192,8 @@ export type AppDeps = {
   settings?: ModuleSettings;
   /** Chromium for PDF, LibreOffice for office formats; a format whose renderer is absent is a 503. */
   documents?: DocumentRenderers;
+  /** The directory users of authentication LDAP and AD log in against (LDAP_URL). */
+  directory?: Directory;
   /** False for processes whose ROLE serves no API (projector, worker): only /health and the docs. */
   serveApi?: boolean;
   logger?: FastifyServerOptions['logger'];

@@ -409,3 +409,28 @@ export type Messaging = {
   readonly publisher: MessagePublisher;
   close(): Promise<void>;
 };
+
+/** A person as the directory (LDAP, Active Directory) holds them, mapped to a user's fields by the
+ * attribute mapping (LDAP_ATTRIBUTES); `groups` are the DNs of the directory groups they belong to
+ * (their memberOf, or a group search where the directory has none). */
+export type DirectoryPerson = {
+  dn: string;
+  code?: string;
+  givenName?: string;
+  familyName?: string;
+  email?: string;
+  phoneNumber?: string;
+  groups: readonly string[];
+};
+
+/** The directory users of authentication LDAP and AD log in against and are synchronised from. A
+ * directory that cannot be reached or does not answer in time throws DIRECTORY.UNAVAILABLE; an
+ * answer over the size limit throws DIRECTORY.ANSWER_TOO_LARGE. */
+export type Directory = {
+  /** The person `username` names, once the directory accepted `password` for them in a bind of
+   * their own; undefined when it did not (no such person, several, a wrong password, an empty one). */
+  authenticate(username: string, password: string): Promise<DirectoryPerson | undefined>;
+  /** Every person under the user base that the sync filter selects. */
+  people(): Promise<DirectoryPerson[]>;
+  close(): Promise<void>;
+};

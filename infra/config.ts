@@ -3,9 +3,50 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { CertificateUserFields } from '../modules/identity/domain/certificate.ts';
+import { parseAttributeMapping } from '../modules/directory/domain/attributes.ts';
+import { isBalancedFilter } from '../modules/directory/domain/filter.ts';
 
 const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), z.url().optional());
 const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
+
+type LdapConfig = {
+  LDAP_URL?: string | undefined;
+  LDAP_STARTTLS: boolean;
+  LDAP_CA_FILE?: string | undefined;
+  LDAP_BIND_DN?: string | undefined;
+  LDAP_BIND_PASSWORD?: string | undefined;
+  LDAP_USER_BASE?: string | undefined;
+  LDAP_USER_FILTER: string;
+  LDAP_USER_DN_TEMPLATE?: string | undefined;
+  LDAP_GROUP_FILTER: string;
+  LDAP_SYNC_FILTER?: string | undefined;
+  LDAP_ATTRIBUTES?: string | undefined;
+};
+
+/** What makes the directory's settings unusable, caught at start rather than at the first login. */
+function ldapProblems(c: LdapConfig): { path: string; message: string }[] {
+  if (c.LDAP_URL === undefined) return [];
+  const problems: { path: string; message: string }[] = [];
+  const filter = (path: string, value: string | undefined, placeholder?: string) => {
+    if (value === undefined) return;
+    if (!isBalancedFilter(value)) problems.push({ path, message: `${path} is not one parenthesised LDAP filter: ${value}` });
+    if (placeholder !== undefined && !value.includes(placeholder)) problems.push({ path, message: `${path} must hold ${placeholder}` });
+  };
+  filter('LDAP_USER_FILTER', c.LDAP_USER_FILTER, '{username}');
+  filter('LDAP_GROUP_FILTER', c.LDAP_GROUP_FILTER, '{dn}');
+  filter('LDAP_SYNC_FILTER', c.LDAP_SYNC_FILTER);
+  if (c.LDAP_USER_DN_TEMPLATE !== undefined && !c.LDAP_USER_DN_TEMPLATE.includes('{username}')) {
+    problems.push({ path: 'LDAP_USER_DN_TEMPLATE', message: 'LDAP_USER_DN_TEMPLATE must hold {username}' });
+  }
+  if (c.LDAP_USER_BASE === undefined) problems.push({ path: 'LDAP_USER_BASE', message: 'LDAP_USER_BASE is required with LDAP_URL (the login search and the sync read under it)' });
+  // A DN without a password is an unauthenticated bind: anonymous at best, never the service account.
+  if (c.LDAP_BIND_DN !== undefined && c.LDAP_BIND_PASSWORD === undefined) problems.push({ path: 'LDAP_BIND_PASSWORD', message: 'LDAP_BIND_DN needs LDAP_BIND_PASSWORD' });
+  if (c.LDAP_STARTTLS && /^ldaps:/i.test(c.LDAP_URL)) problems.push({ path: 'LDAP_STARTTLS', message: 'LDAP_STARTTLS is for ldap:// URLs; ldaps:// is TLS already' });
+  if (c.LDAP_CA_FILE !== undefined && !existsSync(c.LDAP_CA_FILE)) problems.push({ path: 'LDAP_CA_FILE', message: `LDAP_CA_FILE ${c.LDAP_CA_FILE} does not exist` });
+  const mapping = parseAttributeMapping(c.LDAP_ATTRIBUTES);
+  if ('problems' in mapping) for (const p of mapping.problems) problems.push({ path: 'LDAP_ATTRIBUTES', message: `LDAP_ATTRIBUTES: ${p}` });
+  return problems;
+}
 
 export const ConfigSchema = z
   .object({
@@ -96,6 +137,28 @@ export const ConfigSchema = z
     // caller may read, and more than the floor, needs allowMassRemove=true.
     MASS_REMOVE_PERCENT: z.coerce.number().min(0).max(100).default(10),
     MASS_REMOVE_FLOOR: z.coerce.number().int().min(0).max(1_000_000_000).default(10),
+    // The directory users of authentication LDAP and AD log in against and are synchronised from
+    // (docs/directory.md). LDAP_URL unset: no directory.
+    LDAP_URL: optionalString.pipe(z.string().regex(/^ldaps?:\/\/[^\s/]+\/?$/i, { error: 'LDAP_URL is ldap://host[:port] or ldaps://host[:port]' }).optional()),
+    LDAP_STARTTLS: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
+    LDAP_CA_FILE: optionalString,
+    LDAP_BIND_DN: optionalString,
+    LDAP_BIND_PASSWORD: optionalString,
+    LDAP_USER_BASE: optionalString,
+    LDAP_USER_FILTER: z.string().default('(uid={username})'),
+    LDAP_USER_DN_TEMPLATE: optionalString,
+    LDAP_GROUP_BASE: optionalString,
+    LDAP_GROUP_FILTER: z.string().default('(member={dn})'),
+    LDAP_ATTRIBUTES: optionalString,
+    LDAP_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
+    // Entries one search may answer, and values one attribute (memberOf) may hold; beyond: refused.
+    LDAP_SIZE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+    // The sync: the people it reads (default the user filter with {username} as *), how often it
+    // runs by itself (0: only when asked), and the type and authentication of the users it creates.
+    LDAP_SYNC_FILTER: optionalString,
+    LDAP_SYNC_INTERVAL_MS: z.coerce.number().int().min(0).max(7 * 24 * 3_600_000).default(0),
+    LDAP_SYNC_USER_TYPE: z.enum(['INDIVIDUAL', 'WORK_GROUP', 'ORGANIZATION', 'EXTERNAL']).default('INDIVIDUAL'),
+    LDAP_SYNC_AUTHENTICATION: z.enum(['LDAP', 'AD']).default('LDAP'),
     // Behind a reverse proxy: which X-Forwarded-For hops to believe for the client's address (the
     // login limit per address): `true` (every hop) or the proxies' addresses and CIDRs, comma-separated.
     // HTTPS on PORT instead of HTTP (docs/pki.md): the server's certificate chain and key (PEM
@@ -110,6 +173,7 @@ export const ConfigSchema = z
     TRUST_PROXY: optionalString.transform((v) => (v === undefined || v === 'false' ? false : v === 'true' ? true : v)),
   })
   .superRefine((c, ctx) => {
+    for (const problem of ldapProblems(c)) ctx.addIssue({ code: 'custom', message: problem.message, path: [problem.path] });
     const oidc = [c.AUTH_ISSUER, c.AUTH_AUDIENCE, c.AUTH_JWKS_URL].filter((v) => v !== undefined).length;
     if (oidc !== 0 && oidc !== 3) {
       ctx.addIssue({ code: 'custom', message: 'AUTH_ISSUER, AUTH_AUDIENCE and AUTH_JWKS_URL go together', path: ['AUTH_ISSUER'] });

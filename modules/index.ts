@@ -4,6 +4,7 @@
 
 import type { Module } from '../api/module.ts';
 import { auditModule } from './audit/index.ts';
+import { directoryModule } from './directory/index.ts';
 import { documentsModule } from './documents/index.ts';
 import { identityModule } from './identity/index.ts';
 import { jobsModule } from './jobs/index.ts';
@@ -23,4 +24,5 @@ export const modules: readonly Module[] = [
   readModelAdminModule,
   auditModule,
   logsModule,
+  directoryModule,
 ];

@@ -59,6 +59,13 @@ export const ERROR_CATALOGUE = {
   'AUTH.UNAUTHORIZED': { status: 'UNAUTHORIZED', meaning: 'No bearer token, or one that is expired, malformed or not signed by a trusted issuer: log in again.' },
   'AUTH.FORBIDDEN': { status: 'FORBIDDEN', meaning: "The caller's roles or access rules do not allow this operation or record." },
   'AUTH.TOO_MANY_ATTEMPTS': { status: 'TOO_MANY_REQUESTS', meaning: 'Too many failed logins for this user or from this address: wait for Retry-After.' },
+  'DIRECTORY.UNAVAILABLE': {
+    status: 'SERVICE_UNAVAILABLE',
+    meaning: 'The directory (LDAP_URL) did not answer, refused the service account, or took longer than LDAP_TIMEOUT_MS: retry later (a directory login never falls back to a local password).',
+  },
+  'DIRECTORY.ANSWER_TOO_LARGE': { status: 'SERVICE_UNAVAILABLE', meaning: 'A directory search answered more entries, or an entry more values, than LDAP_SIZE_LIMIT.' },
+  'DIRECTORY.NOT_CONFIGURED': { status: 'SERVICE_UNAVAILABLE', meaning: 'No directory is configured (LDAP_URL): there is nothing to sync with.' },
+  'DIRECTORY.SYNC_RUNNING': { status: 'CONFLICT', meaning: 'A directory sync is running already, here or in another instance: wait for its job to end.' },
   'AUTH.CERTIFICATE_REJECTED': {
     status: 'UNAUTHORIZED',
     meaning: "On the TLS listener, a request without a token whose client certificate is absent, expired, revoked, not from the configured CA, or names no enabled PKI user within its validity: `errors` says which.",

@@ -171,3 +171,22 @@ export class StoreUnavailableError extends DomainError {
     this.cause = cause;
   }
 }
+
+/** The directory (LDAP_URL) did not answer: unreachable, refused the service account, or past
+ * LDAP_TIMEOUT_MS. A directory login never falls back to a local password. */
+export const directoryUnavailable = (reason: string): DomainError =>
+  new DomainError('DIRECTORY.UNAVAILABLE', 'The directory is unavailable; retry later', [reason]);
+
+/** A directory search answered more entries (or an entry more values) than LDAP_SIZE_LIMIT. */
+export const directoryAnswerTooLarge = (what: string, limit: number): DomainError =>
+  new DomainError('DIRECTORY.ANSWER_TOO_LARGE', `The directory answered more ${what} than the limit (LDAP_SIZE_LIMIT ${String(limit)})`, [
+    `${what}: more than ${String(limit)}`,
+  ]);
+
+/** No directory is configured (LDAP_URL): nothing to sync with. */
+export const directoryNotConfigured = (): DomainError =>
+  new DomainError('DIRECTORY.NOT_CONFIGURED', 'No directory is configured: set LDAP_URL and the other LDAP_* settings (docs/directory.md)');
+
+/** A directory sync is running already (here or in another instance): one at a time. */
+export const directorySyncRunning = (): DomainError =>
+  new DomainError('DIRECTORY.SYNC_RUNNING', 'A directory sync is running already: wait for its job to end', ['one sync runs at a time']);

@@ -9,6 +9,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { TEST_SECRET, startTestApp, type TestApp } from '../support/testApp.ts';
 import { findLibreOffice } from '../../infra/libreoffice/officeConverter.ts';
 import { signHs256 } from '../../api/auth.ts';
+import { ldapDirectory } from '../../infra/ldap/ldapDirectory.ts';
+import { ldapUrl, openLdapSettings } from '../support/openldap.ts';
 
 type Request = { title: string; name: string | undefined; method: string; url: string; headers: Record<string, string>; body: string | undefined };
 
@@ -47,7 +49,8 @@ const officeMissing = findLibreOffice(process.env.SOFFICE_PATH) === undefined;
 if (officeMissing) process.stderr.write('[admin.http] LibreOffice not found: its office-format requests are expected to answer 503 saying so\n');
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp();
+  // The run's OpenLDAP for the directory sync, where there is one (503 without: the title says so).
+  t = await startTestApp(ldapUrl() === undefined ? {} : { extra: { directory: ldapDirectory(openLdapSettings()) } });
 });
 afterAll(async () => {
   await t.close();
@@ -82,7 +85,8 @@ it('every request of admin.http answers as documented, run top to bottom twice',
       const text = await res.text();
       // Office formats need LibreOffice, an optional extra: where it is absent the service says so (503).
       const officeAbsent = officeMissing && /format=(docx|doc|xlsx|xls|odt|ods)\b/.test(r.url);
-      const expected = r.title.includes('403') ? 403 : officeAbsent ? 503 : undefined;
+      const directoryAbsent = ldapUrl() === undefined && r.url.includes('/directory/');
+      const expected = r.title.includes('403') ? 403 : officeAbsent || directoryAbsent ? 503 : undefined;
       if (expected === undefined) expect(res.status, `round ${String(round)}: ${r.method} ${r.url} (${r.title}): ${text.slice(0, 300)}`).toBeLessThan(300);
       else expect(res.status, `${r.method} ${r.url}`).toBe(expected);
       if (r.name !== undefined) {

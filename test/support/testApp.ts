@@ -71,7 +71,7 @@ export async function startTestApp(
     /** E-mail delivery (default: none, as without SMTP_URL). */
     mail?: MailSender;
     /** The rest of the ports and settings composeService takes (SMS, outbound client, topics). */
-    extra?: Pick<ComposeOptions, 'sms' | 'outbound' | 'messaging' | 'settings' | 'manualScheduler' | 'exchange' | 'https'>;
+    extra?: Pick<ComposeOptions, 'sms' | 'outbound' | 'messaging' | 'settings' | 'manualScheduler' | 'exchange' | 'https' | 'directory'>;
   } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));

@@ -17,6 +17,7 @@ import { FailureLimiter } from '../../../api/rateLimit.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { serviceOf } from '../../../api/services.ts';
 import { rolesOf } from './userRoles.ts';
+import { DIRECTORY_SESSION, directoryLogin, directoryFor, directorySessionHolds, directoryUserGroups } from './directoryLogin.ts';
 
 /** Failures allowed per user and per client address in a window, then 429 until it ends. */
 export const LOGIN_LIMITS = { perUser: { limit: 10, windowMs: 5 * 60_000 }, perAddress: { limit: 50, windowMs: 5 * 60_000 } } as const;
@@ -36,10 +37,12 @@ export async function sessionCaller(caller: Caller, deps: AppDeps): Promise<Call
   if (caller.session === undefined) return caller;
   const found = await serviceOf(deps, user).live(caller.sub, true);
   const now = deps.clock.now();
-  if (found === undefined || !canLogIn(found, now) || fingerprint(found.hidden.passwordHash) !== caller.session.pwd) {
+  const directory = caller.session.pwd === DIRECTORY_SESSION;
+  const holds = found !== undefined && (directory ? directorySessionHolds(found, now) : canLogIn(found, now) && fingerprint(found.hidden.passwordHash) === caller.session.pwd);
+  if (!holds) {
     throw unauthorized('The session has ended (the user was disabled or changed its password): log in again');
   }
-  return { ...caller, roles: await rolesOf(deps, found.fields) };
+  return { ...caller, roles: await rolesOf(deps, found.fields, directory ? await directoryUserGroups(deps, found.fields, caller.session.groups ?? []) : undefined) };
 }
 
 /** POST /api/v1/auth/token (only on the embedded HS256 secret). */
@@ -63,11 +66,15 @@ export function loginRoute(app: FastifyInstance, deps: AppDeps): void {
           'enabled, valid and on the same password, and takes its effective roles as they are then (401 once it is not). Every failure (unknown user, wrong password, disabled, outside its ' +
           `validity, another authentication) is the same 401. After ${String(LOGIN_LIMITS.perUser.limit)} failures for one user (the user the name resolves to; a name no user has, as typed), or ` +
           `${String(LOGIN_LIMITS.perAddress.limit)} from one address, within 5 minutes: 429 with Retry-After until the window ends. ` +
+          'A user whose authentication is LDAP or AD logs in with its directory password when a directory is configured (LDAP_URL; docs/directory.md): ' +
+          'the service binds to the directory as the user, keeps nothing of the password, and adds the roles of the user groups whose `ldapMemberOf` ' +
+          'names a directory group the user is in; an empty password is refused (401), and a directory that cannot answer is 503 DIRECTORY.UNAVAILABLE ' +
+          '(never a fallback to a local password). ' +
           'Only on the embedded HS256 secret: with an OIDC issuer configured this route does not exist (404).',
         body: z.strictObject({ username: z.string().min(1).max(255), password: z.string().max(1024) }),
         response: {
           200: z.object({ access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.int(), roles: z.array(z.string()) }),
-          ...errors(400, 401, 429),
+          ...errors(400, 401, 429, 503),
         },
       },
     },
@@ -85,13 +92,18 @@ export function loginRoute(app: FastifyInstance, deps: AppDeps): void {
         throw tooMany(blocked);
       }
       const matches = await verifyPassword(request.body.password, found?.hidden.passwordHash as string | undefined);
-      if (!matches || found === undefined || !canLogIn(found, now)) {
+      // A directory user's password is the directory's to judge (a 503 when it cannot answer).
+      const directory = directoryFor(deps, found);
+      const granted = directory !== undefined && found !== undefined
+        ? await directoryLogin(deps, directory, found, request.body.password, now)
+        : matches && found !== undefined && canLogIn(found, now) ? { session: { pwd: fingerprint(found.hidden.passwordHash) }, groups: undefined } : undefined;
+      if (granted === undefined || found === undefined) {
         throw unauthorized('Invalid username or password');
       }
       perUser.forgive(userKey);
       perAddress.forgive(request.ip);
-      const roles = await rolesOf(deps, found.fields);
-      const token = await issue({ sub: String(found.fields.code), roles, session: { pwd: fingerprint(found.hidden.passwordHash) } });
+      const roles = await rolesOf(deps, found.fields, granted.groups);
+      const token = await issue({ sub: String(found.fields.code), roles, session: granted.session });
       return reply.header('cache-control', 'no-store').send({ access_token: token, token_type: 'Bearer' as const, expires_in: TOKEN_TTL_SECONDS, roles });
     },
   );
