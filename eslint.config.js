@@ -7,19 +7,12 @@ const sourceDirs = ['domain', 'projections', 'api', 'workers', 'modules', 'infra
 export default defineConfig(
   globalIgnores(['node_modules/', '.tools/', 'data/', 'coverage/', 'test-results/']),
 
-  {
-    linterOptions: { reportUnusedDisableDirectives: 'error' },
-  },
+  { linterOptions: { reportUnusedDisableDirectives: 'error' } },
 
   {
     files: [...sourceDirs.map((dir) => `${dir}/**/*.ts`), '*.ts', '*.js', '*.cjs', 'scripts/**/*.mjs'],
     extends: [js.configs.recommended, tseslint.configs.strictTypeChecked, tseslint.configs.stylisticTypeChecked],
-    languageOptions: {
-      parserOptions: {
-        projectService: true,
-        tsconfigRootDir: import.meta.dirname,
-      },
-    },
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-explicit-any': 'error',
       // Off: it asks for `x!` where strict's no-non-null-assertion forbids `x!`; the two fight under --fix.
@@ -63,7 +56,9 @@ export default defineConfig(
         },
       ],
       complexity: ['error', { max: 15, variant: 'modified' }], // modified: a switch counts once, so an exhaustive evolve over many events is not penalised
-      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
+      // Counted in lines as Prettier writes them (printWidth 140), which puts each argument of a long call
+      // on a line of its own: 120 of those are about the 80 hand-wrapped lines the cap was set at.
+      'max-lines-per-function': ['error', { max: 120, skipBlankLines: true, skipComments: true }],
       'no-console': 'error',
     },
   },
