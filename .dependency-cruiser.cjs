@@ -39,10 +39,7 @@ module.exports = {
         'built-ins; never fastify, mongodb, kafkajs, ' +
         '@kurrent/*, other packages, or projections/api/workers/infra.',
       from: { path: DOMAIN },
-      to: {
-        pathNot: [DOMAIN, '(^|/)node_modules/(zod|handlebars|jsonata|docxtemplater|pizzip|exceljs)/'],
-        dependencyTypesNot: ['core'],
-      },
+      to: { pathNot: [DOMAIN, '(^|/)node_modules/(zod|handlebars|jsonata|docxtemplater|pizzip|exceljs)/'], dependencyTypesNot: ['core'] },
     },
     {
       name: 'domain-no-io-built-ins',
@@ -58,10 +55,7 @@ module.exports = {
         'A projection is evolve + queries over the ports of domain/ports.ts: it may import domain/, ' +
         'projections/ and zod, never api/workers/infra, fastify or a database client.',
       from: { path: PROJECTIONS },
-      to: {
-        pathNot: [DOMAIN, PROJECTIONS, '(^|/)node_modules/zod/'],
-        dependencyTypesNot: ['core'],
-      },
+      to: { pathNot: [DOMAIN, PROJECTIONS, '(^|/)node_modules/zod/'], dependencyTypesNot: ['core'] },
     },
     {
       name: 'projections-no-io-built-ins',
@@ -77,10 +71,7 @@ module.exports = {
         'application/ runs commands over the ports of domain/ports.ts: it may import domain/ and application/, ' +
         'never projections/api/workers/modules/infra, fastify or a database client.',
       from: { path: '^application/' },
-      to: {
-        pathNot: ['^domain/', '^application/'],
-        dependencyTypesNot: ['core'],
-      },
+      to: { pathNot: ['^domain/', '^application/'], dependencyTypesNot: ['core'] },
     },
     {
       name: 'application-no-io-built-ins',
@@ -102,8 +93,7 @@ module.exports = {
       name: 'api-workers-not-to-infra',
       severity: 'error',
       comment:
-        'Only the composition root (api/main.ts, api/cli.ts) knows which adapter runs; everything ' +
-        'else receives ports as arguments.',
+        'Only the composition root (api/main.ts, api/cli.ts) knows which adapter runs; everything ' + 'else receives ports as arguments.',
       from: { path: '^(application|api|workers|modules)/', pathNot: '^api/(main|cli)[.]ts$' },
       to: { path: '^infra/' },
     },
@@ -124,15 +114,13 @@ module.exports = {
         'cli/ talks to the service over HTTP only: it may import cli/, pure domain/ code (to fold events as the ' +
         'service does), commander and cli-progress, never api/workers/infra/projections or a store client.',
       from: { path: '^cli/' },
-      to: {
-        pathNot: ['^cli/', DOMAIN, '(^|/)node_modules/(commander|cli-progress|@types/cli-progress)/'],
-        dependencyTypesNot: ['core'],
-      },
+      to: { pathNot: ['^cli/', DOMAIN, '(^|/)node_modules/(commander|cli-progress|@types/cli-progress)/'], dependencyTypesNot: ['core'] },
     },
     {
       name: 'infra-not-to-api-workers',
       severity: 'error',
-      comment: 'infra/ implements the ports of domain/ (the shared one and the modules\'); it must not reach back into api/, workers/ or a module beyond its domain/.',
+      comment:
+        "infra/ implements the ports of domain/ (the shared one and the modules'); it must not reach back into api/, workers/ or a module beyond its domain/.",
       from: { path: '^infra/' },
       to: { path: '^(application|api|workers)/|^modules/([^/]+/(api|workers|projections)/|[^/]+/index[.]ts$|index[.]ts$)' },
     },
@@ -176,18 +164,12 @@ module.exports = {
         'Shipped code imports a devDependency, which `npm ci --omit=dev` leaves out: move it to ' +
         'dependencies. Type-only imports are erased and allowed.',
       from: { path: production, pathNot: '[.]spec[.]ts$' },
-      to: {
-        dependencyTypes: ['npm-dev'],
-        dependencyTypesNot: ['type-only'],
-        pathNot: '(^|/)node_modules/@types/',
-      },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'], pathNot: '(^|/)node_modules/@types/' },
     },
     {
       name: 'no-non-package-json',
       severity: 'error',
-      comment:
-        'The package is not declared in package.json (it is only there as a transitive dependency): ' +
-        'declare it.',
+      comment: 'The package is not declared in package.json (it is only there as a transitive dependency): ' + 'declare it.',
       from: {},
       to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown'] },
     },

@@ -13,6 +13,11 @@ export default defineConfig({
     // with its reason where Go is missing.
     // Starts one OpenLDAP (Debian's slapd, scripts/openldap.ts) for the directory suites; they skip
     // with its reason where slapd is not installed.
-    globalSetup: ['test/support/containerRuntime.globalSetup.ts', 'test/support/kafka.globalSetup.ts', 'test/support/ferretdb.globalSetup.ts', 'test/support/openldap.globalSetup.ts'],
+    globalSetup: [
+      'test/support/containerRuntime.globalSetup.ts',
+      'test/support/kafka.globalSetup.ts',
+      'test/support/ferretdb.globalSetup.ts',
+      'test/support/openldap.globalSetup.ts',
+    ],
   },
 });

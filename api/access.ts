@@ -62,9 +62,15 @@ export async function accessTo(deps: AppDeps, request: FastifyRequest, def: Reso
 const coverageFor = (access: Access, permission: Permission): Coverage => (permission === 'read' ? access.read : access.write);
 
 /** The auth hook's check of a route serving a resource: 403 unless the caller reaches some of it. */
-export async function authorizeResource(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, permission: Permission): Promise<void> {
+export async function authorizeResource(
+  deps: AppDeps,
+  request: FastifyRequest,
+  def: ResourceDefinition,
+  permission: Permission,
+): Promise<void> {
   const caller = request.caller;
-  if (caller === undefined || permission === 'admin') throw forbidden(`Roles [${caller?.roles.join(', ') ?? ''}] do not allow ${permission} access`);
+  if (caller === undefined || permission === 'admin')
+    throw forbidden(`Roles [${caller?.roles.join(', ') ?? ''}] do not allow ${permission} access`);
   const coverage = coverageFor(await accessTo(deps, request, def), permission);
   if (coverage !== 'all' && coverage.length === 0) {
     throw forbidden(`Roles [${caller.roles.join(', ')}] do not allow ${permission} access to ${def.path}`);
@@ -95,11 +101,20 @@ async function caughtUp(deps: AppDeps, request: FastifyRequest, def: ResourceDef
 /** Whether a coverage holds a record, as the read store evaluates the rules' filters (the one
  * evaluation searches use too, so a single read and a search never disagree): the record as the
  * read model holds it once caught up with the log's head, which is the record as it is now. */
-async function covered(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: JsonObject, coverage: Coverage): Promise<boolean> {
+async function covered(
+  deps: AppDeps,
+  request: FastifyRequest,
+  def: ResourceDefinition,
+  record: JsonObject,
+  coverage: Coverage,
+): Promise<boolean> {
   if (coverage === 'all') return true;
   if (coverage.length === 0 || typeof record.id !== 'string') return false;
   await caughtUp(deps, request, def);
-  const query = narrowed(toQuery({ filter: [{ column: 'id', operator: 'EQ', value: record.id }], sort: [] }, def.columns, def.defaultSort), coverage);
+  const query = narrowed(
+    toQuery({ filter: [{ column: 'id', operator: 'EQ', value: record.id }], sort: [] }, def.columns, def.defaultSort),
+    coverage,
+  );
   return (await deps.readStore.count(deps.readModels.collectionOf(def.collection), query)) > 0;
 }
 
@@ -113,7 +128,12 @@ const hidden = (def: ResourceDefinition, request: FastifyRequest) => {
 
 /** A record the caller may read, or 404 as if it did not exist. Reads of a record's past
  * (versions, asOf, history) are judged by the record as it is now. */
-export async function assertReadable<T extends JsonObject>(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition, record: T): Promise<T> {
+export async function assertReadable<T extends JsonObject>(
+  deps: AppDeps,
+  request: FastifyRequest,
+  def: ResourceDefinition,
+  record: T,
+): Promise<T> {
   if (!(await readable(deps, request, def, record))) throw hidden(def, request);
   return record;
 }
@@ -134,12 +154,17 @@ export async function assertWritable(deps: AppDeps, request: FastifyRequest, def
   const access = await accessTo(deps, request, def);
   if (access.write === 'all') return;
   if (!(await covered(deps, request, def, record, access.read))) throw hidden(def, request);
-  if (!(await covered(deps, request, def, record, access.write))) throw forbidden(`Your access rules do not allow writing this ${def.name}`);
+  if (!(await covered(deps, request, def, record, access.write)))
+    throw forbidden(`Your access rules do not allow writing this ${def.name}`);
 }
 
 /** The check a write's decision applies to the record it would leave (CommandContext.admit), in
  * memory (that record is in no store yet); undefined when the caller may write every record. */
-export async function writeAdmission(deps: AppDeps, request: FastifyRequest, def: ResourceDefinition): Promise<((record: JsonObject) => void) | undefined> {
+export async function writeAdmission(
+  deps: AppDeps,
+  request: FastifyRequest,
+  def: ResourceDefinition,
+): Promise<((record: JsonObject) => void) | undefined> {
   const write = (await accessTo(deps, request, def)).write;
   if (write === 'all') return undefined;
   return (record) => {
@@ -148,7 +173,8 @@ export async function writeAdmission(deps: AppDeps, request: FastifyRequest, def
 }
 
 /** The guard a module declares for a resource it serves (ServedResource.guard), if any. */
-const guardOf = (deps: AppDeps, def: ResourceDefinition) => deps.modules.flatMap((m) => m.resources ?? []).find((r) => r.definition === def)?.guard;
+const guardOf = (deps: AppDeps, def: ResourceDefinition) =>
+  deps.modules.flatMap((m) => m.resources ?? []).find((r) => r.definition === def)?.guard;
 
 /** The command context of a write by the request's caller, with its write coverage and the
  * resource's guard. */

@@ -4,12 +4,7 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  serializerCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { unavailable } from '../domain/shared/errors.ts';
 import { authorizeResource } from './access.ts';
@@ -22,7 +17,6 @@ import { withProtocol } from './openapiProtocol.ts';
 import { resourceRoutes } from './resourceRoutes.ts';
 import { genReqId, installRequestContext } from './requestContext.ts';
 import { validatorCompiler } from './validation.ts';
-
 
 declare module 'fastify' {
   // eslint-disable-next-line @typescript-eslint/consistent-type-definitions -- module augmentation merges only into an interface
@@ -52,7 +46,22 @@ function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
         tags: ['health'],
         security: [],
         response: {
-          200: z.object({ status: z.literal('UP'), head: z.string(), readModels: z.array(z.object({ name: z.string(), active: z.boolean().meta({ description: 'this instance holds the projection lease and writes the model; false = standing by' }), position: z.string(), lag: z.int(), lagMs: z.number(), skipped: z.int() })) }),
+          200: z.object({
+            status: z.literal('UP'),
+            head: z.string(),
+            readModels: z.array(
+              z.object({
+                name: z.string(),
+                active: z
+                  .boolean()
+                  .meta({ description: 'this instance holds the projection lease and writes the model; false = standing by' }),
+                position: z.string(),
+                lag: z.int(),
+                lagMs: z.number(),
+                skipped: z.int(),
+              }),
+            ),
+          }),
           503: ErrorBodySchema,
         },
       },
@@ -67,11 +76,12 @@ function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
       return {
         status: 'UP' as const,
         head: head.toString(),
-        readModels: deps.readModels.statuses().map(({ name, active, position, lag, lagMs, failures }) => ({ name, active, position, lag, lagMs, skipped: failures.length })),
+        readModels: deps.readModels
+          .statuses()
+          .map(({ name, active, position, lag, lagMs, failures }) => ({ name, active, position, lag, lagMs, skipped: failures.length })),
       };
     },
   );
-
 }
 
 /** The caller a request without a bearer token presents otherwise (a client certificate), by the
@@ -152,7 +162,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request) => {
     const permission = request.routeOptions.config.permission;
     if (permission === undefined) return;
-    let caller = (request.headers.authorization === undefined ? await presentedCaller(request, deps) : undefined) ?? (await authenticate(request.headers.authorization, deps.verifyToken));
+    let caller =
+      (request.headers.authorization === undefined ? await presentedCaller(request, deps) : undefined) ??
+      (await authenticate(request.headers.authorization, deps.verifyToken));
     for (const module of deps.modules) if (module.authenticated !== undefined) caller = await module.authenticated(caller, deps);
     request.caller = caller;
     const resource = request.routeOptions.config.resource;

@@ -56,7 +56,11 @@ function callerOf(payload: JWTPayload): Caller {
   const session = payload[SESSION_CLAIM];
   if (typeof session === 'object' && session !== null && typeof (session as { pwd?: unknown }).pwd === 'string') {
     const { pwd, groups } = session as { pwd: string; groups?: unknown };
-    return { sub: payload.sub, roles, session: Array.isArray(groups) ? { pwd, groups: groups.filter((g): g is string => typeof g === 'string') } : { pwd } };
+    return {
+      sub: payload.sub,
+      roles,
+      session: Array.isArray(groups) ? { pwd, groups: groups.filter((g): g is string => typeof g === 'string') } : { pwd },
+    };
   }
   return { sub: payload.sub, roles };
 }
@@ -80,13 +84,17 @@ function checkLifetime(payload: JWTPayload, nowSeconds: number): number {
   const { iat, exp } = payload;
   if (exp === undefined) throw unauthorized('Bearer token has no expiry: the exp claim is required');
   if (iat !== undefined && iat > nowSeconds + CLOCK_SKEW_SECONDS) {
-    throw unauthorized(`Bearer token is issued in the future: iat is more than ${String(CLOCK_SKEW_SECONDS)} s ahead of this server's clock`);
+    throw unauthorized(
+      `Bearer token is issued in the future: iat is more than ${String(CLOCK_SKEW_SECONDS)} s ahead of this server's clock`,
+    );
   }
   // Without iat the lifetime left is what counts; the skew allowance keeps a token minted for the
   // full 24 h by a clock slightly behind ours acceptable.
   const lifetime = iat === undefined ? exp - nowSeconds - CLOCK_SKEW_SECONDS : exp - iat;
   if (!(lifetime <= MAX_TOKEN_LIFETIME_SECONDS)) {
-    throw unauthorized(`Bearer token lifetime is longer than 24 h: exp may be at most ${String(MAX_TOKEN_LIFETIME_SECONDS)} s after iat (after now when there is no iat)`);
+    throw unauthorized(
+      `Bearer token lifetime is longer than 24 h: exp may be at most ${String(MAX_TOKEN_LIFETIME_SECONDS)} s after iat (after now when there is no iat)`,
+    );
   }
   return exp;
 }
@@ -153,7 +161,17 @@ export function oidcVerifier(options: { issuer: string; audience: string; jwksUr
  * clock once per claim, and a second boundary between the two would push it past the limit). */
 export function signHs256(secret: Uint8Array, caller: Caller, ttlSeconds = 12 * 60 * 60): Promise<string> {
   const iat = Math.floor(Date.now() / 1000);
-  return new SignJWT({ roles: [...caller.roles], ...(caller.session === undefined ? {} : { [SESSION_CLAIM]: { pwd: caller.session.pwd, ...(caller.session.groups === undefined ? {} : { groups: [...caller.session.groups] }) } }) })
+  return new SignJWT({
+    roles: [...caller.roles],
+    ...(caller.session === undefined
+      ? {}
+      : {
+          [SESSION_CLAIM]: {
+            pwd: caller.session.pwd,
+            ...(caller.session.groups === undefined ? {} : { groups: [...caller.session.groups] }),
+          },
+        }),
+  })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(caller.sub)
     .setIssuedAt(iat)

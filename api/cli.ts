@@ -41,12 +41,18 @@ function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(args: r
   }
 }
 
-const UNIT_SECONDS: ReadonlyMap<string, number> = new Map([['s', 1], ['m', 60], ['h', 3600], ['d', 86_400]]);
+const UNIT_SECONDS: ReadonlyMap<string, number> = new Map([
+  ['s', 1],
+  ['m', 60],
+  ['h', 3600],
+  ['d', 86_400],
+]);
 
 function ttlSeconds(text: string): number {
   const match = /^(\d{1,9})([smhd])?$/.exec(text.trim());
   const seconds = match?.[1] === undefined ? Number.NaN : Number(match[1]) * (UNIT_SECONDS.get(match[2] ?? 's') ?? Number.NaN);
-  if (!Number.isSafeInteger(seconds) || seconds < 1) throw new UsageError(`--ttl ${JSON.stringify(text)}: expected a duration such as 30m, 12h or 1d`);
+  if (!Number.isSafeInteger(seconds) || seconds < 1)
+    throw new UsageError(`--ttl ${JSON.stringify(text)}: expected a duration such as 30m, 12h or 1d`);
   if (seconds > MAX_TOKEN_LIFETIME_SECONDS) {
     throw new UsageError(`--ttl ${text}: a token may live at most 24h; the service refuses longer-lived tokens`);
   }
@@ -54,11 +60,20 @@ function ttlSeconds(text: string): number {
 }
 
 function rolesOf(values: readonly string[]): string[] {
-  const roles = [...new Set(values.flatMap((v) => v.split(',')).map((r) => r.trim()).filter((r) => r !== ''))];
+  const roles = [
+    ...new Set(
+      values
+        .flatMap((v) => v.split(','))
+        .map((r) => r.trim())
+        .filter((r) => r !== ''),
+    ),
+  ];
   if (roles.length === 0) throw new UsageError(`--role is required: one or more of ${BUILT_IN_ROLES.join(', ')}`);
   const unknown = roles.filter((r) => !BUILT_IN_ROLES.includes(r));
   if (unknown.length > 0) {
-    throw new UsageError(`unknown role ${unknown.map((r) => JSON.stringify(r)).join(', ')}: the built-in roles are ${BUILT_IN_ROLES.join(', ')}`);
+    throw new UsageError(
+      `unknown role ${unknown.map((r) => JSON.stringify(r)).join(', ')}: the built-in roles are ${BUILT_IN_ROLES.join(', ')}`,
+    );
   }
   return roles;
 }
@@ -80,7 +95,9 @@ async function token(args: readonly string[]): Promise<void> {
   const ttl = ttlSeconds(values.ttl ?? '12h');
   const config = loadConfig();
   if (config.AUTH_ISSUER !== undefined) {
-    throw new UsageError(`AUTH_ISSUER is set (${config.AUTH_ISSUER}): the service accepts only that OIDC issuer's tokens, so get tokens from the issuer`);
+    throw new UsageError(
+      `AUTH_ISSUER is set (${config.AUTH_ISSUER}): the service accepts only that OIDC issuer's tokens, so get tokens from the issuer`,
+    );
   }
   console.log(await signHs256(hs256Secret(config), { sub, roles }, ttl));
 }
@@ -157,12 +174,13 @@ async function main(argv: readonly string[]): Promise<number> {
 
 // exitCode rather than exit(): a token written to a pipe is flushed before the process ends.
 // Imported (by the test of the committed document), it runs nothing.
-if (import.meta.main) void main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
-    process.exitCode = 1;
-  },
-);
+if (import.meta.main)
+  void main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      console.error(error instanceof Error ? error.message : error);
+      process.exitCode = 1;
+    },
+  );

@@ -11,7 +11,18 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { BlobStore, Clock, Directory, DocumentRenderers, EventStore, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
+import type {
+  BlobStore,
+  Clock,
+  Directory,
+  DocumentRenderers,
+  EventStore,
+  MailSender,
+  Messaging,
+  OutboundClient,
+  ReadStore,
+  SmsSender,
+} from '../domain/ports.ts';
 import { resourceProjection } from '../projections/resourceProjection.ts';
 import { LogProcessor } from '../workers/processor.ts';
 import { reactorHandler } from '../workers/reactor.ts';
@@ -98,7 +109,9 @@ export function projectionsOf(modules: readonly Module[]) {
 /** What the HTTP app takes of the options when they are given. */
 const httpOptions = (o: ComposeOptions) =>
   Object.fromEntries(
-    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'https', 'documents', 'exchange', 'directory'] as const).flatMap((k) => (o[k] === undefined ? [] : [[k, o[k]]])),
+    (['issueToken', 'logger', 'bodyLimit', 'trustProxy', 'https', 'documents', 'exchange', 'directory'] as const).flatMap((k) =>
+      o[k] === undefined ? [] : [[k, o[k]]],
+    ),
   ) as Pick<ComposeOptions, 'issueToken' | 'logger' | 'bodyLimit' | 'trustProxy' | 'https' | 'documents' | 'exchange' | 'directory'>;
 
 export async function composeService(options: ComposeOptions): Promise<Service> {
@@ -111,28 +124,54 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
   const log: { to?: { error: (obj: object, msg: string) => void } } = {};
   const logger = { error: (obj: object, msg: string) => log.to?.error(obj, msg) };
   const clock = options.clock ?? { now: () => new Date() };
-  const processorOptions = {
-    logger,
-    now: () => clock.now(),
-    ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-  };
+  const processorOptions = { logger, now: () => clock.now(), ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }) };
   const readModels = new ReadModelSet(projectionsOf(modules), eventStore, readStore, { ...processorOptions, followOnly: !folds });
   const catalogs = new Map(
-    modules.flatMap((m) => m.resources ?? []).map(({ definition: d }) => [d.collection, { columns: d.columns, defaultSort: d.defaultSort }] as const),
+    modules
+      .flatMap((m) => m.resources ?? [])
+      .map(({ definition: d }) => [d.collection, { columns: d.columns, defaultSort: d.defaultSort }] as const),
   );
   const resources = modules.flatMap((m) => m.resources ?? []).map((r) => r.definition);
   const lookupDeps = { eventStore, readStore, readModels };
   // Everything this service holds in memory, handed on as an argument from here.
   const runtime = new Runtime({ eventStore, resources, lookup: readModelLookup(lookupDeps), count: readModelCount(lookupDeps) });
   const readModelJobs = new ReadModelJobs({ eventStore, readStore, readModels, runtime, clock, logger, runs: works, catalogs });
-  const ports = Object.fromEntries((['mail', 'sms', 'outbound', 'documents', 'messaging', 'directory'] as const).flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])));
-  const context: ModuleContext = { eventStore, readStore, blobStore, clock, newId: randomUUID, readModels, readModelJobs, runtime, logger, resources, settings: options.settings ?? {}, ...ports };
-  const handlers = works ? [...modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => reactorHandler(r, readStore)), ...modules.flatMap((m) => m.handlers?.(context) ?? [])] : [];
+  const ports = Object.fromEntries(
+    (['mail', 'sms', 'outbound', 'documents', 'messaging', 'directory'] as const).flatMap((k) =>
+      options[k] === undefined ? [] : [[k, options[k]]],
+    ),
+  );
+  const context: ModuleContext = {
+    eventStore,
+    readStore,
+    blobStore,
+    clock,
+    newId: randomUUID,
+    readModels,
+    readModelJobs,
+    runtime,
+    logger,
+    resources,
+    settings: options.settings ?? {},
+    ...ports,
+  };
+  const handlers = works
+    ? [
+        ...modules.flatMap((m) => m.reactors?.(context) ?? []).map((r) => reactorHandler(r, readStore)),
+        ...modules.flatMap((m) => m.handlers?.(context) ?? []),
+      ]
+    : [];
   const reactors = handlers.map((h) => new LogProcessor(h, eventStore, readStore, processorOptions));
   const schedules = works ? [readModelJobs.schedule(), ...modules.flatMap((m) => m.schedules?.(context) ?? [])] : [];
-  const scheduler = new Scheduler(schedules, readStore, { clock, logger, ...(options.schedulerIntervalMs === undefined ? {} : { intervalMs: options.schedulerIntervalMs }) });
+  const scheduler = new Scheduler(schedules, readStore, {
+    clock,
+    logger,
+    ...(options.schedulerIntervalMs === undefined ? {} : { intervalMs: options.schedulerIntervalMs }),
+  });
   // Schedules whose work falls due when records change are woken by the log, not only the interval.
-  const wakers = schedules.flatMap((s) => wakeHandler(s, scheduler, readModels, readStore) ?? []).map((h) => new LogProcessor(h, eventStore, readStore, processorOptions));
+  const wakers = schedules
+    .flatMap((s) => wakeHandler(s, scheduler, readModels, readStore) ?? [])
+    .map((h) => new LogProcessor(h, eventStore, readStore, processorOptions));
   const workers: Worker[] = works ? modules.flatMap((m) => m.workers?.(context) ?? []) : [];
   const app = await buildApp({
     eventStore,
@@ -180,7 +219,15 @@ export async function composeService(options: ComposeOptions): Promise<Service> 
       for (const w of workers) await w.stop();
       await Promise.all([...reactors, ...wakers].map((r) => r.stop()));
       await readModels.stop();
-      await Promise.all([options.documents?.templates?.close(), options.documents?.pdf?.close(), options.documents?.office?.close(), options.mail?.close(), options.sms?.close(), options.messaging?.close(), options.directory?.close()]);
+      await Promise.all([
+        options.documents?.templates?.close(),
+        options.documents?.pdf?.close(),
+        options.documents?.office?.close(),
+        options.mail?.close(),
+        options.sms?.close(),
+        options.messaging?.close(),
+        options.directory?.close(),
+      ]);
       await eventStore.close();
       await readStore.close();
       await blobStore.close();

@@ -43,11 +43,12 @@ export const diffEntryInput = z
     left: z.record(z.string(), z.unknown()).optional().meta({ description: 'the record as stored here (REMOVE and CHANGE)' }),
     right: z.record(z.string(), z.unknown()).optional().meta({ description: 'the record as it is to be (NEW and CHANGE)' }),
   })
-  .meta({ id: 'DiffEntryToApply', description: 'A diff entry to apply; members other than these (an `error` of an earlier answer) are ignored.' });
+  .meta({
+    id: 'DiffEntryToApply',
+    description: 'A diff entry to apply; members other than these (an `error` of an earlier answer) are ignored.',
+  });
 
-export type EntryOutcome =
-  | { kind: 'applied' | 'unchanged'; record: JsonObject }
-  | { kind: 'failed'; error: DomainError };
+export type EntryOutcome = { kind: 'applied' | 'unchanged'; record: JsonObject } | { kind: 'failed'; error: DomainError };
 
 /** What applying needs beyond the entries: the resource, its service, the caller. */
 export type ApplyEnv = {
@@ -90,9 +91,13 @@ async function recordHere(env: ApplyEnv, key: string): Promise<{ record: JsonObj
 
 /** A record of an entry checked against the resource's schema: a 400 naming the entry's member. */
 function checked(env: ApplyEnv, index: number, side: 'left' | 'right', record: JsonObject | undefined): JsonObject {
-  if (record === undefined) throw validationFailed(`A ${side === 'left' ? 'DIFF_TYPE_REMOVE' : 'DIFF_TYPE_NEW or DIFF_TYPE_CHANGE'} entry needs ${side}`, [`[${String(index)}].${side}: required`]);
+  if (record === undefined)
+    throw validationFailed(`A ${side === 'left' ? 'DIFF_TYPE_REMOVE' : 'DIFF_TYPE_NEW or DIFF_TYPE_CHANGE'} entry needs ${side}`, [
+      `[${String(index)}].${side}: required`,
+    ]);
   const parsed = env.def.input.safeParse(record);
-  if (!parsed.success) throw validationFailed(`Entry ${String(index)} is not a ${env.def.name} record`, issueLines(parsed.error.issues, [index, side]));
+  if (!parsed.success)
+    throw validationFailed(`Entry ${String(index)} is not a ${env.def.name} record`, issueLines(parsed.error.issues, [index, side]));
   return record;
 }
 
@@ -111,7 +116,10 @@ async function applyNew(env: ApplyEnv, entry: DiffEntry, right: JsonObject, key:
   if (here?.readable === true) {
     const existing = here.record;
     if (sameRecord(env.def, existing, right, env.compareField)) return { kind: 'unchanged', record: existing };
-    throw new DomainError('DIFF.ALREADY_EXISTS', `A ${env.def.name} with ${env.compareField} ${key} exists here and differs: compute the diff again`);
+    throw new DomainError(
+      'DIFF.ALREADY_EXISTS',
+      `A ${env.def.name} with ${env.compareField} ${key} exists here and differs: compute the diff again`,
+    );
   }
   return createNew(env, entry, right, key);
 }
@@ -121,7 +129,8 @@ async function applyNew(env: ApplyEnv, entry: DiffEntry, right: JsonObject, key:
  * under it answers that earlier result and writes nothing, so the record is made again under a
  * key naming the deleted version. */
 async function createNew(env: ApplyEnv, entry: DiffEntry, right: JsonObject, target: string): Promise<EntryOutcome> {
-  const create = (input: JsonObject, at: number | undefined) => env.service.create(input, keyed(env, entry, target, at), { keepId: true, restore: true });
+  const create = (input: JsonObject, at: number | undefined) =>
+    env.service.create(input, keyed(env, entry, target, at), { keepId: true, restore: true });
   let result = await create(withoutAudit(right), undefined);
   const made = result.record;
   if (made === undefined) throw new Error(`create of ${env.def.name} left no record`);
@@ -180,7 +189,10 @@ export async function applyEntry(env: ApplyEnv, entry: DiffEntry, index: number)
       const id = uuidV5(`${env.def.category}|diff-new|${canonicalJson(record)}`);
       return await applyNew(env, entry, { ...record, id }, id);
     }
-    if (key === undefined) throw validationFailed(`Entry ${String(index)} has no ${env.compareField}`, [`[${String(index)}].${remove ? 'left' : 'right'}.${env.compareField}: required to match the record`]);
+    if (key === undefined)
+      throw validationFailed(`Entry ${String(index)} has no ${env.compareField}`, [
+        `[${String(index)}].${remove ? 'left' : 'right'}.${env.compareField}: required to match the record`,
+      ]);
     if (entry.diffType === 'DIFF_TYPE_NEW') return await applyNew(env, entry, record, key);
     if (entry.diffType === 'DIFF_TYPE_CHANGE') return await applyChange(env, entry, record, key);
     return await applyRemove(env, entry, record, key);
@@ -240,7 +252,11 @@ async function applyWindow(env: ApplyEnv, window: readonly Numbered[]): Promise<
 type WindowOptions = { from?: number; beforeWindow?: () => Promise<void> };
 
 /** Entries in windows of APPLY_CONCURRENCY, each window's outcomes in order. */
-async function* appliedInWindows(env: ApplyEnv, entries: AsyncIterable<DiffEntry> | Iterable<DiffEntry>, options: WindowOptions = {}): AsyncGenerator<Numbered & { outcome: EntryOutcome }> {
+async function* appliedInWindows(
+  env: ApplyEnv,
+  entries: AsyncIterable<DiffEntry> | Iterable<DiffEntry>,
+  options: WindowOptions = {},
+): AsyncGenerator<Numbered & { outcome: EntryOutcome }> {
   let window: Numbered[] = [];
   let index = 0;
   const from = options.from ?? 0;
@@ -263,7 +279,8 @@ async function* appliedInWindows(env: ApplyEnv, entries: AsyncIterable<DiffEntry
 
 /** Apply's answer, one item per entry in order, made as they are applied. */
 export async function* appliedItems(env: ApplyEnv, entries: readonly DiffEntry[]): AsyncGenerator<JsonObject | EntryFailure> {
-  for await (const { entry, index, outcome } of appliedInWindows(env, entries)) yield outcome.kind === 'failed' ? failureOf(env, entry, index, outcome.error) : outcome.record;
+  for await (const { entry, index, outcome } of appliedInWindows(env, entries))
+    yield outcome.kind === 'failed' ? failureOf(env, entry, index, outcome.error) : outcome.record;
 }
 
 /** The diff applies of one service: the jobs applying in this process (awaited when it closes),
@@ -292,7 +309,8 @@ type Counts = { done: number; applied: number; unchanged: number; failed: number
  * closed when the job ends). */
 export type EntrySource = { length: number; items: () => AsyncIterable<DiffEntry> | Iterable<DiffEntry>; close?: () => void };
 
-const sourceOf = (entries: readonly DiffEntry[] | EntrySource): EntrySource => ('items' in entries ? entries : { length: entries.length, items: () => entries });
+const sourceOf = (entries: readonly DiffEntry[] | EntrySource): EntrySource =>
+  'items' in entries ? entries : { length: entries.length, items: () => entries };
 
 /** Starts a DIFF_APPLY job for a large apply and runs it here in the background; answers the job's
  * id. The job's lease (`job:<id>`) is taken before the job exists and renewed while it runs, so
@@ -389,7 +407,12 @@ const boundaryOf = (jobs: ResourceService, id: string, held: { lost: boolean }) 
   if (cancelRequestOf(live.fields) !== undefined) throw new Stopped(true);
 };
 
-async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, entries: EntrySource, done: Done = { counts: { done: 0, applied: 0, unchanged: 0, failed: 0 }, failures: [] }): Promise<void> {
+async function runApplyJob(
+  env: ApplyEnv,
+  { jobs, id, lease, plain }: JobRun,
+  entries: EntrySource,
+  done: Done = { counts: { done: 0, applied: 0, unchanged: 0, failed: 0 }, failures: [] },
+): Promise<void> {
   const started = Date.now();
   const jobCtx = (): CommandContext => ({ ...plain, now: env.deps.clock.now() });
   const { counts, failures } = done;
@@ -416,7 +439,11 @@ async function runApplyJob(env: ApplyEnv, { jobs, id, lease, plain }: JobRun, en
         await progress();
       }
     }
-    await jobs.execute(id, { type: 'Complete', result: { ...counts, of: entries.length, failures, took: `${String(Date.now() - started)} ms` } }, jobCtx());
+    await jobs.execute(
+      id,
+      { type: 'Complete', result: { ...counts, of: entries.length, failures, took: `${String(Date.now() - started)} ms` } },
+      jobCtx(),
+    );
     ended = true;
   } catch (error) {
     // Where it stopped, for its state and for a retry (which resumes after the entries done).
@@ -480,7 +507,13 @@ export function orphanedApplies(ctx: ModuleContext): Schedule {
   const jobs = ctx.runtime.service(jobDefinition);
   const owner = `orphaned-applies-${String(process.pid)}-${randomUUID()}`;
   const query = toQuery(
-    { filter: [{ column: 'status', operator: 'EQ', value: 'IN_PROGRESS' }, { column: 'jobType', operator: 'EQ', value: DIFF_APPLY_JOB }], sort: [] },
+    {
+      filter: [
+        { column: 'status', operator: 'EQ', value: 'IN_PROGRESS' },
+        { column: 'jobType', operator: 'EQ', value: DIFF_APPLY_JOB },
+      ],
+      sort: [],
+    },
     jobDefinition.columns,
     jobDefinition.defaultSort,
   );

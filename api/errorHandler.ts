@@ -17,10 +17,12 @@ export const ErrorBodySchema = z
     message: z.string(),
     traceId: z.string(),
     errors: z.array(z.string()),
-    code: z.string().meta({
-      description:
-        'Which error this is, from the catalogue (e.g. USER_GROUP_TYPE.CODE_TAKEN, REQUEST.IDEMPOTENCY_KEY_REUSED, REQUEST.STALE_VERSION): tells one 409 from another without reading the message.',
-    }),
+    code: z
+      .string()
+      .meta({
+        description:
+          'Which error this is, from the catalogue (e.g. USER_GROUP_TYPE.CODE_TAKEN, REQUEST.IDEMPOTENCY_KEY_REUSED, REQUEST.STALE_VERSION): tells one 409 from another without reading the message.',
+      }),
   })
   .meta({ id: 'Error', description: 'Body of every error response.' });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
@@ -42,7 +44,9 @@ const PART_PREFIX: Record<string, string> = { querystring: 'query', params: 'pat
 
 /** The statuses under 500, which a framework refusal keeps as HTTP.<STATUS>. */
 const byStatus = new Map<number, ClientStatusName>(
-  Object.entries(HttpStatus).filter(([, code]) => code < 500).map(([name, code]) => [code, name as ClientStatusName]),
+  Object.entries(HttpStatus)
+    .filter(([, code]) => code < 500)
+    .map(([name, code]) => [code, name as ClientStatusName]),
 );
 
 function fromValidation(error: RequestValidationError): DomainError {
@@ -53,7 +57,11 @@ function fromValidation(error: RequestValidationError): DomainError {
   if (first !== undefined && error.issues.every(isUuidIssue)) {
     const value = first.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k], error.input);
     const e = malformedUuid(issuePath(first.path), typeof value === 'string' ? value : '');
-    return new DomainError(e.code, e.message, lines.map((l) => l.replace(/: .*$/, ': expected type uuid')));
+    return new DomainError(
+      e.code,
+      e.message,
+      lines.map((l) => l.replace(/: .*$/, ': expected type uuid')),
+    );
   }
   return new DomainError('REQUEST.VALIDATION_FAILED', error.message, lines);
 }
@@ -63,8 +71,9 @@ function fromValidation(error: RequestValidationError): DomainError {
 export function jsonProblem(message: string): string {
   if (/Unexpected end/i.test(message)) return 'unexpected end of input';
   const what =
-    /^(Expected [^"\n]{1,80}?|Unterminated string|Bad control character|Bad escaped character|Exponent part is missing a number|Unterminated fractional number|No number after minus sign)(?= in JSON| at|$)/.exec(message)?.[1] ??
-    'unexpected character';
+    /^(Expected [^"\n]{1,80}?|Unterminated string|Bad control character|Bad escaped character|Exponent part is missing a number|Unterminated fractional number|No number after minus sign)(?= in JSON| at|$)/.exec(
+      message,
+    )?.[1] ?? 'unexpected character';
   const at = /at position \d+(?: \(line \d+ column \d+\))?/.exec(message)?.[0];
   return at === undefined ? what : `${what} ${at}`;
 }
@@ -83,7 +92,14 @@ export function toDomainError(error: unknown): DomainError {
 }
 
 export function errorBody(error: DomainError, traceId: string, now: Date): ErrorBody {
-  return { status: error.status, timestamp: now.toISOString(), message: error.message, traceId, errors: [...error.errors], code: error.code };
+  return {
+    status: error.status,
+    timestamp: now.toISOString(),
+    message: error.message,
+    traceId,
+    errors: [...error.errors],
+    code: error.code,
+  };
 }
 
 export function installErrorHandling(app: FastifyInstance, now: () => Date): void {
@@ -107,7 +123,10 @@ export function installErrorHandling(app: FastifyInstance, now: () => Date): voi
       void reply.header('retry-after', String(domain.retryAfterSeconds));
       if (domain.httpStatus >= 500) request.log.warn({ code: domain.code }, domain.message);
     } else if (domain.httpStatus >= 500) request.log.error({ err: error }, 'request failed');
-    void reply.code(domain.httpStatus).type('application/json').send(errorBody(domain, request.traceId, now()));
+    void reply
+      .code(domain.httpStatus)
+      .type('application/json')
+      .send(errorBody(domain, request.traceId, now()));
   });
   app.setNotFoundHandler((request, reply) => {
     answerNoRoute(request, reply, methodsOf, now);
@@ -119,12 +138,19 @@ function answerNoRoute(request: FastifyRequest, reply: FastifyReply, methodsOf: 
   if (allowed.length > 0) {
     // RFC 9110: a path that exists answers 405 naming the methods it has, not 404.
     const e = new DomainError('HTTP.METHOD_NOT_ALLOWED', `${request.method} is not a method of this path: it has ${allowed.join(', ')}`);
-    void reply.code(405).header('allow', allowed.join(', ')).type('application/json').send(errorBody(e, request.traceId, now()));
+    void reply
+      .code(405)
+      .header('allow', allowed.join(', '))
+      .type('application/json')
+      .send(errorBody(e, request.traceId, now()));
     return;
   }
   // The path is not repeated: the caller has it, and an error body is no place to reflect input.
   const e = new DomainError('HTTP.NOT_FOUND', `No such route for ${request.method}: the routes are listed in /openapi.json`);
-  void reply.code(404).type('application/json').send(errorBody(e, request.traceId, now()));
+  void reply
+    .code(404)
+    .type('application/json')
+    .send(errorBody(e, request.traceId, now()));
 }
 
 /** Fastify's messages for these carry the whole URL, which an answer must not echo back. */
@@ -133,14 +159,17 @@ function frameworkDomainError(error: FastifyError, url: string, maxParamLength: 
     case 'FST_ERR_BAD_URL':
       return new DomainError(
         'HTTP.BAD_REQUEST',
-        url.startsWith('/') ? 'Malformed URL: invalid percent-encoding' : 'Malformed URL: the request target is neither a path nor an absolute URL',
+        url.startsWith('/')
+          ? 'Malformed URL: invalid percent-encoding'
+          : 'Malformed URL: the request target is neither a path nor an absolute URL',
       );
     case 'FST_ERR_MAX_PARAM_LENGTH':
       // A 400, as an over-long idOrCode below this length gets from its schema.
       return new DomainError('HTTP.BAD_REQUEST', `Malformed URL: a path parameter is longer than ${String(maxParamLength)} characters`);
     default: {
       const name = byStatus.get(error.statusCode ?? 500);
-      if (name !== undefined && HttpStatus[name] < 500) return new DomainError(`HTTP.${name}`, `Request refused before routing (${error.code})`);
+      if (name !== undefined && HttpStatus[name] < 500)
+        return new DomainError(`HTTP.${name}`, `Request refused before routing (${error.code})`);
       return new DomainError('HTTP.INTERNAL_SERVER_ERROR', 'Internal server error');
     }
   }
@@ -155,7 +184,10 @@ export function frameworkErrorHandler(now: () => Date, maxParamLength: number) {
     request.traceId = traceIdOf(request.headers.traceparent);
     const domain = frameworkDomainError(error, request.url, maxParamLength);
     if (domain.httpStatus >= 500) request.log.error({ err: error }, 'request failed');
-    void reply.code(domain.httpStatus).type('application/json').send(errorBody(domain, request.traceId, now()));
+    void reply
+      .code(domain.httpStatus)
+      .type('application/json')
+      .send(errorBody(domain, request.traceId, now()));
   };
 }
 
@@ -200,7 +232,9 @@ export function installServerAnswers(app: FastifyInstance, now: () => Date): voi
   });
   app.server.on('connect', (_req: IncomingMessage, socket: Socket) => {
     const text = body(new DomainError('HTTP.METHOD_NOT_ALLOWED', 'CONNECT is not supported'));
-    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: ${String(Buffer.byteLength(text))}\r\nConnection: close\r\n\r\n${text}`);
+    socket.end(
+      `HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: ${String(Buffer.byteLength(text))}\r\nConnection: close\r\n\r\n${text}`,
+    );
   });
 }
 

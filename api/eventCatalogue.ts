@@ -28,7 +28,8 @@ function typeText(s: JsonSchema): string {
   if (s.enum !== undefined) return s.enum.map((v) => JSON.stringify(v)).join(' \\| ');
   if (s.anyOf !== undefined) return s.anyOf.map(typeText).join(' \\| ');
   if (s.type === 'array') return `array of ${s.items === undefined ? 'any' : typeText(s.items)}`;
-  if (s.type === 'object' && s.properties === undefined && typeof s.additionalProperties === 'object') return `map of ${typeText(s.additionalProperties)}`;
+  if (s.type === 'object' && s.properties === undefined && typeof s.additionalProperties === 'object')
+    return `map of ${typeText(s.additionalProperties)}`;
   if (s.type === 'object') return `object {${Object.keys(s.properties ?? {}).join(', ')}}`;
   return s.format === undefined ? (s.type ?? 'any') : `${s.type ?? 'string'} (${s.format})`;
 }
@@ -52,7 +53,10 @@ function membersTable(schema: z.ZodType): string[] {
 /** What each shared kind holds and means, whatever the resource. */
 const SHARED: Readonly<Record<SharedEventKind, { data: string; meaning: string }>> = {
   Created: { data: 'the new record: `id` and its fields', meaning: 'was made' },
-  Replaced: { data: 'the record\'s fields after the change', meaning: 'was replaced (PUT, an import or a diff apply), or changed by a patch a merge patch cannot say' },
+  Replaced: {
+    data: "the record's fields after the change",
+    meaning: 'was replaced (PUT, an import or a diff apply), or changed by a patch a merge patch cannot say',
+  },
   Patched: { data: '`patch`: the RFC 7396 merge patch from the record before to after', meaning: 'was changed by a merge patch (PATCH)' },
   Deleted: { data: 'the carried fields only', meaning: 'was deleted' },
 };
@@ -75,7 +79,11 @@ function resourceSection(def: ResourceDefinition): string[] {
     '',
     '| Event | Version | Meaning | Data |',
     '| --- | --- | --- | --- |',
-    ...events.map(([type, e]) => (e.kind === 'Own' ? `| \`${type}\` | ${String(e.schemaVersion ?? SCHEMA_VERSION)} | ${cell(e.meaning ?? '')} | below |` : sharedLine(def, type, { ...e, kind: e.kind }))),
+    ...events.map(([type, e]) =>
+      e.kind === 'Own'
+        ? `| \`${type}\` | ${String(e.schemaVersion ?? SCHEMA_VERSION)} | ${cell(e.meaning ?? '')} | below |`
+        : sharedLine(def, type, { ...e, kind: e.kind }),
+    ),
     '',
   ];
   for (const [type, e] of own) {
@@ -84,7 +92,12 @@ function resourceSection(def: ResourceDefinition): string[] {
   }
   const commands: [string, CommandDeclaration][] = Object.entries(def.commands);
   if (commands.length > 0) {
-    lines.push(`#### Commands of ${def.name}`, '', 'Not events: what the service asks of the record (its routes and workers); each is decided on the live record and writes the events above, or nothing.', '');
+    lines.push(
+      `#### Commands of ${def.name}`,
+      '',
+      'Not events: what the service asks of the record (its routes and workers); each is decided on the live record and writes the events above, or nothing.',
+      '',
+    );
     for (const [type, c] of commands) lines.push(`**${type}**: ${c.meaning}`, '', ...membersTable(c.data));
   }
   return lines;
@@ -113,7 +126,7 @@ export function eventCatalogue(modules: readonly Module[]): EventCatalogue {
     '',
     `${String(events)} event types and ${String(commands)} command types. Every event is appended to the stream of its record, \`<category>-<id>\`, with ` +
       'metadata: `actor` and `at` always, and `requestId`, `correlationId`, `causationId`, `idempotencyKey`, `requestHash` when the request had them. ' +
-      'An event\'s data is stored in its type\'s schema version at the time; the service reads an older one through that type\'s upcasters, so ' +
+      "An event's data is stored in its type's schema version at the time; the service reads an older one through that type's upcasters, so " +
       'consumers of the log should do the same (the audit feed and history show the current shape). Names never change: a new meaning is a new type.',
     '',
     'Every resource has the four shared event types (Created, Replaced, Patched, Deleted), whether or not its routes offer the operation; ' +

@@ -27,7 +27,17 @@ import { DomainError, isDomainError, tooLarge, validationFailed } from '../domai
 import { narrowed, toQuery, type FilterItem, type Query } from '../domain/shared/filtering.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import { readScope } from './access.ts';
-import { applyEntry, appliedItems, closeStoppedApplies, diffEntryInput, failureOf, runningApplies, startApplyJob, type ApplyEnv, type EntrySource } from './diffApply.ts';
+import {
+  applyEntry,
+  appliedItems,
+  closeStoppedApplies,
+  diffEntryInput,
+  failureOf,
+  runningApplies,
+  startApplyJob,
+  type ApplyEnv,
+  type EntrySource,
+} from './diffApply.ts';
 import { importDiff, type ImportedDiff, type ImportSource } from './importDiff.ts';
 import { readModelLookup } from './services.ts';
 import { sendItems } from './documentStream.ts';
@@ -79,13 +89,26 @@ export const exchangeSettings = (deps: Pick<AppDeps, 'exchange'>): ExchangeSetti
 
 /** Checked by checkCompareField (its 400 names the fields); documented as their list. */
 const compareFieldQuery = (def: ResourceDefinition) =>
-  z.string().min(1).max(255).optional().meta({ enum: compareFields(def), description: 'the field records are matched by: id (default), code, or another field unique on both sides' });
+  z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .meta({
+      enum: compareFields(def),
+      description: 'the field records are matched by: id (default), code, or another field unique on both sides',
+    });
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
-const allowMassRemoveQuery = bool.default(false).meta({ description: 'true: apply however many records the diff deletes (see MASS_REMOVE_PERCENT)' });
+const allowMassRemoveQuery = bool
+  .default(false)
+  .meta({ description: 'true: apply however many records the diff deletes (see MASS_REMOVE_PERCENT)' });
 
 const DiffEntryFailureSchema = z
   .object({ index: z.int(), diffType: z.string(), error: ErrorBodySchema })
-  .meta({ id: 'DiffEntryFailure', description: 'In place of the record of an entry that could not be applied: its index in the request, and why.' });
+  .meta({
+    id: 'DiffEntryFailure',
+    description: 'In place of the record of an entry that could not be applied: its index in the request, and why.',
+  });
 
 const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'DiffApplyJobAcknowledgement' });
 
@@ -100,8 +123,12 @@ async function selectionHere(kit: RouteKit, filter: readonly FilterItem[], reque
  * paging through them is one pass over the read model whatever the filter. */
 async function* recordsHere(kit: RouteKit, filter: readonly FilterItem[], request: FastifyRequest): AsyncGenerator<Document> {
   const query = await selectionHere(kit, filter, request);
-  for (let after: string | undefined; ; ) {
-    const page = await kit.deps.readStore.scan(kit.collection(), { ...(after === undefined ? {} : { after }), limit: EXPORT_PAGE, ...(query === undefined ? {} : { query }) });
+  for (let after: string | undefined; ;) {
+    const page = await kit.deps.readStore.scan(kit.collection(), {
+      ...(after === undefined ? {} : { after }),
+      limit: EXPORT_PAGE,
+      ...(query === undefined ? {} : { query }),
+    });
     yield* page;
     if (page.length < EXPORT_PAGE) return;
     after = page.at(-1)?.id;
@@ -116,8 +143,12 @@ async function* recordsHere(kit: RouteKit, filter: readonly FilterItem[], reques
 async function* jsonPagesHere(kit: RouteKit, filter: readonly FilterItem[], request: FastifyRequest): AsyncGenerator<string> {
   const query = await selectionHere(kit, filter, request);
   let limit = JSON_PAGE_FIRST;
-  for (let after: string | undefined; ; ) {
-    const page = await kit.deps.readStore.scanJson(kit.collection(), { ...(after === undefined ? {} : { after }), limit, ...(query === undefined ? {} : { query }) });
+  for (let after: string | undefined; ;) {
+    const page = await kit.deps.readStore.scanJson(kit.collection(), {
+      ...(after === undefined ? {} : { after }),
+      limit,
+      ...(query === undefined ? {} : { query }),
+    });
     if (page.count > 0) yield page.json;
     if (page.count < limit || page.last === undefined) return;
     after = page.last;
@@ -126,7 +157,8 @@ async function* jsonPagesHere(kit: RouteKit, filter: readonly FilterItem[], requ
 }
 
 /** A filtering's query, checked before an answer starts (400 naming the bad item). */
-const checkedFilter = (kit: RouteKit, filter: readonly FilterItem[]): Query => toQuery({ filter: [...filter], sort: [] }, kit.def.columns, kit.def.defaultSort);
+const checkedFilter = (kit: RouteKit, filter: readonly FilterItem[]): Query =>
+  toQuery({ filter: [...filter], sort: [] }, kit.def.columns, kit.def.defaultSort);
 
 /** The export object as JSON text, its data written a page at a time as it is read. */
 async function* exportText(head: JsonObject, pages: AsyncIterable<string>): AsyncGenerator<string> {
@@ -189,7 +221,12 @@ function exportRoute(kit: RouteKit): void {
 }
 
 /** The diff of an export object against the records here its filtering selects. */
-async function diffOf(kit: RouteKit, request: FastifyRequest, exported: ExportObject, asked: string | undefined): Promise<{ entries: DiffEntry[]; compareField: string }> {
+async function diffOf(
+  kit: RouteKit,
+  request: FastifyRequest,
+  exported: ExportObject,
+  asked: string | undefined,
+): Promise<{ entries: DiffEntry[]; compareField: string }> {
   const fromExport = typeof exported.compareField === 'string' ? exported.compareField : undefined;
   const compareField = checkCompareField(kit.def, asked ?? fromExport ?? 'id');
   checkedFilter(kit, exported.filtering);
@@ -201,8 +238,8 @@ async function diffOf(kit: RouteKit, request: FastifyRequest, exported: ExportOb
 const DIFF_DESCRIPTION =
   '`left` is the record as stored here, `right` as in the incoming export. DIFF_TYPE_NEW: only in the incoming data; DIFF_TYPE_CHANGE: ' +
   'in both and different (auditInfo ignored; `id` too when matching by another field); DIFF_TYPE_REMOVE: only here, where "here" is the ' +
-  'records the export\'s own `filtering` selects here (as the caller may read them), so a filtered export is compared with the same ' +
-  'selection, not with the whole collection. Records are matched by `compareField` (query; else the export object\'s; else id): id, ' +
+  "records the export's own `filtering` selects here (as the caller may read them), so a filtered export is compared with the same " +
+  "selection, not with the whole collection. Records are matched by `compareField` (query; else the export object's; else id): id, " +
   'code, or another single-valued field whose values are unique on both sides, else 400 DIFF.COMPARE_FIELD_NOT_UNIQUE listing the clashes. ' +
   'Order: CHANGE and REMOVE in id order of the records here, then NEW in the incoming order.';
 
@@ -211,7 +248,9 @@ const diffEntrySchema = (def: RouteKit['def'], record: z.ZodType) =>
     diffType: z.enum(['DIFF_TYPE_NEW', 'DIFF_TYPE_CHANGE', 'DIFF_TYPE_REMOVE']),
     left: record.optional(),
     right: def.input.optional(),
-    error: ErrorBodySchema.optional().meta({ description: 'import with save=true only: why applying this entry failed (the others were applied)' }),
+    error: ErrorBodySchema.optional().meta({
+      description: 'import with save=true only: why applying this entry failed (the others were applied)',
+    }),
   });
 
 function exportDiffRoute(kit: RouteKit, limits: ExchangeSettings): void {
@@ -259,7 +298,9 @@ function importError(error: unknown, limits: ExchangeSettings): unknown {
   const limit = code === undefined ? undefined : FORM_LIMITS[code];
   if (limit !== undefined) return validationFailed('An import form holds the field `file` and little else', [`(form): ${limit}`]);
   if (isDomainError(error) || (typeof statusCode === 'number' && statusCode < 500)) return error;
-  return validationFailed(`Malformed multipart/form-data: ${error instanceof Error ? error.message.slice(0, 200) : 'unreadable'}`, ['file: a multipart/form-data body (lines end with CRLF)']);
+  return validationFailed(`Malformed multipart/form-data: ${error instanceof Error ? error.message.slice(0, 200) : 'unreadable'}`, [
+    'file: a multipart/form-data body (lines end with CRLF)',
+  ]);
 }
 
 /** The diff of the uploaded `file` field, read as it arrives: 400 when absent, 413 beyond the limit. */
@@ -271,7 +312,15 @@ async function importedDiff(kit: RouteKit, request: FastifyRequest, limits: Exch
     checkFilter: (filter) => checkedFilter(kit, filter),
     here: (filter) => recordsHere(kit, filter, request),
     // Among the records the caller may read, as the diff's own records are.
-    heldTwice: async (field, key) => (await readModelLookup(kit.deps)(kit.def, [{ column: field, operator: 'EQ', value: key }], 2, await readScope(kit.deps, request, kit.def))).length > 1,
+    heldTwice: async (field, key) =>
+      (
+        await readModelLookup(kit.deps)(
+          kit.def,
+          [{ column: field, operator: 'EQ', value: key }],
+          2,
+          await readScope(kit.deps, request, kit.def),
+        )
+      ).length > 1,
   };
   let diff: ImportedDiff | undefined;
   // An error of the diff itself (the store, our code) keeps its own status: only the form
@@ -327,7 +376,13 @@ const MASS_REMOVE_TEXT = (limits: ExchangeSettings) =>
  * diff against a filtered selection applied to the whole, would otherwise delete every other
  * record. At most MASS_REMOVE_PERCENT of the records the caller may read, and always
  * MASS_REMOVE_FLOOR, go without `allowMassRemove=true`. */
-async function assertRemovalsAllowed(kit: RouteKit, request: FastifyRequest, removals: number, allowed: boolean, limits: ExchangeSettings): Promise<void> {
+async function assertRemovalsAllowed(
+  kit: RouteKit,
+  request: FastifyRequest,
+  removals: number,
+  allowed: boolean,
+  limits: ExchangeSettings,
+): Promise<void> {
   if (allowed || removals <= limits.massRemoveFloor) return;
   await waitForReadModelAt(kit.deps, kit.def.collection, await kit.deps.eventStore.headPosition());
   const records = await kit.deps.readStore.count(kit.collection(), (await selectionHere(kit, [], request)) ?? checkedFilter(kit, []));
@@ -366,9 +421,19 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
           `(\`data[i].field\`). The answer is its diff: ${DIFF_DESCRIPTION} With save=true the diff is applied as by diff/apply, and an entry ` +
           `that failed carries \`error\`. ${MASS_REMOVE_TEXT(limits)} ${JOB_TEXT(limits)}`,
         consumes: ['multipart/form-data'],
-        querystring: z.strictObject({ save: bool.default(false), compareField: compareFieldQuery(def), allowMassRemove: allowMassRemoveQuery }),
+        querystring: z.strictObject({
+          save: bool.default(false),
+          compareField: compareFieldQuery(def),
+          allowMassRemove: allowMassRemoveQuery,
+        }),
         // Read as it arrives by importedDiff (multipart: fastify validates no body); documented as sent.
-        body: z.unknown().meta({ type: 'object', properties: { file: { type: 'string', format: 'binary', description: 'the export object as JSON' } }, required: ['file'] }),
+        body: z
+          .unknown()
+          .meta({
+            type: 'object',
+            properties: { file: { type: 'string', format: 'binary', description: 'the export object as JSON' } },
+            required: ['file'],
+          }),
         response: { 200: z.array(diffEntrySchema(def, record)), 202: JobAckSchema, ...errors(400, 413) },
       },
     },
@@ -376,12 +441,15 @@ function importRoute(kit: RouteKit, limits: ExchangeSettings): void {
       const diff = await importedDiff(kit, request, limits);
       if (!request.query.save) return sendItems(reply, closing(diff, diff.entries()));
       const allowed = assertRemovalsAllowed(kit, request, diff.removals, request.query.allowMassRemove, limits);
-      const env = await allowed.then(() => applyEnv(kit, request, diff.compareField)).catch((error: unknown) => {
-        diff.close();
-        throw error;
-      });
+      const env = await allowed
+        .then(() => applyEnv(kit, request, diff.compareField))
+        .catch((error: unknown) => {
+          diff.close();
+          throw error;
+        });
       // The job closes the import's files when it ends (or fails to start).
-      if (diff.count > limits.applyJobThreshold) return answerJob(reply, env, { length: diff.count, items: diff.entries, close: diff.close });
+      if (diff.count > limits.applyJobThreshold)
+        return answerJob(reply, env, { length: diff.count, items: diff.entries, close: diff.close });
       return sendItems(reply, closing(diff, appliedEntries(env, diff.entries())));
     },
   );
@@ -438,7 +506,7 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
         description:
           'NEW creates `right` (keeping its id, of any UUID version, or with one derived from the entry when it has none; a record deleted here ' +
           'under that id is made again on its stream), CHANGE replaces the record here matched by `compareField` with `right`, REMOVE deletes the ' +
-          'record matched by `left`; each is an ordinary event of the caller, all under the request\'s correlation id. The answer holds one ' +
+          "record matched by `left`; each is an ordinary event of the caller, all under the request's correlation id. The answer holds one " +
           'item per entry, in order: the record as it now is (for REMOVE, as it was before its delete), or a DiffEntryFailure ' +
           '`{ index, diffType, error }` for an entry that failed (an invalid record, a missing one, a conflict, no access); the others are ' +
           'applied regardless. Idempotent: an entry whose record is already as it would leave it writes nothing (NEW of an equal record, ' +
@@ -455,7 +523,13 @@ function applyRoute(kit: RouteKit, limits: ExchangeSettings): void {
     async (request, reply) => {
       const compareField = checkCompareField(def, request.query.compareField ?? 'id');
       const entries = request.body as DiffEntry[];
-      await assertRemovalsAllowed(kit, request, entries.filter((e) => e.diffType === 'DIFF_TYPE_REMOVE').length, request.query.allowMassRemove, limits);
+      await assertRemovalsAllowed(
+        kit,
+        request,
+        entries.filter((e) => e.diffType === 'DIFF_TYPE_REMOVE').length,
+        request.query.allowMassRemove,
+        limits,
+      );
       const env = await applyEnv(kit, request, compareField);
       if (entries.length > limits.applyJobThreshold) return answerJob(reply, env, entries);
       return sendItems(reply, appliedItems(env, entries));

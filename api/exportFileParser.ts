@@ -8,12 +8,25 @@
 import { validationFailed } from '../domain/shared/errors.ts';
 
 /** One member of the export object other than `data`, or one item of its `data`. */
-export type FilePiece = { kind: 'member'; key: string; text: string; at: number } | { kind: 'item'; index: number; text: string; at: number };
+export type FilePiece =
+  { kind: 'member'; key: string; text: string; at: number } | { kind: 'item'; index: number; text: string; at: number };
 
 /** The longest value held whole: an item of `data` (a record) or a member of the head. */
 const MAX_VALUE_CHARS = 16 * 1024 * 1024;
 
-type State = 'start' | 'keyOrEnd' | 'keyStart' | 'key' | 'colon' | 'valueStart' | 'value' | 'afterMember' | 'itemOrEnd' | 'itemStart' | 'afterItem' | 'done';
+type State =
+  | 'start'
+  | 'keyOrEnd'
+  | 'keyStart'
+  | 'key'
+  | 'colon'
+  | 'valueStart'
+  | 'value'
+  | 'afterMember'
+  | 'itemOrEnd'
+  | 'itemStart'
+  | 'afterItem'
+  | 'done';
 
 const isSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 /** Characters that end a number or literal. */
@@ -56,7 +69,8 @@ export class ExportFileParser {
   /** The end of the text: an error unless the object was closed. */
   end(): void {
     if (this.state === 'done') return;
-    if (this.state === 'start') throw validationFailed('The file is not JSON: unexpected end of input', ['file: expected an export object as JSON']);
+    if (this.state === 'start')
+      throw validationFailed('The file is not JSON: unexpected end of input', ['file: expected an export object as JSON']);
     throw validationFailed('The file is not JSON: unexpected end of input', ['file: the export object is not closed']);
   }
 
@@ -64,7 +78,10 @@ export class ExportFileParser {
     this.pieces.push(piece);
     this.length += piece.length;
     if (this.length > MAX_VALUE_CHARS) {
-      throw validationFailed(`The file holds a value of more than ${String(MAX_VALUE_CHARS)} characters at position ${String(this.valueAt)}`, ['file: one record of data, or one member of the export object, is too large']);
+      throw validationFailed(
+        `The file holds a value of more than ${String(MAX_VALUE_CHARS)} characters at position ${String(this.valueAt)}`,
+        ['file: one record of data, or one member of the export object, is too large'],
+      );
     }
   }
 
@@ -204,7 +221,10 @@ export class ExportFileParser {
     this.start = end;
     if (this.state === 'key') {
       this.key = parseKey(text, this.valueAt);
-      if (this.keys.has(this.key)) throw validationFailed('The file would not be stored as sent', [`file: the key ${JSON.stringify(this.key.slice(0, 100))} appears twice in the export object`]);
+      if (this.keys.has(this.key))
+        throw validationFailed('The file would not be stored as sent', [
+          `file: the key ${JSON.stringify(this.key.slice(0, 100))} appears twice in the export object`,
+        ]);
       this.keys.add(this.key);
       this.state = 'colon';
     } else if (this.inItem) {
@@ -226,4 +246,5 @@ function parseKey(text: string, at: number): string {
   }
 }
 
-const notAnObject = (): Error => validationFailed('The file is not an export object', ['(file): expected a JSON object with data and filtering']);
+const notAnObject = (): Error =>
+  validationFailed('The file is not an export object', ['(file): expected a JSON object with data and filtering']);

@@ -117,7 +117,8 @@ class KeyIndex {
 
   *candidates(hash: number): Generator<number> {
     const mask = this.hashes.length - 1;
-    for (let slot = hash % this.hashes.length; this.hashes[slot] !== 0; slot = (slot + 1) & mask) if (this.hashes[slot] === hash) yield this.items[slot] ?? -1;
+    for (let slot = hash % this.hashes.length; this.hashes[slot] !== 0; slot = (slot + 1) & mask)
+      if (this.hashes[slot] === hash) yield this.items[slot] ?? -1;
   }
 
   add(hash: number, item: number): void {
@@ -155,7 +156,13 @@ export type ImportSource = {
 
 /** The diff of an imported file, its entries in a temporary file. */
 /** `removals`: how many of its entries are DIFF_TYPE_REMOVE. */
-export type ImportedDiff = { compareField: string; count: number; removals: number; entries: () => AsyncIterable<DiffEntry>; close: () => void };
+export type ImportedDiff = {
+  compareField: string;
+  count: number;
+  removals: number;
+  entries: () => AsyncIterable<DiffEntry>;
+  close: () => void;
+};
 
 /** Whether a prefix of a JSON text may still begin a valid one (its only fault is that it ends). */
 function fineSoFar(text: string, length: number): boolean {
@@ -216,8 +223,13 @@ class Incoming {
     const scan = scanJsonText(piece.text, MAX_ITEM_DEPTH, 5);
     const where = piece.kind === 'item' ? `data[${String(piece.index)}]` : piece.key;
     if (scan.errors.length > 0) {
-      const message = scan.tooDeep ? `The file nests deeper than ${String(MAX_ITEM_DEPTH + 2)} levels` : 'The file would not be stored as sent';
-      throw validationFailed(message, scan.errors.map((e) => `file: ${where}: ${e}`));
+      const message = scan.tooDeep
+        ? `The file nests deeper than ${String(MAX_ITEM_DEPTH + 2)} levels`
+        : 'The file would not be stored as sent';
+      throw validationFailed(
+        message,
+        scan.errors.map((e) => `file: ${where}: ${e}`),
+      );
     }
     if (piece.kind === 'member') {
       this.head[piece.key] = value;
@@ -287,9 +299,11 @@ async function readFile(chunks: AsyncIterable<Buffer> | Iterable<Buffer>, incomi
  * its compare field after its data). */
 async function settled(source: ImportSource, incoming: Incoming): Promise<{ field: string; filter: FilterItem[] }> {
   const { def } = source;
-  if (!incoming.sawData || Object.hasOwn(incoming.head, 'data')) throw validationFailed('The file is not an export object', ['(file).data: required, an array of records']);
+  if (!incoming.sawData || Object.hasOwn(incoming.head, 'data'))
+    throw validationFailed('The file is not an export object', ['(file).data: required, an array of records']);
   incoming.head.data = [];
-  if (incoming.problems.length > 0) throw validationFailed(`The file does not hold ${def.name} records as exported`, incoming.problems.slice(0, MAX_PROBLEMS));
+  if (incoming.problems.length > 0)
+    throw validationFailed(`The file does not hold ${def.name} records as exported`, incoming.problems.slice(0, MAX_PROBLEMS));
   const head = exportObjectSchema(def).safeParse(incoming.head);
   if (!head.success) throw validationFailed(`The file does not hold ${def.name} records as exported`, issueLines(head.error.issues));
   const fromFile = head.data.compareField;
@@ -351,12 +365,15 @@ async function compareHere(source: ImportSource, incoming: Incoming, { field, fi
     const key = keyOf(left, field);
     const at = key === undefined ? undefined : incoming.find(key, field);
     if (key === undefined || (at !== undefined && matched[at] === 1)) {
-      problems.push(`${def.path} ${String(left.id)}: ${key === undefined ? `no ${field}` : `${field} ${key} is held by another record too`}`);
+      problems.push(
+        `${def.path} ${String(left.id)}: ${key === undefined ? `no ${field}` : `${field} ${key} is held by another record too`}`,
+      );
     } else if (at === undefined) {
       if (checkUnique) {
         // A repeated hash among records only here is checked against the read model (a collision is not a repeat).
         const hash = KeyIndex.hash(key);
-        if (!seen.candidates(hash).next().done && (await source.heldTwice(field, key))) problems.push(`${def.path} ${String(left.id)}: ${field} ${key} is held by another record too`);
+        if (!seen.candidates(hash).next().done && (await source.heldTwice(field, key)))
+          problems.push(`${def.path} ${String(left.id)}: ${field} ${key} is held by another record too`);
         seen.add(hash, 0);
       }
       entries.append(JSON.stringify({ diffType: 'DIFF_TYPE_REMOVE', left }));

@@ -53,11 +53,15 @@ function textProblem(text: string, maxValues: number): TextProblem | undefined {
   const scan = scanJsonText(text, MAX_JSON_DEPTH, 20, maxValues, { refusePrototypeKeys: true });
   if (scan.errors.length === 0) return undefined;
   // Too many values: refused without parsing them (a million empty arrays take a while to parse).
-  if (scan.tooMany) return Object.assign(validationFailed(`JSON holds more than ${String(maxValues)} values`, scan.errors), { unparsed: true as const });
+  if (scan.tooMany)
+    return Object.assign(validationFailed(`JSON holds more than ${String(maxValues)} values`, scan.errors), { unparsed: true as const });
   if (scan.tooDeep) return validationFailed(`JSON nests deeper than ${String(MAX_JSON_DEPTH)} levels`, scan.errors);
   const member = scan.forbiddenMember;
   if (member !== undefined) {
-    return Object.assign(validationFailed(`JSON member name not allowed: "${member.name}" at position ${String(member.position)}`, scan.errors), { prototypeKey: true as const });
+    return Object.assign(
+      validationFailed(`JSON member name not allowed: "${member.name}" at position ${String(member.position)}`, scan.errors),
+      { prototypeKey: true as const },
+    );
   }
   return validationFailed('JSON would not be stored as sent', scan.errors);
 }
@@ -84,7 +88,9 @@ function valueProblem(text: string, value: unknown, maxValues: number): DomainEr
     ]);
   }
   if (illFormedString(text, value)) {
-    return validationFailed('JSON holds a string that is not well-formed Unicode', ['(body): a \\u escape of a lone surrogate (half of a pair)']);
+    return validationFailed('JSON holds a string that is not well-formed Unicode', [
+      '(body): a \\u escape of a lone surrogate (half of a pair)',
+    ]);
   }
   return undefined;
 }

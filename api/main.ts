@@ -21,10 +21,35 @@ import type { ModuleSettings } from './module.ts';
 /** E-mail, SMS, the guarded outbound client, Kafka and the notifications' settings, from the configuration. */
 function notificationPorts(config: Config, brokers: readonly string[], logger: KafkaLogger) {
   return {
-    ...(config.SMTP_URL === undefined ? {} : { mail: new SmtpMailSender({ url: config.SMTP_URL, ...(config.SMTP_FROM === undefined ? {} : { from: config.SMTP_FROM }) }) }),
-    ...(config.SMS_GATEWAY_URL === undefined ? {} : { sms: new HttpSmsGateway({ url: config.SMS_GATEWAY_URL, ...(config.SMS_GATEWAY_TOKEN === undefined ? {} : { token: config.SMS_GATEWAY_TOKEN }) }) }),
-    outbound: createGuardedClient({ allow: allowListFrom(config.OUTBOUND_ALLOW), timeoutMs: config.OUTBOUND_TIMEOUT_MS, maxBytes: config.OUTBOUND_MAX_BYTES }),
-    ...(brokers.length === 0 ? {} : { messaging: kafkaMessaging({ brokers, clientId: config.KAFKA_CLIENT_ID, logger, sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS, heartbeatIntervalMs: config.KAFKA_HEARTBEAT_INTERVAL_MS, batchSize: config.KAFKA_CONSUMER_BATCH, idempotentProducer: config.KAFKA_IDEMPOTENT_PRODUCER }) }),
+    ...(config.SMTP_URL === undefined
+      ? {}
+      : { mail: new SmtpMailSender({ url: config.SMTP_URL, ...(config.SMTP_FROM === undefined ? {} : { from: config.SMTP_FROM }) }) }),
+    ...(config.SMS_GATEWAY_URL === undefined
+      ? {}
+      : {
+          sms: new HttpSmsGateway({
+            url: config.SMS_GATEWAY_URL,
+            ...(config.SMS_GATEWAY_TOKEN === undefined ? {} : { token: config.SMS_GATEWAY_TOKEN }),
+          }),
+        }),
+    outbound: createGuardedClient({
+      allow: allowListFrom(config.OUTBOUND_ALLOW),
+      timeoutMs: config.OUTBOUND_TIMEOUT_MS,
+      maxBytes: config.OUTBOUND_MAX_BYTES,
+    }),
+    ...(brokers.length === 0
+      ? {}
+      : {
+          messaging: kafkaMessaging({
+            brokers,
+            clientId: config.KAFKA_CLIENT_ID,
+            logger,
+            sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+            heartbeatIntervalMs: config.KAFKA_HEARTBEAT_INTERVAL_MS,
+            batchSize: config.KAFKA_CONSUMER_BATCH,
+            idempotentProducer: config.KAFKA_IDEMPOTENT_PRODUCER,
+          }),
+        }),
     settings: {
       notifications: {
         triggerTopic: config.KAFKA_TRIGGER_TOPIC,
@@ -34,15 +59,27 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
         microserviceUrls: microserviceUrls(config.MICROSERVICE_URLS),
       },
       logs: { retentionDays: config.LOG_RETENTION_DAYS },
-      identity: { clientCertificates: config.TLS_CERT !== undefined && config.TLS_CLIENT_CA !== undefined, certificateUserField: config.TLS_CLIENT_USER_FIELD },
-      directory: { syncIntervalMs: config.LDAP_SYNC_INTERVAL_MS, userType: config.LDAP_SYNC_USER_TYPE, authentication: config.LDAP_SYNC_AUTHENTICATION },
+      identity: {
+        clientCertificates: config.TLS_CERT !== undefined && config.TLS_CLIENT_CA !== undefined,
+        certificateUserField: config.TLS_CLIENT_USER_FIELD,
+      },
+      directory: {
+        syncIntervalMs: config.LDAP_SYNC_INTERVAL_MS,
+        userType: config.LDAP_SYNC_USER_TYPE,
+        authentication: config.LDAP_SYNC_AUTHENTICATION,
+      },
     },
   };
 }
 
 /** The audit feed's settings beside the notifications'. */
 function withAudit<T extends { settings: ModuleSettings }>(config: Config, ports: T): T {
-  const audit = { maxStreams: config.AUDIT_STREAMS_MAX, maxStreamsPerCaller: config.AUDIT_STREAMS_PER_CALLER, heartbeatMs: config.AUDIT_HEARTBEAT_MS, stallMs: config.AUDIT_STALL_MS };
+  const audit = {
+    maxStreams: config.AUDIT_STREAMS_MAX,
+    maxStreamsPerCaller: config.AUDIT_STREAMS_PER_CALLER,
+    heartbeatMs: config.AUDIT_HEARTBEAT_MS,
+    stallMs: config.AUDIT_STALL_MS,
+  };
   return { ...ports, settings: { ...ports.settings, audit } };
 }
 
@@ -51,10 +88,14 @@ function withAudit<T extends { settings: ModuleSettings }>(config: Config, ports
 function tlsListener(config: Config) {
   const https = tlsServerOptions(config);
   const crl = config.TLS_CLIENT_CRL;
-  const clients = config.TLS_CLIENT_CA === undefined ? 'no client certificates (TLS_CLIENT_CA unset)' : `client certificates from ${config.TLS_CLIENT_CA} log in the PKI user named by ${config.TLS_CLIENT_USER_FIELD}, ${crl === undefined ? 'no CRL' : `revoked: ${crl}`}`;
+  const clients =
+    config.TLS_CLIENT_CA === undefined
+      ? 'no client certificates (TLS_CLIENT_CA unset)'
+      : `client certificates from ${config.TLS_CLIENT_CA} log in the PKI user named by ${config.TLS_CLIENT_USER_FIELD}, ${crl === undefined ? 'no CRL' : `revoked: ${crl}`}`;
   return {
     options: https === undefined ? {} : { https },
-    watchCrl: (server: Parameters<typeof watchClientCrl>[0], log: Parameters<typeof watchClientCrl>[3]) => (https === undefined || crl === undefined ? () => undefined : watchClientCrl(server, https, crl, log)),
+    watchCrl: (server: Parameters<typeof watchClientCrl>[0], log: Parameters<typeof watchClientCrl>[3]) =>
+      https === undefined || crl === undefined ? () => undefined : watchClientCrl(server, https, crl, log),
     description: https === undefined ? 'TLS: off, plain HTTP (TLS_CERT unset)' : `TLS: HTTPS; ${clients}`,
   };
 }
@@ -85,12 +126,20 @@ async function main(): Promise<void> {
   const stores = await openStores(config);
   const ldap = ldapSettingsOf(config);
   // The renderers log through the app's logger, which exists once the service is composed.
-  const log: { to?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void; error: (obj: object, msg: string) => void } } = {};
+  const log: {
+    to?: { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void; error: (obj: object, msg: string) => void };
+  } = {};
   const documents = openDocumentRenderers(config, { info: (o, m) => log.to?.info(o, m), warn: (o, m) => log.to?.warn(o, m) });
   const logTo = { error: (o: object, m: string) => log.to?.error(o, m), warn: (o: object, m: string) => log.to?.warn(o, m) };
   const brokers = config.KAFKA_BROKERS === undefined ? [] : brokerList(config.KAFKA_BROKERS);
   // With traces running (the preload started them), the ports come wrapped in spans.
-  const ports = instrumentPorts({ eventStore: stores.eventStore, readStore: stores.readStore, blobStore: stores.blobStore, documents, ...withAudit(config, notificationPorts(config, brokers, logTo)) });
+  const ports = instrumentPorts({
+    eventStore: stores.eventStore,
+    readStore: stores.readStore,
+    blobStore: stores.blobStore,
+    documents,
+    ...withAudit(config, notificationPorts(config, brokers, logTo)),
+  });
   const service = await composeService({
     ...ports,
     ...tokens,
@@ -128,7 +177,9 @@ async function main(): Promise<void> {
 
   const address = await service.app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => {
     if (error instanceof Error && 'code' in error && error.code === 'EADDRINUSE') {
-      throw new Error(`${config.HOST}:${config.PORT} is already in use: start on another port, e.g. PORT=${config.PORT + 1} npm start (or set PORT in .env)`);
+      throw new Error(
+        `${config.HOST}:${config.PORT} is already in use: start on another port, e.g. PORT=${config.PORT + 1} npm start (or set PORT in .env)`,
+      );
     }
     throw error;
   });
@@ -139,8 +190,16 @@ async function main(): Promise<void> {
   console.log(tls.description);
   for (const line of stores.description) console.log(line);
   console.log(telemetryDescription());
-  console.log(ldap === undefined ? 'directory: none (LDAP_URL unset: users of authentication LDAP and AD cannot log in)' : `directory: ${ldap.url}, users under ${ldap.userBase}${config.LDAP_SYNC_INTERVAL_MS > 0 ? `, synchronised every ${String(config.LDAP_SYNC_INTERVAL_MS)} ms` : ''}`);
-  console.log(brokers.length === 0 ? 'notification triggers: REST and SYSTEM rules (KAFKA_BROKERS unset: no Kafka)' : `notification triggers: REST, SYSTEM rules and Kafka topic ${config.KAFKA_TRIGGER_TOPIC} at ${brokers.join(',')} (dead letters: ${config.KAFKA_DEAD_LETTER_TOPIC}; events out: ${config.KAFKA_EVENTS_TOPIC})`);
+  console.log(
+    ldap === undefined
+      ? 'directory: none (LDAP_URL unset: users of authentication LDAP and AD cannot log in)'
+      : `directory: ${ldap.url}, users under ${ldap.userBase}${config.LDAP_SYNC_INTERVAL_MS > 0 ? `, synchronised every ${String(config.LDAP_SYNC_INTERVAL_MS)} ms` : ''}`,
+  );
+  console.log(
+    brokers.length === 0
+      ? 'notification triggers: REST and SYSTEM rules (KAFKA_BROKERS unset: no Kafka)'
+      : `notification triggers: REST, SYSTEM rules and Kafka topic ${config.KAFKA_TRIGGER_TOPIC} at ${brokers.join(',')} (dead letters: ${config.KAFKA_DEAD_LETTER_TOPIC}; events out: ${config.KAFKA_EVENTS_TOPIC})`,
+  );
   if (adminToken) console.log(`Admin token (valid 12 h):\n  Authorization: Bearer ${await adminToken}\n`);
 }
 

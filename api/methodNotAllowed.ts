@@ -27,7 +27,9 @@ export function routeTable(app: FastifyInstance): RouteTable {
     const key = segments.map((segment) => (segment.startsWith(':') ? ':' : segment)).join('/');
     let path = paths.get(key);
     if (path === undefined) {
-      const pattern = segments.map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
+      const pattern = segments
+        .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('/');
       path = { pattern: new RegExp(`^${pattern}/?$`), literals: segments.filter((s) => !s.startsWith(':')).length, methods: new Set() };
       paths.set(key, path);
       segments.forEach((segment, i) => {

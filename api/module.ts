@@ -6,7 +6,19 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Runtime } from '../application/runtime.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { BlobStore, Clock, Directory, DocumentRenderers, EventStore, IdGenerator, MailSender, Messaging, OutboundClient, ReadStore, SmsSender } from '../domain/ports.ts';
+import type {
+  BlobStore,
+  Clock,
+  Directory,
+  DocumentRenderers,
+  EventStore,
+  IdGenerator,
+  MailSender,
+  Messaging,
+  OutboundClient,
+  ReadStore,
+  SmsSender,
+} from '../domain/ports.ts';
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
 import type { ChangeGuard } from '../domain/shared/commandHandler.ts';
 import type { Projection } from '../projections/projection.ts';
@@ -159,7 +171,9 @@ export type ResourceRouteOptions = {
   get?: {
     query: z.ZodRawShape;
     response: z.ZodType;
-    expand: (query: Readonly<Record<string, unknown>>) => (deps: AppDeps, request: FastifyRequest, record: ResourceRecord) => Promise<JsonObject>;
+    expand: (
+      query: Readonly<Record<string, unknown>>,
+    ) => (deps: AppDeps, request: FastifyRequest, record: ResourceRecord) => Promise<JsonObject>;
   };
   /** What an operation's documentation says beyond the shared text. */
   docs?: Partial<Record<Operation, OperationDocs>>;

@@ -18,7 +18,7 @@ const parameters: Json = {
     required: false,
     description:
       'Makes the write safe to retry: a retry with the same key and the same request (same operation, resource, record, and body up to member order) answers the first result and writes nothing. ' +
-      'A key belongs to its caller (the token\'s subject) and names one request across all resources: reused for any other request it answers 409 `REQUEST.IDEMPOTENCY_KEY_REUSED`. ' +
+      "A key belongs to its caller (the token's subject) and names one request across all resources: reused for any other request it answers 409 `REQUEST.IDEMPOTENCY_KEY_REUSED`. " +
       'A key is taken by the first request that writes under it.',
     schema: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[\\x21-\\x7e]+$' },
   },
@@ -26,7 +26,8 @@ const parameters: Json = {
     name: 'If-Match',
     in: 'header',
     required: false,
-    description: 'The version (`auditInfo.version`, as in the ETag) the write applies to; another current version answers 412. `*` or absent: the latest.',
+    description:
+      'The version (`auditInfo.version`, as in the ETag) the write applies to; another current version answers 412. `*` or absent: the latest.',
     schema: { type: 'string', pattern: '^\\s*(\\*|(W/)?"?[0-9]{1,15}"?)\\s*$', examples: ['"3"'] },
   },
   RequestId: {
@@ -46,10 +47,14 @@ const parameters: Json = {
 };
 
 const headers: Json = {
-  ETag: { description: 'The record\'s version (`auditInfo.version`, its stream revision) as `"<n>"`: send it back in If-Match.', schema: { type: 'string' } },
-  Location: { description: 'The created record\'s URL.', schema: { type: 'string' } },
+  ETag: {
+    description: 'The record\'s version (`auditInfo.version`, its stream revision) as `"<n>"`: send it back in If-Match.',
+    schema: { type: 'string' },
+  },
+  Location: { description: "The created record's URL.", schema: { type: 'string' } },
   EventPosition: {
-    description: 'The log position of this write: opaque decimal digits (at most 40). Pass it as `?minPosition=` to a search, count or list to wait until they reflect the write.',
+    description:
+      'The log position of this write: opaque decimal digits (at most 40). Pass it as `?minPosition=` to a search, count or list to wait until they reflect the write.',
     schema: { type: 'string', pattern: '^\\d{1,40}$' },
   },
   RequestId: { description: 'The request id (sent or generated).', schema: { type: 'string' } },
@@ -59,8 +64,9 @@ const headers: Json = {
 const ERROR_TEXT: Record<string, string> = {
   '400': 'Malformed request: the error body names each violated field',
   '401': 'No or invalid bearer token',
-  '403': 'The token\'s roles do not allow this',
-  '409': 'A conflict: a unique value taken, the record still referred to, a move its state forbids, or the Idempotency-Key used for another request',
+  '403': "The token's roles do not allow this",
+  '409':
+    'A conflict: a unique value taken, the record still referred to, a move its state forbids, or the Idempotency-Key used for another request',
   '412': 'If-Match names a version that is not the current one',
   '413': 'Body or record over its limit (request bodies: BODY_LIMIT_BYTES; a record: 512 KiB of JSON)',
   '415': 'Not application/json',
@@ -82,7 +88,9 @@ function addHeaders(op: Operation, names: readonly string[]): void {
 }
 
 const headerName = (name: string): string =>
-  ({ ETag: 'ETag', Location: 'Location', EventPosition: 'X-Event-Position', RequestId: 'X-Request-Id', CorrelationId: 'X-Correlation-Id' })[name] ?? name;
+  ({ ETag: 'ETag', Location: 'Location', EventPosition: 'X-Event-Position', RequestId: 'X-Request-Id', CorrelationId: 'X-Correlation-Id' })[
+    name
+  ] ?? name;
 
 function addParameters(op: Operation, names: readonly string[]): void {
   op.parameters = [...(op.parameters ?? []), ...names.map((n) => ref('parameters', n))];

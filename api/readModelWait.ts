@@ -16,7 +16,11 @@ export const position = z
   .regex(/^\d{1,40}$/, { error: 'expected a log position (the decimal digits of an X-Event-Position)' })
   .meta({ description: 'an X-Event-Position from an earlier write: opaque decimal digits, at most 40' });
 /** Waits (bounded) until a read model reflects a position; 503 READ_MODEL.LAGGING after. */
-export async function waitForReadModelAt(deps: Pick<AppDeps, 'eventStore' | 'readModels'>, readModel: string, at: Position | undefined): Promise<void> {
+export async function waitForReadModelAt(
+  deps: Pick<AppDeps, 'eventStore' | 'readModels'>,
+  readModel: string,
+  at: Position | undefined,
+): Promise<void> {
   if (at === undefined) return;
   const attributes = { 'read_model.name': readModel, 'read_model.position': at.toString() };
   const ok = await traced('readModel.wait', attributes, async (span) => {
@@ -29,14 +33,19 @@ export async function waitForReadModelAt(deps: Pick<AppDeps, 'eventStore' | 'rea
 
 /** `?minPosition=`: wait (bounded) until the read model reflects that write. A position the log
  * has not reached was never handed out: no wait can end, so it is refused at once. */
-export async function catchUpTo(deps: Pick<AppDeps, 'eventStore' | 'readModels'>, readModel: string, minPosition: string | undefined): Promise<void> {
+export async function catchUpTo(
+  deps: Pick<AppDeps, 'eventStore' | 'readModels'>,
+  readModel: string,
+  minPosition: string | undefined,
+): Promise<void> {
   if (minPosition === undefined) return;
   const at = BigInt(minPosition);
   // Reached already (the usual case): no need to ask the log for its head.
   if (await deps.readModels.waitFor(readModel, at, 0)) return;
   if (at > (await deps.eventStore.headPosition())) {
-    throw validationFailed('minPosition is ahead of the log', [`query.minPosition: ${minPosition} is past the newest write; use the X-Event-Position of a write`]);
+    throw validationFailed('minPosition is ahead of the log', [
+      `query.minPosition: ${minPosition} is past the newest write; use the X-Event-Position of a write`,
+    ]);
   }
   await waitForReadModelAt(deps, readModel, at);
 }
-

@@ -31,7 +31,13 @@ export const location = (reply: FastifyReply, path: string): FastifyReply => rep
 
 /** The headers of a write (ETag, X-Event-Position), and with `immediatelyRefresh=true` the wait
  * until `readModel` reflects it. */
-export async function answerWrite(deps: Pick<AppDeps, 'eventStore' | 'readModels'>, reply: FastifyReply, readModel: string, result: WriteResult, refresh: boolean | undefined): Promise<void> {
+export async function answerWrite(
+  deps: Pick<AppDeps, 'eventStore' | 'readModels'>,
+  reply: FastifyReply,
+  readModel: string,
+  result: WriteResult,
+  refresh: boolean | undefined,
+): Promise<void> {
   versionTag(reply, result.version);
   eventPosition(reply, result.position);
   if (refresh === true) await waitForReadModelAt(deps, readModel, result.position);

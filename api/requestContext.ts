@@ -20,11 +20,9 @@ declare module 'fastify' {
 
 const HEADER_ID = /^[\x21-\x7e]{1,200}$/;
 
-export const headerId = (value: unknown): string | undefined =>
-  typeof value === 'string' && HEADER_ID.test(value) ? value : undefined;
+export const headerId = (value: unknown): string | undefined => (typeof value === 'string' && HEADER_ID.test(value) ? value : undefined);
 
-export const genReqId = (req: { headers: Record<string, unknown> }): string =>
-  headerId(req.headers['x-request-id']) ?? randomUUID();
+export const genReqId = (req: { headers: Record<string, unknown> }): string => headerId(req.headers['x-request-id']) ?? randomUUID();
 
 /** The trace id of a W3C `traceparent` header, or a fresh one when it is absent or malformed. */
 export function traceIdOf(traceparent: unknown): string {
@@ -38,9 +36,14 @@ export function traceIdOf(traceparent: unknown): string {
 /** The API's contract (openapi.json) gives the id headers 1..200 printable ASCII characters: a
  * value outside it is refused, not silently replaced by a generated id the caller would not know. */
 function malformedIdHeader(request: FastifyRequest): Error | undefined {
-  const wrong = ['x-request-id', 'x-correlation-id'].filter((name) => request.headers[name] !== undefined && headerId(request.headers[name]) === undefined);
+  const wrong = ['x-request-id', 'x-correlation-id'].filter(
+    (name) => request.headers[name] !== undefined && headerId(request.headers[name]) === undefined,
+  );
   if (wrong.length === 0) return undefined;
-  return validationFailed('Invalid request id header', wrong.map((name) => `header.${name}: 1..200 printable ASCII characters`));
+  return validationFailed(
+    'Invalid request id header',
+    wrong.map((name) => `header.${name}: 1..200 printable ASCII characters`),
+  );
 }
 
 const ZERO_TRACE = '0'.repeat(32);

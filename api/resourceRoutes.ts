@@ -58,7 +58,10 @@ function patchValue(field: z.ZodType): z.ZodType {
     // what it is, a value that cannot be null.
     const inner = field.unwrap() as z.ZodType;
     const { $schema: _, ...documented } = z.toJSONSchema(inner, { io: 'input', unrepresentable: 'any' });
-    return inner.nullable().optional().meta({ anyOf: undefined, ...documented });
+    return inner
+      .nullable()
+      .optional()
+      .meta({ anyOf: undefined, ...documented });
   }
   const optional = field instanceof z.ZodOptional;
   const inner = optional ? (field.unwrap() as z.ZodType) : field;
@@ -111,7 +114,8 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   const paramName = (operation: Operation): string => options.docs?.[operation]?.param ?? 'idOrCode';
   const recordParamsOf = (operation: Operation) => z.strictObject({ [paramName(operation)]: def.hasCode ? idOrCode() : idOnly() });
   const recordParams = def.hasCode ? idOrCodeParams : idParams;
-  const keyOf = (operation: Operation, params: unknown): string => target(String((params as Record<string, unknown>)[paramName(operation)]));
+  const keyOf = (operation: Operation, params: unknown): string =>
+    target(String((params as Record<string, unknown>)[paramName(operation)]));
   /** An operation's summary, description and errors: the shared ones, or the module's own. */
   const docs = (operation: Operation, summary: string, ...codes: number[]) => {
     const own = options.docs?.[operation];
@@ -124,7 +128,8 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   /** A write's 422 where a field names another record: missing, not valid now, or a cycle. */
   const referenceErrors = def.references.length > 0 ? errors(422) : {};
 
-  const answerWrite = (reply: FastifyReply, result: WriteResult, refresh: boolean | undefined): Promise<void> => answerWriteTo(deps, reply, def.collection, result, refresh);
+  const answerWrite = (reply: FastifyReply, result: WriteResult, refresh: boolean | undefined): Promise<void> =>
+    answerWriteTo(deps, reply, def.collection, result, refresh);
 
   /** The command context, with the caller's write coverage when access rules narrow it. */
   const ctx = (request: FastifyRequest): Promise<CommandContext> => writeContext(deps, request, def);
@@ -154,8 +159,10 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   const createBody = create?.body ?? writeBody?.body ?? def.createInput;
   const replaceBody = writeBody?.body ?? def.input;
   /** The body of a create or replace as the resource takes it. */
-  const normalised = (body: unknown): Promise<unknown> => (writeBody === undefined ? Promise.resolve(body) : writeBody.normalise(deps, body as JsonObject));
-  const createFrom = (body: unknown, context: CommandContext): Promise<WriteResult> => (create === undefined ? service.create(body, context) : create.run(deps, body, context));
+  const normalised = (body: unknown): Promise<unknown> =>
+    writeBody === undefined ? Promise.resolve(body) : writeBody.normalise(deps, body as JsonObject);
+  const createFrom = (body: unknown, context: CommandContext): Promise<WriteResult> =>
+    create === undefined ? service.create(body, context) : create.run(deps, body, context);
   /** A record the caller may read and that is there (ResourceRouteOptions.present). */
   const present = async <T extends ResourceRecord>(request: FastifyRequest, found: T, asOf?: string): Promise<T> => {
     const shown = await visible(request, found);
@@ -165,22 +172,78 @@ function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, 
   const aroundReplace = options.aroundReplace ?? (<T>(_deps: AppDeps, replace: () => Promise<T>) => replace());
 
   return {
-    app, r, def, deps, service, base, tags, record, answerWrite, catchUp, ctx, query, visible, present, writableNow, read, write, offers, collection, target, keyOf, keyParam: paramName, docs,
+    app,
+    r,
+    def,
+    deps,
+    service,
+    base,
+    tags,
+    record,
+    answerWrite,
+    catchUp,
+    ctx,
+    query,
+    visible,
+    present,
+    writableNow,
+    read,
+    write,
+    offers,
+    collection,
+    target,
+    keyOf,
+    keyParam: paramName,
+    docs,
     presentCheck: options.present !== undefined,
-    createBody, replaceBody, normalised, createFrom, aroundReplace, recordParams, recordParamsOf, referenceErrors, getExpansion: options.get,
+    createBody,
+    replaceBody,
+    normalised,
+    createFrom,
+    aroundReplace,
+    recordParams,
+    recordParamsOf,
+    referenceErrors,
+    getExpansion: options.get,
   };
 }
 
 /** Create, replace, patch and delete: each appends to the record's stream. */
 function commandRoutes(kit: RouteKit): void {
-  const { r, def, deps, service, base, tags, record, answerWrite, ctx, write, offers, target, keyOf, docs, present, writableNow, recordParams, recordParamsOf, referenceErrors } = kit;
+  const {
+    r,
+    def,
+    deps,
+    service,
+    base,
+    tags,
+    record,
+    answerWrite,
+    ctx,
+    write,
+    offers,
+    target,
+    keyOf,
+    docs,
+    present,
+    writableNow,
+    recordParams,
+    recordParamsOf,
+    referenceErrors,
+  } = kit;
   if (offers('create')) {
     const { errors: createErrors, ...doc } = docs('create', `Create a ${def.name}`, 400, 401, 403, 409, 415);
     r.post(
       base,
       {
         config: write,
-        schema: { tags, ...doc, querystring: writeQuery, body: kit.createBody, response: { 201: record, ...createErrors, ...referenceErrors } },
+        schema: {
+          tags,
+          ...doc,
+          querystring: writeQuery,
+          body: kit.createBody,
+          response: { 201: record, ...createErrors, ...referenceErrors },
+        },
       },
       async (request, reply) => {
         const body = await kit.normalised(request.body);
@@ -199,7 +262,14 @@ function commandRoutes(kit: RouteKit): void {
       `${base}/:${kit.keyParam('replace')}`,
       {
         config: write,
-        schema: { tags, ...doc, params: recordParamsOf('replace'), querystring: writeQuery, body: kit.replaceBody, response: { 200: record, ...replaceErrors, ...referenceErrors } },
+        schema: {
+          tags,
+          ...doc,
+          params: recordParamsOf('replace'),
+          querystring: writeQuery,
+          body: kit.replaceBody,
+          response: { 200: record, ...replaceErrors, ...referenceErrors },
+        },
       },
       async (request, reply) => {
         const key = keyOf('replace', request.params);
@@ -217,81 +287,119 @@ function commandRoutes(kit: RouteKit): void {
   }
 
   if (offers('patch'))
-  r.patch(
-    `${base}/:idOrCode`,
-    {
-      config: write,
-      schema: {
-        tags,
-        summary: `Change some fields of a ${def.name} (JSON merge patch, RFC 7396)`,
-        consumes: ['application/merge-patch+json', 'application/json'],
-        params: recordParams,
-        querystring: writeQuery,
-        body: patchSchema(def),
-        response: { 200: record, ...errors(400, 404, 409, 412), ...referenceErrors },
+    r.patch(
+      `${base}/:idOrCode`,
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: `Change some fields of a ${def.name} (JSON merge patch, RFC 7396)`,
+          consumes: ['application/merge-patch+json', 'application/json'],
+          params: recordParams,
+          querystring: writeQuery,
+          body: patchSchema(def),
+          response: { 200: record, ...errors(400, 404, 409, 412), ...referenceErrors },
+        },
       },
-    },
-    async (request, reply) => {
-      const version = await writableNow(request, target(request.params.idOrCode));
-      const result = await service.patch(target(request.params.idOrCode), request.body, await ctx(request), version);
-      await answerWrite(reply, result, request.query.immediatelyRefresh);
-      return result.record;
-    },
-  );
+      async (request, reply) => {
+        const version = await writableNow(request, target(request.params.idOrCode));
+        const result = await service.patch(target(request.params.idOrCode), request.body, await ctx(request), version);
+        await answerWrite(reply, result, request.query.immediatelyRefresh);
+        return result.record;
+      },
+    );
 
   if (offers('delete'))
-  r.delete(
-    `${base}/:idOrCode`,
-    {
-      config: write,
-      schema: { tags, summary: `Delete a ${def.name}`, params: recordParams, querystring: writeQuery, response: { 204: z.undefined(), ...errors(404, 412) } },
-    },
-    async (request, reply) => {
-      const version = await writableNow(request, target(request.params.idOrCode));
-      const result = await service.remove(target(request.params.idOrCode), await ctx(request), version);
-      await answerWrite(reply, result, request.query.immediatelyRefresh);
-      return reply.code(204).send();
-    },
-  );
+    r.delete(
+      `${base}/:idOrCode`,
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: `Delete a ${def.name}`,
+          params: recordParams,
+          querystring: writeQuery,
+          response: { 204: z.undefined(), ...errors(404, 412) },
+        },
+      },
+      async (request, reply) => {
+        const version = await writableNow(request, target(request.params.idOrCode));
+        const result = await service.remove(target(request.params.idOrCode), await ctx(request), version);
+        await answerWrite(reply, result, request.query.immediatelyRefresh);
+        return reply.code(204).send();
+      },
+    );
 }
 
 /** Reads of one record fold its stream, so they reflect every acknowledged write. */
-function recordRoutes({ r, def, deps, service, base, tags, record, read, offers, target, visible, present, recordParams, recordParamsOf, keyParam, keyOf, docs, getExpansion }: RouteKit): void {
+function recordRoutes({
+  r,
+  def,
+  deps,
+  service,
+  base,
+  tags,
+  record,
+  read,
+  offers,
+  target,
+  visible,
+  present,
+  recordParams,
+  recordParamsOf,
+  keyParam,
+  keyOf,
+  docs,
+  getExpansion,
+}: RouteKit): void {
   if (offers('byCode'))
-  r.get(
-    `${base}/by-code/:code`,
-    {
-      config: read,
-      schema: { tags, summary: `Get a ${def.name} by code`, params: z.strictObject({ code: z.string().min(1).max(255) }), response: { 200: record, ...errors(404) } },
-    },
-    async (request, reply) => {
-      return sendRecord(reply, await visible(request, await service.getByCode(request.params.code)));
-    },
-  );
+    r.get(
+      `${base}/by-code/:code`,
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: `Get a ${def.name} by code`,
+          params: z.strictObject({ code: z.string().min(1).max(255) }),
+          response: { 200: record, ...errors(404) },
+        },
+      },
+      async (request, reply) => {
+        return sendRecord(reply, await visible(request, await service.getByCode(request.params.code)));
+      },
+    );
 
   if (offers('byIds'))
-  r.post(
-    `${base}/by-ids`,
-    {
-      config: read,
-      schema: { tags, summary: `Get ${def.name} records by ids (missing ids left out)`, body: z.array(uuid()).max(1000), response: { 200: z.array(record) } },
-    },
-    async (request, reply) => {
-      const ids = [...new Set(request.body.map((id) => id.toLowerCase()))];
-      const one = (id: string) =>
-        service.get(id).then((found) => visible(request, found)).catch((error: unknown) => {
-          if (isDomainError(error) && error.status === 'NOT_FOUND') return undefined;
-          throw error;
-        });
-      // A thousand records of up to 512 KiB are more than one string holds: a few at a time.
-      async function* records(): AsyncGenerator {
-        for (let i = 0; i < ids.length; i += BY_IDS_CHUNK) {
-          for (const found of await Promise.all(ids.slice(i, i + BY_IDS_CHUNK).map(one))) if (found !== undefined) yield found;
+    r.post(
+      `${base}/by-ids`,
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: `Get ${def.name} records by ids (missing ids left out)`,
+          body: z.array(uuid()).max(1000),
+          response: { 200: z.array(record) },
+        },
+      },
+      async (request, reply) => {
+        const ids = [...new Set(request.body.map((id) => id.toLowerCase()))];
+        const one = (id: string) =>
+          service
+            .get(id)
+            .then((found) => visible(request, found))
+            .catch((error: unknown) => {
+              if (isDomainError(error) && error.status === 'NOT_FOUND') return undefined;
+              throw error;
+            });
+        // A thousand records of up to 512 KiB are more than one string holds: a few at a time.
+        async function* records(): AsyncGenerator {
+          for (let i = 0; i < ids.length; i += BY_IDS_CHUNK) {
+            for (const found of await Promise.all(ids.slice(i, i + BY_IDS_CHUNK).map(one))) if (found !== undefined) yield found;
+          }
         }
-      }
-      return sendItems(reply, records());
-    },
-  );
+        return sendItems(reply, records());
+      },
+    );
 
   if (offers('get')) {
     const { errors: getErrors, ...doc } = docs('get', `Get a ${def.name} by id or code, optionally as it was at a time`, 400, 404);
@@ -317,56 +425,62 @@ function recordRoutes({ r, def, deps, service, base, tags, record, read, offers,
   }
 
   if (offers('versions'))
-  r.get(
-    `${base}/:idOrCode/versions/:version`,
-    {
-      config: read,
-      schema: {
-        tags,
-        summary: `A ${def.name} as it was at one version`,
-        params: recordParams.extend({ version: queryInteger(0, Number.MAX_SAFE_INTEGER) }),
-        response: { 200: record, ...errors(400, 404) },
+    r.get(
+      `${base}/:idOrCode/versions/:version`,
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: `A ${def.name} as it was at one version`,
+          params: recordParams.extend({ version: queryInteger(0, Number.MAX_SAFE_INTEGER) }),
+          response: { 200: record, ...errors(400, 404) },
+        },
       },
-    },
-    async (request, reply) => {
-      return sendRecord(reply, await visible(request, await service.get(target(request.params.idOrCode), { version: request.params.version })));
-    },
-  );
+      async (request, reply) => {
+        return sendRecord(
+          reply,
+          await visible(request, await service.get(target(request.params.idOrCode), { version: request.params.version })),
+        );
+      },
+    );
 }
 
 /** A record's versions, paged and written one at a time. */
 function historyRoute({ r, def, deps, service, base, tags, read, offers, target, visible, recordParams }: RouteKit): void {
   if (offers('history'))
-  r.get(
-    `${base}/:idOrCode/history`,
-    {
-      config: read,
-      schema: {
-        tags,
-        summary: `Every version of a ${def.name}: who, when, which request, what changed`,
-        description:
-          'Oldest first, in pages of `size` versions (default and at most 1000). `X-Total-Count` gives the number of versions; ' +
-          'when more follow, a `Link` header names the next page (`rel="next"`). History stays readable after a delete.',
-        params: recordParams,
-        querystring: z.strictObject({
-          page: queryInteger(0, 1_000_000).default(0),
-          size: queryInteger(1, MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),
-        }),
-        response: { 200: z.array(historyEntrySchema), ...errors(400, 404) },
+    r.get(
+      `${base}/:idOrCode/history`,
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: `Every version of a ${def.name}: who, when, which request, what changed`,
+          description:
+            'Oldest first, in pages of `size` versions (default and at most 1000). `X-Total-Count` gives the number of versions; ' +
+            'when more follow, a `Link` header names the next page (`rel="next"`). History stays readable after a delete.',
+          params: recordParams,
+          querystring: z.strictObject({
+            page: queryInteger(0, 1_000_000).default(0),
+            size: queryInteger(1, MAX_HISTORY_PAGE).default(MAX_HISTORY_PAGE),
+          }),
+          response: { 200: z.array(historyEntrySchema), ...errors(400, 404) },
+        },
       },
-    },
-    async (request, reply) => {
-      const { page, size } = request.query;
-      // A caller narrowed by access rules sees the history of records it may read now.
-      if ((await readScope(deps, request, def)) !== undefined) await visible(request, await service.get(target(request.params.idOrCode)));
-      const history = await service.history(target(request.params.idOrCode), { page, size });
-      void reply.header('x-total-count', String(history.total));
-      if ((page + 1) * size < history.total) {
-        void reply.header('link', `<${base}/${encodeURIComponent(request.params.idOrCode)}/history?page=${String(page + 1)}&size=${String(size)}>; rel="next"`);
-      }
-      return sendItems(reply, history.entries);
-    },
-  );
+      async (request, reply) => {
+        const { page, size } = request.query;
+        // A caller narrowed by access rules sees the history of records it may read now.
+        if ((await readScope(deps, request, def)) !== undefined) await visible(request, await service.get(target(request.params.idOrCode)));
+        const history = await service.history(target(request.params.idOrCode), { page, size });
+        void reply.header('x-total-count', String(history.total));
+        if ((page + 1) * size < history.total) {
+          void reply.header(
+            'link',
+            `<${base}/${encodeURIComponent(request.params.idOrCode)}/history?page=${String(page + 1)}&size=${String(size)}>; rel="next"`,
+          );
+        }
+        return sendItems(reply, history.entries);
+      },
+    );
 }
 
 /** List, search, page, count and autocomplete: served by the read model. */
@@ -393,17 +507,21 @@ function listRoute({ r, def, deps, base, tags, record, catchUp, query, read, col
       const from = collection();
       const narrowedRead = (await readScope(deps, request, def)) !== undefined;
       const pageAfter = async (after: Document | undefined): Promise<Document[]> => {
-        if (keyed === undefined && !narrowedRead) return deps.readStore.scan(from, { ...(after === undefined ? {} : { after: after.id }), limit: LIST_PAGE });
+        if (keyed === undefined && !narrowedRead)
+          return deps.readStore.scan(from, { ...(after === undefined ? {} : { after: after.id }), limit: LIST_PAGE });
         // A caller narrowed by access rules pages by a query (scan cannot filter): the keyset on id then.
         const key = keyed ?? 'id';
         const filter = after === undefined ? [] : [{ column: key, operator: 'GT', value: String(after[key]) }];
-        const ids = await deps.readStore.findIds(from, await query({ filter, sort: [{ column: key, order: 'ASC' }] }, request), { offset: 0, limit: LIST_PAGE });
+        const ids = await deps.readStore.findIds(from, await query({ filter, sort: [{ column: key, order: 'ASC' }] }, request), {
+          offset: 0,
+          limit: LIST_PAGE,
+        });
         const docs: Document[] = [];
         for await (const doc of documentsOf(deps.readStore, from, ids)) docs.push(doc);
         return docs;
       };
       async function* pages(): AsyncGenerator {
-        for (let after: Document | undefined; ; ) {
+        for (let after: Document | undefined; ;) {
           const page = await pageAfter(after);
           yield* page;
           if (page.length < LIST_PAGE) return;
@@ -417,104 +535,120 @@ function listRoute({ r, def, deps, base, tags, record, catchUp, query, read, col
 
 function queryRoutes({ r, def, deps, base, tags, record, catchUp, query, read, offers, collection }: RouteKit): void {
   if (offers('search'))
-  r.post(
-    `${base}/search`,
-    {
-      config: read,
-      schema: {
-        tags,
-        summary: `Search ${def.name} records (unpaged)`,
-        querystring: z.strictObject({
-          size: queryInteger(1, MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
-          minPosition: position.optional(),
-        }),
-        body: FilteringSchema,
-        response: { 200: z.array(record), ...errors(400) },
+    r.post(
+      `${base}/search`,
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: `Search ${def.name} records (unpaged)`,
+          querystring: z.strictObject({
+            size: queryInteger(1, MAX_UNPAGED_SIZE).default(DEFAULT_UNPAGED_SIZE),
+            minPosition: position.optional(),
+          }),
+          body: FilteringSchema,
+          response: { 200: z.array(record), ...errors(400) },
+        },
       },
-    },
-    async (request, reply) => {
-      const q = await query(request.body, request);
-      await catchUp(request.query.minPosition);
-      const ids = await deps.readStore.findIds(collection(), q, { offset: 0, limit: request.query.size });
-      return sendDocuments(reply, deps.readStore, collection(), ids);
-    },
-  );
+      async (request, reply) => {
+        const q = await query(request.body, request);
+        await catchUp(request.query.minPosition);
+        const ids = await deps.readStore.findIds(collection(), q, { offset: 0, limit: request.query.size });
+        return sendDocuments(reply, deps.readStore, collection(), ids);
+      },
+    );
 
   if (offers('searchPage'))
-  r.post(
-    `${base}/search/page`,
-    {
-      config: read,
-      schema: { tags, summary: `Search ${def.name} records, one page`, querystring: readModelQuery, body: FilteringSchema, response: { 200: pageSchema(record), ...errors(400) } },
-    },
-    async (request, reply) => {
-      const q = await query(request.body, request);
-      await catchUp(request.query.minPosition);
-      const size = request.body.size ?? DEFAULT_PAGE_SIZE;
-      const [ids, total] = await Promise.all([
-        deps.readStore.findIds(collection(), q, { offset: request.body.page * size, limit: size }),
-        deps.readStore.count(collection(), q),
-      ]);
-      return sendPage(reply, { readStore: deps.readStore, collection: collection(), ids }, { total, number: request.body.page, size, sorted: request.body.sort.length > 0 });
-    },
-  );
+    r.post(
+      `${base}/search/page`,
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: `Search ${def.name} records, one page`,
+          querystring: readModelQuery,
+          body: FilteringSchema,
+          response: { 200: pageSchema(record), ...errors(400) },
+        },
+      },
+      async (request, reply) => {
+        const q = await query(request.body, request);
+        await catchUp(request.query.minPosition);
+        const size = request.body.size ?? DEFAULT_PAGE_SIZE;
+        const [ids, total] = await Promise.all([
+          deps.readStore.findIds(collection(), q, { offset: request.body.page * size, limit: size }),
+          deps.readStore.count(collection(), q),
+        ]);
+        return sendPage(
+          reply,
+          { readStore: deps.readStore, collection: collection(), ids },
+          { total, number: request.body.page, size, sorted: request.body.sort.length > 0 },
+        );
+      },
+    );
 
   if (offers('count'))
-  r.post(
-    `${base}/count`,
-    {
-      config: read,
-      schema: { tags, summary: `Count ${def.name} records matching a filtering`, querystring: readModelQuery, body: FilteringSchema, response: { 200: z.int(), ...errors(400) } },
-    },
-    async (request) => {
-      const q = await query(request.body, request);
-      await catchUp(request.query.minPosition);
-      return deps.readStore.count(collection(), q);
-    },
-  );
+    r.post(
+      `${base}/count`,
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: `Count ${def.name} records matching a filtering`,
+          querystring: readModelQuery,
+          body: FilteringSchema,
+          response: { 200: z.int(), ...errors(400) },
+        },
+      },
+      async (request) => {
+        const q = await query(request.body, request);
+        await catchUp(request.query.minPosition);
+        return deps.readStore.count(collection(), q);
+      },
+    );
 }
 
 /** Codes and names for type-ahead fields. */
 function autocompleteRoute({ r, def, deps, base, tags, catchUp, read, offers, collection }: RouteKit): void {
   if (offers('autocomplete'))
-  r.get(
-    `${base}/autocomplete`,
-    {
-      config: read,
-      schema: {
-        tags,
-        summary: 'Codes and names starting with or containing the search text, best first',
-        querystring: z.strictObject({
-          search: z.string().max(255).default(''),
-          size: queryInteger(1, 100).default(10),
-          minPosition: position.optional(),
-        }),
-        response: { 200: z.array(z.string()) },
+    r.get(
+      `${base}/autocomplete`,
+      {
+        config: read,
+        schema: {
+          tags,
+          summary: 'Codes and names starting with or containing the search text, best first',
+          querystring: z.strictObject({
+            search: z.string().max(255).default(''),
+            size: queryInteger(1, 100).default(10),
+            minPosition: position.optional(),
+          }),
+          response: { 200: z.array(z.string()) },
+        },
       },
-    },
-    async (request) => {
-      await catchUp(request.query.minPosition);
-      const { search, size } = request.query;
-      const within = await readScope(deps, request, def);
-      if (within === undefined) return deps.readStore.autocomplete(collection(), def.autocomplete, search, size);
-      // Narrowed by access rules: the codes and names of covered records containing the text (as a
-      // literal: the pattern is built here, so its wildcards need no escapes and the plain route's
-      // length holds).
-      const found = new Set<string>();
-      const like: LikePattern = search === '' ? [{ kind: 'any' }] : [{ kind: 'any' }, { kind: 'text', text: search }, { kind: 'any' }];
-      const { sort } = toQuery({ filter: [], sort: [] }, def.columns, def.defaultSort);
-      for (const path of def.autocomplete) {
-        const column = def.columns.columns.get(path);
-        if (column === undefined) continue;
-        const q = narrowed({ conditions: [{ kind: 'field', column, op: 'LIKE', like }], sort }, within);
-        for (const doc of await deps.readStore.find(collection(), q, { offset: 0, limit: size })) {
-          const value = doc[path];
-          if (typeof value === 'string' && found.size < size) found.add(value);
+      async (request) => {
+        await catchUp(request.query.minPosition);
+        const { search, size } = request.query;
+        const within = await readScope(deps, request, def);
+        if (within === undefined) return deps.readStore.autocomplete(collection(), def.autocomplete, search, size);
+        // Narrowed by access rules: the codes and names of covered records containing the text (as a
+        // literal: the pattern is built here, so its wildcards need no escapes and the plain route's
+        // length holds).
+        const found = new Set<string>();
+        const like: LikePattern = search === '' ? [{ kind: 'any' }] : [{ kind: 'any' }, { kind: 'text', text: search }, { kind: 'any' }];
+        const { sort } = toQuery({ filter: [], sort: [] }, def.columns, def.defaultSort);
+        for (const path of def.autocomplete) {
+          const column = def.columns.columns.get(path);
+          if (column === undefined) continue;
+          const q = narrowed({ conditions: [{ kind: 'field', column, op: 'LIKE', like }], sort }, within);
+          for (const doc of await deps.readStore.find(collection(), q, { offset: 0, limit: size })) {
+            const value = doc[path];
+            if (typeof value === 'string' && found.size < size) found.add(value);
+          }
         }
-      }
-      return [...found];
-    },
-  );
+        return [...found];
+      },
+    );
 }
 
 export function resourceRoutes(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, options: ResourceRouteOptions = {}): void {

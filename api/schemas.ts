@@ -47,11 +47,9 @@ export const historyEntrySchema = z
     requestId: z.string().optional(),
     correlationId: z.string().optional(),
     data: z.record(z.string(), z.unknown()),
-    changes: z.array(
-      z.object({ op: z.enum(['add', 'remove', 'replace']), path: z.string(), value: z.unknown().optional() }),
-    ),
+    changes: z.array(z.object({ op: z.enum(['add', 'remove', 'replace']), path: z.string(), value: z.unknown().optional() })),
   })
-  .meta({ id: 'HistoryEntry', description: 'One event of a record\'s stream; changes are JSON Patch ops from the previous version.' });
+  .meta({ id: 'HistoryEntry', description: "One event of a record's stream; changes are JSON Patch ops from the previous version." });
 
 /** A path parameter naming a record: its uuid, or its code where the resource has codes (one
  * without codes answers 400 for anything but a uuid). */
@@ -60,7 +58,8 @@ export const idOrCode = () => z.string().min(1).max(255);
 /** `{idOrCode}` of a resource without codes: its id, checked where it is used (400
  * MALFORMED_UUID), documented as a UUID. One name on every path of a resource, so that OpenAPI sees
  * one path (`/jobs/{id}` beside `/jobs/{idOrCode}` would be two templates of one path). */
-export const idOnly = () => idOrCode().meta({ format: 'uuid', pattern: UUID_JSON_PATTERN, description: 'the record\'s id (this resource has no code)' });
+export const idOnly = () =>
+  idOrCode().meta({ format: 'uuid', pattern: UUID_JSON_PATTERN, description: "the record's id (this resource has no code)" });
 
 /** The answer of an action that goes on in a job (SPEC.md "job acknowledgement"). */
 export const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'JobAcknowledgement' });
@@ -71,12 +70,25 @@ export const expandQuery = (allowed: readonly string[]) =>
   z
     .union([z.string().max(255), z.array(z.string().max(255)).max(10)])
     .optional()
-    .meta({ anyOf: undefined, type: 'array', items: { type: 'string', enum: [...allowed] }, maxItems: 10, description: `any of ${allowed.join(', ')}; repeated or comma-separated` });
+    .meta({
+      anyOf: undefined,
+      type: 'array',
+      items: { type: 'string', enum: [...allowed] },
+      maxItems: 10,
+      description: `any of ${allowed.join(', ')}; repeated or comma-separated`,
+    });
 
 /** The values an `?expand=` names, each one of `allowed` (400 naming those that are not). */
 export function parseExpand<T extends string>(raw: string | string[] | undefined, allowed: readonly T[]): T[] {
-  const expand = [raw ?? []].flat().flatMap((e) => e.split(',')).filter((e) => e !== '');
+  const expand = [raw ?? []]
+    .flat()
+    .flatMap((e) => e.split(','))
+    .filter((e) => e !== '');
   const bad = expand.filter((e) => !(allowed as readonly string[]).includes(e));
-  if (bad.length > 0) throw validationFailed('Unknown expand', bad.map((e) => `query.expand: ${JSON.stringify(e)} is not one of ${allowed.join(', ')}`));
+  if (bad.length > 0)
+    throw validationFailed(
+      'Unknown expand',
+      bad.map((e) => `query.expand: ${JSON.stringify(e)} is not one of ${allowed.join(', ')}`),
+    );
   return expand as T[];
 }

@@ -12,9 +12,17 @@ type LookupDeps = Pick<AppDeps, 'eventStore' | 'readStore' | 'readModels'>;
 
 /** The physical collection of a resource's read model caught up with the log's head (bounded like
  * minPosition: 503 after 5 s), and the query of filter items there (narrowed `within`, if given). */
-async function caughtUpQuery(deps: LookupDeps, def: ResourceDefinition, filter: readonly FilterItem[], within: Alternatives | undefined): Promise<{ collection: string; query: Query }> {
+async function caughtUpQuery(
+  deps: LookupDeps,
+  def: ResourceDefinition,
+  filter: readonly FilterItem[],
+  within: Alternatives | undefined,
+): Promise<{ collection: string; query: Query }> {
   await waitForReadModelAt(deps, def.collection, await deps.eventStore.headPosition());
-  return { collection: deps.readModels.collectionOf(def.collection), query: narrowed(toQuery({ filter: [...filter], sort: [] }, def.columns, def.defaultSort), within) };
+  return {
+    collection: deps.readModels.collectionOf(def.collection),
+    query: narrowed(toQuery({ filter: [...filter], sort: [] }, def.columns, def.defaultSort), within),
+  };
 }
 
 /** Live records of a resource matching filter items, from its read model once that has caught up

@@ -47,9 +47,13 @@ async function keyHeldElsewhere(spec: CommandSpec<unknown>, ctx: CommandContext,
   return holder !== undefined && holder !== spec.stream;
 }
 
-
 /** A request already applied to this stream under the caller's key (read whole: a rare path). */
-async function priorOnStream<S>(spec: CommandSpec<S>, ctx: CommandContext, store: EventStore, folded: Folded<S>): Promise<CommandResult<S> | undefined> {
+async function priorOnStream<S>(
+  spec: CommandSpec<S>,
+  ctx: CommandContext,
+  store: EventStore,
+  folded: Folded<S>,
+): Promise<CommandResult<S> | undefined> {
   if (ctx.idempotencyKey === undefined || !folded.keys.has(keyOf(ctx.actor, ctx.idempotencyKey))) return undefined;
   return priorResult(spec, ctx, await store.readStream(spec.stream));
 }
@@ -121,7 +125,10 @@ export type NewStreamOutcome<S> = { kind: 'done'; result: CommandResult<S> } | {
  * is the key's reservation. Streams are left out of the fold cache: a batch of new records is not
  * what the next commands read.
  */
-export async function handleNewStreams<S>(commands: readonly { spec: CommandSpec<S>; ctx: CommandContext }[], store: EventStore): Promise<NewStreamOutcome<S>[]> {
+export async function handleNewStreams<S>(
+  commands: readonly { spec: CommandSpec<S>; ctx: CommandContext }[],
+  store: EventStore,
+): Promise<NewStreamOutcome<S>[]> {
   const outcomes: NewStreamOutcome<S>[] = [];
   const appends: { index: number; fresh: NewEvent[]; request: AppendRequest }[] = [];
   for (const [index, { spec, ctx }] of commands.entries()) {
@@ -130,7 +137,8 @@ export async function handleNewStreams<S>(commands: readonly { spec: CommandSpec
       const decision = spec.decide(spec.initial());
       const fresh = newEvents(spec, ctx, decision.events);
       outcomes.push({ kind: 'again' });
-      if (fresh.length > 0) appends.push({ index, fresh, request: { stream: spec.stream, expected: 'no_stream', events: fresh, claim: decision.claim ?? [] } });
+      if (fresh.length > 0)
+        appends.push({ index, fresh, request: { stream: spec.stream, expected: 'no_stream', events: fresh, claim: decision.claim ?? [] } });
     } catch (error) {
       outcomes.push({ kind: 'failed', error });
     }
@@ -141,7 +149,10 @@ export async function handleNewStreams<S>(commands: readonly { spec: CommandSpec
     const { spec } = commands[index] as (typeof commands)[number];
     if (outcome.ok && outcome.result.duplicate !== true) {
       const recorded = fresh.map((e, n) => ({ ...e, stream: spec.stream, revision: n, position: outcome.result.position }));
-      outcomes[index] = { kind: 'done', result: { state: fold(spec, recorded), version: outcome.result.revision, position: outcome.result.position, written: true } };
+      outcomes[index] = {
+        kind: 'done',
+        result: { state: fold(spec, recorded), version: outcome.result.revision, position: outcome.result.position, written: true },
+      };
     } else if (!outcome.ok && !(outcome.error instanceof WrongExpectedRevisionError)) {
       outcomes[index] = { kind: 'failed', error: appendFailure(spec, outcome.error) ?? outcome.error };
     }

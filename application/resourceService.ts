@@ -7,8 +7,26 @@
 // that every one knows the records that restrict its deletes.
 
 import type { RecordedEvent } from '../domain/ports.ts';
-import type { LiveRecord, OwnCommand, Reference, ResourceDefinition, ResourceRecordLike, UniqueKey } from '../domain/resource/defineResource.ts';
-import { decide, evolve, initialState, keyScope, keyValue, streamOf, toRecord, type ResourceCommand, type ResourceRecord, type RecordState } from '../domain/resource/decider.ts';
+import type {
+  LiveRecord,
+  OwnCommand,
+  Reference,
+  ResourceDefinition,
+  ResourceRecordLike,
+  UniqueKey,
+} from '../domain/resource/defineResource.ts';
+import {
+  decide,
+  evolve,
+  initialState,
+  keyScope,
+  keyValue,
+  streamOf,
+  toRecord,
+  type ResourceCommand,
+  type ResourceRecord,
+  type RecordState,
+} from '../domain/resource/decider.ts';
 import {
   GUARD_ROUNDS,
   MAX_REFERENCE_CHAIN,
@@ -37,7 +55,16 @@ import {
   type WriteResult,
 } from '../domain/resource/service.ts';
 import { keyReservation, type ChangeGuard, type CommandContext } from '../domain/shared/commandHandler.ts';
-import { concurrentModification, isDomainError, notFound, referenceCycle, referenceMissing, referenceUnusable, stillReferenced, unavailable } from '../domain/shared/errors.ts';
+import {
+  concurrentModification,
+  isDomainError,
+  notFound,
+  referenceCycle,
+  referenceMissing,
+  referenceUnusable,
+  stillReferenced,
+  unavailable,
+} from '../domain/shared/errors.ts';
 import type { Alternatives, FilterItem } from '../domain/shared/filtering.ts';
 import { isUuid } from '../domain/shared/ids.ts';
 import type { KeyedLocks } from '../domain/shared/keyedLocks.ts';
@@ -53,7 +80,6 @@ import { foldStream } from './streamFold.ts';
 export type ResourceLog = CommandLog & { readonly locks: KeyedLocks };
 
 export type ResourceService = ReturnType<typeof resourceService>;
-
 
 type Located = { id: string; stream: string; version: number };
 
@@ -105,7 +131,13 @@ async function currentState(def: ResourceDefinition, log: ResourceLog, idOrCode:
 
 /** Versions from..to-1 with who, when, under which request, and what changed; made one at a time
  * as they are sent, since a long history of large records is more than one answer may hold. */
-async function* historyOf(def: ResourceDefinition, log: ResourceLog, stream: string, from: number, to: number): AsyncGenerator<HistoryEntry> {
+async function* historyOf(
+  def: ResourceDefinition,
+  log: ResourceLog,
+  stream: string,
+  from: number,
+  to: number,
+): AsyncGenerator<HistoryEntry> {
   let state = initialState();
   for await (const chunk of chunksOf(log, stream, to - 1)) {
     for (const e of chunk) {
@@ -113,7 +145,14 @@ async function* historyOf(def: ResourceDefinition, log: ResourceLog, stream: str
       state = evolve(def, state, e);
       if (e.revision < from) continue;
       const after = state.status === 'active' ? state.fields : {};
-      const entry: HistoryEntry = { version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: shownEventData(def, e), changes: diffJson(before, after) };
+      const entry: HistoryEntry = {
+        version: e.revision,
+        type: e.type,
+        at: e.metadata.at,
+        actor: e.metadata.actor,
+        data: shownEventData(def, e),
+        changes: diffJson(before, after),
+      };
       if (e.metadata.requestId !== undefined) entry.requestId = e.metadata.requestId;
       if (e.metadata.correlationId !== undefined) entry.correlationId = e.metadata.correlationId;
       yield entry;
@@ -124,7 +163,12 @@ async function* historyOf(def: ResourceDefinition, log: ResourceLog, stream: str
 /** Live records of a resource whose fields match filter items (and `within`, when given: what the
  * caller may read), read from its read model once it has caught up with the log's head (the HTTP
  * layer provides it over the read log). */
-export type ReferenceLookup = (def: ResourceDefinition, filter: readonly FilterItem[], limit: number, within?: Alternatives) => Promise<ResourceRecordLike[]>;
+export type ReferenceLookup = (
+  def: ResourceDefinition,
+  filter: readonly FilterItem[],
+  limit: number,
+  within?: Alternatives,
+) => Promise<ResourceRecordLike[]>;
 
 /** How many live records ReferenceLookup would find without a limit. */
 export type ReferenceCount = (def: ResourceDefinition, filter: readonly FilterItem[], within?: Alternatives) => Promise<number>;
@@ -152,7 +196,13 @@ function needCount(options: ServiceOptions): ReferenceCount {
 
 /** The live records a reference's value may name (several for a non-unique field); undefined
  * for a value of the wrong shape, left to the schema's 400. */
-async function candidatesOf(target: ResourceDefinition, log: ResourceLog, ref: Reference, value: unknown, options: ServiceOptions): Promise<ResourceRecordLike[] | undefined> {
+async function candidatesOf(
+  target: ResourceDefinition,
+  log: ResourceLog,
+  ref: Reference,
+  value: unknown,
+  options: ServiceOptions,
+): Promise<ResourceRecordLike[] | undefined> {
   if (typeof value !== 'string') return undefined;
   const by = ref.by ?? 'id';
   if (typeof by === 'object') return needLookup(options)(target, [{ column: by.field, operator: 'EQ', value }], 100);
@@ -162,7 +212,11 @@ async function candidatesOf(target: ResourceDefinition, log: ResourceLog, ref: R
 }
 
 /** The candidates the caller may read (all when its reads are not narrowed). */
-async function visibleOnly(target: ResourceDefinition, candidates: ResourceRecordLike[] | undefined, visible: CommandContext['visible']): Promise<ResourceRecordLike[] | undefined> {
+async function visibleOnly(
+  target: ResourceDefinition,
+  candidates: ResourceRecordLike[] | undefined,
+  visible: CommandContext['visible'],
+): Promise<ResourceRecordLike[] | undefined> {
   if (candidates === undefined || visible === undefined) return candidates;
   const shown: ResourceRecordLike[] = [];
   for (const c of candidates) if (await visible(target.path, c)) shown.push(c);
@@ -170,7 +224,13 @@ async function visibleOnly(target: ResourceDefinition, candidates: ResourceRecor
 }
 
 /** Whether following an acyclic reference from a record leads back to `ownId`. */
-async function leadsBack(target: ResourceDefinition, log: ResourceLog, field: string, from: ResourceRecordLike, ownId: string): Promise<boolean> {
+async function leadsBack(
+  target: ResourceDefinition,
+  log: ResourceLog,
+  field: string,
+  from: ResourceRecordLike,
+  ownId: string,
+): Promise<boolean> {
   const seen = new Set<string>();
   let next = memberOf(from, field);
   for (let step = 0; typeof next === 'string' && isUuid(next); step++) {
@@ -202,12 +262,20 @@ async function loadReference(
       continue;
     }
     // Another record the caller names must be one it may read (a kind from a registry need not).
-    const candidates = await visibleOnly(target, await candidatesOf(target, log, ref, v, options), ref.private === true ? visible : undefined);
+    const candidates = await visibleOnly(
+      target,
+      await candidatesOf(target, log, ref, v, options),
+      ref.private === true ? visible : undefined,
+    );
     if (candidates === undefined) continue;
     const usable = ref.valid === undefined ? candidates : candidates.filter((c) => ref.valid?.(c, now) === true);
     const record = usable[0];
-    if (candidates.length === 0) problems.missing.push(`${ref.field}: no ${target.name} ${typeof ref.by === 'object' ? `with ${ref.by.field} ` : ''}${shown}`);
-    else if (record === undefined) problems.invalid.push(`${ref.field}: no ${target.name} ${typeof ref.by === 'object' ? `with ${ref.by.field} ` : ''}${shown} is valid now`);
+    if (candidates.length === 0)
+      problems.missing.push(`${ref.field}: no ${target.name} ${typeof ref.by === 'object' ? `with ${ref.by.field} ` : ''}${shown}`);
+    else if (record === undefined)
+      problems.invalid.push(
+        `${ref.field}: no ${target.name} ${typeof ref.by === 'object' ? `with ${ref.by.field} ` : ''}${shown} is valid now`,
+      );
     else if (ref.acyclic === true && (await leadsBack(target, log, ref.field, record, ownId))) {
       problems.cycle.push(`${ref.field}: ${shown} would make a cycle (following ${ref.field} from it leads back to this ${def.name})`);
     } else found.push(record);
@@ -218,9 +286,20 @@ async function loadReference(
 /** The records a candidate's references name, loaded from the log (or, for a non-unique field,
  * the read model); 422 naming each field whose record is missing, not valid now, or would close a
  * cycle. Values of the wrong shape are left to the schema's 400. */
-type LoadContext = { ownId: string; now: Date; options: ServiceOptions; before: JsonObject | undefined; visible?: CommandContext['visible'] };
+type LoadContext = {
+  ownId: string;
+  now: Date;
+  options: ServiceOptions;
+  before: JsonObject | undefined;
+  visible?: CommandContext['visible'];
+};
 
-async function loadReferences(def: ResourceDefinition, log: ResourceLog, candidate: unknown, context: LoadContext): Promise<Map<string, ResourceRecordLike[]>> {
+async function loadReferences(
+  def: ResourceDefinition,
+  log: ResourceLog,
+  candidate: unknown,
+  context: LoadContext,
+): Promise<Map<string, ResourceRecordLike[]>> {
   const refs = new Map<string, ResourceRecordLike[]>();
   if (def.references.length === 0 || !isPlainObject(candidate)) return refs;
   const problems: ReferenceProblems = { missing: [], cycle: [], invalid: [] };
@@ -236,8 +315,14 @@ async function loadReferences(def: ResourceDefinition, log: ResourceLog, candida
 /** 409 when live records name this one through a restricting reference: on a delete every such
  * reference, on a change of code those that name it by code. Every such record is counted; those
  * the caller may not read (its access rules on the referring resource) are never named. */
-async function assertUnreferenced(def: ResourceDefinition, options: ServiceOptions, fields: JsonObject & { id: string }, on: 'delete' | 'code', ctx: CommandContext): Promise<void> {
-  const referrers = (options.referrers).filter((r) => on === 'delete' || r.reference.by === 'code');
+async function assertUnreferenced(
+  def: ResourceDefinition,
+  options: ServiceOptions,
+  fields: JsonObject & { id: string },
+  on: 'delete' | 'code',
+  ctx: CommandContext,
+): Promise<void> {
+  const referrers = options.referrers.filter((r) => on === 'delete' || r.reference.by === 'code');
   const lines: string[] = [];
   for (const referrer of referrers) {
     const { resource, reference } = referrer;
@@ -274,13 +359,20 @@ async function runCommand(def: ResourceDefinition, log: ResourceLog, run: Run): 
  * the write must then find, and the guard's release. A record gone, at another version than the
  * caller pinned, or whose change the decision refuses, is the decision's to answer (404, 412, the
  * refusal, or the answer of an earlier request under the same Idempotency-Key). */
-async function judged(def: ResourceDefinition, log: ResourceLog, run: Run, check: ChangeGuard): Promise<{ version: number | undefined; release?: () => void }> {
+async function judged(
+  def: ResourceDefinition,
+  log: ResourceLog,
+  run: Run,
+  check: ChangeGuard,
+): Promise<{ version: number | undefined; release?: () => void }> {
   const { state, version } = await foldStream(foldSpec(def, run.id), log);
-  if (state.status !== 'active' || (run.expectedVersion !== undefined && version !== run.expectedVersion)) return { version: run.expectedVersion };
+  if (state.status !== 'active' || (run.expectedVersion !== undefined && version !== run.expectedVersion))
+    return { version: run.expectedVersion };
   let after: RecordState = state;
   try {
     const metadata = { actor: run.ctx.actor, at: run.ctx.now.toISOString() };
-    for (const e of decide(def, state, run.command, run.decideContext).events) after = evolve(def, after, { ...e, revision: after.status === 'absent' ? 0 : after.version + 1, metadata });
+    for (const e of decide(def, state, run.command, run.decideContext).events)
+      after = evolve(def, after, { ...e, revision: after.status === 'absent' ? 0 : after.version + 1, metadata });
   } catch {
     return { version };
   }
@@ -315,7 +407,12 @@ async function guardedCommand(def: ResourceDefinition, log: ResourceLog, run: Ru
 /** The record that took the caller's Idempotency-Key, when the request names it (by id, or by a
  * code it had then): a retry finds it even when it is gone or renamed since, and the command
  * handler answers as the first time (or 409 for another body). */
-async function recordUnderKey(def: ResourceDefinition, log: ResourceLog, idOrCode: string, ctx: CommandContext): Promise<string | undefined> {
+async function recordUnderKey(
+  def: ResourceDefinition,
+  log: ResourceLog,
+  idOrCode: string,
+  ctx: CommandContext,
+): Promise<string | undefined> {
   const reservation = keyReservation(ctx);
   const holder = reservation === undefined ? undefined : await log.events.findCode(reservation);
   const id = holder === undefined ? undefined : idIn(def.category, holder);
@@ -346,7 +443,13 @@ async function existingRecordId(def: ResourceDefinition, log: ResourceLog, idOrC
 }
 
 /** resourceService's createMany: `create` is the service's, for what the batch cannot answer. */
-async function createTogether(def: ResourceDefinition, log: ResourceLog, options: ServiceOptions, items: readonly KeyedCreate[], create: (input: unknown, ctx: CommandContext) => Promise<WriteResult>): Promise<PromiseSettledResult<WriteResult>[]> {
+async function createTogether(
+  def: ResourceDefinition,
+  log: ResourceLog,
+  options: ServiceOptions,
+  items: readonly KeyedCreate[],
+  create: (input: unknown, ctx: CommandContext) => Promise<WriteResult>,
+): Promise<PromiseSettledResult<WriteResult>[]> {
   const one = (item: KeyedCreate) => create(item.input, item.ctx);
   if (def.references.length > 0) return Promise.allSettled(items.map(one));
   // An id sent in the body names the record instead of the key.
@@ -355,7 +458,15 @@ async function createTogether(def: ResourceDefinition, log: ResourceLog, options
     const { input, ctx } = items[i] as KeyedCreate;
     const id = keyedRecordId(def, ctx.actor, ctx.idempotencyKey);
     const keyed = keyedContext(def, ctx, 'create', '', input);
-    return { spec: commandSpec(def, { id, command: { type: 'Create', id, input }, expectedVersion: undefined, decideContext: decideContextOf(keyed, new Map(), options.resourceAt) }), ctx: keyed };
+    return {
+      spec: commandSpec(def, {
+        id,
+        command: { type: 'Create', id, input },
+        expectedVersion: undefined,
+        decideContext: decideContextOf(keyed, new Map(), options.resourceAt),
+      }),
+      ctx: keyed,
+    };
   });
   const outcomes = new Map((await handleNewStreams(commands, log.events)).map((outcome, n) => [batched[n] as number, outcome]));
   return Promise.allSettled(
@@ -383,7 +494,8 @@ function referenceChecks(def: ResourceDefinition, log: ResourceLog, options: Ser
     async assertCodeKept(id: string, candidate: unknown, ctx: CommandContext): Promise<void> {
       if (!codeReferrers || !isPlainObject(candidate)) return;
       const state = await current(id);
-      if (state.status === 'active' && state.fields.code !== candidate.code) await assertUnreferenced(def, options, { ...state.fields, id }, 'code', ctx);
+      if (state.status === 'active' && state.fields.code !== candidate.code)
+        await assertUnreferenced(def, options, { ...state.fields, id }, 'code', ctx);
     },
     /** A delete while records name this one is a 409. */
     async assertDeletable(id: string, ctx: CommandContext): Promise<void> {
@@ -413,7 +525,13 @@ function commandRunner(def: ResourceDefinition, log: ResourceLog, options: Servi
 
   const run = async (id: string, command: ResourceCommand, ctx: CommandContext, expectedVersion?: number, candidate?: unknown) => {
     const before = def.references.length === 0 || command.type === 'Create' ? undefined : await liveFields(id);
-    const refs = await loadReferences(def, log, candidate, { ownId: id, now: ctx.now, options, before, ...(ctx.visible === undefined ? {} : { visible: ctx.visible }) });
+    const refs = await loadReferences(def, log, candidate, {
+      ownId: id,
+      now: ctx.now,
+      options,
+      before,
+      ...(ctx.visible === undefined ? {} : { visible: ctx.visible }),
+    });
     const toRun: Run = { id, command, ctx, expectedVersion, decideContext: decideContextOf(ctx, refs, options.resourceAt) };
     // A create changes no record that is there (a restore's record was deleted): nothing to guard.
     const guard = ctx.guard?.resource === def.path && command.type !== 'Create' ? ctx.guard.check : undefined;
@@ -422,7 +540,12 @@ function commandRunner(def: ResourceDefinition, log: ResourceLog, options: Servi
 
   /** Work under the locks a change needs (most need none). */
   const planOf = async (change: { id?: string; candidate?: unknown; deleting?: boolean }) =>
-    lockPlan(def, options.referrers, { id: change.id, candidate: change.candidate, before: await liveFields(change.id), deleting: change.deleting === true });
+    lockPlan(def, options.referrers, {
+      id: change.id,
+      candidate: change.candidate,
+      before: await liveFields(change.id),
+      deleting: change.deleting === true,
+    });
 
   /** Work under the locks the change needs, planned from the record as it is once they are held
    * (a plan made before may have changed meanwhile: then planned again). */
@@ -476,7 +599,8 @@ export function resourceService(def: ResourceDefinition, log: ResourceLog, optio
      * stream is there already is answered as `create` answers it (which reads), and so is every
      * create of a resource whose records name others (references are read), or naming its id.
      * Each answers its result or the error `create` would throw, in order. */
-    createMany: (items: readonly KeyedCreate[]): Promise<PromiseSettledResult<WriteResult>[]> => createTogether(def, log, options, items, create),
+    createMany: (items: readonly KeyedCreate[]): Promise<PromiseSettledResult<WriteResult>[]> =>
+      createTogether(def, log, options, items, create),
 
     create,
 
@@ -520,7 +644,9 @@ export function resourceService(def: ResourceDefinition, log: ResourceLog, optio
      * reads; never sent as it is. */
     async live(idOrCode: string, codeOnly = false): Promise<LiveRecord | undefined> {
       const state = await current(idOrCode, codeOnly ? 'code' : 'idOrCode');
-      return state.status === 'active' ? { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version, insertedBy: state.inserted.actor } : undefined;
+      return state.status === 'active'
+        ? { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version, insertedBy: state.inserted.actor }
+        : undefined;
     },
 
     /** The live record, or as it was at a version or a time. */
@@ -561,4 +687,3 @@ export function resourceService(def: ResourceDefinition, log: ResourceLog, optio
     },
   };
 }
-

@@ -50,7 +50,12 @@ export class Runtime implements ResourceLog {
   service(def: ResourceDefinition): ResourceService {
     let service = this.#services.get(def);
     if (service === undefined) {
-      const options = { referrers: referrersOf(def, this.resources), resourceAt: (path: string) => this.resourceAt(path), ...(this.#lookup === undefined ? {} : { lookup: this.#lookup }), ...(this.#count === undefined ? {} : { count: this.#count }) };
+      const options = {
+        referrers: referrersOf(def, this.resources),
+        resourceAt: (path: string) => this.resourceAt(path),
+        ...(this.#lookup === undefined ? {} : { lookup: this.#lookup }),
+        ...(this.#count === undefined ? {} : { count: this.#count }),
+      };
       service = resourceService(def, this, options);
       this.#services.set(def, service);
     }

@@ -61,7 +61,10 @@ function rawWriter(dir: string): Writer {
   return {
     name: 'C raw',
     run: (seconds) => eventsPerSecond(seconds, 1, batch),
-    close: () => { db.close(); return Promise.resolve(); },
+    close: () => {
+      db.close();
+      return Promise.resolve();
+    },
   };
 }
 
@@ -74,11 +77,7 @@ function storeWriter(dir: string, callers: number): Writer {
     for (let i = 0; i < BATCH; i++) events.push({ ...sampleEvent(n++), type: 'BenchEvent', schemaVersion: 1 });
     await store.append({ stream: `benchevent-${randomUUID()}`, expected: 'no_stream', events });
   };
-  return {
-    name: `store x${String(callers)}`,
-    run: (seconds) => eventsPerSecond(seconds, callers, append),
-    close: () => store.close(),
-  };
+  return { name: `store x${String(callers)}`, run: (seconds) => eventsPerSecond(seconds, callers, append), close: () => store.close() };
 }
 
 /** Each the median of the rounds; ratios the median of the rounds' ratios to C. */
@@ -87,7 +86,9 @@ export type AppendFigures = { c: number; sequential: number; concurrent: number;
 /** `seconds` per side in all, split over `rounds`. */
 export async function appendFigures(o: { rounds: number; seconds: number }): Promise<AppendFigures> {
   const segment = o.seconds / o.rounds;
-  console.log(`Batched append: ${String(BATCH)} events per transaction or call, ${String(o.rounds)} rounds of ${segment.toFixed(2)} s per side`);
+  console.log(
+    `Batched append: ${String(BATCH)} events per transaction or call, ${String(o.rounds)} rounds of ${segment.toFixed(2)} s per side`,
+  );
   const dir = mkdtempSync(join(tmpdir(), 'admin-bench-append-'));
   const writers = [rawWriter(dir), storeWriter(dir, 1), storeWriter(dir, CONCURRENT_APPENDERS)];
   try {
@@ -104,7 +105,13 @@ export async function appendFigures(o: { rounds: number; seconds: number }): Pro
     }
     const col = (i: number): number[] => rounds.map((r) => r[i] ?? NaN);
     const ratio = (i: number): number => median(rounds.map((r) => (r[i] ?? NaN) / (r[0] ?? NaN)));
-    return { c: median(col(0)), sequential: median(col(1)), concurrent: median(col(2)), sequentialRatio: ratio(1), concurrentRatio: ratio(2) };
+    return {
+      c: median(col(0)),
+      sequential: median(col(1)),
+      concurrent: median(col(2)),
+      sequentialRatio: ratio(1),
+      concurrentRatio: ratio(2),
+    };
   } finally {
     for (const w of writers) await w.close();
     rmSync(dir, { recursive: true, force: true });
@@ -113,7 +120,21 @@ export async function appendFigures(o: { rounds: number; seconds: number }): Pro
 
 export function appendRows(s: AppendFigures): Row[] {
   return [
-    [`append ${String(BATCH)} events, 1 caller`, `${fmt(s.c)} ev/s (C)`, `${fmt(s.sequential)} ev/s`, pct(s.sequentialRatio), '≥ 60%', s.sequentialRatio >= 0.6],
-    [`append ${String(BATCH)} events, ${String(CONCURRENT_APPENDERS)} callers`, `${fmt(s.c)} ev/s (C)`, `${fmt(s.concurrent)} ev/s`, pct(s.concurrentRatio), '≥ 60%', s.concurrentRatio >= 0.6],
+    [
+      `append ${String(BATCH)} events, 1 caller`,
+      `${fmt(s.c)} ev/s (C)`,
+      `${fmt(s.sequential)} ev/s`,
+      pct(s.sequentialRatio),
+      '≥ 60%',
+      s.sequentialRatio >= 0.6,
+    ],
+    [
+      `append ${String(BATCH)} events, ${String(CONCURRENT_APPENDERS)} callers`,
+      `${fmt(s.c)} ev/s (C)`,
+      `${fmt(s.concurrent)} ev/s`,
+      pct(s.concurrentRatio),
+      '≥ 60%',
+      s.concurrentRatio >= 0.6,
+    ],
   ];
 }

@@ -1,12 +1,7 @@
 // The part of autocannon's API the benchmark uses (the package ships no types).
 
 declare module 'autocannon' {
-  export type RequestParams = {
-    method?: string;
-    path?: string;
-    headers?: Record<string, string>;
-    body?: string;
-  };
+  export type RequestParams = { method?: string; path?: string; headers?: Record<string, string>; body?: string };
 
   export type Request = RequestParams & {
     setupRequest?: (request: RequestParams, context: Record<string, unknown>) => RequestParams;

@@ -33,14 +33,25 @@ export type Answer = { status: number; position: string | undefined; body: strin
 export function postJson(agent: Agent, url: URL, path: string, headers: Record<string, string>, body: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: 'POST',
+        agent,
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', reject);
         res.on('end', () => {
           const position = res.headers['x-event-position'];
-          resolve({ status: res.statusCode ?? 0, position: typeof position === 'string' ? position : undefined, body: Buffer.concat(chunks).toString('utf8') });
+          resolve({
+            status: res.statusCode ?? 0,
+            position: typeof position === 'string' ? position : undefined,
+            body: Buffer.concat(chunks).toString('utf8'),
+          });
         });
       },
     );
@@ -48,4 +59,3 @@ export function postJson(agent: Agent, url: URL, path: string, headers: Record<s
     req.end(body);
   });
 }
-

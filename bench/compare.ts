@@ -32,7 +32,23 @@ import { median } from './httpSupport.ts';
 /** A few minutes a side: every figure, with short rounds (no peer: it compiles Emmett first). The
  * warm-ups stay at the bench's default 2 s: they also create the records the reads rotate over, and
  * 1 s created none under a load average of 30 (bench/telemetry.ts stopped the run). */
-const SHORT = ['--duration', '4', '--warmup', '2', '--rounds', '2', '--append-duration', '2', '--no-peer', '--lag-duration', '10', '--pdf-renders', '10', '--pdf-seconds', '1'];
+const SHORT = [
+  '--duration',
+  '4',
+  '--warmup',
+  '2',
+  '--rounds',
+  '2',
+  '--append-duration',
+  '2',
+  '--no-peer',
+  '--lag-duration',
+  '10',
+  '--pdf-renders',
+  '10',
+  '--pdf-seconds',
+  '1',
+];
 
 const { values: flags, positionals } = parseArgs({
   options: {
@@ -54,7 +70,10 @@ const git = (args: string[], cwd = root): string => {
   if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr.trim()}`);
   return r.stdout.trim();
 };
-const load = (): string => loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = (): string =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 
 type Side = { name: 'before' | 'after'; label: string; dir: string; worktree: boolean };
 
@@ -96,7 +115,12 @@ function checkout(name: Side['name'], ref: string): Side {
 
 function here(): Side {
   const dirty = git(['status', '--porcelain', '--untracked-files=no']) === '' ? '' : ' + uncommitted changes';
-  return { name: 'after', label: `this checkout, ${git(['rev-parse', '--abbrev-ref', 'HEAD'])} (${git(['rev-parse', '--short', 'HEAD'])}${dirty})`, dir: root, worktree: false };
+  return {
+    name: 'after',
+    label: `this checkout, ${git(['rev-parse', '--abbrev-ref', 'HEAD'])} (${git(['rev-parse', '--short', 'HEAD'])}${dirty})`,
+    dir: root,
+    worktree: false,
+  };
 }
 
 /** The figure → ratio of one run's table ("1.23x" or "45%"); rows without a ratio are left out. */
@@ -134,7 +158,9 @@ async function run(side: Side, n: number): Promise<Map<string, number>> {
   const seconds = ((performance.now() - started) / 1000).toFixed(0);
   console.log(`${side.name} run ${String(n)}: ${String(found.size)} ratios in ${seconds} s, exit ${String(code)}, load average ${load()}`);
   if (found.size === 0) {
-    console.log(`${side.name} run ${String(n)} printed no table; the end of ${log}:\n${readFileSync(log, 'utf8').split('\n').slice(-12).join('\n')}`);
+    console.log(
+      `${side.name} run ${String(n)} printed no table; the end of ${log}:\n${readFileSync(log, 'utf8').split('\n').slice(-12).join('\n')}`,
+    );
     process.exitCode = 1;
   }
   return found;
@@ -152,7 +178,11 @@ function report(before: Map<string, number>[], after: Map<string, number>[]): st
     const quotient = b.length > 0 && a.length > 0 ? median(a) / median(b) : NaN;
     return `| ${figure} | ${b.map(two).join(', ')} | ${a.map(two).join(', ')} | ${two(median(b))} | ${two(median(a))} | ${two(quotient)} | ${Number.isNaN(noise) ? '—' : `${(noise * 100).toFixed(0)}%`} |`;
   });
-  return ['| figure | before, each run | after, each run | before | after | after/before | spread |', '|---|---|---|---|---|---|---|', ...rows].join('\n');
+  return [
+    '| figure | before, each run | after, each run | before | after | after/before | spread |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
@@ -164,14 +194,18 @@ async function main(): Promise<void> {
     }
     sides.push(checkout('before', flags.before ?? ''), flags.after === undefined ? here() : checkout('after', flags.after));
     const [before, after] = sides as [Side, Side];
-    console.log(`before: ${before.label}\nafter:  ${after.label}\nbench flags: ${benchFlags.join(' ')}; ${String(RUNS)} runs each, alternating\nload average at the start: ${load()}\n`);
+    console.log(
+      `before: ${before.label}\nafter:  ${after.label}\nbench flags: ${benchFlags.join(' ')}; ${String(RUNS)} runs each, alternating\nload average at the start: ${load()}\n`,
+    );
     const results = { before: [] as Map<string, number>[], after: [] as Map<string, number>[] };
     for (let round = 1; round <= RUNS; round++) {
       for (const side of round % 2 === 1 ? [before, after] : [after, before]) results[side.name].push(await run(side, round));
     }
     console.log(`\nload average at the end: ${load()}\n`);
     console.log(report(results.before, results.after));
-    console.log(`\n(each ratio against its baseline in the same run, as npm run bench prints it, rounded down to 0.01 or 1%; before and after the medians of ${String(RUNS)} runs; spread: the largest over the smallest ratio of one side, less 1, the larger of the two sides)`);
+    console.log(
+      `\n(each ratio against its baseline in the same run, as npm run bench prints it, rounded down to 0.01 or 1%; before and after the medians of ${String(RUNS)} runs; spread: the largest over the smallest ratio of one side, less 1, the larger of the two sides)`,
+    );
   } finally {
     for (const side of sides) if (side.worktree) git(['worktree', 'remove', '--force', side.dir]);
     if (flags.keep) console.log(`logs kept in ${scratch}`);

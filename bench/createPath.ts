@@ -60,7 +60,9 @@ for (const module of list.modules) {
     const status = await create();
     const { result } = await session.post('Profiler.takePreciseCoverage');
     if (status !== 201) continue;
-    const files = new Set(result.filter((s) => s.functions.some((f) => f.ranges.some((r) => r.count > 0))).flatMap((s) => own(s.url) ?? []));
+    const files = new Set(
+      result.filter((s) => s.functions.some((f) => f.ranges.some((r) => r.count > 0))).flatMap((s) => own(s.url) ?? []),
+    );
     rows.push({ module: module.name, path: def.path, files: [...files].sort() });
   }
 }

@@ -33,7 +33,12 @@ import { openEmbeddedStores } from '../infra/embedded.ts';
 import { SERVICE_NODE_ARGS } from '../api/nodeFlags.ts';
 
 const { values: flags } = parseArgs({
-  options: { records: { type: 'string', default: '1000000' }, filtered: { type: 'boolean', default: false }, 'node-options': { type: 'string', default: '' }, rounds: { type: 'string', default: '2' } },
+  options: {
+    records: { type: 'string', default: '1000000' },
+    filtered: { type: 'boolean', default: false },
+    'node-options': { type: 'string', default: '' },
+    rounds: { type: 'string', default: '2' },
+  },
 });
 const RECORDS = Math.round(Number(flags.records));
 if (!(RECORDS >= 1)) throw new Error(`--records must be a positive number, got "${flags.records}"`);
@@ -71,7 +76,9 @@ const loadStarted = performance.now();
 const serving = service.readModels.serving(worklogType.collection);
 await service.readStore.bulkLoad(serving.collection, documents(), await stores.eventStore.headPosition(), serving.name);
 await service.close();
-console.log(`loaded ${fmt(RECORDS)} worklog types into ${serving.collection} in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
+console.log(
+  `loaded ${fmt(RECORDS)} worklog types into ${serving.collection} in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`,
+);
 
 /** A port free now, for the service to listen on. */
 const port = await new Promise<number>((resolve, reject) => {
@@ -95,7 +102,10 @@ const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, ...extra, 'api/main
 const pid = child.pid ?? 0;
 process.on('exit', () => child.kill('SIGKILL'));
 for (let tries = 0; ; tries++) {
-  const up = await fetch(`${address}/health/live`).then((r) => r.ok, () => false);
+  const up = await fetch(`${address}/health/live`).then(
+    (r) => r.ok,
+    () => false,
+  );
   if (up) break;
   if (tries > 600 || child.exitCode !== null) throw new Error('the service did not start');
   await new Promise((r) => setTimeout(r, 100));
@@ -134,13 +144,18 @@ async function measured(round: number): Promise<boolean> {
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   sample();
-  console.log(`export ${String(round)}: HTTP ${String(result.status)}, ${fmt(result.records)} records, ${mb(result.bytes)} in ${seconds.toFixed(1)} s (${fmt(result.records / seconds)} records/s)`);
+  console.log(
+    `export ${String(round)}: HTTP ${String(result.status)}, ${fmt(result.records)} records, ${mb(result.bytes)} in ${seconds.toFixed(1)} s (${fmt(result.records / seconds)} records/s)`,
+  );
   console.log(
     `  service RSS baseline ${mb(baseline.total)} (anon ${mb(baseline.anon)}, file ${mb(baseline.file)}); growth at the peak: ` +
       `anon ${mb(peak.anon - baseline.anon)}, file ${mb(peak.file - baseline.file)}, total ${mb(peak.total - baseline.total)}`,
   );
   const whole = result.status === 200 && result.records === RECORDS && result.tail === ']}';
-  if (!whole) console.log(`  FAILED: the export is not whole (status ${String(result.status)}, ${fmt(result.records)} of ${fmt(RECORDS)} records, ends with ${JSON.stringify(result.tail)})`);
+  if (!whole)
+    console.log(
+      `  FAILED: the export is not whole (status ${String(result.status)}, ${fmt(result.records)} of ${fmt(RECORDS)} records, ends with ${JSON.stringify(result.tail)})`,
+    );
   const grew = peak.anon - baseline.anon;
   if (grew >= LIMIT_MB * MB) console.log(`  FAILED: anonymous RSS grew by ${mb(grew)} (limit ${String(LIMIT_MB)} MB)`);
   return whole && grew < LIMIT_MB * MB;
@@ -150,7 +165,10 @@ async function measured(round: number): Promise<boolean> {
 function exportAll(): Promise<{ status: number; bytes: number; records: number; tail: string }> {
   return new Promise((resolve, reject) => {
     // --filtered: a filter every record matches, so the export pages by a scan with a query.
-    const body = JSON.stringify({ entityType: 'WorklogType', ...(flags.filtered ? { filtering: [{ column: 'code', operator: 'LIKE', value: 'WT-%' }] } : {}) });
+    const body = JSON.stringify({
+      entityType: 'WorklogType',
+      ...(flags.filtered ? { filtering: [{ column: 'code', operator: 'LIKE', value: 'WT-%' }] } : {}),
+    });
     const req = request(`${address}/api/v1/worklog-types/export`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },

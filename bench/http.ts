@@ -129,7 +129,16 @@ const LAG_SAMPLE = Math.max(1, Math.round(positive('lag-sample', flags['lag-samp
 const PDF_RENDERS = Math.round(positive('pdf-renders', flags['pdf-renders']));
 const PDF_SECONDS = positive('pdf-seconds', flags['pdf-seconds']);
 
-function table(h: HttpFigures, s: AppendFigures, p: PeerOutcome, l: LagFigure, pdf: PdfFigure, notifications: NotificationFigure, logs: Pair, telemetry: TelemetryFigure): string {
+function table(
+  h: HttpFigures,
+  s: AppendFigures,
+  p: PeerOutcome,
+  l: LagFigure,
+  pdf: PdfFigure,
+  notifications: NotificationFigure,
+  logs: Pair,
+  telemetry: TelemetryFigure,
+): string {
   const rows: Row[] = [
     ...httpRows(h, CONNECTIONS),
     ...appendRows(s),
@@ -148,7 +157,9 @@ async function main(): Promise<void> {
   console.log(`Node ${process.version}, ${String(cpu.length)} x ${cpu[0]?.model ?? 'unknown CPU'}, temp folder ${tmpdir()}\n`);
   if (flags.only === 'logs') {
     const logs = await logFigure(http);
-    console.log(`\n${tableOf(logRows(logs, CONNECTIONS))}\n\n(${String(failures(logs))} failed requests; each figure the median of ${String(ROUNDS)} rounds, the ratio the median of the rounds' ratios)`);
+    console.log(
+      `\n${tableOf(logRows(logs, CONNECTIONS))}\n\n(${String(failures(logs))} failed requests; each figure the median of ${String(ROUNDS)} rounds, the ratio the median of the rounds' ratios)`,
+    );
     return;
   }
   if (flags.only !== undefined) throw new Error(`--only takes "logs", got "${flags.only}"`);
@@ -162,7 +173,9 @@ async function main(): Promise<void> {
   console.log('');
   const l = await lagFigure({ rate: LAG_RATE, seconds: LAG_DURATION, sample: LAG_SAMPLE, warmup: WARMUP, connections: CONNECTIONS });
   console.log('');
-  console.log(`PDF: a 2-page template, ${String(ROUNDS)} rounds of ${String(PDF_RENDERS)} renders per side, throughput ${String(PDF_SECONDS)} s per side`);
+  console.log(
+    `PDF: a 2-page template, ${String(ROUNDS)} rounds of ${String(PDF_RENDERS)} renders per side, throughput ${String(PDF_SECONDS)} s per side`,
+  );
   const pdf = await pdfFigure({ rounds: ROUNDS, renders: PDF_RENDERS, seconds: PDF_SECONDS });
   console.log('');
   console.log(`Notifications: ${String(ROUNDS)} rounds of 50 REST triggers per channel, 5,000 Kafka messages per round`);
@@ -173,11 +186,14 @@ async function main(): Promise<void> {
   // A 3% bound needs more rounds than the other figures, in sixes (each of the six orders of the
   // three sides as often), and twice as long.
   const telemetryRounds = 6 * Math.max(1, Math.round(ROUNDS / 3));
-  console.log(`Telemetry: HTTP get one, ${String(CONNECTIONS)} connections, ${String(telemetryRounds)} rounds of ${((2 * DURATION) / telemetryRounds).toFixed(1)} s per side`);
+  console.log(
+    `Telemetry: HTTP get one, ${String(CONNECTIONS)} connections, ${String(telemetryRounds)} rounds of ${((2 * DURATION) / telemetryRounds).toFixed(1)} s per side`,
+  );
   const telemetry = await telemetryFigure({ duration: 2 * DURATION, warmup: WARMUP, rounds: telemetryRounds, connections: CONNECTIONS });
   console.log(`\n${table(h, s, p, l, pdf, notifications, logs, telemetry)}\n`);
   if ('skipped' in p) console.log(`(peer figures not measured: ${p.skipped})`);
-  else if (install?.ok === true && install.installSeconds !== undefined) console.log(`(Emmett was installed first, in ${install.installSeconds.toFixed(0)} s, not counted below)`);
+  else if (install?.ok === true && install.installSeconds !== undefined)
+    console.log(`(Emmett was installed first, in ${install.installSeconds.toFixed(0)} s, not counted below)`);
   const failed = failures(h.create, h.get, logs, ...('skipped' in p ? [] : [p.create, p.get])) + l.failed;
   const took = ((performance.now() - started) / 1000).toFixed(0);
   console.log(

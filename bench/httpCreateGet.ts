@@ -8,8 +8,23 @@
 
 import { resolve } from 'node:path';
 import {
-  alternate, creates, fmt, json, keepInto, load, pct, RESOURCE, rotatingGet, segment, startServer, waitForProjections, x,
-  type HttpOptions, type Pair, type Row, type Server,
+  alternate,
+  creates,
+  fmt,
+  json,
+  keepInto,
+  load,
+  pct,
+  RESOURCE,
+  rotatingGet,
+  segment,
+  startServer,
+  waitForProjections,
+  x,
+  type HttpOptions,
+  type Pair,
+  type Row,
+  type Server,
 } from './httpSupport.ts';
 
 export type HttpFigures = { create: Pair; get: Pair };
@@ -18,9 +33,15 @@ async function createFigure(o: HttpOptions, service: Server, headers: Record<str
   const raw = await startServer('raw-insert');
   try {
     let catchUp = 0;
-    const pair = await alternate(o, ['A raw insert', 'POST service'], { url: raw.url, requests: creates('/raw', json) }, { url: service.url, requests: creates(RESOURCE, headers) }, async () => {
-      catchUp = Math.max(catchUp, await waitForProjections(service));
-    });
+    const pair = await alternate(
+      o,
+      ['A raw insert', 'POST service'],
+      { url: raw.url, requests: creates('/raw', json) },
+      { url: service.url, requests: creates(RESOURCE, headers) },
+      async () => {
+        catchUp = Math.max(catchUp, await waitForProjections(service));
+      },
+    );
     console.log(`  (projections caught up within ${catchUp.toFixed(0)} ms after each round)`);
     return pair;
   } finally {
@@ -60,9 +81,23 @@ export async function httpFigures(o: HttpOptions, profile?: string): Promise<Htt
 
 export function httpRows({ create, get }: HttpFigures, connections: number): Row[] {
   return [
-    [`HTTP create, ${String(connections)} conn`, `${fmt(create.base.rate)}/s (A)`, `${fmt(create.measured.rate)}/s`, x(create.ratio), '≥ 1.3x', create.ratio >= 1.3],
+    [
+      `HTTP create, ${String(connections)} conn`,
+      `${fmt(create.base.rate)}/s (A)`,
+      `${fmt(create.measured.rate)}/s`,
+      x(create.ratio),
+      '≥ 1.3x',
+      create.ratio >= 1.3,
+    ],
     ['HTTP create p99', `${String(create.base.p99)} ms (A)`, `${String(create.measured.p99)} ms`, '—', '< 30 ms', create.measured.p99 < 30],
-    [`HTTP get one, ${String(connections)} conn`, `${fmt(get.base.rate)}/s (B)`, `${fmt(get.measured.rate)}/s`, pct(get.ratio), '≥ 40%', get.ratio >= 0.4],
+    [
+      `HTTP get one, ${String(connections)} conn`,
+      `${fmt(get.base.rate)}/s (B)`,
+      `${fmt(get.measured.rate)}/s`,
+      pct(get.ratio),
+      '≥ 40%',
+      get.ratio >= 0.4,
+    ],
     ['HTTP get one p99', `${String(get.base.p99)} ms (B)`, `${String(get.measured.p99)} ms`, '—', '< 10 ms', get.measured.p99 < 10],
   ];
 }

@@ -43,13 +43,19 @@ export async function startServer(mode: 'service' | 'raw-insert' | 'const' | 'em
   const child = spawn(process.execPath, [...(mode === 'service' ? V8_FLAGS : []), ...nodeFlags, ...script], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const exited = new Promise<void>((done) => child.once('exit', () => { done(); }));
+  const exited = new Promise<void>((done) =>
+    child.once('exit', () => {
+      done();
+    }),
+  );
   const lines = createInterface({ input: child.stdout });
   const ready = await new Promise<string>((ok, fail) => {
     lines.on('line', (line) => {
       if (line.startsWith('READY ')) ok(line.slice('READY '.length));
     });
-    void exited.then(() => { fail(new Error(`bench server "${mode}" exited before it was ready`)); });
+    void exited.then(() => {
+      fail(new Error(`bench server "${mode}" exited before it was ready`));
+    });
   });
   const info = JSON.parse(ready) as { url: string; token: string; durability?: Durability };
   return {
@@ -67,7 +73,10 @@ export type Load = { rate: number; p50: number; p99: number; ok: number; seconds
 export async function load(options: Options, duration: number, connections: number): Promise<Load> {
   const r: Result = await autocannon({ connections, timeout: 10, ...options, duration });
   const failed = r.non2xx + r.errors + r.timeouts;
-  if (failed > 0) console.log(`    ! ${String(failed)} requests failed (non-2xx ${String(r.non2xx)}, errors ${String(r.errors)}, timeouts ${String(r.timeouts)})`);
+  if (failed > 0)
+    console.log(
+      `    ! ${String(failed)} requests failed (non-2xx ${String(r.non2xx)}, errors ${String(r.errors)}, timeouts ${String(r.timeouts)})`,
+    );
   return { rate: r['2xx'] / r.duration, p50: r.latency.p50, p99: r.latency.p99, ok: r['2xx'], seconds: r.duration, failed };
 }
 
@@ -98,7 +107,13 @@ export function flushDisk(): void {
 
 /** Warms both sides up, then o.rounds rounds of baseline-then-measured, `after` run after each
  * measured side (outside the timed window). */
-export async function alternate(o: HttpOptions, names: [string, string], base: Options, measured: Options, after?: () => Promise<void>): Promise<Pair> {
+export async function alternate(
+  o: HttpOptions,
+  names: [string, string],
+  base: Options,
+  measured: Options,
+  after?: () => Promise<void>,
+): Promise<Pair> {
   await load(base, o.warmup, o.connections);
   await load(measured, o.warmup, o.connections);
   await after?.();
@@ -142,7 +157,8 @@ export const json = { 'content-type': 'application/json' };
 export const runTag = randomUUID().slice(0, 8);
 let codeCounter = 0;
 export const newCode = (): string => `BENCH-${runTag}-${String(codeCounter++)}`;
-export const bodyFor = (code: string): string => JSON.stringify({ code, name: 'Bench group type', description: 'Created by npm run bench', registry: {} });
+export const bodyFor = (code: string): string =>
+  JSON.stringify({ code, name: 'Bench group type', description: 'Created by npm run bench', registry: {} });
 const createBody = (): string => bodyFor(newCode());
 
 /** POSTs whose every body carries a code never sent before. */
@@ -160,14 +176,20 @@ export function creates(path: string, headers: Record<string, string>, onCreated
 export function rotatingGet(server: Server, ids: readonly string[]): Options {
   let next = 0;
   const headers: Record<string, string> = server.token === '' ? {} : { authorization: `Bearer ${server.token}` };
-  const get: Request = { method: 'GET', headers, setupRequest: (req) => ({ ...req, path: `${RESOURCE}/${ids[next++ % ids.length] ?? ''}` }) };
+  const get: Request = {
+    method: 'GET',
+    headers,
+    setupRequest: (req) => ({ ...req, path: `${RESOURCE}/${ids[next++ % ids.length] ?? ''}` }),
+  };
   return { url: server.url, requests: [get] };
 }
 
 /** Keeps the first 10,000 ids created. */
-export const keepInto = (ids: string[]) => (id: string): void => {
-  if (ids.length < 10_000) ids.push(id);
-};
+export const keepInto =
+  (ids: string[]) =>
+  (id: string): void => {
+    if (ids.length < 10_000) ids.push(id);
+  };
 
 // ---------------------------------------------------------------------------------------------
 // Report
@@ -179,6 +201,10 @@ export const x = (r: number): string => `${(Math.floor(r * 100) / 100).toFixed(2
 export const pct = (r: number): string => `${String(Math.floor(r * 100))}%`;
 
 export const tableOf = (rows: readonly Row[]): string =>
-  ['| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...rows.map(([f, b, m, r, g, ok]) => `| ${f} | ${b} | ${m} | ${r} | ${g} | ${ok ? 'yes' : 'NO'} |`)].join('\n');
+  [
+    '| figure | baseline | measured | ratio | goal | met? |',
+    '|---|---|---|---|---|---|',
+    ...rows.map(([f, b, m, r, g, ok]) => `| ${f} | ${b} | ${m} | ${r} | ${g} | ${ok ? 'yes' : 'NO'} |`),
+  ].join('\n');
 
 export const failures = (...pairs: Pair[]): number => pairs.reduce((n, p) => n + p.base.failed + p.measured.failed, 0);

@@ -33,11 +33,17 @@ import { openEmbeddedStores } from '../infra/embedded.ts';
 import { SERVICE_NODE_ARGS } from '../api/nodeFlags.ts';
 
 const { values: flags } = parseArgs({
-  options: { records: { type: 'string', default: '1000000' }, changes: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '2' }, 'node-options': { type: 'string', default: '' } },
+  options: {
+    records: { type: 'string', default: '1000000' },
+    changes: { type: 'string', default: '1000' },
+    rounds: { type: 'string', default: '2' },
+    'node-options': { type: 'string', default: '' },
+  },
 });
 const RECORDS = Math.round(Number(flags.records));
 const CHANGES = Math.round(Number(flags.changes));
-if (!(RECORDS >= 10) || !(CHANGES >= 1) || CHANGES * 3 > RECORDS) throw new Error('--records at least 10, --changes at least 1 and at most a third of the records');
+if (!(RECORDS >= 10) || !(CHANGES >= 1) || CHANGES * 3 > RECORDS)
+  throw new Error('--records at least 10, --changes at least 1 and at most a third of the records');
 const SECRET_TEXT = 'import-bench-secret-0123456789-0123456789';
 const SECRET = new TextEncoder().encode(SECRET_TEXT);
 const MB = 1024 * 1024;
@@ -54,7 +60,14 @@ function* documents(changed: boolean): Generator<VersionedDocument> {
   const at = '2026-01-01T00:00:00.000Z';
   const one = (i: number, name: string): VersionedDocument => {
     const id = `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
-    const doc = { id, code: code(i), name, description: `Imported by the import benchmark, record ${String(i)}`, validityFrom: at, auditInfo: { version: 0, whoInserted: 'bench', whenInserted: at, whoEdited: 'bench', whenEdited: at } };
+    const doc = {
+      id,
+      code: code(i),
+      name,
+      description: `Imported by the import benchmark, record ${String(i)}`,
+      validityFrom: at,
+      auditInfo: { version: 0, whoInserted: 'bench', whenInserted: at, whoEdited: 'bench', whenEdited: at },
+    };
     return { id, version: 0, doc };
   };
   for (let i = 0; i < RECORDS; i++) {
@@ -74,7 +87,9 @@ async function load(changed: boolean): Promise<string> {
   const serving = service.readModels.serving(worklogType.collection);
   await service.readStore.bulkLoad(serving.collection, documents(changed), await stores.eventStore.headPosition(), serving.name);
   await service.close();
-  console.log(`loaded the ${changed ? 'changed' : 'original'} data set into ${dir} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `loaded the ${changed ? 'changed' : 'original'} data set into ${dir} in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   return dir;
 }
 
@@ -104,7 +119,13 @@ async function start(dir: string): Promise<Service> {
   });
   process.on('exit', () => child.kill('SIGKILL'));
   for (let tries = 0; ; tries++) {
-    if (await fetch(`${address}/health/live`).then((r) => r.ok, () => false)) return { child, address };
+    if (
+      await fetch(`${address}/health/live`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { child, address };
     if (tries > 600 || child.exitCode !== null) throw new Error('the service did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -136,12 +157,18 @@ async function exportTo(service: Service, file: string): Promise<void> {
 /** Uploads the file as the multipart field `file`, streamed from disk; the answer's text. */
 function importFile(service: Service, file: string): Promise<{ status: number; text: string }> {
   const boundary = `----bench${String(Date.now())}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="export.json"\r\nContent-Type: application/json\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="export.json"\r\nContent-Type: application/json\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   return new Promise((resolve, reject) => {
     const req = request(`${service.address}/api/v1/worklog-types/import?save=false`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + statSync(file).size + tail.length },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        'content-length': head.length + statSync(file).size + tail.length,
+      },
     });
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
@@ -184,7 +211,9 @@ const dirs = [await load(false)];
 const original = await start(dirs[0] ?? '');
 const started = performance.now();
 await exportTo(original, file);
-console.log(`exported ${fmt(RECORDS)} records: ${mb(statSync(file).size)} of JSON in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+console.log(
+  `exported ${fmt(RECORDS)} records: ${mb(statSync(file).size)} of JSON in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+);
 await stop(original);
 dirs.push(await load(true));
 const changed = await start(dirs[1] ?? '');

@@ -50,7 +50,10 @@ const sampler = setInterval(() => {
   for (const k of Object.keys(now) as (keyof typeof now)[]) peak[k] = Math.max(peak[k], now[k]);
 }, 20);
 const started = performance.now();
-const diff = await importDiff({ def: worklogType, asked: undefined, checkFilter: () => undefined, here, heldTwice: () => Promise.resolve(false) }, file());
+const diff = await importDiff(
+  { def: worklogType, asked: undefined, checkFilter: () => undefined, here, heldTwice: () => Promise.resolve(false) },
+  file(),
+);
 let entries = 0;
 for await (const _ of diff.entries()) entries++;
 clearInterval(sampler);

@@ -70,7 +70,8 @@ async function paced(o: LagOptions, service: Server, seconds: number, sampleEver
     }
     run.ok++;
     run.createMs.push(answered - sent);
-    if (n % sampleEvery === 0 && res.position !== undefined) await probe(code, (JSON.parse(res.body) as { id: string }).id, res.position, answered);
+    if (n % sampleEvery === 0 && res.position !== undefined)
+      await probe(code, (JSON.parse(res.body) as { id: string }).id, res.position, answered);
   };
   const total = Math.round(seconds * o.rate);
   const pending: Promise<void>[] = [];
@@ -106,7 +107,9 @@ export type LagFigure = {
 };
 
 export async function lagFigure(o: LagOptions): Promise<LagFigure> {
-  console.log(`Projection lag: ${fmt(o.rate)} creates/s by the clock for ${String(o.seconds)} s, one create in ${String(o.sample)} looked for in the read model (absolute, no baseline)`);
+  console.log(
+    `Projection lag: ${fmt(o.rate)} creates/s by the clock for ${String(o.seconds)} s, one create in ${String(o.sample)} looked for in the read model (absolute, no baseline)`,
+  );
   const service = await startServer('service');
   try {
     await paced(o, service, o.warmup, o.sample);

@@ -20,11 +20,20 @@ const service = await composeService({ ...openEmbeddedStores(dataDir), verifyTok
 await service.startProjectors();
 const authorization = `Bearer ${await signHs256(secret, { sub: 'bench', roles: ['admin'] })}`;
 const base = '/api/v1/formatter-templates';
-const body = (v: number) => ({ code: `BIG-${randomUUID()}`.slice(0, 40), inputType: 'HTML', content: `v${String(v)}`.padEnd(480_000, 'x') });
+const body = (v: number) => ({
+  code: `BIG-${randomUUID()}`.slice(0, 40),
+  inputType: 'HTML',
+  content: `v${String(v)}`.padEnd(480_000, 'x'),
+});
 
 async function timed(method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown): Promise<{ ms: number; body: string }> {
   const start = performance.now();
-  const res = await service.app.inject({ method, url, headers: { authorization }, ...(payload === undefined ? {} : { payload: payload as object }) });
+  const res = await service.app.inject({
+    method,
+    url,
+    headers: { authorization },
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
   const ms = performance.now() - start;
   if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${String(res.statusCode)} ${res.body.slice(0, 200)}`);
   return { ms, body: res.body };
@@ -43,7 +52,9 @@ try {
   const f = (n: number | undefined) => `${(n ?? Number.NaN).toFixed(1)} ms`;
   console.log(`PUT of a 480,000-character record: version 1 ${f(puts[0])}, version ${String(VERSIONS)} ${f(puts.at(-1))}`);
   console.log(`GET of it:                          version 1 ${f(gets[0])}, version ${String(VERSIONS)} ${f(gets.at(-1))}`);
-  console.log(`history of ${String(VERSIONS + 1)} versions: ${f(history.ms)} (${(history.body.length / 1e6).toFixed(1)} MB, written in chunks)`);
+  console.log(
+    `history of ${String(VERSIONS + 1)} versions: ${f(history.ms)} (${(history.body.length / 1e6).toFixed(1)} MB, written in chunks)`,
+  );
 } finally {
   await service.close();
   rmSync(dataDir, { recursive: true, force: true });

@@ -6,7 +6,20 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Request } from 'autocannon';
-import { alternate, creates, fmt, json, runTag, segment, startServer, waitForProjections, x, type HttpOptions, type Pair, type Row } from './httpSupport.ts';
+import {
+  alternate,
+  creates,
+  fmt,
+  json,
+  runTag,
+  segment,
+  startServer,
+  waitForProjections,
+  x,
+  type HttpOptions,
+  type Pair,
+  type Row,
+} from './httpSupport.ts';
 
 const LOG_TYPE = `BENCH_${runTag}`;
 /** Creates a second achieves at least this (the issue's goal for logs). */
@@ -34,14 +47,24 @@ export async function logFigure(o: HttpOptions): Promise<Pair> {
   const raw = await startServer('raw-insert');
   try {
     const headers = { ...json, authorization: `Bearer ${service.token}` };
-    const type = await fetch(`${service.url}/api/v1/log-types`, { method: 'POST', headers, body: JSON.stringify({ code: LOG_TYPE, name: 'Bench log type' }) });
+    const type = await fetch(`${service.url}/api/v1/log-types`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ code: LOG_TYPE, name: 'Bench log type' }),
+    });
     if (type.status !== 201) throw new Error(`the bench's log type was refused: ${String(type.status)} ${await type.text()}`);
     const logs: Request[] = [{ method: 'POST', path: '/api/v1/logs', headers, setupRequest: (req) => ({ ...req, body: logBody() }) }];
     console.log(`HTTP log create: ${String(o.connections)} connections, ${segment(o)}`);
     let catchUp = 0;
-    const pair = await alternate(o, ['A raw insert', 'POST logs'], { url: raw.url, requests: creates('/raw', json) }, { url: service.url, requests: logs }, async () => {
-      catchUp = Math.max(catchUp, await waitForProjections(service));
-    });
+    const pair = await alternate(
+      o,
+      ['A raw insert', 'POST logs'],
+      { url: raw.url, requests: creates('/raw', json) },
+      { url: service.url, requests: logs },
+      async () => {
+        catchUp = Math.max(catchUp, await waitForProjections(service));
+      },
+    );
     console.log(`  (projections caught up within ${catchUp.toFixed(0)} ms after each round)`);
     return pair;
   } finally {
@@ -52,7 +75,14 @@ export async function logFigure(o: HttpOptions): Promise<Pair> {
 
 export function logRows(l: Pair, connections: number): Row[] {
   return [
-    [`HTTP log create, ${String(connections)} conn`, `${fmt(l.base.rate)}/s (A)`, `${fmt(l.measured.rate)}/s`, x(l.ratio), `≥ ${fmt(LOG_CREATE_GOAL)}/s`, l.measured.rate >= LOG_CREATE_GOAL],
+    [
+      `HTTP log create, ${String(connections)} conn`,
+      `${fmt(l.base.rate)}/s (A)`,
+      `${fmt(l.measured.rate)}/s`,
+      x(l.ratio),
+      `≥ ${fmt(LOG_CREATE_GOAL)}/s`,
+      l.measured.rate >= LOG_CREATE_GOAL,
+    ],
     ['HTTP log create p99', `${String(l.base.p99)} ms (A)`, `${String(l.measured.p99)} ms`, '—', 'reported', true],
   ];
 }

@@ -14,8 +14,21 @@
 import { LOG_PRAGMAS } from './common.ts';
 import type { PeerInstall } from './emmett/install.ts';
 import {
-  alternate, creates, fmt, json, keepInto, RESOURCE, rotatingGet, segment, startServer, waitForProjections, x,
-  type Durability, type HttpOptions, type Pair, type Row,
+  alternate,
+  creates,
+  fmt,
+  json,
+  keepInto,
+  RESOURCE,
+  rotatingGet,
+  segment,
+  startServer,
+  waitForProjections,
+  x,
+  type Durability,
+  type HttpOptions,
+  type Pair,
+  type Row,
 } from './httpSupport.ts';
 
 type PeerFigures = { create: Pair; get: Pair; ours: Durability; theirs: Durability; equal: boolean };
@@ -31,8 +44,8 @@ const sameDurability = (a: Durability, b: Durability): boolean => a.journalMode 
 
 function durabilityLine(ours: Durability, theirs: Durability): string {
   const verdict = sameDurability(ours, theirs)
-    ? 'equal (Emmett sets only journal_mode; synchronous is SQLite\'s default)'
-    : 'NOT equal: Emmett\'s cannot be set (it opens a connection per operation, with no hook before its transaction)';
+    ? "equal (Emmett sets only journal_mode; synchronous is SQLite's default)"
+    : "NOT equal: Emmett's cannot be set (it opens a connection per operation, with no hook before its transaction)";
   return `  durability: ours ${describe(ours)} (node:sqlite ${ours.sqlite ?? '?'}), Emmett ${describe(theirs)} (sqlite3 addon, SQLite ${theirs.sqlite ?? '?'}): ${verdict}`;
 }
 
@@ -54,10 +67,14 @@ async function peerFigures(o: HttpOptions, install: Extract<PeerInstall, { ok: t
         ['E Emmett POST', 'POST service'],
         { url: peer.url, requests: creates(RESOURCE, json, keepInto(theirIds)) },
         { url: service.url, requests: creates(RESOURCE, headers, keepInto(ourIds)) },
-        async () => { await waitForProjections(service); },
+        async () => {
+          await waitForProjections(service);
+        },
       );
       if (ourIds.length === 0 || theirIds.length === 0) throw new Error('the peer figure created no record on one side');
-      console.log(`HTTP get one vs Emmett: ${String(o.connections)} connections, rotating over ${String(theirIds.length)} (Emmett) and ${String(ourIds.length)} (ours) ids, ${segment(o)}`);
+      console.log(
+        `HTTP get one vs Emmett: ${String(o.connections)} connections, rotating over ${String(theirIds.length)} (Emmett) and ${String(ourIds.length)} (ours) ids, ${segment(o)}`,
+      );
       const get = await alternate(o, ['F Emmett GET', 'GET service'], rotatingGet(peer, theirIds), rotatingGet(service, ourIds));
       return { create, get, ours, theirs, equal: sameDurability(ours, theirs) };
     } finally {
@@ -87,7 +104,21 @@ export function peerRows(p: PeerOutcome, connections: number): Row[] {
   if ('skipped' in p) return [];
   const durability = p.equal ? `${describe(p.ours)} both` : `ours ${describe(p.ours)}, Emmett ${describe(p.theirs)}`;
   return [
-    [`HTTP create vs Emmett, ${String(connections)} conn, ${durability}`, `${fmt(p.create.base.rate)}/s (E, Emmett)`, `${fmt(p.create.measured.rate)}/s`, x(p.create.ratio), '≥ 1.5x', p.create.ratio >= 1.5],
-    [`HTTP get one vs Emmett, ${String(connections)} conn`, `${fmt(p.get.base.rate)}/s (F, Emmett)`, `${fmt(p.get.measured.rate)}/s`, x(p.get.ratio), '≥ 1x', p.get.ratio >= 1],
+    [
+      `HTTP create vs Emmett, ${String(connections)} conn, ${durability}`,
+      `${fmt(p.create.base.rate)}/s (E, Emmett)`,
+      `${fmt(p.create.measured.rate)}/s`,
+      x(p.create.ratio),
+      '≥ 1.5x',
+      p.create.ratio >= 1.5,
+    ],
+    [
+      `HTTP get one vs Emmett, ${String(connections)} conn`,
+      `${fmt(p.get.base.rate)}/s (F, Emmett)`,
+      `${fmt(p.get.measured.rate)}/s`,
+      x(p.get.ratio),
+      '≥ 1x',
+      p.get.ratio >= 1,
+    ],
   ];
 }

@@ -87,8 +87,17 @@ async function start(): Promise<{ child: ChildProcess; url: string }> {
 
 const token = await signHs256(new TextEncoder().encode(SECRET), { sub: 'bench', roles: ['admin'] });
 const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-const count = async (url: string): Promise<number> => (await (await fetch(`${url}/api/v1/user-group-types/count`, { method: 'POST', headers, body: '{}' })).json()) as number;
-type Job = { status: string; data: { progress?: { phase: string; folded?: number }; resumed?: { reason: string }[]; result?: Record<string, unknown>; failure?: string } };
+const count = async (url: string): Promise<number> =>
+  (await (await fetch(`${url}/api/v1/user-group-types/count`, { method: 'POST', headers, body: '{}' })).json()) as number;
+type Job = {
+  status: string;
+  data: {
+    progress?: { phase: string; folded?: number };
+    resumed?: { reason: string }[];
+    result?: Record<string, unknown>;
+    failure?: string;
+  };
+};
 const jobOf = async (url: string, id: string): Promise<Job> => {
   const res = await fetch(`${url}/api/v1/jobs/${id}`, { headers });
   const body = (await res.json()) as Job;
@@ -102,7 +111,10 @@ console.log(`seeded ${fmt(RECORDS)} creates into the log in ${since(t)}`);
 let service = await start();
 t = performance.now();
 for (;;) {
-  const ready = (await (await fetch(`${service.url}/health/ready`)).json()) as { head: string; readModels: { name: string; position: string }[] };
+  const ready = (await (await fetch(`${service.url}/health/ready`)).json()) as {
+    head: string;
+    readModels: { name: string; position: string }[];
+  };
   if (ready.readModels.find((m) => m.name === NAME)?.position === ready.head) break;
   await new Promise((r) => setTimeout(r, 200));
 }
@@ -111,7 +123,9 @@ console.log(`the live read model folded them in ${since(t)}; it counts ${fmt(awa
 const counts: number[] = [];
 const phases = new Set<string>();
 t = performance.now();
-const ack = (await (await fetch(`${service.url}/api/v1/indexes/${NAME}/recreate`, { method: 'POST', headers: { authorization: headers.authorization } })).json()) as { jobId: string };
+const ack = (await (
+  await fetch(`${service.url}/api/v1/indexes/${NAME}/recreate`, { method: 'POST', headers: { authorization: headers.authorization } })
+).json()) as { jobId: string };
 for (;;) {
   counts.push(await count(service.url));
   const job = await jobOf(service.url, ack.jobId);
@@ -135,8 +149,12 @@ for (;;) {
   if (job.status !== 'IN_PROGRESS') break;
   await new Promise((r) => setTimeout(r, 100));
 }
-console.log(`after the restart the job ended ${since(t)} later: ${job.status}; resumed: ${JSON.stringify(job.data.resumed)}; result: ${JSON.stringify(job.data.result ?? job.data.failure)}`);
-console.log(`counts while rebuilding: ${fmt(counts.length)} taken, min ${fmt(Math.min(...counts))}, max ${fmt(Math.max(...counts))}; phases seen: ${[...phases].join(', ')}`);
+console.log(
+  `after the restart the job ended ${since(t)} later: ${job.status}; resumed: ${JSON.stringify(job.data.resumed)}; result: ${JSON.stringify(job.data.result ?? job.data.failure)}`,
+);
+console.log(
+  `counts while rebuilding: ${fmt(counts.length)} taken, min ${fmt(Math.min(...counts))}, max ${fmt(Math.max(...counts))}; phases seen: ${[...phases].join(', ')}`,
+);
 service.child.kill('SIGTERM');
 await new Promise((r) => service.child.once('exit', r));
 
@@ -146,7 +164,7 @@ const log = openSqliteEventStore(join(dir, EVENT_LOG_FILE));
 const reads = openSqliteReadStore({ path: join(dir, READ_MODELS_FILE) });
 const projection = resourceProjection(userGroupType);
 const fold = new Map<string, Document>();
-for (let after = 0n; ; ) {
+for (let after = 0n; ;) {
   const batch = await log.readAll({ after, limit: 10_000, categories: projection.categories });
   for (const e of batch) {
     for (const id of projection.documentIds(e)) {
@@ -162,7 +180,7 @@ const collection = typeof live === 'number' && live > 0 ? `${NAME}__g${String(li
 let same = 0;
 let differ = 0;
 let seen = 0;
-for (let after: string | undefined; ; ) {
+for (let after: string | undefined; ;) {
   const page = await reads.scan(collection, { ...(after === undefined ? {} : { after }), limit: 5000 });
   for (const doc of page) {
     seen++;
@@ -174,7 +192,9 @@ for (let after: string | undefined; ; ) {
 }
 await log.close();
 await reads.close();
-console.log(`generation ${String(live)} (${collection}) against a fresh fold: ${fmt(same)} equal, ${fmt(differ)} differ, ${fmt(fold.size - seen)} missing (${since(t)})`);
+console.log(
+  `generation ${String(live)} (${collection}) against a fresh fold: ${fmt(same)} equal, ${fmt(differ)} differ, ${fmt(fold.size - seen)} missing (${since(t)})`,
+);
 const ok = job.status === 'COMPLETED' && Math.min(...counts) === RECORDS && differ === 0 && seen === fold.size;
 console.log(ok ? 'PASS' : 'FAIL');
 process.exit(ok ? 0 : 1);

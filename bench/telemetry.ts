@@ -75,14 +75,24 @@ const envWith = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
 });
 
 async function startService(dir: string, nodeFlags: string[], env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, [...nodeFlags, join(dir, 'bench', 'server.ts'), 'service'], { cwd: dir, env: envWith(env), stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((done) => child.once('exit', () => { done(); }));
+  const child = spawn(process.execPath, [...nodeFlags, join(dir, 'bench', 'server.ts'), 'service'], {
+    cwd: dir,
+    env: envWith(env),
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((done) =>
+    child.once('exit', () => {
+      done();
+    }),
+  );
   const lines = createInterface({ input: child.stdout });
   const ready = await new Promise<string>((ok, fail) => {
     lines.on('line', (line) => {
       if (line.startsWith('READY ')) ok(line.slice('READY '.length));
     });
-    void exited.then(() => { fail(new Error(`bench server in ${dir} exited before it was ready`)); });
+    void exited.then(() => {
+      fail(new Error(`bench server in ${dir} exited before it was ready`));
+    });
   });
   const info = JSON.parse(ready) as { url: string; token: string };
   return {
@@ -110,7 +120,12 @@ async function otlpSink(): Promise<{ url: string; received: () => number; close:
   return {
     url: `http://127.0.0.1:${String(port)}`,
     received: () => exports,
-    close: () => new Promise((ok) => server.close(() => { ok(); })),
+    close: () =>
+      new Promise((ok) =>
+        server.close(() => {
+          ok();
+        }),
+      ),
   };
 }
 
@@ -166,7 +181,11 @@ async function seed(server: Server, seconds: number, connections: number): Promi
 
 function rotatingGet(server: Server, ids: readonly string[]): Options {
   let next = 0;
-  const get: Request = { method: 'GET', headers: { authorization: `Bearer ${server.token}` }, setupRequest: (req) => ({ ...req, path: `${RESOURCE}/${ids[next++ % ids.length] ?? ''}` }) };
+  const get: Request = {
+    method: 'GET',
+    headers: { authorization: `Bearer ${server.token}` },
+    setupRequest: (req) => ({ ...req, path: `${RESOURCE}/${ids[next++ % ids.length] ?? ''}` }),
+  };
   return { url: server.url, requests: [get] };
 }
 
@@ -213,8 +232,18 @@ export async function telemetryFigure(options: Options3): Promise<TelemetryFigur
     const sides: Side[] = [
       { name: `T ${t}`, start: () => startService(t, [...V8_FLAGS], {}) },
       // Calibration: U as T, an A/A run.
-      options.calibrate === true ? { name: 'U = T', start: () => startService(t, [...V8_FLAGS], {}) } : { name: 'U preload, off', start: () => startService(root, [...V8_FLAGS, ...PRELOAD], {}) },
-      { name: 'V traces on', start: () => startService(root, [...V8_FLAGS, ...PRELOAD], { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }) },
+      options.calibrate === true
+        ? { name: 'U = T', start: () => startService(t, [...V8_FLAGS], {}) }
+        : { name: 'U preload, off', start: () => startService(root, [...V8_FLAGS, ...PRELOAD], {}) },
+      {
+        name: 'V traces on',
+        start: () =>
+          startService(root, [...V8_FLAGS, ...PRELOAD], {
+            OTEL_TRACES_EXPORTER: 'otlp',
+            OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+            OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+          }),
+      },
     ];
     const perRound: Run[][] = [];
     for (let n = 0; n < options.rounds; n++) {
@@ -250,12 +279,26 @@ export function telemetryRows(f: TelemetryFigure): [string, string, string, stri
   const cpuRows: [string, string, string, string, string, boolean][] = Number.isNaN(f.cpu.base)
     ? []
     : [
-        [`CPU per get one, ${off}`, `${us(f.cpu.base)} (T)`, us(f.cpu.off), pct(f.cpu.off / f.cpu.base), '≤ 103%', f.cpu.off / f.cpu.base <= 1.03],
+        [
+          `CPU per get one, ${off}`,
+          `${us(f.cpu.base)} (T)`,
+          us(f.cpu.off),
+          pct(f.cpu.off / f.cpu.base),
+          '≤ 103%',
+          f.cpu.off / f.cpu.base <= 1.03,
+        ],
         ['CPU per get one, traces on', `${us(f.cpu.base)} (T)`, us(f.cpu.on), pct(f.cpu.on / f.cpu.base), 'none', true],
       ];
   return [
     [`HTTP get one, ${off}`, `${fmt(f.rates.base)}/s (T, ${base})`, `${fmt(f.rates.off)}/s`, pct(f.off), '≥ 97%', f.off >= 0.97],
-    ['HTTP get one, traces on (OTLP to a local sink)', `${fmt(f.rates.base)}/s (T, ${base})`, `${fmt(f.rates.on)}/s`, pct(f.on), 'none', true],
+    [
+      'HTTP get one, traces on (OTLP to a local sink)',
+      `${fmt(f.rates.base)}/s (T, ${base})`,
+      `${fmt(f.rates.on)}/s`,
+      pct(f.on),
+      'none',
+      true,
+    ],
     ...cpuRows,
   ];
 }
@@ -279,8 +322,11 @@ async function main(): Promise<void> {
     ...(values.before === undefined ? {} : { before: resolve(values.before) }),
     calibrate: values.calibrate,
   };
-  if (options.calibrate) console.log('Calibration: U is started exactly as T (no preload); its ratios are those of two processes of the same code.');
-  console.log(`Telemetry: HTTP get one, ${String(options.connections)} connections, ${String(options.rounds)} rounds of ${(options.duration / options.rounds).toFixed(1)} s per side`);
+  if (options.calibrate)
+    console.log('Calibration: U is started exactly as T (no preload); its ratios are those of two processes of the same code.');
+  console.log(
+    `Telemetry: HTTP get one, ${String(options.connections)} connections, ${String(options.rounds)} rounds of ${(options.duration / options.rounds).toFixed(1)} s per side`,
+  );
   const f = await telemetryFigure(options);
   const rows = telemetryRows(f).map(([a, b, c, d, e, ok]) => `| ${a} | ${b} | ${c} | ${d} | ${e} | ${ok ? 'yes' : 'NO'} |`);
   console.log(['', '| figure | baseline | measured | ratio | goal | met? |', '|---|---|---|---|---|---|', ...rows].join('\n'));

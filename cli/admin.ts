@@ -10,18 +10,31 @@ import { registerIndexes } from './commands/indexes.ts';
 import { CliError, EXIT, writeErr } from './output.ts';
 
 /** Commander's messages as one `admin: …` line. */
-const oneLine = (text: string): string => `admin: ${text.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ')}\n`;
+const oneLine = (text: string): string =>
+  `admin: ${text
+    .replace(/^error: /, '')
+    .trim()
+    .replace(/\s*\n\s*/g, ' ')}\n`;
 
 export function buildProgram(): Command {
   const program = new Command('admin')
     .description('Administration of the telecom admin service over its REST API')
     .addOption(new Option('--url <url>', 'base URL of the service').env('ADMIN_URL').default('http://127.0.0.1:8080'))
-    .addOption(new Option('--token <token>', 'bearer token (`npm run token` prints one; docs/operations.md, The CLI, says which role each command needs)').env('ADMIN_TOKEN'))
+    .addOption(
+      new Option(
+        '--token <token>',
+        'bearer token (`npm run token` prints one; docs/operations.md, The CLI, says which role each command needs)',
+      ).env('ADMIN_TOKEN'),
+    )
     .option('--json', 'machine output: JSON on stdout instead of tables')
     .configureHelp({ showGlobalOptions: true })
     .showSuggestionAfterError()
     .exitOverride()
-    .configureOutput({ outputError: (text, write) => { write(oneLine(text)); } })
+    .configureOutput({
+      outputError: (text, write) => {
+        write(oneLine(text));
+      },
+    })
     .addHelpText(
       'after',
       `
@@ -33,7 +46,11 @@ Exit codes: ${String(EXIT.ok)} ok, ${String(EXIT.failed)} the command failed (a 
   registerExchange(program);
   registerAudit(program);
   for (const command of program.commands) {
-    command.exitOverride().configureOutput({ outputError: (text, write) => { write(oneLine(text)); } });
+    command.exitOverride().configureOutput({
+      outputError: (text, write) => {
+        write(oneLine(text));
+      },
+    });
   }
   return program;
 }

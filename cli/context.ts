@@ -35,6 +35,7 @@ export function actorOf(token: string): string {
 
 /** A resource path as the API spells it (`user-groups`), checked before any request. */
 export function resourcePath(value: string): string {
-  if (!/^[a-z][a-z0-9-]*$/.test(value)) throw new CliError(`${JSON.stringify(value)} is not a resource path (e.g. user-groups, users, access-rules)`, EXIT.usage);
+  if (!/^[a-z][a-z0-9-]*$/.test(value))
+    throw new CliError(`${JSON.stringify(value)} is not a resource path (e.g. user-groups, users, access-rules)`, EXIT.usage);
   return value;
 }

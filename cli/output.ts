@@ -52,7 +52,10 @@ export function cell(value: unknown, max = 60): string {
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
-    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
   return [line(headers), ...rows.map(line)].join('\n');
 }
 
@@ -65,12 +68,21 @@ export type Progress = {
   stop(): void;
 };
 
-const silent: Progress = { start: () => undefined, update: () => undefined, setTotal: () => undefined, complete: () => undefined, stop: () => undefined };
+const silent: Progress = {
+  start: () => undefined,
+  update: () => undefined,
+  setTotal: () => undefined,
+  complete: () => undefined,
+  stop: () => undefined,
+};
 
 /** A bar on stderr, or nothing when stderr is not a terminal. `{label}` is a payload field. */
 export function progressBar(format = '{label} [{bar}] {percentage}% | {value}/{total}'): Progress {
   if (!process.stderr.isTTY) return silent;
-  const bar = new SingleBar({ format, stream: process.stderr, hideCursor: true, clearOnComplete: false, etaBuffer: 50 }, Presets.shades_classic);
+  const bar = new SingleBar(
+    { format, stream: process.stderr, hideCursor: true, clearOnComplete: false, etaBuffer: 50 },
+    Presets.shades_classic,
+  );
   let started = false;
   return {
     start: (total, payload = {}) => {

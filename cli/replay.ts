@@ -60,7 +60,10 @@ export class Replay {
 
   /** A "delete old logs" by then: the logs it removed (as GET /logs/{id}?asOf= answers them) are gone. */
   #deleteLogs(event: FeedEvent): void {
-    const deletion = deletionOf(event.data, (filter: FilterItem[]) => toQuery({ filter, sort: [] }, log.columns, log.defaultSort).conditions);
+    const deletion = deletionOf(
+      event.data,
+      (filter: FilterItem[]) => toQuery({ filter, sort: [] }, log.columns, log.defaultSort).conditions,
+    );
     if (deletion === undefined) return;
     for (const [stream, { def, state, position }] of this.#states) {
       if (def === log && state.status === 'active' && deletedBy(deletion, shown(def, state), position)) this.#states.delete(stream);

@@ -129,7 +129,7 @@ export type EventStore = {
   /** Called after every committed append; the log's live subscription is built on it. */
   onAppended(listener: (position: Position) => void): () => void;
   close(): Promise<void>;
-}
+};
 
 /** A document of a read model: the record as the API shows it. */
 export type Document = Record<string, unknown> & { id: string };
@@ -218,7 +218,7 @@ export type ReadStore = {
   /** Gives the lease up early (a clean shutdown), if `owner` holds it. */
   releaseLease(projection: string, owner: string): Promise<void>;
   close(): Promise<void>;
-}
+};
 
 /** What an event holds of large binary content (thumbnails, attachments, FILE templates): the
  * content itself lives in the BlobStore, so events stay far below MAX_EVENT_BYTES. */
@@ -244,11 +244,9 @@ export type BlobStore = {
   get(sha256: string): Promise<{ ref: BlobRef; content: Uint8Array } | undefined>;
   has(sha256: string): Promise<boolean>;
   close(): Promise<void>;
-}
+};
 
-export type Clock = {
-  now(): Date;
-}
+export type Clock = { now(): Date };
 
 export type IdGenerator = () => string;
 
@@ -277,7 +275,12 @@ export type OfficeInput = 'html-text' | 'html-table' | 'docx' | 'odt' | 'xlsx' |
 export type OfficeConverter = {
   /** `caller`: whose the conversion is (each caller has a share of the converter, and the HTML's
    * cleaning before it runs as its template job). */
-  convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options?: { date?: Date; paper?: Paper; caller?: TemplateCaller }): Promise<Uint8Array>;
+  convert(
+    input: Uint8Array,
+    from: OfficeInput,
+    to: OfficeFormat,
+    options?: { date?: Date; paper?: Paper; caller?: TemplateCaller },
+  ): Promise<Uint8Array>;
   close(): Promise<void>;
 };
 
@@ -335,10 +338,7 @@ export class DeliveryFailed extends Error {
 
 /** Sends e-mail (SMTP through nodemailer); throws DeliveryFailed when no recipient took it, and
  * answers the recipients the server refused when others took it. */
-export type MailSender = {
-  send(mail: OutgoingMail): Promise<string[]>;
-  close(): Promise<void>;
-};
+export type MailSender = { send(mail: OutgoingMail): Promise<string[]>; close(): Promise<void> };
 
 /** A text message to phone numbers (SMS_GATEWAY_URL); another gateway is another adapter. Throws
  * DeliveryFailed (transient for timeouts, refused connections and gateway 5xx; permanent for a
@@ -349,10 +349,7 @@ export type OutgoingSms = {
   to: readonly string[];
   text: string;
 };
-export type SmsSender = {
-  send(sms: OutgoingSms): Promise<void>;
-  close(): Promise<void>;
-};
+export type SmsSender = { send(sms: OutgoingSms): Promise<void>; close(): Promise<void> };
 
 /** Refused or failed outbound fetch (an address not allowed, a timeout, a body over the limit, a
  * non-2xx answer, not JSON): the message says which, in words a caller may read. */
@@ -364,9 +361,7 @@ export class OutboundFailed extends Error {
 }
 /** The one guarded client for outbound URLs (evalNotificationUrl): refuses loopback, private and
  * link-local addresses unless allow-listed, with a timeout and a size limit. */
-export type OutboundClient = {
-  getJson(url: string): Promise<unknown>;
-};
+export type OutboundClient = { getJson(url: string): Promise<unknown> };
 
 /** A message read from a topic (Kafka). */
 export type IncomingMessage = {

@@ -38,11 +38,18 @@ function ldapProblems(c: LdapConfig): { path: string; message: string }[] {
   if (c.LDAP_USER_DN_TEMPLATE !== undefined && !c.LDAP_USER_DN_TEMPLATE.includes('{username}')) {
     problems.push({ path: 'LDAP_USER_DN_TEMPLATE', message: 'LDAP_USER_DN_TEMPLATE must hold {username}' });
   }
-  if (c.LDAP_USER_BASE === undefined) problems.push({ path: 'LDAP_USER_BASE', message: 'LDAP_USER_BASE is required with LDAP_URL (the login search and the sync read under it)' });
+  if (c.LDAP_USER_BASE === undefined)
+    problems.push({
+      path: 'LDAP_USER_BASE',
+      message: 'LDAP_USER_BASE is required with LDAP_URL (the login search and the sync read under it)',
+    });
   // A DN without a password is an unauthenticated bind: anonymous at best, never the service account.
-  if (c.LDAP_BIND_DN !== undefined && c.LDAP_BIND_PASSWORD === undefined) problems.push({ path: 'LDAP_BIND_PASSWORD', message: 'LDAP_BIND_DN needs LDAP_BIND_PASSWORD' });
-  if (c.LDAP_STARTTLS && /^ldaps:/i.test(c.LDAP_URL)) problems.push({ path: 'LDAP_STARTTLS', message: 'LDAP_STARTTLS is for ldap:// URLs; ldaps:// is TLS already' });
-  if (c.LDAP_CA_FILE !== undefined && !existsSync(c.LDAP_CA_FILE)) problems.push({ path: 'LDAP_CA_FILE', message: `LDAP_CA_FILE ${c.LDAP_CA_FILE} does not exist` });
+  if (c.LDAP_BIND_DN !== undefined && c.LDAP_BIND_PASSWORD === undefined)
+    problems.push({ path: 'LDAP_BIND_PASSWORD', message: 'LDAP_BIND_DN needs LDAP_BIND_PASSWORD' });
+  if (c.LDAP_STARTTLS && /^ldaps:/i.test(c.LDAP_URL))
+    problems.push({ path: 'LDAP_STARTTLS', message: 'LDAP_STARTTLS is for ldap:// URLs; ldaps:// is TLS already' });
+  if (c.LDAP_CA_FILE !== undefined && !existsSync(c.LDAP_CA_FILE))
+    problems.push({ path: 'LDAP_CA_FILE', message: `LDAP_CA_FILE ${c.LDAP_CA_FILE} does not exist` });
   const mapping = parseAttributeMapping(c.LDAP_ATTRIBUTES);
   if ('problems' in mapping) for (const p of mapping.problems) problems.push({ path: 'LDAP_ATTRIBUTES', message: `LDAP_ATTRIBUTES: ${p}` });
   return problems;
@@ -61,7 +68,11 @@ export const ConfigSchema = z
     EVENTSTORE_URL: optionalString,
     // KurrentDB's MaxAppendSize as the server is configured (1 MiB up to 25.1, 256 MiB from 26.0):
     // a larger change is refused with a 413 before it is sent.
-    EVENTSTORE_MAX_APPEND_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+    EVENTSTORE_MAX_APPEND_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .default(1024 * 1024),
     MONGODB_URL: optionalString,
     KAFKA_BROKERS: optionalString,
     // Topics and consumer group of notifications over Kafka (when KAFKA_BROKERS is set).
@@ -81,7 +92,10 @@ export const ConfigSchema = z
     // The events topic's producer: idempotent (the broker numbers its batches, so a retry is neither
     // doubled nor reordered). `false` only for a broker that grants no producer ids (librdkafka's
     // mock cluster, which the tests fall back to without Java).
-    KAFKA_IDEMPOTENT_PRODUCER: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
+    KAFKA_IDEMPOTENT_PRODUCER: z
+      .enum(['true', 'false'])
+      .default('true')
+      .transform((v) => v === 'true'),
     // SMS delivery: a JSON POST per SMS to this gateway (infra/sms/httpSmsGateway.ts), with the
     // token as a bearer when set.
     SMS_GATEWAY_URL: optionalUrl,
@@ -90,7 +104,12 @@ export const ConfigSchema = z
     // when allow-listed here: CIDRs, addresses or host names, comma-separated.
     OUTBOUND_ALLOW: optionalString,
     OUTBOUND_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
-    OUTBOUND_MAX_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    OUTBOUND_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(1024 * 1024),
     // Base URLs of microservices, for a rule's relative evalNotificationUrl: `code=url`, comma-separated.
     MICROSERVICE_URLS: optionalString.pipe(
       z
@@ -127,11 +146,25 @@ export const ConfigSchema = z
     AUDIT_HEARTBEAT_MS: z.coerce.number().int().min(1000).max(300_000).default(15_000),
     // A live audit stream whose client has not taken its data for this long is cut (it holds a slot).
     AUDIT_STALL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
-    BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(6 * 1024 * 1024),
+    BODY_LIMIT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .default(6 * 1024 * 1024),
     // Export, import and diff apply: the largest import file (and body of export/diff and
     // diff/apply; 413 beyond), and the entries of a diff above which applying it runs as a job.
-    IMPORT_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(32 * 1024 * 1024),
-    IMPORT_FILE_MAX_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(4 * 1024 * 1024 * 1024),
+    IMPORT_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 * 1024 * 1024)
+      .default(32 * 1024 * 1024),
+    IMPORT_FILE_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024 * 1024)
+      .default(4 * 1024 * 1024 * 1024),
     DIFF_APPLY_JOB_THRESHOLD: z.coerce.number().int().min(1).max(10_000_000).default(1000),
     // A save (import?save=true, diff/apply) deleting more than this percentage of the records the
     // caller may read, and more than the floor, needs allowMassRemove=true.
@@ -139,8 +172,16 @@ export const ConfigSchema = z
     MASS_REMOVE_FLOOR: z.coerce.number().int().min(0).max(1_000_000_000).default(10),
     // The directory users of authentication LDAP and AD log in against and are synchronised from
     // (docs/directory.md). LDAP_URL unset: no directory.
-    LDAP_URL: optionalString.pipe(z.string().regex(/^ldaps?:\/\/[^\s/]+\/?$/i, { error: 'LDAP_URL is ldap://host[:port] or ldaps://host[:port]' }).optional()),
-    LDAP_STARTTLS: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
+    LDAP_URL: optionalString.pipe(
+      z
+        .string()
+        .regex(/^ldaps?:\/\/[^\s/]+\/?$/i, { error: 'LDAP_URL is ldap://host[:port] or ldaps://host[:port]' })
+        .optional(),
+    ),
+    LDAP_STARTTLS: z
+      .enum(['true', 'false'])
+      .default('false')
+      .transform((v) => v === 'true'),
     LDAP_CA_FILE: optionalString,
     LDAP_BIND_DN: optionalString,
     LDAP_BIND_PASSWORD: optionalString,
@@ -156,7 +197,12 @@ export const ConfigSchema = z
     // The sync: the people it reads (default the user filter with {username} as *), how often it
     // runs by itself (0: only when asked), and the type and authentication of the users it creates.
     LDAP_SYNC_FILTER: optionalString,
-    LDAP_SYNC_INTERVAL_MS: z.coerce.number().int().min(0).max(7 * 24 * 3_600_000).default(0),
+    LDAP_SYNC_INTERVAL_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 24 * 3_600_000)
+      .default(0),
     LDAP_SYNC_USER_TYPE: z.enum(['INDIVIDUAL', 'WORK_GROUP', 'ORGANIZATION', 'EXTERNAL']).default('INDIVIDUAL'),
     LDAP_SYNC_AUTHENTICATION: z.enum(['LDAP', 'AD']).default('LDAP'),
     // Behind a reverse proxy: which X-Forwarded-For hops to believe for the client's address (the
@@ -178,9 +224,16 @@ export const ConfigSchema = z
     if (oidc !== 0 && oidc !== 3) {
       ctx.addIssue({ code: 'custom', message: 'AUTH_ISSUER, AUTH_AUDIENCE and AUTH_JWKS_URL go together', path: ['AUTH_ISSUER'] });
     }
-    if ((c.TLS_CERT === undefined) !== (c.TLS_KEY === undefined)) ctx.addIssue({ code: 'custom', message: 'TLS_CERT and TLS_KEY go together', path: ['TLS_CERT'] });
-    if (c.TLS_CLIENT_CA !== undefined && c.TLS_CERT === undefined) ctx.addIssue({ code: 'custom', message: 'TLS_CLIENT_CA needs TLS_CERT and TLS_KEY (client certificates are asked for over TLS)', path: ['TLS_CLIENT_CA'] });
-    if (c.TLS_CLIENT_CRL !== undefined && c.TLS_CLIENT_CA === undefined) ctx.addIssue({ code: 'custom', message: 'TLS_CLIENT_CRL needs TLS_CLIENT_CA', path: ['TLS_CLIENT_CRL'] });
+    if ((c.TLS_CERT === undefined) !== (c.TLS_KEY === undefined))
+      ctx.addIssue({ code: 'custom', message: 'TLS_CERT and TLS_KEY go together', path: ['TLS_CERT'] });
+    if (c.TLS_CLIENT_CA !== undefined && c.TLS_CERT === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: 'TLS_CLIENT_CA needs TLS_CERT and TLS_KEY (client certificates are asked for over TLS)',
+        path: ['TLS_CLIENT_CA'],
+      });
+    if (c.TLS_CLIENT_CRL !== undefined && c.TLS_CLIENT_CA === undefined)
+      ctx.addIssue({ code: 'custom', message: 'TLS_CLIENT_CRL needs TLS_CLIENT_CA', path: ['TLS_CLIENT_CRL'] });
   });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -196,7 +249,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, envFile = '.env
 
 /** MICROSERVICE_URLS as a map of code to base URL. */
 export const microserviceUrls = (value: string | undefined): Record<string, string> =>
-  Object.fromEntries((value ?? '').split(',').flatMap((pair) => {
-    const at = pair.indexOf('=');
-    return at <= 0 ? [] : [[pair.slice(0, at).trim(), pair.slice(at + 1).trim()]];
-  }));
+  Object.fromEntries(
+    (value ?? '').split(',').flatMap((pair) => {
+      const at = pair.indexOf('=');
+      return at <= 0 ? [] : [[pair.slice(0, at).trim(), pair.slice(at + 1).trim()]];
+    }),
+  );

@@ -10,7 +10,19 @@ import { WorkerTemplateRunner } from './templates/templateRunner.ts';
 
 type RendererLogger = { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
 
-export type RendererSettings = Partial<Pick<Config, 'CHROME_PATH' | 'SOFFICE_PATH' | 'TEMPLATE_TIMEOUT_MS' | 'TEMPLATE_JOBS_PER_CALLER' | 'RENDER_SLOTS' | 'RENDER_QUEUE_LIMIT' | 'RENDER_TIMEOUT_MS' | 'RENDER_RECYCLE_AFTER'>>;
+export type RendererSettings = Partial<
+  Pick<
+    Config,
+    | 'CHROME_PATH'
+    | 'SOFFICE_PATH'
+    | 'TEMPLATE_TIMEOUT_MS'
+    | 'TEMPLATE_JOBS_PER_CALLER'
+    | 'RENDER_SLOTS'
+    | 'RENDER_QUEUE_LIMIT'
+    | 'RENDER_TIMEOUT_MS'
+    | 'RENDER_RECYCLE_AFTER'
+  >
+>;
 
 export function openDocumentRenderers(settings: RendererSettings = {}, logger?: RendererLogger): DocumentRenderers {
   const discipline = {
@@ -31,6 +43,14 @@ export function openDocumentRenderers(settings: RendererSettings = {}, logger?: 
     templates,
     pdf: new ChromiumPdfRenderer({ executablePath: settings.CHROME_PATH, ...discipline }),
     // LibreOffice when it is installed; without it the office formats answer 503 saying how to install it.
-    ...(findLibreOffice(settings.SOFFICE_PATH) === undefined ? {} : { office: new LibreOfficeConverter({ sofficePath: settings.SOFFICE_PATH, ...officeDiscipline, offlineHtml: (html, caller) => templates.offlineHtml(html, caller) }) }),
+    ...(findLibreOffice(settings.SOFFICE_PATH) === undefined
+      ? {}
+      : {
+          office: new LibreOfficeConverter({
+            sofficePath: settings.SOFFICE_PATH,
+            ...officeDiscipline,
+            offlineHtml: (html, caller) => templates.offlineHtml(html, caller),
+          }),
+        }),
   };
 }

@@ -67,7 +67,8 @@ export class RenderQueue {
     const caller = this.#admit(key);
     try {
       if (this.#running < this.#options.slots && this.#mayStart(key)) this.#start(key);
-      else if (this.#waiting.length < this.#options.queueLimit) await new Promise<void>((resolve) => this.#waiting.push({ key, start: resolve }));
+      else if (this.#waiting.length < this.#options.queueLimit)
+        await new Promise<void>((resolve) => this.#waiting.push({ key, start: resolve }));
       else throw rendererBusy(this.#options.what, this.retryAfterSeconds());
     } catch (error) {
       this.#leave(key, caller);
@@ -110,7 +111,8 @@ export class RenderQueue {
     if (key === undefined || shares === undefined) return undefined;
     const caller = this.#callers.get(key) ?? { jobs: 0, running: 0 };
     // The caller's own renders end, at the pace of recent ones, on the slots it may use.
-    if (caller.jobs >= shares.jobs) throw shares.refused(Math.max(1, Math.ceil((caller.jobs / this.#runningShare) * this.#meanMs / 1000)));
+    if (caller.jobs >= shares.jobs)
+      throw shares.refused(Math.max(1, Math.ceil(((caller.jobs / this.#runningShare) * this.#meanMs) / 1000)));
     caller.jobs += 1;
     this.#callers.set(key, caller);
     return caller;

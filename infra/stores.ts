@@ -74,7 +74,9 @@ async function openReadStore(config: Pick<Config, 'MONGODB_URL' | 'DATA_DIR'>, l
     });
     if (folded !== log) {
       await store.close();
-      throw new Error(`the read models in MongoDB at ${where} were folded from the ${folded}, not this ${log}: give MONGODB_URL another database (its path) or drop that one to fold them from this log`);
+      throw new Error(
+        `the read models in MongoDB at ${where} were folded from the ${folded}, not this ${log}: give MONGODB_URL another database (its path) or drop that one to fold them from this log`,
+      );
     }
     return [store, `read models: MongoDB at ${where}`];
   }

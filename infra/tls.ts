@@ -13,7 +13,12 @@ import type { ServerOptions } from 'node:https';
 import type { Server as NetServer } from 'node:net';
 import { createSecureContext, Server as TlsServer } from 'node:tls';
 
-export type TlsFiles = { TLS_CERT?: string | undefined; TLS_KEY?: string | undefined; TLS_CLIENT_CA?: string | undefined; TLS_CLIENT_CRL?: string | undefined };
+export type TlsFiles = {
+  TLS_CERT?: string | undefined;
+  TLS_KEY?: string | undefined;
+  TLS_CLIENT_CA?: string | undefined;
+  TLS_CLIENT_CRL?: string | undefined;
+};
 
 const read = (variable: string, path: string): Buffer => {
   try {
@@ -33,7 +38,9 @@ const checked = <T>(variable: string, path: string, what: string, parse: () => T
 
 /** Every PEM certificate of a bundle. */
 const certificates = (pem: Buffer): X509Certificate[] =>
-  (pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map((block) => new X509Certificate(block));
+  (pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map(
+    (block) => new X509Certificate(block),
+  );
 
 /** The CRL file as the secure context takes it; checked by building one with it. */
 export function readCrl(path: string): Buffer {
@@ -75,7 +82,13 @@ export function tlsServerOptions(files: TlsFiles): ServerOptions | undefined {
  * revocation takes effect without a restart; a file that cannot be read or parsed keeps the CRL
  * in force and is logged. Returns the function that stops watching.
  */
-export function watchClientCrl(server: NetServer, options: ServerOptions, path: string, log: { info: (o: object, m: string) => void; error: (o: object, m: string) => void }, intervalMs = 30_000): () => void {
+export function watchClientCrl(
+  server: NetServer,
+  options: ServerOptions,
+  path: string,
+  log: { info: (o: object, m: string) => void; error: (o: object, m: string) => void },
+  intervalMs = 30_000,
+): () => void {
   // fastify types its server as http.Server; with TLS options it is an https.Server, a tls.Server.
   if (!(server instanceof TlsServer)) throw new Error('TLS_CLIENT_CRL: the server does not speak TLS');
   const reload = (): void => {

@@ -65,7 +65,9 @@ export function multiStreamProjection(spec: {
       const next = spec.evolve(current?.doc ?? undefined, event, id);
       if (next === undefined) return undefined;
       const version = (current?.version ?? -1) + 1;
-      return next === null ? { kind: 'delete', id, version, position: event.position } : { kind: 'upsert', id, version, doc: next, position: event.position };
+      return next === null
+        ? { kind: 'delete', id, version, position: event.position }
+        : { kind: 'upsert', id, version, doc: next, position: event.position };
     },
     ...(spec.sourcesOf === undefined ? {} : { sourcesOf: (doc: Document) => spec.sourcesOf?.(doc) ?? [] }),
   };

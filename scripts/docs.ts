@@ -26,7 +26,11 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
 /** docs/errors.md: the error catalogue (domain/shared/errorCatalogue.ts), by namespace. */
 export function errorsMarkdown(): string {
   const rows = (code: string, entry: ErrorEntry): string[][] =>
-    [entry, ...(entry.also === undefined ? [] : [entry.also])].map((e) => [`\`${code}\``, `${String(HttpStatus[e.status])} ${e.status}`, e.meaning]);
+    [entry, ...(entry.also === undefined ? [] : [entry.also])].map((e) => [
+      `\`${code}\``,
+      `${String(HttpStatus[e.status])} ${e.status}`,
+      e.meaning,
+    ]);
   const byNamespace = new Map<string, string[][]>();
   for (const [code, entry] of Object.entries(ERROR_CATALOGUE) as [string, ErrorEntry][]) {
     const namespace = code.slice(0, code.indexOf('.'));

@@ -71,20 +71,37 @@ function fetchNode(npmVersion) {
   const platforms = { linux: 'linux', darwin: 'darwin' };
   const platform = platforms[process.platform];
   if (!platform || !['x64', 'arm64'].includes(process.arch)) {
-    fail(`Node ${npmVersion} is older than ${MIN_MAJOR} and no Node ${NODE_VERSION} package exists here for ${process.platform}-${process.arch}: install Node ${MIN_MAJOR} or later and run npm install again`);
+    fail(
+      `Node ${npmVersion} is older than ${MIN_MAJOR} and no Node ${NODE_VERSION} package exists here for ${process.platform}-${process.arch}: install Node ${MIN_MAJOR} or later and run npm install again`,
+    );
   }
   const pkg = `node-${platform}-${process.arch}`;
   const binary = path.join(toolsDir, 'node_modules', pkg, 'bin', 'node');
   if (probe(binary)?.version !== `v${NODE_VERSION}`) {
-    say(`Node ${npmVersion} runs npm; installing Node ${NODE_VERSION} (${pkg} from the npm registry) into ${path.relative(root, toolsDir)}`);
+    say(
+      `Node ${npmVersion} runs npm; installing Node ${NODE_VERSION} (${pkg} from the npm registry) into ${path.relative(root, toolsDir)}`,
+    );
     mkdirSync(toolsDir, { recursive: true });
     writeFileSync(path.join(toolsDir, 'package.json'), '{ "private": true }\n');
     const installed = npm(
-      ['install', '--prefix', toolsDir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', `${pkg}@${NODE_VERSION}`],
+      [
+        'install',
+        '--prefix',
+        toolsDir,
+        '--no-save',
+        '--no-package-lock',
+        '--no-audit',
+        '--no-fund',
+        '--ignore-scripts',
+        '--loglevel=error',
+        `${pkg}@${NODE_VERSION}`,
+      ],
       { cwd: toolsDir, stdio: ['ignore', 'inherit', 'inherit'] },
     );
     if (!installed.ok || probe(binary)?.version !== `v${NODE_VERSION}`) {
-      fail(`could not install ${pkg}@${NODE_VERSION}${installed.error ? ` (${installed.error.message})` : ''}: install Node ${MIN_MAJOR} or later and run npm install again`);
+      fail(
+        `could not install ${pkg}@${NODE_VERSION}${installed.error ? ` (${installed.error.message})` : ''}: install Node ${MIN_MAJOR} or later and run npm install again`,
+      );
     }
   }
   mkdirSync(binDir, { recursive: true });
@@ -131,7 +148,9 @@ function rebuildAddonsFor(nodeBinary) {
   // The headers of an official build sit beside its bin/: <prefix>/include/node.
   const prefix = path.dirname(path.dirname(realpathSync(nodeBinary)));
   if (!existsSync(path.join(prefix, 'include', 'node', 'node.h'))) {
-    fail(`native addons ${stale.map((a) => a.name).join(', ')} were built for another Node, and ${prefix} has no include/node headers to rebuild them against`);
+    fail(
+      `native addons ${stale.map((a) => a.name).join(', ')} were built for another Node, and ${prefix} has no include/node headers to rebuild them against`,
+    );
   }
   const names = [...new Set(stale.map((addon) => addon.name))];
   say(`rebuilding ${names.join(', ')} against Node ${target?.version} (${prefix})`);

@@ -28,7 +28,8 @@ const LISTENING = /^ferretdb listening on (mongodb:\/\/\S+)$/m;
 /** The FerretDB version go.mod pins, e.g. "v1.24.2". */
 export function ferretdbVersion(): string {
   const pinned = /^require github\.com\/FerretDB\/FerretDB (v\S+)$/m.exec(readFileSync(join(source, 'go.mod'), 'utf8'));
-  if (pinned?.[1] === undefined) throw new Error('scripts/ferretdb/go.mod pins no github.com/FerretDB/FerretDB version on a require line of its own');
+  if (pinned?.[1] === undefined)
+    throw new Error('scripts/ferretdb/go.mod pins no github.com/FerretDB/FerretDB version on a require line of its own');
   return pinned[1];
 }
 
@@ -62,7 +63,8 @@ export function buildFerretdb(say: (line: string) => void = () => undefined): Bu
   const binary = ferretdbBinary();
   const stamp = `${binary}.sources`;
   const digest = sourceDigest();
-  if (existsSync(binary) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === digest) return { binary, version, built: false, seconds: 0 };
+  if (existsSync(binary) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === digest)
+    return { binary, version, built: false, seconds: 0 };
   const missing = goMissing();
   if (missing !== undefined) return { missing };
   mkdirSync(dirname(binary), { recursive: true });
@@ -101,7 +103,15 @@ export type RunningFerretdb = { url: string; stop: () => Promise<void> };
  * answers its URL once it accepts connections. It also stops when this process dies (its stdin, a
  * pipe from here, closes). */
 export function startFerretdb(binary: string, options: { stateDir: string; port?: number; logLevel?: string }): Promise<RunningFerretdb> {
-  const args = ['-listen-addr', `127.0.0.1:${String(options.port ?? 0)}`, '-state-dir', options.stateDir, '-log-level', options.logLevel ?? 'warn', '-stop-on-eof'];
+  const args = [
+    '-listen-addr',
+    `127.0.0.1:${String(options.port ?? 0)}`,
+    '-state-dir',
+    options.stateDir,
+    '-log-level',
+    options.logLevel ?? 'warn',
+    '-stop-on-eof',
+  ];
   const child = spawn(binary, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   let output = '';
   const stop = (): Promise<void> =>

@@ -142,7 +142,14 @@ const accepts = (port: number): Promise<boolean> =>
     });
   });
 
-export type RunningOpenLdap = { url: string; baseDn: string; adminDn: string; adminPassword: string; version: string; stop(): Promise<void> };
+export type RunningOpenLdap = {
+  url: string;
+  baseDn: string;
+  adminDn: string;
+  adminPassword: string;
+  version: string;
+  stop(): Promise<void>;
+};
 
 /** Starts slapd in a fresh folder under `parent` (default the system's temporary folder) and
  * seeds it; stop() ends it and removes the folder. */
@@ -157,10 +164,16 @@ export async function startOpenLdap(slapd: string, parent = tmpdir()): Promise<R
   const url = `ldap://127.0.0.1:${String(port)}`;
   let output = '';
   // -d 0: in the foreground (a child we can stop), logging nothing but its errors.
-  const child: ChildProcess = spawn(slapd, ['-f', join(dir, 'slapd.conf'), '-h', `${url}/`, '-d', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(slapd, ['-f', join(dir, 'slapd.conf'), '-h', `${url}/`, '-d', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => { resolve(); }));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      resolve();
+    }),
+  );
   const stop = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
@@ -172,10 +185,13 @@ export async function startOpenLdap(slapd: string, parent = tmpdir()): Promise<R
     const deadline = Date.now() + START_TIMEOUT_MS;
     while (!(await accepts(port))) {
       if (child.exitCode !== null) throw new Error(`slapd exited (${String(child.exitCode)}): ${output.trim().slice(-2000)}`);
-      if (Date.now() > deadline) throw new Error(`slapd did not listen on ${url} within ${String(START_TIMEOUT_MS)} ms: ${output.trim().slice(-2000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`slapd did not listen on ${url} within ${String(START_TIMEOUT_MS)} ms: ${output.trim().slice(-2000)}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    const seeded = spawnSync('ldapadd', ['-x', '-H', url, '-D', ADMIN_DN, '-w', ADMIN_PASSWORD, '-f', join(dir, 'seed.ldif')], { encoding: 'utf8' });
+    const seeded = spawnSync('ldapadd', ['-x', '-H', url, '-D', ADMIN_DN, '-w', ADMIN_PASSWORD, '-f', join(dir, 'seed.ldif')], {
+      encoding: 'utf8',
+    });
     if (seeded.status !== 0) throw new Error(`ldapadd of the seed failed: ${seeded.stderr.trim()}`);
   } catch (error) {
     await stop();
@@ -191,7 +207,9 @@ if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
     process.exit(1);
   }
   const running = await startOpenLdap(found.slapd);
-  console.log(`${running.version} at ${running.url}\n  base ${running.baseDn}\n  admin ${running.adminDn} / ${running.adminPassword}\nCtrl-C stops it.`);
+  console.log(
+    `${running.version} at ${running.url}\n  base ${running.baseDn}\n  admin ${running.adminDn} / ${running.adminPassword}\nCtrl-C stops it.`,
+  );
   const stop = () => void running.stop().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -35,7 +35,9 @@ function findPython(): { python: string } | Missing {
     if (probe.status !== 0) continue;
     const [major = 0, minor = 0] = probe.stdout.trim().split('.').map(Number);
     if (major > MIN_PYTHON[0] || (major === MIN_PYTHON[0] && minor >= MIN_PYTHON[1])) return { python };
-    return { missing: `${python} is Python ${probe.stdout.trim()}; Schemathesis ${SCHEMATHESIS_VERSION} needs ${MIN_PYTHON.join('.')} or later` };
+    return {
+      missing: `${python} is Python ${probe.stdout.trim()}; Schemathesis ${SCHEMATHESIS_VERSION} needs ${MIN_PYTHON.join('.')} or later`,
+    };
   }
   return { missing: 'no Python 3 with venv (python3 or python on PATH) to install Schemathesis into' };
 }
@@ -102,7 +104,11 @@ export async function fuzzService(command: string, options: FuzzOptions): Promis
     };
     child.stdout.on('data', take);
     child.stderr.on('data', take);
-    const exitCode = await new Promise<number>((resolve) => child.on('close', (code) => { resolve(code ?? 1); }));
+    const exitCode = await new Promise<number>((resolve) =>
+      child.on('close', (code) => {
+        resolve(code ?? 1);
+      }),
+    );
     return { exitCode, output, summary: summaryOf(output) };
   } finally {
     await stopServiceProcess(service);
@@ -127,7 +133,12 @@ export const summaryOf = (output: string): string => {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { 'max-examples': { type: 'string', default: '100' }, workers: { type: 'string', default: '2' }, seed: { type: 'string' }, install: { type: 'boolean', default: false } },
+    options: {
+      'max-examples': { type: 'string', default: '100' },
+      workers: { type: 'string', default: '2' },
+      seed: { type: 'string' },
+      install: { type: 'boolean', default: false },
+    },
   });
   const installed = installSchemathesis((line) => {
     console.error(line);

@@ -305,7 +305,12 @@ export class LogProcessor {
     const head = await this.#events.headPosition();
     if (head > this.#head) this.#head = head;
     const { categories, eventTypes } = this.handler;
-    const events = await this.#events.readAll({ after: this.#checkpoint, limit: this.#batchSize, categories, ...(eventTypes === undefined ? {} : { types: eventTypes }) });
+    const events = await this.#events.readAll({
+      after: this.#checkpoint,
+      limit: this.#batchSize,
+      categories,
+      ...(eventTypes === undefined ? {} : { types: eventTypes }),
+    });
     const complete = events.length < this.#batchSize;
     const last = events.at(-1)?.position ?? this.#checkpoint;
     // A short batch saw every event of our categories up to the head read before it.
@@ -318,10 +323,17 @@ export class LogProcessor {
       this.#advanceTo(next);
       return complete;
     }
-    const attributes = { 'processor.name': this.handler.name, 'processor.events': events.length, 'processor.from': batch.from.toString(), 'processor.to': batch.to.toString() };
+    const attributes = {
+      'processor.name': this.handler.name,
+      'processor.events': events.length,
+      'processor.from': batch.from.toString(),
+      'processor.to': batch.to.toString(),
+    };
     // A trace of its own: a processor started by a request (a rebuild's swap) must not file every
     // later batch under that request.
-    const handled = await traced(`batch ${this.handler.name}`, attributes, () => this.handler.handle(events, batch, this.#context), { root: true });
+    const handled = await traced(`batch ${this.handler.name}`, attributes, () => this.handler.handle(events, batch, this.#context), {
+      root: true,
+    });
     if (handled === undefined) {
       this.#advanceTo(next);
       this.#storedUpTo(next);

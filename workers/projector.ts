@@ -19,7 +19,13 @@ const WRITE_PART = 2000;
 /** The documents a query selects as the model stands before an event of the batch: those written
  * earlier in the batch judged as they are now (in memory), the others as stored. Their stored
  * versions join `current`. */
-async function selected(projection: Projection, reads: ReadStore, query: Query, current: Map<string, StoredDocument>, writes: ReadonlyMap<string, DocumentWrite>): Promise<string[]> {
+async function selected(
+  projection: Projection,
+  reads: ReadStore,
+  query: Query,
+  current: Map<string, StoredDocument>,
+  writes: ReadonlyMap<string, DocumentWrite>,
+): Promise<string[]> {
   const inBatch = [...writes.values()].flatMap((w) => (w.kind === 'upsert' && matchesAll(w.doc, query.conditions) ? [w.id] : []));
   const stored: string[] = [];
   for (let offset = 0; ; offset += SELECT_PAGE) {
@@ -36,7 +42,15 @@ async function selected(projection: Projection, reads: ReadStore, query: Query, 
 }
 
 /** The ids an event changes, by name and by query; an event that cannot be routed is recorded. */
-async function routeOf(projection: Projection, reads: ReadStore, e: RecordedEvent, named: readonly string[], current: Map<string, StoredDocument>, writes: ReadonlyMap<string, DocumentWrite>, ctx: BatchContext): Promise<readonly string[]> {
+async function routeOf(
+  projection: Projection,
+  reads: ReadStore,
+  e: RecordedEvent,
+  named: readonly string[],
+  current: Map<string, StoredDocument>,
+  writes: ReadonlyMap<string, DocumentWrite>,
+  ctx: BatchContext,
+): Promise<readonly string[]> {
   if (projection.selectDocuments === undefined) return named;
   try {
     const query = projection.selectDocuments(e);
@@ -48,7 +62,12 @@ async function routeOf(projection: Projection, reads: ReadStore, e: RecordedEven
 }
 
 /** Folds a batch onto the documents it touches: the writes to make, in one batch. */
-async function fold(projection: Projection, reads: ReadStore, events: readonly RecordedEvent[], ctx: BatchContext): Promise<DocumentWrite[]> {
+async function fold(
+  projection: Projection,
+  reads: ReadStore,
+  events: readonly RecordedEvent[],
+  ctx: BatchContext,
+): Promise<DocumentWrite[]> {
   const routed = events.map((e) => {
     try {
       return projection.documentIds(e);
@@ -77,7 +96,13 @@ async function fold(projection: Projection, reads: ReadStore, events: readonly R
 
 /** Writes a batch; when the store refuses it but is healthy, writes one document at a time and
  * records and skips the documents it refuses, so one bad document cannot stall the model. */
-async function apply(projection: Projection, reads: ReadStore, writes: readonly DocumentWrite[], batch: Batch, ctx: BatchContext): Promise<void> {
+async function apply(
+  projection: Projection,
+  reads: ReadStore,
+  writes: readonly DocumentWrite[],
+  batch: Batch,
+  ctx: BatchContext,
+): Promise<void> {
   const { collection, name } = projection;
   try {
     // A batch of many writes (a deletion selecting 100,000 documents) goes in parts, the event loop
@@ -113,7 +138,12 @@ export function projectionHandler(projection: Projection, reads: ReadStore): Pro
   return {
     name: projection.name,
     categories: projection.categories,
-    init: () => reads.ensureCollection(projection.collection, projection.indexedPaths, projection.textPaths === undefined ? undefined : { textPaths: projection.textPaths }),
+    init: () =>
+      reads.ensureCollection(
+        projection.collection,
+        projection.indexedPaths,
+        projection.textPaths === undefined ? undefined : { textPaths: projection.textPaths },
+      ),
     async handle(events, batch, ctx) {
       const writes = await fold(projection, reads, events, ctx);
       ctx.assertLease();

@@ -68,7 +68,11 @@ class EventsInHand {
    * waited may overtake the event that failed in its stream. */
   #halted = false;
 
-  constructor(concurrency: number, run: (event: RecordedEvent) => Promise<void>, shareOf: ((event: RecordedEvent) => string | undefined) | undefined) {
+  constructor(
+    concurrency: number,
+    run: (event: RecordedEvent) => Promise<void>,
+    shareOf: ((event: RecordedEvent) => string | undefined) | undefined,
+  ) {
     this.#concurrency = concurrency;
     this.#run = run;
     this.#shareOf = shareOf;
@@ -149,25 +153,27 @@ class EventsInHand {
     entry.state = 'running';
     this.#running += 1;
     if (entry.share !== undefined) this.#runningOf.set(entry.share, (this.#runningOf.get(entry.share) ?? 0) + 1);
-    this.#run(entry.event).then(
-      () => {
-        entry.state = 'done';
-      },
-      (error: unknown) => {
-        entry.state = 'failed';
-        entry.error = error;
-        this.#halted = true;
-      },
-    ).finally(() => {
-      this.#running -= 1;
-      if (entry.share !== undefined) {
-        const left = (this.#runningOf.get(entry.share) ?? 1) - 1;
-        if (left === 0) this.#runningOf.delete(entry.share);
-        else this.#runningOf.set(entry.share, left);
-      }
-      this.#pump();
-      entry.settle();
-    });
+    this.#run(entry.event)
+      .then(
+        () => {
+          entry.state = 'done';
+        },
+        (error: unknown) => {
+          entry.state = 'failed';
+          entry.error = error;
+          this.#halted = true;
+        },
+      )
+      .finally(() => {
+        this.#running -= 1;
+        if (entry.share !== undefined) {
+          const left = (this.#runningOf.get(entry.share) ?? 1) - 1;
+          if (left === 0) this.#runningOf.delete(entry.share);
+          else this.#runningOf.set(entry.share, left);
+        }
+        this.#pump();
+        entry.settle();
+      });
   }
 }
 
@@ -191,7 +197,10 @@ export function reactorHandler(reactor: Reactor, reads: ReadStore): ProcessorHan
     const ctx = context;
     ctx.assertLease();
     try {
-      await reactor.react(event, commandsFor(reactor, event, () => ctx.now()));
+      await reactor.react(
+        event,
+        commandsFor(reactor, event, () => ctx.now()),
+      );
     } catch (error) {
       if (!isDomainError(error) || error.httpStatus >= 500) throw error;
       ctx.recordFailure(event, error);

@@ -5,7 +5,14 @@
 // resumed too often is FAILED with the reason.
 
 import { randomUUID } from 'node:crypto';
-import { READ_MODEL_JOB_ACTOR, ServiceJobTypes, cancelRequestOf, isFinal, job as jobDefinition, type JobCommand } from '../modules/jobs/domain/jobs.ts';
+import {
+  READ_MODEL_JOB_ACTOR,
+  ServiceJobTypes,
+  cancelRequestOf,
+  isFinal,
+  job as jobDefinition,
+  type JobCommand,
+} from '../modules/jobs/domain/jobs.ts';
 import type { Clock, Document, DocumentWrite, EventStore, Position, ReadStore, RecordedEvent, VersionedDocument } from '../domain/ports.ts';
 import { storedOf, type Projection, type StoredDocument } from '../projections/projection.ts';
 import type { Runtime } from '../application/runtime.ts';
@@ -65,8 +72,6 @@ export type ReadModelJobsOptions = {
   /** The filter columns of each read model (its resource's), for refreshes of chosen documents. */
   catalogs: ReadonlyMap<string, { columns: ColumnCatalog; defaultSort: readonly string[] }>;
 };
-
-
 
 export class ReadModelJobs {
   readonly #o: ReadModelJobsOptions;
@@ -149,7 +154,12 @@ export class ReadModelJobs {
       const generation = await this.#o.readModels.beginRebuild(name, id, { dropLive: options.dropLive, isEnded: this.#isEnded });
       if (generation === undefined) {
         const busy = this.#o.readModels.statuses().find((s) => s.name === name);
-        throw new DomainError('READ_MODEL.REBUILDING', `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`, [], { status: 'CONFLICT' });
+        throw new DomainError(
+          'READ_MODEL.REBUILDING',
+          `Read model ${name} is being rebuilt by job ${String(busy?.jobId)}; wait for it to end`,
+          [],
+          { status: 'CONFLICT' },
+        );
       }
       try {
         return await this.#start(id, RECREATE, { indexName: name, dropLive: options.dropLive, generation }, ctx);
@@ -165,9 +175,13 @@ export class ReadModelJobs {
   /** The query of a refresh's Filtering on a read model: a 400 naming what is wrong, before any job. */
   refreshQuery(name: string, filtering: Pick<Filtering, 'filter' | 'sort'>): Query {
     const catalog = this.#o.catalogs.get(name);
-    if (catalog === undefined) throw new DomainError('READ_MODEL.NOT_FILTERABLE', `Read model ${name} has no filter columns; recreate it instead`);
+    if (catalog === undefined)
+      throw new DomainError('READ_MODEL.NOT_FILTERABLE', `Read model ${name} has no filter columns; recreate it instead`);
     if (this.#o.readModels.projection(name)?.sourcesOf === undefined) {
-      throw new DomainError('READ_MODEL.NOT_REFRESHABLE', `The documents of read model ${name} cannot be re-folded one by one; recreate it instead`);
+      throw new DomainError(
+        'READ_MODEL.NOT_REFRESHABLE',
+        `The documents of read model ${name} cannot be re-folded one by one; recreate it instead`,
+      );
     }
     return toQuery(filtering, catalog.columns, catalog.defaultSort);
   }
@@ -186,7 +200,13 @@ export class ReadModelJobs {
    * jobs the generation records name. */
   schedule(): Schedule {
     const query = toQuery(
-      { filter: [{ column: 'status', operator: 'EQ', value: 'IN_PROGRESS' }, { column: 'jobType', operator: 'IN', values: JOB_TYPES }], sort: [] },
+      {
+        filter: [
+          { column: 'status', operator: 'EQ', value: 'IN_PROGRESS' },
+          { column: 'jobType', operator: 'IN', values: JOB_TYPES },
+        ],
+        sort: [],
+      },
       jobDefinition.columns,
       jobDefinition.defaultSort,
     );
@@ -194,7 +214,9 @@ export class ReadModelJobs {
       name: 'read-model-jobs',
       due: async () => {
         const listed = await dueInReadModel(this.#o.readStore, this.#o.readModels, jobDefinition.collection, query);
-        const named = this.#o.readModels.statuses().flatMap((s) => (s.jobId === null || listed.some((d) => d.id === s.jobId) ? [] : [s.jobId]));
+        const named = this.#o.readModels
+          .statuses()
+          .flatMap((s) => (s.jobId === null || listed.some((d) => d.id === s.jobId) ? [] : [s.jobId]));
         const reserved = await Promise.all(named.map((id) => this.#jobs.get(id).catch(() => undefined)));
         return [...listed, ...reserved.filter((r) => r?.status === 'IN_PROGRESS')] as Document[];
       },
@@ -259,17 +281,22 @@ export class ReadModelJobs {
           await this.#fail(record, `stopped ${String(resumed)} times without finishing (the process running it ended); not resumed again`);
           return;
         }
-        const started = (record.data)?.progress !== undefined;
+        const started = record.data?.progress !== undefined;
         await this.#command(record.id, {
           type: 'Resume',
-          reason: started ? 'the process running it ended before it finished; resumed from where it was' : 'taken up by a worker: no process was running it',
+          reason: started
+            ? 'the process running it ended before it finished; resumed from where it was'
+            : 'taken up by a worker: no process was running it',
         });
       }
       if (record.jobType === REFRESH) await this.#refresh(record, boundary);
       else await this.#recreate(record, boundary);
     } catch (error) {
       if (error instanceof Stopped) {
-        if (error.cancelled) await this.#endCancelled(record).catch((e: unknown) => this.#o.logger?.error({ err: e, job: record.id }, 'could not end a cancelled read-model job'));
+        if (error.cancelled)
+          await this.#endCancelled(record).catch((e: unknown) =>
+            this.#o.logger?.error({ err: e, job: record.id }, 'could not end a cancelled read-model job'),
+          );
         return;
       }
       const reason = error instanceof Error ? error.message : String(error);
@@ -290,7 +317,8 @@ export class ReadModelJobs {
    * model empties it); the live generation serves on. */
   async #giveUpGeneration(record: JobRecord): Promise<void> {
     const name = record.data?.indexName;
-    if (typeof name === 'string' && this.#o.readModels.projection(name) !== undefined) await this.#o.readModels.abandonRebuild(name, record.id, { keep: true });
+    if (typeof name === 'string' && this.#o.readModels.projection(name) !== undefined)
+      await this.#o.readModels.abandonRebuild(name, record.id, { keep: true });
   }
 
   async #fail(record: JobRecord, reason: string): Promise<void> {
@@ -314,7 +342,9 @@ export class ReadModelJobs {
     const record = result.record as JobRecord | undefined;
     if (this.#o.runs && result.written !== false && record?.status === 'IN_PROGRESS') {
       // A store that fails here leaves the job to the scheduler, which resumes it once it can.
-      void this.#claimAndRun(record, undefined).catch((error: unknown) => this.#o.logger?.error({ err: error, job: jobId }, 'could not resume a retried read-model job'));
+      void this.#claimAndRun(record, undefined).catch((error: unknown) =>
+        this.#o.logger?.error({ err: error, job: jobId }, 'could not resume a retried read-model job'),
+      );
     }
     return result;
   }
@@ -347,13 +377,27 @@ export class ReadModelJobs {
     // The request reserved the generation (and dropped the live one for a delete); a retried job
     // takes the generation it stopped with again, never dropping what serves meanwhile.
     const kept = generationOf(record);
-    const generation = await this.#o.readModels.beginRebuild(name, record.id, { dropLive: false, isEnded: this.#isEnded, ...(kept === undefined ? {} : { resume: kept }) });
+    const generation = await this.#o.readModels.beginRebuild(name, record.id, {
+      dropLive: false,
+      isEnded: this.#isEnded,
+      ...(kept === undefined ? {} : { resume: kept }),
+    });
     if (generation === undefined) throw new Error(`read model ${name} is being rebuilt by another job`);
     const projection = atGeneration(base, generation);
-    await reads.ensureCollection(projection.collection, projection.indexedPaths, projection.textPaths === undefined ? undefined : { textPaths: projection.textPaths });
+    await reads.ensureCollection(
+      projection.collection,
+      projection.indexedPaths,
+      projection.textPaths === undefined ? undefined : { textPaths: projection.textPaths },
+    );
     const poison: Poison[] = [];
     const notePoison = (e: Pick<RecordedEvent, 'position' | 'stream' | 'type'>, error: unknown) => {
-      if (poison.length < POISON_KEPT) poison.push({ position: e.position.toString(), stream: e.stream, type: e.type, error: error instanceof Error ? error.message : String(error) });
+      if (poison.length < POISON_KEPT)
+        poison.push({
+          position: e.position.toString(),
+          stream: e.stream,
+          type: e.type,
+          error: error instanceof Error ? error.message : String(error),
+        });
     };
     const resumedAt = await reads.checkpoint(projection.name);
     // A generation loaded before a restart (or a cancel) resumes with its catch-up.
@@ -367,12 +411,16 @@ export class ReadModelJobs {
       for (;;) {
         const head = await events.headPosition();
         if (await projector.waitFor(head, PROGRESS_EVERY_MS)) break;
-        await this.#command(record.id, { type: 'Progress', progress: { phase: 'catch-up', generation, folded, position: projector.checkpoint.toString(), head: head.toString() } });
+        await this.#command(record.id, {
+          type: 'Progress',
+          progress: { phase: 'catch-up', generation, folded, position: projector.checkpoint.toString(), head: head.toString() },
+        });
         await boundary();
       }
       for (const f of projector.status().failures) notePoison({ position: BigInt(f.position), stream: f.stream, type: f.type }, f.error);
       await boundary();
-      if (!(await this.#o.readModels.swap(name, generation, record.id, projector))) throw new Error(`read model ${name}: the rebuild's reservation was lost before the swap`);
+      if (!(await this.#o.readModels.swap(name, generation, record.id, projector)))
+        throw new Error(`read model ${name}: the rebuild's reservation was lost before the swap`);
     } catch (error) {
       await projector.stop();
       throw error;
@@ -410,14 +458,25 @@ export class ReadModelJobs {
       // The live projection's checkpoint is monotone: passing 0 leaves it where it is.
       await reads.applyBatch(collection, writes, 0n, serving.name);
       counts.repaired += writes.length;
-      await this.#command(record.id, { type: 'Progress', progress: { phase: 'refresh', offset: offset + REFRESH_PAGE, ...counts, failures } });
+      await this.#command(record.id, {
+        type: 'Progress',
+        progress: { phase: 'refresh', offset: offset + REFRESH_PAGE, ...counts, failures },
+      });
       if (ids.length < REFRESH_PAGE) break;
     }
-    await this.#command(record.id, { type: 'Complete', result: { indexName: name, ...counts, failures, took: `${String(Date.now() - started)} ms` } });
+    await this.#command(record.id, {
+      type: 'Complete',
+      result: { indexName: name, ...counts, failures, took: `${String(Date.now() - started)} ms` },
+    });
   }
 
   /** A page of documents folded again: the repair writes, the page counted into the tally. */
-  async #refoldPage(projection: Projection, ids: readonly string[], stored: Map<string, Omit<VersionedDocument, 'id'>>, { counts, failures }: RefreshTally): Promise<DocumentWrite[]> {
+  async #refoldPage(
+    projection: Projection,
+    ids: readonly string[],
+    stored: Map<string, Omit<VersionedDocument, 'id'>>,
+    { counts, failures }: RefreshTally,
+  ): Promise<DocumentWrite[]> {
     const writes: DocumentWrite[] = [];
     for (const id of ids) {
       const current = stored.get(id);
@@ -436,7 +495,11 @@ export class ReadModelJobs {
   }
 
   /** One document folded again from its streams; the repair write when it differs from the stored one. */
-  async #refold(projection: Projection, id: string, current: { version: number; doc: Document | null; position?: Position }): Promise<DocumentWrite | undefined> {
+  async #refold(
+    projection: Projection,
+    id: string,
+    current: { version: number; doc: Document | null; position?: Position },
+  ): Promise<DocumentWrite | undefined> {
     if (current.doc === null || projection.sourcesOf === undefined) return undefined;
     const events = (await Promise.all(projection.sourcesOf(current.doc).map((s) => this.#o.eventStore.readStream(s)))).flat();
     events.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
@@ -448,12 +511,20 @@ export class ReadModelJobs {
     if (multi && current.position !== undefined && (folded.position ?? 0n) < current.position) return undefined;
     const version = multi ? current.version : folded.version;
     const at = folded.position === undefined ? {} : { position: folded.position };
-    return folded.doc === null ? { kind: 'delete', id, version, ...at, repair: true } : { kind: 'upsert', id, version, doc: folded.doc, ...at, repair: true };
+    return folded.doc === null
+      ? { kind: 'delete', id, version, ...at, repair: true }
+      : { kind: 'upsert', id, version, doc: folded.doc, ...at, repair: true };
   }
 
   /** Folds the whole log of the projection's categories in memory, then loads the documents in
    * one pass (indexes built after the load); answers how many events it folded. */
-  async #foldInMemory(jobId: string, projection: Projection, generation: number, notePoison: (e: RecordedEvent, error: unknown) => void, boundary: Boundary): Promise<number> {
+  async #foldInMemory(
+    jobId: string,
+    projection: Projection,
+    generation: number,
+    notePoison: (e: RecordedEvent, error: unknown) => void,
+    boundary: Boundary,
+  ): Promise<number> {
     const { eventStore: events, readStore: reads } = this.#o;
     const head = await events.headPosition();
     const of = events.distance(0n, head);
@@ -483,7 +554,10 @@ export class ReadModelJobs {
   }
 }
 
-type RefreshTally = { counts: { matched: number; repaired: number; unchanged: number; failed: number }; failures: { id: string; error: string }[] };
+type RefreshTally = {
+  counts: { matched: number; repaired: number; unchanged: number; failed: number };
+  failures: { id: string; error: string }[];
+};
 
 /** Where a refresh recorded it was: the next page, its counts and the failures it kept. */
 function refreshProgress(progress: JsonObject | undefined): RefreshTally & { offset: number } {
@@ -519,10 +593,18 @@ function foldFrom(projection: Projection, id: string, events: readonly RecordedE
 }
 
 /** One event into the documents it changes; a poison event is noted and skipped. */
-export function foldOne(projection: Projection, documents: Map<string, VersionedDocument>, e: RecordedEvent, notePoison: (e: RecordedEvent, error: unknown) => void): void {
+export function foldOne(
+  projection: Projection,
+  documents: Map<string, VersionedDocument>,
+  e: RecordedEvent,
+  notePoison: (e: RecordedEvent, error: unknown) => void,
+): void {
   try {
     const query = projection.selectDocuments?.(e);
-    const selected = query === undefined ? [] : [...documents.values()].flatMap((d) => (d.doc !== null && matchesAll(d.doc, query.conditions) ? [d.id] : []));
+    const selected =
+      query === undefined
+        ? []
+        : [...documents.values()].flatMap((d) => (d.doc !== null && matchesAll(d.doc, query.conditions) ? [d.id] : []));
     for (const id of [...projection.documentIds(e), ...selected]) {
       const write = projection.evolve(documents.get(id), e, id);
       if (write !== undefined) documents.set(id, { id, ...storedOf(write) });

@@ -23,7 +23,9 @@ const RETIRE_AFTER_MS = 5 * GENERATIONS_POLL_MS;
 
 /** The projection writing generation `g` of a read model: its own collection and checkpoint. */
 export const atGeneration = (projection: Projection, generation: number): Projection =>
-  generation === 0 ? projection : { ...projection, name: `${projection.name}__g${String(generation)}`, collection: `${projection.collection}__g${String(generation)}` };
+  generation === 0
+    ? projection
+    : { ...projection, name: `${projection.name}__g${String(generation)}`, collection: `${projection.collection}__g${String(generation)}` };
 
 type Slot = {
   projection: Projection;
@@ -39,10 +41,19 @@ type Slot = {
  * failed: none serves and none is being built (its rebuild failed: recreate it). */
 export type ReadModelState = 'live' | 'rebuilding' | 'failed';
 
-export type ReadModelSetStatus = ReadModelStatus & { generation: number | null; state: ReadModelState; building: number | null; jobId: string | null };
+export type ReadModelSetStatus = ReadModelStatus & {
+  generation: number | null;
+  state: ReadModelState;
+  building: number | null;
+  jobId: string | null;
+};
 
 const sameRecord = (doc: Record<string, unknown> | null, record: GenerationRecord): boolean =>
-  doc !== null && doc.live === record.live && doc.building === record.building && doc.jobId === record.jobId && (doc.retired ?? null) === (record.retired ?? null);
+  doc !== null &&
+  doc.live === record.live &&
+  doc.building === record.building &&
+  doc.jobId === record.jobId &&
+  (doc.retired ?? null) === (record.retired ?? null);
 
 export class ReadModelSet implements ReadModels {
   readonly #slots = new Map<string, Slot>();
@@ -58,7 +69,13 @@ export class ReadModelSet implements ReadModels {
     this.#reads = reads;
     this.#options = options;
     for (const projection of projections) {
-      this.#slots.set(projection.name, { projection, record: { live: 0, building: null, jobId: null }, version: -1, live: undefined, swapping: false });
+      this.#slots.set(projection.name, {
+        projection,
+        record: { live: 0, building: null, jobId: null },
+        version: -1,
+        live: undefined,
+        swapping: false,
+      });
     }
   }
 
@@ -107,7 +124,12 @@ export class ReadModelSet implements ReadModels {
     const found = new Map<string, { record: GenerationRecord; version: number }>();
     for (const [name, { version, doc }] of stored) {
       if (doc === null) continue;
-      const record = { live: doc.live as number | null, building: doc.building as number | null, jobId: doc.jobId as string | null, retired: (doc.retired ?? null) as number | null };
+      const record = {
+        live: doc.live as number | null,
+        building: doc.building as number | null,
+        jobId: doc.jobId as string | null,
+        retired: (doc.retired ?? null) as number | null,
+      };
       found.set(name, { record, version });
       const slot = this.#slots.get(name);
       // Never older than what this instance wrote or read since (a slow read answers late).
@@ -144,7 +166,12 @@ export class ReadModelSet implements ReadModels {
    * so of two instances (or two requests) changing it at once exactly one succeeds. */
   async #write(slot: Slot, record: GenerationRecord, readAt: number): Promise<boolean> {
     const version = readAt + 1;
-    await this.#reads.applyBatch(GENERATIONS, [{ kind: 'upsert', id: slot.projection.name, version, doc: { id: slot.projection.name, ...record } }], 0n, GENERATIONS);
+    await this.#reads.applyBatch(
+      GENERATIONS,
+      [{ kind: 'upsert', id: slot.projection.name, version, doc: { id: slot.projection.name, ...record } }],
+      0n,
+      GENERATIONS,
+    );
     const stored = (await this.#reads.getMany(GENERATIONS, [slot.projection.name])).get(slot.projection.name);
     if (stored?.version !== version || !sameRecord(stored.doc, record)) return false;
     slot.record = record;
@@ -162,7 +189,12 @@ export class ReadModelSet implements ReadModels {
   #retireLater(slot: Slot): void {
     const timer = setTimeout(() => {
       this.#retiring.delete(timer);
-      void this.#retire(slot).catch((error: unknown) => this.#options.logger?.error({ err: error, readModel: slot.projection.name }, 'could not drop a replaced generation; trying again at the next start'));
+      void this.#retire(slot).catch((error: unknown) =>
+        this.#options.logger?.error(
+          { err: error, readModel: slot.projection.name },
+          'could not drop a replaced generation; trying again at the next start',
+        ),
+      );
     }, RETIRE_AFTER_MS);
     timer.unref();
     this.#retiring.add(timer);
@@ -180,7 +212,10 @@ export class ReadModelSet implements ReadModels {
   collectionOf(name: string): string {
     const slot = this.#slot(name);
     if (slot.record.live === null) {
-      throw unavailable('READ_MODEL.REBUILDING', `Read model ${name} is rebuilding from the log; retry when GET /api/v1/indexes shows it live`);
+      throw unavailable(
+        'READ_MODEL.REBUILDING',
+        `Read model ${name} is rebuilding from the log; retry when GET /api/v1/indexes shows it live`,
+      );
     }
     return atGeneration(slot.projection, slot.record.live).collection;
   }
@@ -230,7 +265,11 @@ export class ReadModelSet implements ReadModels {
    * job resumes where it stopped); a generation reserved anew is emptied first.
    * Answers undefined when another job holds the reservation (and `isRunning` says it still runs).
    */
-  async beginRebuild(name: string, jobId: string, options: { dropLive: boolean; isEnded?: (jobId: string) => Promise<boolean>; resume?: number }): Promise<number | undefined> {
+  async beginRebuild(
+    name: string,
+    jobId: string,
+    options: { dropLive: boolean; isEnded?: (jobId: string) => Promise<boolean>; resume?: number },
+  ): Promise<number | undefined> {
     const slot = this.#slot(name);
     const { record, version } = await this.#current(slot);
     if (record.building !== null && record.jobId === jobId) return record.building;
@@ -255,7 +294,8 @@ export class ReadModelSet implements ReadModels {
    * the next one, emptied of what a stopped rebuild of another job (or one before a swap that made
    * it stale) kept there. */
   async #generationFor(slot: Slot, record: GenerationRecord, resume: number | undefined): Promise<number> {
-    if (resume !== undefined && resume > 0 && record.building === null && resume !== record.live && resume !== record.retired) return resume;
+    if (resume !== undefined && resume > 0 && record.building === null && resume !== record.live && resume !== record.retired)
+      return resume;
     const generation = Math.max(record.live ?? 0, record.retired ?? 0) + 1;
     const fresh = atGeneration(slot.projection, generation);
     await this.#reads.reset(fresh.collection, fresh.name);

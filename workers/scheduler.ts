@@ -38,7 +38,13 @@ export type Schedule = {
 };
 
 /** Due items as the documents of a read model a query selects (none while it is rebuilding). */
-export async function dueInReadModel(reads: ReadStore, readModels: ReadModels, readModel: string, query: Query, limit = 100): Promise<Document[]> {
+export async function dueInReadModel(
+  reads: ReadStore,
+  readModels: ReadModels,
+  readModel: string,
+  query: Query,
+  limit = 100,
+): Promise<Document[]> {
   let collection: string;
   try {
     collection = readModels.collectionOf(readModel);
@@ -196,7 +202,8 @@ export class Scheduler {
     const now = this.#options.clock.now();
     const batch = this.#options.batch ?? 100;
     const due = await schedule.due(now);
-    const keyOf = (item: Document) => `${schedule.name}\n${item.id}\n${JSON.stringify((item.auditInfo as { version?: unknown } | undefined)?.version ?? null)}`;
+    const keyOf = (item: Document) =>
+      `${schedule.name}\n${item.id}\n${JSON.stringify((item.auditInfo as { version?: unknown } | undefined)?.version ?? null)}`;
     const items = due.slice(0, batch).filter((item) => !this.#ran.has(keyOf(item)));
     let ran = 0;
     let next = 0;
@@ -226,7 +233,12 @@ export class Scheduler {
  * the schedule once its read model has folded them, when they still want a tick. Nothing while the
  * scheduler does not run on its own (tests that tick it). Its checkpoint is kept like any
  * handler's; a reaction or a wake it misses (a crash) costs only the wait until the next interval. */
-export function wakeHandler(schedule: Schedule, scheduler: Scheduler, readModels: ReadModels, reads: ReadStore): ProcessorHandler | undefined {
+export function wakeHandler(
+  schedule: Schedule,
+  scheduler: Scheduler,
+  readModels: ReadModels,
+  reads: ReadStore,
+): ProcessorHandler | undefined {
   const on = schedule.wakeOn;
   if (on === undefined) return undefined;
   const name = `wake:${schedule.name}`;

@@ -8,7 +8,12 @@ const tracer = trace.getTracer('telecom-admin');
 
 /** Runs `work` in a span, a child of the active one (or a root when none is active, or when `root`:
  * work of its own, such as a processor's batch, even when a request started the processor). */
-export function traced<T>(name: string, attributes: Attributes, work: (span: Span) => Promise<T>, options: { root?: boolean } = {}): Promise<T> {
+export function traced<T>(
+  name: string,
+  attributes: Attributes,
+  work: (span: Span) => Promise<T>,
+  options: { root?: boolean } = {},
+): Promise<T> {
   return tracer.startActiveSpan(name, { attributes, root: options.root === true }, async (span) => {
     try {
       return await work(span);

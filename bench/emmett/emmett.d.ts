@@ -34,7 +34,10 @@ declare module '@event-driven-io/emmett' {
 
   /** `event: never`: an evolve of any event type fits. */
   export type EventStore = {
-    aggregateStream<State>(streamName: string, options: { evolve: (state: State, event: never) => State; initialState: () => State }): Promise<AggregateStreamResult<State>>;
+    aggregateStream<State>(
+      streamName: string,
+      options: { evolve: (state: State, event: never) => State; initialState: () => State },
+    ): Promise<AggregateStreamResult<State>>;
   };
 
   export type CommandHandlerResult<State, StreamEvent extends Event> = AppendToStreamResultWithGlobalPosition & {
@@ -66,7 +69,10 @@ declare module '@event-driven-io/emmett-sqlite' {
 
   export type SQLiteEventStore = EventStore;
 
-  export const getSQLiteEventStore: (options: { fileName: string; schema?: { autoMigration?: 'None' | 'CreateOrUpdate' } }) => SQLiteEventStore;
+  export const getSQLiteEventStore: (options: {
+    fileName: string;
+    schema?: { autoMigration?: 'None' | 'CreateOrUpdate' };
+  }) => SQLiteEventStore;
 
   export const sqliteConnection: (options: { fileName: string }) => SQLiteConnection;
 }

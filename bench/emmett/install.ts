@@ -38,10 +38,11 @@ function installedVersion(): string | undefined {
 /** Whether Emmett (and so the sqlite3 addon) loads in the Node that runs the bench: the stderr's
  * last lines when it does not. */
 function loadError(): string | undefined {
-  const probe = spawnSync(process.execPath, ['--input-type=module', '-e', `await import('${PACKAGE}'); await import('@event-driven-io/emmett');`], {
-    cwd: DIR,
-    encoding: 'utf8',
-  });
+  const probe = spawnSync(
+    process.execPath,
+    ['--input-type=module', '-e', `await import('${PACKAGE}'); await import('@event-driven-io/emmett');`],
+    { cwd: DIR, encoding: 'utf8' },
+  );
   return probe.status === 0 ? undefined : probe.stderr.trim().split('\n').slice(-3).join(' | ') || `exit ${String(probe.status)}`;
 }
 
@@ -60,7 +61,11 @@ function runNpm(args: string[], headers: string): boolean {
   };
   // Left by `npm run bench` for the project: the nested npm works on bench/emmett alone.
   delete env.npm_config_local_prefix;
-  const result = spawnSync(file, [...pre, ...args, '--prefix', DIR, '--no-audit', '--no-fund'], { cwd: DIR, env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const result = spawnSync(file, [...pre, ...args, '--prefix', DIR, '--no-audit', '--no-fund'], {
+    cwd: DIR,
+    env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   return result.status === 0;
 }
 
@@ -73,7 +78,9 @@ export function ensurePeerInstalled(): PeerInstall {
   if (!existsSync(join(prefix, 'include', 'node', 'node.h'))) {
     return { ok: false, reason: `${prefix} has no include/node headers for Node ${process.version} to compile sqlite3 against` };
   }
-  console.log(`Peer: installing ${PACKAGE}@${want} into ${relative(process.cwd(), join(DIR, 'node_modules')) || 'bench/emmett/node_modules'} (native sqlite3 against Node ${process.version}'s headers in ${prefix}) ...`);
+  console.log(
+    `Peer: installing ${PACKAGE}@${want} into ${relative(process.cwd(), join(DIR, 'node_modules')) || 'bench/emmett/node_modules'} (native sqlite3 against Node ${process.version}'s headers in ${prefix}) ...`,
+  );
   const started = performance.now();
   let ok = runNpm(['install'], prefix);
   // An addon left from a build for another Node: installed, but it does not load.
@@ -81,7 +88,10 @@ export function ensurePeerInstalled(): PeerInstall {
   const installSeconds = (performance.now() - started) / 1000;
   const error = loadError();
   if (!ok || error !== undefined || installedVersion() !== want) {
-    return { ok: false, reason: `npm install in bench/emmett ${ok ? `left ${PACKAGE} unloadable: ${error ?? `version ${installedVersion() ?? 'none'}`}` : 'failed'}` };
+    return {
+      ok: false,
+      reason: `npm install in bench/emmett ${ok ? `left ${PACKAGE} unloadable: ${error ?? `version ${installedVersion() ?? 'none'}`}` : 'failed'}`,
+    };
   }
   console.log(`Peer: installed in ${installSeconds.toFixed(0)} s`);
   return { ok: true, version: want, installSeconds };

@@ -64,7 +64,10 @@ const decider: Decider<State, CreateUserGroupType, UserGroupTypeCreated> = {
   },
   evolve: (_state, event) => {
     const { by, at, ...fields } = event.data;
-    return { status: 'created', record: { ...fields, auditInfo: { version: 0, whoInserted: by, whenInserted: at, whoEdited: by, whenEdited: at } } };
+    return {
+      status: 'created',
+      record: { ...fields, auditInfo: { version: 0, whoInserted: by, whenInserted: at, whoEdited: by, whenEdited: at } },
+    };
   },
 };
 
@@ -101,7 +104,10 @@ async function main(): Promise<void> {
   const app = Fastify({ logger: false });
   app.post<{ Body: Fields }>(RESOURCE, { schema: { body: bodySchema } }, async (request, reply) => {
     const id = randomUUID();
-    const command: CreateUserGroupType = { type: 'CreateUserGroupType', data: { ...request.body, id, actor: 'bench-admin', now: new Date().toISOString() } };
+    const command: CreateUserGroupType = {
+      type: 'CreateUserGroupType',
+      data: { ...request.body, id, actor: 'bench-admin', now: new Date().toISOString() },
+    };
     const result = await oneAtATime(() => handle(eventStore, id, command));
     if (result.newState.status !== 'created') throw new Error(`create of ${id} left no record`);
     return reply
@@ -119,7 +125,10 @@ async function main(): Promise<void> {
 
   // One append creates the schema (and the file, in WAL); then read the settings back the way
   // Emmett's connections see them.
-  await handle(eventStore, randomUUID(), { type: 'CreateUserGroupType', data: { id: randomUUID(), code: 'PROBE', name: 'probe', actor: 'bench', now: new Date().toISOString() } });
+  await handle(eventStore, randomUUID(), {
+    type: 'CreateUserGroupType',
+    data: { id: randomUUID(), code: 'PROBE', name: 'probe', actor: 'bench', now: new Date().toISOString() },
+  });
   const probe = sqliteConnection({ fileName });
   const journal = await probe.querySingle<{ journal_mode: string }>('PRAGMA journal_mode');
   const sync = await probe.querySingle<{ synchronous: number }>('PRAGMA synchronous');

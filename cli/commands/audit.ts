@@ -22,10 +22,17 @@ function dateTime(value: string): string {
   return value;
 }
 
-const list = (value: string, previous: string[] = []): string[] => [...previous, ...value.split(',').map((v) => v.trim()).filter((v) => v !== '')];
+const list = (value: string, previous: string[] = []): string[] => [
+  ...previous,
+  ...value
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== ''),
+];
 
 /** One line per event: position, time, type, stream, actor. */
-const line = (e: FeedEvent): string => [String(e.position).padStart(8), e.at, e.type.padEnd(28), e.stream.padEnd(50), cell(e.actor, 40)].join('  ');
+const line = (e: FeedEvent): string =>
+  [String(e.position).padStart(8), e.at, e.type.padEnd(28), e.stream.padEnd(50), cell(e.actor, 40)].join('  ');
 
 export function registerAudit(program: Command): void {
   program
@@ -34,28 +41,46 @@ export function registerAudit(program: Command): void {
     .option('--types <types>', 'only these event types, comma-separated (repeatable)', list)
     .option('--streams <streams>', 'only these streams, comma-separated (repeatable)', list)
     .option('--after <position>', 'start after this log position instead of now')
-    .addHelpText('after', '\nOne line per event (--json: one JSON object per line). Ctrl-C stops it. A dropped connection is resumed where it stopped.\n\nExamples:\n  admin tail\n  admin tail --types UserGroupCreated,UserGroupDeleted --json | jq .data')
+    .addHelpText(
+      'after',
+      '\nOne line per event (--json: one JSON object per line). Ctrl-C stops it. A dropped connection is resumed where it stopped.\n\nExamples:\n  admin tail\n  admin tail --types UserGroupCreated,UserGroupDeleted --json | jq .data',
+    )
     .action(async (options: { types?: string[]; streams?: string[]; after?: string }, command: Command) => {
       const { client, json } = contextOf(command);
       const stop = new AbortController();
-      process.once('SIGINT', () => { stop.abort(); });
-      process.once('SIGTERM', () => { stop.abort(); });
-      await follow(client, options, stop.signal, (e) => { writeOut(json ? JSON.stringify(e) : line(e)); });
+      process.once('SIGINT', () => {
+        stop.abort();
+      });
+      process.once('SIGTERM', () => {
+        stop.abort();
+      });
+      await follow(client, options, stop.signal, (e) => {
+        writeOut(json ? JSON.stringify(e) : line(e));
+      });
     });
 
   program
     .command('replay')
-    .description('The records as they were at a time, folded from the audit feed with the service\'s own evolve, as an export object on stdout')
+    .description(
+      "The records as they were at a time, folded from the audit feed with the service's own evolve, as an export object on stdout",
+    )
     .requiredOption('--until <date-time>', 'the time: events at or before it count (as GET ?asOf= does)', dateTime)
-    .option('--resource <resource>', 'only this resource (e.g. user-groups): one export object; without it a JSON array of one per resource with records')
-    .addHelpText('after', '\nReads the whole feed: events of several instances need not be in log order of their time.\n\nExamples:\n  admin replay --until 2026-11-23T12:00:00Z --resource user-groups > groups-at-noon.json\n  admin import user-groups groups-at-noon.json       # what changed since')
+    .option(
+      '--resource <resource>',
+      'only this resource (e.g. user-groups): one export object; without it a JSON array of one per resource with records',
+    )
+    .addHelpText(
+      'after',
+      '\nReads the whole feed: events of several instances need not be in log order of their time.\n\nExamples:\n  admin replay --until 2026-11-23T12:00:00Z --resource user-groups > groups-at-noon.json\n  admin import user-groups groups-at-noon.json       # what changed since',
+    )
     .action(async (options: { until: string; resource?: string }, command: Command) => {
       const { client, token } = contextOf(command);
       const { Replay } = await import('../replay.ts');
       const { resources } = await import('../resources.ts');
       const path = options.resource === undefined ? undefined : resourcePath(options.resource);
       const chosen = path === undefined ? resources : resources.filter((r) => r.path === path);
-      if (chosen.length === 0) throw new CliError(`${String(path)} is not a resource replay knows (${resources.map((r) => r.path).join(', ')})`, EXIT.usage);
+      if (chosen.length === 0)
+        throw new CliError(`${String(path)} is not a resource replay knows (${resources.map((r) => r.path).join(', ')})`, EXIT.usage);
       const replay = new Replay(chosen, new Date(options.until));
       const bar = progressBar('{label} {value} events read');
       let read = 0;
@@ -65,7 +90,9 @@ export function registerAudit(program: Command): void {
         for (let after: string | undefined; ;) {
           // Logs go with their deletions ("delete old logs" removes logs without an event of theirs).
           const streams = path === 'logs' ? 'logs,log-deletions' : path;
-          const { body }: { body: FeedPage } = await client.json<FeedPage>('/api/v1/audit/events', { query: { after, limit: PAGE, streams } });
+          const { body }: { body: FeedPage } = await client.json<FeedPage>('/api/v1/audit/events', {
+            query: { after, limit: PAGE, streams },
+          });
           for (const e of body.events) replay.add(e);
           read += body.events.length;
           bar.setTotal(read);
@@ -76,14 +103,17 @@ export function registerAudit(program: Command): void {
       } finally {
         bar.stop();
       }
-      const exported = replay.records().filter((r) => path !== undefined || r.records.length > 0).map((r) => ({
-        name: `${r.resource.path} as of ${options.until}`,
-        whenExported: new Date().toISOString(),
-        exportedBy: actorOf(token),
-        entityType: r.resource.path,
-        filtering: [],
-        data: r.records,
-      }));
+      const exported = replay
+        .records()
+        .filter((r) => path !== undefined || r.records.length > 0)
+        .map((r) => ({
+          name: `${r.resource.path} as of ${options.until}`,
+          whenExported: new Date().toISOString(),
+          exportedBy: actorOf(token),
+          entityType: r.resource.path,
+          filtering: [],
+          data: r.records,
+        }));
       // Compact, as the service writes an export: a file for `admin import`, whose size is limited.
       writeOut(JSON.stringify(path === undefined ? exported : exported[0]));
     });
@@ -98,7 +128,7 @@ async function follow(client: ApiClient, o: TailOptions, signal: AbortSignal, em
   const stopped = () => signal.aborted;
   const at = { lastId: o.after, connected: false };
   for (let attempt = 0; !stopped(); attempt++) {
-    let reason = 'the feed\'s connection ended';
+    let reason = "the feed's connection ended";
     try {
       await readStream(client, o, at, signal, emit);
       attempt = 0;
@@ -117,7 +147,13 @@ async function follow(client: ApiClient, o: TailOptions, signal: AbortSignal, em
 }
 
 /** One connection: its events until the server ends it. */
-async function readStream(client: ApiClient, o: TailOptions, at: { lastId: string | undefined; connected: boolean }, signal: AbortSignal, emit: (e: FeedEvent) => void): Promise<void> {
+async function readStream(
+  client: ApiClient,
+  o: TailOptions,
+  at: { lastId: string | undefined; connected: boolean },
+  signal: AbortSignal,
+  emit: (e: FeedEvent) => void,
+): Promise<void> {
   const response = await client.send('/api/v1/audit/events', {
     query: { types: o.types?.join(','), streams: o.streams?.join(','), after: at.connected ? undefined : o.after },
     headers: { accept: 'text/event-stream', ...(at.lastId === undefined ? {} : { 'last-event-id': at.lastId }) },

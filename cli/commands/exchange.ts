@@ -16,7 +16,12 @@ import { deepEqual } from '../../domain/shared/json.ts';
 const OPERATORS = ['EQ', 'NOT_EQ', 'LIKE', 'NOT_LIKE', 'IN', 'NOT_IN', 'GT', 'GTE', 'LT', 'LTE', 'IS_NULL', 'IS_NOT_NULL'] as const;
 type FilterItem = { column: string; operator: string; value?: string; values?: string[] };
 
-type DiffEntry = { diffType: string; left?: Record<string, unknown> | null; right?: Record<string, unknown> | null; error?: { code?: string; message?: string } };
+type DiffEntry = {
+  diffType: string;
+  left?: Record<string, unknown> | null;
+  right?: Record<string, unknown> | null;
+  error?: { code?: string; message?: string };
+};
 
 const CHUNK = 256 * 1024;
 
@@ -29,23 +34,39 @@ export function parseFilter(spec: string, previous: FilterItem[] = []): FilterIt
     throw new InvalidArgumentError(`expected column:OPERATOR[:value] with OPERATOR one of ${OPERATORS.join(', ')}`);
   }
   const item: FilterItem =
-    op === 'IN' || op === 'NOT_IN' ? { column, operator: op, values: value.split(',') } : op === 'IS_NULL' || op === 'IS_NOT_NULL' ? { column, operator: op } : { column, operator: op, value };
+    op === 'IN' || op === 'NOT_IN'
+      ? { column, operator: op, values: value.split(',') }
+      : op === 'IS_NULL' || op === 'IS_NOT_NULL'
+        ? { column, operator: op }
+        : { column, operator: op, value };
   return [...previous, item];
 }
 
 export function registerExchange(program: Command): void {
   program
     .command('export')
-    .description('Write the export object of a resource\'s records (POST /api/v1/R/export) to stdout')
+    .description("Write the export object of a resource's records (POST /api/v1/R/export) to stdout")
     .argument('<resource>', 'the resource path, e.g. user-groups, users, access-rules')
-    .option('--filter <column:OPERATOR:value>', 'only records matching it (repeat to AND them); IN and NOT_IN take a,b,c; IS_NULL takes no value', parseFilter, [])
+    .option(
+      '--filter <column:OPERATOR:value>',
+      'only records matching it (repeat to AND them); IN and NOT_IN take a,b,c; IS_NULL takes no value',
+      parseFilter,
+      [],
+    )
     .option('--compare-field <field>', 'the field the export names for matching on import (default id)')
-    .addHelpText('after', '\nExamples:\n  admin export user-groups > groups.json\n  admin export users --filter status:EQ:ENABLE --filter code:LIKE:ops% > users.json')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  admin export user-groups > groups.json\n  admin export users --filter status:EQ:ENABLE --filter code:LIKE:ops% > users.json',
+    )
     .action(async (resource: string, options: { filter: FilterItem[]; compareField?: string }, command: Command) => {
       const { client } = contextOf(command);
       const path = resourcePath(resource);
       const response = await client.send(`/api/v1/${path}/export`, {
-        json: { entityType: path, filtering: options.filter, ...(options.compareField === undefined ? {} : { compareField: options.compareField }) },
+        json: {
+          entityType: path,
+          filtering: options.filter,
+          ...(options.compareField === undefined ? {} : { compareField: options.compareField }),
+        },
       });
       const length = Number(response.headers.get('content-length') ?? 0);
       const bar = progressBar('{label} [{bar}] {percentage}% | {value}/{total} bytes');
@@ -76,11 +97,21 @@ export function registerExchange(program: Command): void {
     .argument('<file>', 'an export object as JSON, e.g. written by `admin export`')
     .option('--save', 'apply the diff (create, replace, delete); without it nothing is written', false)
     .option('--compare-field <field>', 'the field that matches an incoming record with a stored one', 'id')
-    .option('--allow-mass-remove', 'with --save, delete however many records are only here (beyond the service\'s MASS_REMOVE_PERCENT it refuses without it)', false)
+    .option(
+      '--allow-mass-remove',
+      "with --save, delete however many records are only here (beyond the service's MASS_REMOVE_PERCENT it refuses without it)",
+      false,
+    )
     .addOption(new Option('--show <n>', 'diff entries listed in the table (the summary counts all)').default(20).argParser(wholeNumber))
     .option('--interval <ms>', 'how often to read the job a large --save runs as', milliseconds, 500)
-    .addHelpText('after', '\nExamples:\n  admin import user-groups groups.json            # dry run: the diff only\n  admin import user-groups groups.json --save --compare-field code\n  admin import users users.json --save --allow-mass-remove   # when most users here are not in the file')
-    .addHelpText('after', '\nExits 1 when an entry could not be saved (the others were). Above the service\'s DIFF_APPLY_JOB_THRESHOLD a --save runs as a job: its progress bar is shown until it ends.')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  admin import user-groups groups.json            # dry run: the diff only\n  admin import user-groups groups.json --save --compare-field code\n  admin import users users.json --save --allow-mass-remove   # when most users here are not in the file',
+    )
+    .addHelpText(
+      'after',
+      "\nExits 1 when an entry could not be saved (the others were). Above the service's DIFF_APPLY_JOB_THRESHOLD a --save runs as a job: its progress bar is shown until it ends.",
+    )
     .action(async (resource: string, file: string, options: ImportOptions, command: Command) => {
       const { client, json } = contextOf(command);
       const path = resourcePath(resource);
@@ -93,7 +124,8 @@ export function registerExchange(program: Command): void {
         })
         .catch((error: unknown) => {
           // The service names its query parameter; here it is an option.
-          if (error instanceof CliError && error.message.includes('DIFF.MASS_REMOVE')) throw new CliError(`${error.message}; --allow-mass-remove sends it`, error.exitCode, error.status);
+          if (error instanceof CliError && error.message.includes('DIFF.MASS_REMOVE'))
+            throw new CliError(`${error.message}; --allow-mass-remove sends it`, error.exitCode, error.status);
           throw error;
         });
       if (answer.status === 202 && !Array.isArray(answer.body)) {
@@ -104,28 +136,47 @@ export function registerExchange(program: Command): void {
       if (json) printJson(diff);
       else writeOut(diffSummary(diff, { records, save: options.save, show: options.show, compareField: options.compareField }));
       const failed = diff.filter((d) => d.error !== undefined).length;
-      if (failed > 0) throw new CliError(`${String(failed)} of ${String(diff.length)} entries were not saved (see their error)`, EXIT.failed);
+      if (failed > 0)
+        throw new CliError(`${String(failed)} of ${String(diff.length)} entries were not saved (see their error)`, EXIT.failed);
     });
 }
 
 type ImportOptions = { save: boolean; compareField: string; allowMassRemove: boolean; show: number; interval: number };
 
-type ApplyResult = { applied?: number; unchanged?: number; failed?: number; of?: number; failures?: { index: number; diffType: string; error: { code?: string; message?: string } }[] };
+type ApplyResult = {
+  applied?: number;
+  unchanged?: number;
+  failed?: number;
+  of?: number;
+  failures?: { index: number; diffType: string; error: { code?: string; message?: string } }[];
+};
 
 /** A large --save: the service applies the diff as a DIFF_APPLY job; its bar until it ends. */
 async function appliedAsJob(client: ApiClient, jobId: string, o: { json: boolean; records: number; interval: number }): Promise<void> {
   const job = await followJob(client, jobId, o.interval, progressBar('{label} [{bar}] {percentage}% | {value}/{total} {unit}'));
   if (o.json) printJson(job);
-  if (job.status === 'FAILED') throw new CliError(`the import's apply job ${job.id} failed: ${job.data?.failure ?? 'no reason given'}`, EXIT.failed);
+  if (job.status === 'FAILED')
+    throw new CliError(`the import's apply job ${job.id} failed: ${job.data?.failure ?? 'no reason given'}`, EXIT.failed);
   const result = { applied: 0, unchanged: 0, failed: 0, of: 0, failures: [], ...(job.data?.result as ApplyResult | undefined) };
   if (!o.json) {
     writeOut(
       `${String(o.records)} record(s) in the file; saved by job ${job.id}: ${String(result.applied)} applied, ${String(result.unchanged)} unchanged, ` +
         `${String(result.failed)} failed of ${String(result.of)} diff entries`,
     );
-    if (result.failures.length > 0) writeOut(`\n${table(['ENTRY', 'DIFF', 'ERROR'], result.failures.map((f) => [String(f.index), f.diffType.replace('DIFF_TYPE_', ''), cell(`${f.error.code ?? ''} ${f.error.message ?? ''}`, 100)]))}`);
+    if (result.failures.length > 0)
+      writeOut(
+        `\n${table(
+          ['ENTRY', 'DIFF', 'ERROR'],
+          result.failures.map((f) => [
+            String(f.index),
+            f.diffType.replace('DIFF_TYPE_', ''),
+            cell(`${f.error.code ?? ''} ${f.error.message ?? ''}`, 100),
+          ]),
+        )}`,
+      );
   }
-  if (result.failed > 0) throw new CliError(`${String(result.failed)} of ${String(result.of)} entries were not saved (job ${job.id})`, EXIT.failed);
+  if (result.failed > 0)
+    throw new CliError(`${String(result.failed)} of ${String(result.of)} entries were not saved (job ${job.id})`, EXIT.failed);
 }
 
 function wholeNumber(value: string): number {
@@ -213,7 +264,12 @@ export function diffSummary(diff: readonly DiffEntry[], o: { records: number; sa
   const rows = diff.slice(0, o.show).map((d) => {
     const record = d.right ?? d.left ?? {};
     const fields = d.diffType === 'DIFF_TYPE_CHANGE' ? changedFields(d).join(', ') : '';
-    return [d.diffType.replace('DIFF_TYPE_', ''), cell(record.id, 36), cell(record.code, 30), d.error === undefined ? fields : `NOT SAVED: ${cell(`${d.error.code ?? ''} ${d.error.message ?? ''}`, 80)}`];
+    return [
+      d.diffType.replace('DIFF_TYPE_', ''),
+      cell(record.id, 36),
+      cell(record.code, 30),
+      d.error === undefined ? fields : `NOT SAVED: ${cell(`${d.error.code ?? ''} ${d.error.message ?? ''}`, 80)}`,
+    ];
   });
   lines.push('', table(['DIFF', 'ID', 'CODE', 'FIELDS'], rows));
   if (diff.length > o.show) lines.push(`… ${String(diff.length - o.show)} more (--show or --json for all)`);

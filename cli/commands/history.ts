@@ -31,8 +31,8 @@ export function registerHistory(program: Command): void {
     .command('history')
     .description('Every version of a record: who, when, which event, and each field it changed (JSON Patch from the version before)')
     .argument('<resource>', 'the resource path, e.g. user-groups, users, access-rules')
-    .argument('<idOrCode>', 'the record\'s uuid or code')
-    .addHelpText('after', '\nExamples:\n  admin history user-groups ADMINS\n  admin history users 6f1c…e2 --json | jq \'.[].changes\'')
+    .argument('<idOrCode>', "the record's uuid or code")
+    .addHelpText('after', "\nExamples:\n  admin history user-groups ADMINS\n  admin history users 6f1c…e2 --json | jq '.[].changes'")
     .action(async (resource: string, idOrCode: string, _options: unknown, command: Command) => {
       const { client, json } = contextOf(command);
       const path = `/api/v1/${resourcePath(resource)}/${encodeURIComponent(idOrCode)}/history`;

@@ -20,18 +20,14 @@ export const accessRule = defineRegistry({
     'Entity-level rule: a caller whose role equals `code` may read (`accessRule` READ, the default) or read and write (READ_WRITE) the records of the ' +
     'resource whose path is `entityName` (e.g. users, user-groups): all of them when `fullAccess`, else those `expression` matches. `expression` is JSON: ' +
     'a Filtering (`{ "filter": [ … ] }`) or its filter items (`[ … ]`), the same items as search; it is checked when the rule is saved (400 naming the ' +
-    'problem; over the resource\'s columns when this service serves it). The rule applies while now is inside `validFor` (and `validFor.isValid` is not false). ' +
+    "problem; over the resource's columns when this service serves it). The rule applies while now is inside `validFor` (and `validFor.isValid` is not false). " +
     'Built-in roles admin, editor, viewer and auditor are not narrowed by rules, and no rule has one of their names as its code (400). ' +
-    'A user group names a rule as the role of its members by the rule\'s id (`associatedUserRoleId`): they receive its code.',
+    "A user group names a rule as the role of its members by the rule's id (`associatedUserRoleId`): they receive its code.",
   fields: z.strictObject({
     code: code(),
     name: text(),
     validFor: z
-      .strictObject({
-        validFrom: dateTime().optional(),
-        validTo: dateTime().optional(),
-        isValid: z.boolean().optional(),
-      })
+      .strictObject({ validFrom: dateTime().optional(), validTo: dateTime().optional(), isValid: z.boolean().optional() })
       .optional(),
     entityName: z.string().max(255).optional(),
     expression: z.string().max(10_000).optional(),
@@ -39,7 +35,10 @@ export const accessRule = defineRegistry({
     fullAccess: z.boolean(),
     description: longText(4000).optional(),
   }),
-  rules: [notBuiltIn, (f) => (typeof f.validFor === 'object' && f.validFor !== null ? validForRule(f.validFor as Record<string, unknown>, ['validFor']) : [])],
+  rules: [
+    notBuiltIn,
+    (f) => (typeof f.validFor === 'object' && f.validFor !== null ? validForRule(f.validFor as Record<string, unknown>, ['validFor']) : []),
+  ],
   servedRules: [expressionRule],
   indexed: ['entityName'],
 });

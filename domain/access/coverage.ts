@@ -40,7 +40,9 @@ function expressionItems(expression: string): { items: z.infer<typeof FilterItem
   }
   const parsed = ExpressionSchema.safeParse(json);
   if (!parsed.success) {
-    return { errors: parsed.error.issues.slice(0, 10).map((i) => `expression${i.path.length > 0 ? `.${i.path.join('.')}` : ''}: ${i.message}`) };
+    return {
+      errors: parsed.error.issues.slice(0, 10).map((i) => `expression${i.path.length > 0 ? `.${i.path.join('.')}` : ''}: ${i.message}`),
+    };
   }
   return { items: Array.isArray(parsed.data) ? parsed.data : parsed.data.filter };
 }
@@ -48,12 +50,15 @@ function expressionItems(expression: string): { items: z.infer<typeof FilterItem
 /** The conditions of an expression over a resource's columns; 400 naming the problem. */
 export function expressionConditions(expression: string, def: ResourceDefinition): readonly Condition[] {
   const parsed = expressionItems(expression);
-  if ('errors' in parsed) throw validationFailed('The access rule\'s expression is not a filter', parsed.errors);
+  if ('errors' in parsed) throw validationFailed("The access rule's expression is not a filter", parsed.errors);
   try {
     return toQuery({ filter: parsed.items, sort: [] }, def.columns, def.defaultSort).conditions;
   } catch (error) {
     const lines = error instanceof Error && 'errors' in error ? (error as { errors: readonly string[] }).errors : [String(error)];
-    throw validationFailed('The access rule\'s expression is not a filter', lines.map((l) => `expression: ${l}`));
+    throw validationFailed(
+      "The access rule's expression is not a filter",
+      lines.map((l) => `expression: ${l}`),
+    );
   }
 }
 
@@ -70,7 +75,9 @@ export function expressionRule(fields: Record<string, unknown>, context: RuleCon
     expressionConditions(fields.expression, def);
     return [];
   } catch (error) {
-    return error instanceof Error && 'errors' in error ? [...(error as { errors: readonly string[] }).errors] : [`expression: ${String(error)}`];
+    return error instanceof Error && 'errors' in error
+      ? [...(error as { errors: readonly string[] }).errors]
+      : [`expression: ${String(error)}`];
   }
 }
 

@@ -66,18 +66,15 @@ export type ResourceCommand =
 
 export type DecidedEvent = { type: string; data: Record<string, unknown>; schemaVersion?: number };
 
-export type Decision = {
-  events: DecidedEvent[];
-  claim: CodeReservation[];
-  release: CodeReservation[];
-};
+export type Decision = { events: DecidedEvent[]; claim: CodeReservation[]; release: CodeReservation[] };
 
 export const initialState = (): RecordState => ({ status: 'absent' });
 
 export const streamOf = (def: ResourceDefinition, id: string): string => streamName(def.category, id);
 
 /** The declaration of one of the resource's event types, else undefined. */
-const specOf = (def: ResourceDefinition, type: string): EventSpec | undefined => (Object.hasOwn(def.events, type) ? def.events[type] : undefined);
+const specOf = (def: ResourceDefinition, type: string): EventSpec | undefined =>
+  Object.hasOwn(def.events, type) ? def.events[type] : undefined;
 
 /** The kind of one of the resource's event types: a shared kind, or an own type's name after the
  * resource's (`Retried` of `JobRetried`); undefined for a type not its own. */
@@ -88,10 +85,12 @@ export function kindOf(def: ResourceDefinition, type: string): string | undefine
 }
 
 /** The type of a resource's event of a kind (`Created` may be declared another name). */
-export const eventTypeOf = (def: ResourceDefinition, kind: string): string => (kind === 'Created' ? def.createdEvent : `${def.name}${kind}`);
+export const eventTypeOf = (def: ResourceDefinition, kind: string): string =>
+  kind === 'Created' ? def.createdEvent : `${def.name}${kind}`;
 
 /** The schema version new events of a type are written at. */
-export const schemaVersionOf = (def: ResourceDefinition, kind: string): number => specOf(def, eventTypeOf(def, kind))?.schemaVersion ?? SCHEMA_VERSION;
+export const schemaVersionOf = (def: ResourceDefinition, kind: string): number =>
+  specOf(def, eventTypeOf(def, kind))?.schemaVersion ?? SCHEMA_VERSION;
 
 /** An event's data in its type's current shape: older versions pass through their upcasters. */
 export function upcast(def: ResourceDefinition, kind: string, data: JsonObject, from: number | undefined): JsonObject {
@@ -113,7 +112,15 @@ export function evolve(def: ResourceDefinition, state: RecordState, event: Evolv
   const data = upcast(def, kindOf(def, event.type) ?? spec.kind, event.data, event.schemaVersion);
   const stamp = { actor: event.metadata.actor, at: event.metadata.at };
   if (spec.kind === 'Created') {
-    return { status: 'active', id: String(data.id), fields: withoutId(data), hidden: {}, version: event.revision, inserted: stamp, edited: stamp };
+    return {
+      status: 'active',
+      id: String(data.id),
+      fields: withoutId(data),
+      hidden: {},
+      version: event.revision,
+      inserted: stamp,
+      edited: stamp,
+    };
   }
   if (state.status === 'absent') return state;
   const next = { ...state, version: event.revision, edited: stamp };
@@ -177,7 +184,11 @@ function validate(def: ResourceDefinition, ctx: DecideContext, input: unknown, b
   const fields = parseOrThrow(def.fields, input) as JsonObject;
   const bytes = jsonBytes(fields);
   if (bytes > MAX_RECORD_BYTES) throw tooLarge(def.errorPrefix, patchMode ? 'The patched record' : 'The record', bytes, MAX_RECORD_BYTES);
-  const broken = [...(def.hasCode ? codeNotUuid(fields, before) : []), ...def.rules.flatMap((rule) => rule(fields)), ...def.servedRules.flatMap((rule) => rule(fields, ctx))];
+  const broken = [
+    ...(def.hasCode ? codeNotUuid(fields, before) : []),
+    ...def.rules.flatMap((rule) => rule(fields)),
+    ...def.servedRules.flatMap((rule) => rule(fields, ctx)),
+  ];
   if (broken.length > 0) {
     throw validationFailed(patchMode ? 'Patched record breaks a rule' : 'Record breaks a rule', broken);
   }
@@ -197,7 +208,8 @@ function stripReadOnly(def: ResourceDefinition, input: unknown, id: string | und
 
 /** The reservation scope of a unique key: `code` keeps the category itself (the scope codes had
  * before keys were generalised, so logs written then keep their reservations). */
-export const keyScope = (def: ResourceDefinition, key: UniqueKey): string => (key.name === 'code' ? def.category : `${def.category}.${key.name}`);
+export const keyScope = (def: ResourceDefinition, key: UniqueKey): string =>
+  key.name === 'code' ? def.category : `${def.category}.${key.name}`;
 
 /** The reserved value of a key in a record, or undefined when a field of it is absent. */
 export function keyValue(key: UniqueKey, fields: JsonObject): string | undefined {
@@ -209,7 +221,8 @@ export function keyValue(key: UniqueKey, fields: JsonObject): string | undefined
 }
 
 /** The key a reservation scope belongs to. */
-export const keyOfScope = (def: ResourceDefinition, scope: string): UniqueKey | undefined => def.unique.find((k) => keyScope(def, k) === scope);
+export const keyOfScope = (def: ResourceDefinition, scope: string): UniqueKey | undefined =>
+  def.unique.find((k) => keyScope(def, k) === scope);
 
 function keyMoves(def: ResourceDefinition, from: JsonObject, to: JsonObject): Pick<Decision, 'claim' | 'release'> {
   const claim: CodeReservation[] = [];
@@ -246,7 +259,11 @@ const NO_CONTEXT: DecideContext = { now: new Date(0), actor: 'system', refs: new
 /** The fields of a record that must not change once set. */
 function assertImmutable(def: ResourceDefinition, before: JsonObject, after: JsonObject): void {
   const changed = def.immutable.filter((f) => memberOf(before, f) !== undefined && !deepEqual(memberOf(before, f), memberOf(after, f)));
-  if (changed.length > 0) throw validationFailed('Some fields cannot change once set', changed.map((f) => `${f}: cannot change once set`));
+  if (changed.length > 0)
+    throw validationFailed(
+      'Some fields cannot change once set',
+      changed.map((f) => `${f}: cannot change once set`),
+    );
 }
 
 const carriedOf = (def: ResourceDefinition, fields: JsonObject): JsonObject =>
@@ -255,9 +272,14 @@ const carriedOf = (def: ResourceDefinition, fields: JsonObject): JsonObject =>
 /** A field with a default cannot be removed by a patch (null): the default would come back in
  * silence (a DISABLE user ENABLE again). Set another value instead. */
 function assertNoDefaultRemoved(def: ResourceDefinition, patch: JsonObject): void {
-  const defaulted = Object.entries(patch).filter(([k, v]) => v === null && (def.fields.shape[k] as { _zod?: { def: { type: string } } } | undefined)?._zod?.def.type === 'default');
+  const defaulted = Object.entries(patch).filter(
+    ([k, v]) => v === null && (def.fields.shape[k] as { _zod?: { def: { type: string } } } | undefined)?._zod?.def.type === 'default',
+  );
   if (defaulted.length > 0) {
-    throw validationFailed('A patch cannot remove a field that has a default', defaulted.map(([k]) => `${k}: cannot be null (it has a default); set a value`));
+    throw validationFailed(
+      'A patch cannot remove a field that has a default',
+      defaulted.map(([k]) => `${k}: cannot be null (it has a default); set a value`),
+    );
   }
 }
 
@@ -271,7 +293,8 @@ function assertPrivileged(def: ResourceDefinition, before: JsonObject | undefine
 /** The record a change would leave, as access checks see it. */
 function recordAfter(state: RecordState, newId: string, fields: JsonObject, ctx: DecideContext): ResourceRecord {
   const stamp = { actor: ctx.actor, at: ctx.now.toISOString() };
-  if (state.status === 'absent') return toRecord({ status: 'active', id: newId, fields, hidden: {}, version: 0, inserted: stamp, edited: stamp });
+  if (state.status === 'absent')
+    return toRecord({ status: 'active', id: newId, fields, hidden: {}, version: 0, inserted: stamp, edited: stamp });
   return toRecord({ ...state, status: 'active', fields, version: state.version + 1, edited: stamp });
 }
 
@@ -314,7 +337,10 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
       }
       const readOnly = [...READ_ONLY, ...Object.keys(def.readOnly)].filter((k) => k in (command.patch as JsonObject));
       if (readOnly.length > 0) {
-        throw validationFailed('A patch cannot change read-only fields', readOnly.map((k) => `${k}: read-only`));
+        throw validationFailed(
+          'A patch cannot change read-only fields',
+          readOnly.map((k) => `${k}: read-only`),
+        );
       }
       assertNoDefaultRemoved(def, command.patch);
       const fields = onChange(state.fields, validate(def, ctx, applyMergePatch(state.fields, command.patch), state.fields, true));
@@ -322,14 +348,20 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
       const patch = mergePatchBetween(state.fields, fields);
       // A patch may say more than the state it leads to (every member it removes): then the state.
       const changed =
-        patch === undefined || jsonBytes(patch) > jsonBytes(fields) ? event('Replaced', fields) : event('Patched', { patch, ...carriedOf(def, fields) });
+        patch === undefined || jsonBytes(patch) > jsonBytes(fields)
+          ? event('Replaced', fields)
+          : event('Patched', { patch, ...carriedOf(def, fields) });
       return { events: [changed], ...keyMoves(def, state.fields, fields) };
     }
     case 'Delete':
       return { events: [event('Deleted', carriedOf(def, state.fields))], ...keyMoves(def, state.fields, {}) };
     case 'Own': {
       if (def.behaviour.decide === undefined) throw new Error(`${def.name} has no own commands`);
-      const decided = def.behaviour.decide(command.command, { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version, insertedBy: state.inserted.actor }, ctx);
+      const decided = def.behaviour.decide(
+        command.command,
+        { id: state.id, fields: state.fields, hidden: state.hidden, version: state.version, insertedBy: state.inserted.actor },
+        ctx,
+      );
       let after: RecordParts = { fields: state.fields, hidden: state.hidden };
       const events = decided.map((e): DecidedEvent => {
         const spec = specOf(def, e.type);

@@ -111,7 +111,8 @@ export type EventOf<E extends EventMap> = { [K in keyof E & string]: { type: K; 
 /** An event type's data (any resource's: a JSON object). */
 type DataOf<S> = S extends EventSpec<infer D> ? (0 extends 1 & D ? JsonObject : D) : never;
 /** The resource's own events, as its `decide` answers them. */
-export type OwnEventOf<E extends EventMap> = { [K in keyof E & string]: 'Own' extends E[K]['kind'] ? EventOf<Pick<E, K>> : never }[keyof E & string];
+export type OwnEventOf<E extends EventMap> = { [K in keyof E & string]: 'Own' extends E[K]['kind'] ? EventOf<Pick<E, K>> : never }[keyof E &
+  string];
 
 /** A resource's own command: what it asks and what it carries beside its `type`. */
 export type CommandDeclaration<S extends z.ZodObject = z.ZodObject> = { readonly meaning: string; readonly data: S };
@@ -119,7 +120,8 @@ export const command = <S extends z.ZodObject>(meaning: string, data: S): Comman
 /** A resource's own commands by type. */
 export type CommandMap = Readonly<Record<string, CommandDeclaration>>;
 /** The commands of a resource as a discriminated union on `type`. */
-export type CommandOf<C extends CommandMap> = { [K in keyof C & string]: { readonly type: K } & Members<z.output<C[K]['data']>> }[keyof C & string];
+export type CommandOf<C extends CommandMap> = { [K in keyof C & string]: { readonly type: K } & Members<z.output<C[K]['data']>> }[keyof C &
+  string];
 /** A command's members (none for an empty object, which zod types as a record of nothing). */
 type Members<T> = string extends keyof T ? unknown : Readonly<T>;
 
@@ -194,7 +196,9 @@ export type Operation = (typeof SharedOperations)[number];
  * `<Name>Deleted`, beside one of kind Created (`<Name>Created`, unless what happened has a better
  * name: a notification trigger's `NotificationTriggered`). */
 type SharedEventsOf<N extends string> = Readonly<
-  Record<`${N}Replaced`, SharedEventSpec<'Replaced'>> & Record<`${N}Patched`, SharedEventSpec<'Patched'>> & Record<`${N}Deleted`, SharedEventSpec<'Deleted'>>
+  Record<`${N}Replaced`, SharedEventSpec<'Replaced'>> &
+    Record<`${N}Patched`, SharedEventSpec<'Patched'>> &
+    Record<`${N}Deleted`, SharedEventSpec<'Deleted'>>
 >;
 
 /** The commands of a resource that has none. */
@@ -327,7 +331,7 @@ function scalarType(schema: z.core.$ZodType): ColumnType | undefined {
 /** A field may name its column type where its schema cannot tell it (a day or a date-time read
  * as one): `.meta({ 'x-column-type': 'date-time' })` (an OpenAPI extension, so it may show there). */
 function declaredType(schema: z.core.$ZodType): ColumnType | undefined {
-  for (let s: z.core.$ZodType | undefined = schema; s !== undefined; ) {
+  for (let s: z.core.$ZodType | undefined = schema; s !== undefined;) {
     const declared = (z.globalRegistry.get(s) as { 'x-column-type'?: ColumnType } | undefined)?.['x-column-type'];
     if (declared !== undefined) return declared;
     const def = s._zod.def as { type: string; innerType?: z.core.$ZodType };
@@ -397,13 +401,17 @@ function checkSpec(spec: ResourceSpec): void {
 function checkEvents(spec: ResourceSpec): void {
   const events: [string, EventSpec][] = Object.entries(spec.events);
   for (const [type, event] of events) {
-    if (!type.startsWith(spec.name) || type === spec.name) throw new Error(`${type}: an event type of ${spec.name} is named ${spec.name}<what happened>`);
-    if (event.kind === 'Own' && (event.evolve === undefined || event.data === undefined)) throw new Error(`${type}: an own event type needs its data and evolve`);
+    if (!type.startsWith(spec.name) || type === spec.name)
+      throw new Error(`${type}: an event type of ${spec.name} is named ${spec.name}<what happened>`);
+    if (event.kind === 'Own' && (event.evolve === undefined || event.data === undefined))
+      throw new Error(`${type}: an own event type needs its data and evolve`);
   }
   for (const kind of SharedEventKinds) {
     const named = events.filter(([, e]) => e.kind === kind).map(([type]) => type);
     if (named.length !== 1 || (kind !== 'Created' && named[0] !== `${spec.name}${kind}`)) {
-      throw new Error(`${spec.name}: declares ${kind === 'Created' ? 'one event' : `${spec.name}${kind}`} of kind ${kind} (found ${named.join(', ') || 'none'})`);
+      throw new Error(
+        `${spec.name}: declares ${kind === 'Created' ? 'one event' : `${spec.name}${kind}`} of kind ${kind} (found ${named.join(', ') || 'none'})`,
+      );
     }
   }
 }
@@ -472,7 +480,9 @@ function buildDefinition(spec: ResourceSpec): ResourceDefinition {
     collection: spec.path.replaceAll('-', '_'),
     fields: spec.fields,
     columns: deriveColumns(spec.fields),
-    indexed: [...new Set([...searchable, 'auditInfo.whenEdited', ...defaultSort, ...unique.flatMap((k) => k.fields), ...(spec.indexed ?? [])])],
+    indexed: [
+      ...new Set([...searchable, 'auditInfo.whenEdited', ...defaultSort, ...unique.flatMap((k) => k.fields), ...(spec.indexed ?? [])]),
+    ],
     autocomplete: hasCode ? searchable : [],
     defaultSort,
     unique,
@@ -500,8 +510,8 @@ function inputOf(spec: ResourceSpec, hasCode: boolean, kind: 'Write' | 'Create')
   const readOnly = { readOnly: true, description: 'Read-only: ignored when sent.' };
   const id =
     kind === 'Create'
-      ? { pattern: UUID_V4_JSON_PATTERN, description: 'The record\'s id, when the client chooses it: a random UUID (version 4).' }
-      : { readOnly: true, description: 'Read-only: a replace may echo the record\'s own id.' };
+      ? { pattern: UUID_V4_JSON_PATTERN, description: "The record's id, when the client chooses it: a random UUID (version 4)." }
+      : { readOnly: true, description: "Read-only: a replace may echo the record's own id." };
   return z
     .strictObject({
       id: uuid().optional().meta(id),

@@ -28,7 +28,10 @@ export const ExportRequestSchema = z
     listingProfile: z.string().max(255).optional(),
     filtering: z.array(FilterItemSchema).max(100).optional(),
   })
-  .meta({ id: 'ExportRequest', description: 'What to export: the records the filter items select (all when none), with the caller\'s read access.' });
+  .meta({
+    id: 'ExportRequest',
+    description: "What to export: the records the filter items select (all when none), with the caller's read access.",
+  });
 export type ExportRequest = z.infer<typeof ExportRequestSchema>;
 
 /** The export object around a resource's records (SPEC.md "Export object"); `data` items are what
@@ -84,7 +87,11 @@ export function keyOf(record: JsonObject, field: string): string | undefined {
 }
 
 export const notUnique = (side: string, field: string, problems: readonly string[]): DomainError =>
-  new DomainError('DIFF.COMPARE_FIELD_NOT_UNIQUE', `compareField ${field} does not identify one record ${side}: choose a unique field`, problems.slice(0, MAX_PROBLEMS));
+  new DomainError(
+    'DIFF.COMPARE_FIELD_NOT_UNIQUE',
+    `compareField ${field} does not identify one record ${side}: choose a unique field`,
+    problems.slice(0, MAX_PROBLEMS),
+  );
 
 /** The incoming records by their compare-field value; 400 when one lacks a value or two share one. */
 export function indexIncoming(data: readonly JsonObject[], field: string): Map<string, { index: number; record: JsonObject }> {
@@ -94,7 +101,8 @@ export function indexIncoming(data: readonly JsonObject[], field: string): Map<s
     const key = keyOf(record, field);
     const first = key === undefined ? undefined : byKey.get(key);
     if (key === undefined) problems.push(`data[${String(index)}].${field}: missing (every record needs a value to be matched by)`);
-    else if (first !== undefined) problems.push(`data[${String(index)}].${field}: ${key} is also the value of data[${String(first.index)}]`);
+    else if (first !== undefined)
+      problems.push(`data[${String(index)}].${field}: ${key} is also the value of data[${String(first.index)}]`);
     else byKey.set(key, { index, record });
   });
   if (problems.length > 0) throw notUnique('in the incoming data', field, problems);
@@ -118,7 +126,9 @@ export async function diffAgainst(
   for await (const left of here) {
     const key = keyOf(left, field);
     if (key === undefined || (checkUnique && seen.has(key))) {
-      problems.push(`${def.path} ${String(left.id)}: ${key === undefined ? `no ${field}` : `${field} ${key} is held by another record too`}`);
+      problems.push(
+        `${def.path} ${String(left.id)}: ${key === undefined ? `no ${field}` : `${field} ${key} is held by another record too`}`,
+      );
       continue;
     }
     if (checkUnique) seen.add(key);
@@ -136,8 +146,10 @@ export async function diffAgainst(
 
 /** The parsed items of an export object's `data`, or a 400 naming each failing entry by index. */
 export function parseExportObject(def: ResourceDefinition, value: unknown): ExportObject {
-  if (!isPlainObject(value)) throw validationFailed('The file is not an export object', ['(file): expected a JSON object with data and filtering']);
-  if (!Array.isArray(value.data)) throw validationFailed('The file is not an export object', ['(file).data: required, an array of records']);
+  if (!isPlainObject(value))
+    throw validationFailed('The file is not an export object', ['(file): expected a JSON object with data and filtering']);
+  if (!Array.isArray(value.data))
+    throw validationFailed('The file is not an export object', ['(file).data: required, an array of records']);
   const parsed = exportObjectSchema(def).safeParse(value);
   if (!parsed.success) throw validationFailed(`The file does not hold ${def.name} records as exported`, issueLines(parsed.error.issues));
   return parsed.data as ExportObject;
@@ -148,7 +160,13 @@ export function parseExportObject(def: ResourceDefinition, value: unknown): Expo
  * applied again over the same version of the record names the same events (a retry or a second
  * apply racing with the first writes nothing twice), while one computed later against a newer
  * version is a new change. */
-export const entryKey = (def: ResourceDefinition, compareField: string, entry: DiffEntry, target: string, targetVersion: number | undefined): string =>
+export const entryKey = (
+  def: ResourceDefinition,
+  compareField: string,
+  entry: DiffEntry,
+  target: string,
+  targetVersion: number | undefined,
+): string =>
   `diff:${sha256(
     canonicalJson({
       resource: def.path,

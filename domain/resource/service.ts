@@ -12,7 +12,20 @@ import { isUuid, isUuidV4, uuidV5 } from '../shared/ids.ts';
 import type { FoldSpec } from '../shared/streamFold.ts';
 import { isPlainObject, memberOf, type JsonObject, type JsonPatchOp } from '../shared/json.ts';
 import type { DecideContext, Reference, ResourceDefinition, ResourceRecordLike } from './defineResource.ts';
-import { SCHEMA_VERSION, decide, evolve, initialState, keyOfScope, kindOf, streamOf, toRecord, upcast, type ResourceCommand, type ResourceRecord, type RecordState } from './decider.ts';
+import {
+  SCHEMA_VERSION,
+  decide,
+  evolve,
+  initialState,
+  keyOfScope,
+  kindOf,
+  streamOf,
+  toRecord,
+  upcast,
+  type ResourceCommand,
+  type ResourceRecord,
+  type RecordState,
+} from './decider.ts';
 
 export type WriteResult = {
   record: ResourceRecord | undefined;
@@ -81,7 +94,9 @@ export type Referrer = { readonly resource: ResourceDefinition; readonly referen
 /** The references among some resources that name `def` and restrict its delete. */
 export const referrersOf = (def: ResourceDefinition, all: readonly ResourceDefinition[]): Referrer[] =>
   all.flatMap((resource) =>
-    resource.references.filter((r) => r.restrict === true && typeof r.by !== 'object' && r.resource() === def).map((reference) => ({ resource, reference })),
+    resource.references
+      .filter((r) => r.restrict === true && typeof r.by !== 'object' && r.resource() === def)
+      .map((reference) => ({ resource, reference })),
   );
 
 /** Longest chain of references an acyclic reference follows (deeper trees are refused as cycles would be). */
@@ -110,9 +125,13 @@ function ownLocks(def: ResourceDefinition, referrers: readonly Referrer[], chang
   if (referrers.length === 0 || before === undefined) return [];
   const code = before.code;
   if (change.deleting && change.id !== undefined) {
-    return [{ name: recordLock(def.category, 'id', change.id), exclusive: true }, ...(code === undefined ? [] : [{ name: recordLock(def.category, 'code', code), exclusive: true }])];
+    return [
+      { name: recordLock(def.category, 'id', change.id), exclusive: true },
+      ...(code === undefined ? [] : [{ name: recordLock(def.category, 'code', code), exclusive: true }]),
+    ];
   }
-  const recoded = isPlainObject(candidate) && code !== undefined && code !== candidate.code && referrers.some((r) => r.reference.by === 'code');
+  const recoded =
+    isPlainObject(candidate) && code !== undefined && code !== candidate.code && referrers.some((r) => r.reference.by === 'code');
   return recoded ? [{ name: recordLock(def.category, 'code', code), exclusive: true }] : [];
 }
 
@@ -128,7 +147,8 @@ export function lockPlan(def: ResourceDefinition, referrers: readonly Referrer[]
   for (const ref of def.references) {
     const fresh = newValues(candidate, before, ref.field);
     if (fresh.length === 0) continue;
-    if (ref.restrict === true && typeof ref.by !== 'object') for (const v of fresh) plan.push({ name: recordLock(ref.resource().category, ref.by ?? 'id', v), exclusive: false });
+    if (ref.restrict === true && typeof ref.by !== 'object')
+      for (const v of fresh) plan.push({ name: recordLock(ref.resource().category, ref.by ?? 'id', v), exclusive: false });
     if (ref.acyclic === true) plan.push({ name: `tree:${def.category}.${ref.field}`, exclusive: true });
   }
   return plan;
@@ -148,7 +168,12 @@ export const NAMED = 5;
 
 /** A 409's line of one reference: how many records name this one, the labels of those the caller
  * may read (`named`, of `readable` in all), and how many it may not read, never which. */
-export function referrerLine({ resource, reference }: Referrer, total: number, named: readonly ResourceRecordLike[], readable: number): string {
+export function referrerLine(
+  { resource, reference }: Referrer,
+  total: number,
+  named: readonly ResourceRecordLike[],
+  readable: number,
+): string {
   const labels = named.slice(0, NAMED).map(labelOf);
   if (readable > NAMED) labels.push('…');
   const unreadable = total - readable;
@@ -166,7 +191,11 @@ export function keyTakenError(def: ResourceDefinition, reservation: { scope: str
 
 export type HistoryPage = { entries: AsyncIterable<HistoryEntry>; total: number };
 
-export const decideContextOf = (ctx: CommandContext, refs: DecideContext['refs'], resourceAt: DecideContext['resourceAt']): DecideContext => ({
+export const decideContextOf = (
+  ctx: CommandContext,
+  refs: DecideContext['refs'],
+  resourceAt: DecideContext['resourceAt'],
+): DecideContext => ({
   now: ctx.now,
   actor: ctx.actor,
   refs,
@@ -175,10 +204,19 @@ export const decideContextOf = (ctx: CommandContext, refs: DecideContext['refs']
   ...(ctx.privileged === undefined ? {} : { privileged: ctx.privileged }),
 });
 
-export type Run = { id: string; command: ResourceCommand; ctx: CommandContext; expectedVersion: number | undefined; decideContext: DecideContext };
+export type Run = {
+  id: string;
+  command: ResourceCommand;
+  ctx: CommandContext;
+  expectedVersion: number | undefined;
+  decideContext: DecideContext;
+};
 
 /** The command handler's view of a resource command on one record. */
-export const commandSpec = (def: ResourceDefinition, { id, command, expectedVersion, decideContext }: Omit<Run, 'ctx'>): CommandSpec<RecordState> => ({
+export const commandSpec = (
+  def: ResourceDefinition,
+  { id, command, expectedVersion, decideContext }: Omit<Run, 'ctx'>,
+): CommandSpec<RecordState> => ({
   resource: def.errorPrefix,
   stream: streamOf(def, id),
   initial: initialState,
@@ -189,9 +227,17 @@ export const commandSpec = (def: ResourceDefinition, { id, command, expectedVers
   ...(expectedVersion === undefined ? {} : { expectedVersion }),
 });
 
-export const writeResult = (def: ResourceDefinition, result: { state: RecordState; version: number | undefined; position: Position | undefined; written: boolean }): WriteResult => {
+export const writeResult = (
+  def: ResourceDefinition,
+  result: { state: RecordState; version: number | undefined; position: Position | undefined; written: boolean },
+): WriteResult => {
   const { state } = result;
-  return { record: state.status === 'active' ? shown(def, state) : undefined, version: result.version ?? 0, position: result.position, written: result.written };
+  return {
+    record: state.status === 'active' ? shown(def, state) : undefined,
+    version: result.version ?? 0,
+    position: result.position,
+    written: result.written,
+  };
 };
 
 export const codeTakenFallback = (def: ResourceDefinition, code: string): Error => codeTaken(def.errorPrefix, code);
@@ -212,11 +258,19 @@ export function newRecordId(def: ResourceDefinition, input: unknown, ctx: Comman
 }
 
 /** The id of the record a create under an Idempotency-Key makes: the same actor and key, the same id. */
-export const keyedRecordId = (def: ResourceDefinition, actor: string, idempotencyKey: string): string => uuidV5(`${def.category}|${actor}|${idempotencyKey}`);
+export const keyedRecordId = (def: ResourceDefinition, actor: string, idempotencyKey: string): string =>
+  uuidV5(`${def.category}|${actor}|${idempotencyKey}`);
 
 export type KeyedCreate = { input: unknown; ctx: CommandContext & { idempotencyKey: string } };
 
 /** The context with the hash of what the request means, when it carries an Idempotency-Key. */
-export const keyedContext = (def: ResourceDefinition, ctx: CommandContext, operation: string, target: string, body: unknown): CommandContext =>
-  ctx.idempotencyKey === undefined ? ctx : { ...ctx, requestHash: requestHashOf({ operation, resource: def.path, target, body: meaningOf(body) }) };
-
+export const keyedContext = (
+  def: ResourceDefinition,
+  ctx: CommandContext,
+  operation: string,
+  target: string,
+  body: unknown,
+): CommandContext =>
+  ctx.idempotencyKey === undefined
+    ? ctx
+    : { ...ctx, requestHash: requestHashOf({ operation, resource: def.path, target, body: meaningOf(body) }) };

@@ -3,7 +3,15 @@
 // Idempotency-Key was answered already, and which append failures are refused or tried again.
 // application/commands.ts runs commands over the EventStore port with them.
 
-import { CodeTakenError, WrongExpectedRevisionError, type CodeReservation, type EventMetadata, type NewEvent, type Position, type RecordedEvent } from '../ports.ts';
+import {
+  CodeTakenError,
+  WrongExpectedRevisionError,
+  type CodeReservation,
+  type EventMetadata,
+  type NewEvent,
+  type Position,
+  type RecordedEvent,
+} from '../ports.ts';
 import { AppendTooLargeError, DomainError, codeTaken, idempotencyKeyReused, staleVersion, tooLarge } from './errors.ts';
 import { sha256, uuidV5 } from './ids.ts';
 import type { Alternatives } from './filtering.ts';
@@ -181,4 +189,3 @@ export function keyClaim(ctx: CommandContext, folded: Folded<unknown>): CodeRese
   const key = keyReservation(ctx);
   return key === undefined || folded.keys.has(keyOf(ctx.actor, ctx.idempotencyKey ?? '')) ? [] : [key];
 }
-

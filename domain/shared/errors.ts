@@ -26,7 +26,8 @@ export class DomainError extends Error {
     super(message);
     const entry = catalogueEntry(code);
     if (entry === undefined) throw new TypeError(`${code} is not in the error catalogue`);
-    if (options.status !== undefined && options.status !== entry.status && options.status !== entry.also?.status) throw new TypeError(`${code} is not declared with status ${options.status}`);
+    if (options.status !== undefined && options.status !== entry.status && options.status !== entry.also?.status)
+      throw new TypeError(`${code} is not declared with status ${options.status}`);
     this.name = 'DomainError';
     this.code = code;
     this.status = options.status ?? entry.status;
@@ -45,14 +46,11 @@ export const validationFailed = (message: string, errors: readonly string[] = []
   new DomainError('REQUEST.VALIDATION_FAILED', message, errors);
 
 export const malformedUuid = (field: string, value: string): DomainError =>
-  new DomainError(
-    'REQUEST.MALFORMED_UUID',
-    `Wrong UUID format of '${field}': ${JSON.stringify(value.slice(0, 100))}`,
-    [`${field}: expected type uuid`],
-  );
+  new DomainError('REQUEST.MALFORMED_UUID', `Wrong UUID format of '${field}': ${JSON.stringify(value.slice(0, 100))}`, [
+    `${field}: expected type uuid`,
+  ]);
 
-export const invalidFilter = (errors: readonly string[]): DomainError =>
-  new DomainError('FILTER.INVALID', 'Invalid filtering', errors);
+export const invalidFilter = (errors: readonly string[]): DomainError => new DomainError('FILTER.INVALID', 'Invalid filtering', errors);
 
 export const notFound = (resource: string, key: string): DomainError =>
   new DomainError(`${resource}.NOT_FOUND`, `${resource} ${JSON.stringify(key.length > 100 ? `${key.slice(0, 100)}…` : key)} not found`);
@@ -64,7 +62,9 @@ export const codeTaken = (resource: string, code: string): DomainError =>
 
 /** A unique key other than `code` is held by another record: its own code (`JOB_STEP.CHUNK_ID_NAME_TAKEN`). */
 export const keyTaken = (resource: string, key: string, values: Readonly<Record<string, unknown>>): DomainError => {
-  const described = Object.entries(values).map(([f, v]) => `${f} ${JSON.stringify(v)}`).join(' and ');
+  const described = Object.entries(values)
+    .map(([f, v]) => `${f} ${JSON.stringify(v)}`)
+    .join(' and ');
   return new DomainError(
     `${resource}.${key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}_TAKEN`,
     `A ${resource} with ${described} already exists`,
@@ -83,9 +83,11 @@ export const invalidTransition = (resource: string, field: string, from: string,
 /** An action the record's status does not allow (a retry of a job that has not failed): names the
  * statuses that allow it. Same code as a status move that is not allowed. */
 export const actionNotAllowed = (resource: string, action: string, from: string, allowedFrom: readonly string[]): DomainError =>
-  new DomainError(`${resource}.INVALID_TRANSITION`, `A ${resource} that is ${from} cannot be ${action}; only one that is ${allowedFrom.join(' or ')}`, [
-    `status: ${from}; ${action} needs ${allowedFrom.join(' or ')}`,
-  ]);
+  new DomainError(
+    `${resource}.INVALID_TRANSITION`,
+    `A ${resource} that is ${from} cannot be ${action}; only one that is ${allowedFrom.join(' or ')}`,
+    [`status: ${from}; ${action} needs ${allowedFrom.join(' or ')}`],
+  );
 
 /** A field names a record that does not exist (or is deleted). */
 export const referenceMissing = (resource: string, errors: readonly string[]): DomainError =>
@@ -101,15 +103,10 @@ export const stillReferenced = (resource: string, errors: readonly string[]): Do
   new DomainError(`${resource}.STILL_REFERENCED`, 'Other records still refer to this record', errors);
 
 export const alreadyExists = (resource: string, id: string): DomainError =>
-  new DomainError(`${resource}.ALREADY_EXISTS`, `${resource} with id ${id} already exists`, [
-    `id: ${id} is already taken`,
-  ]);
+  new DomainError(`${resource}.ALREADY_EXISTS`, `${resource} with id ${id} already exists`, [`id: ${id} is already taken`]);
 
 export const concurrentModification = (resource: string, id: string): DomainError =>
-  new DomainError(
-    `${resource}.CONCURRENT_MODIFICATION`,
-    `${resource} ${id} was modified concurrently too many times; retry the request`,
-  );
+  new DomainError(`${resource}.CONCURRENT_MODIFICATION`, `${resource} ${id} was modified concurrently too many times; retry the request`);
 
 export const staleVersion = (resource: string, expected: number, actual: number): DomainError =>
   new DomainError('REQUEST.STALE_VERSION', `${resource} is at version ${actual}, not ${expected}`, [
@@ -117,10 +114,7 @@ export const staleVersion = (resource: string, expected: number, actual: number)
   ]);
 
 export const idempotencyKeyReused = (): DomainError =>
-  new DomainError(
-    'REQUEST.IDEMPOTENCY_KEY_REUSED',
-    'Idempotency-Key was already used with a different request',
-  );
+  new DomainError('REQUEST.IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key was already used with a different request');
 
 export const tooLarge = (resource: string, what: string, bytes: number, limit: number): DomainError =>
   new DomainError(`${resource}.TOO_LARGE`, `${what} is ${String(bytes)} bytes of JSON; at most ${String(limit)}`, [
@@ -132,8 +126,7 @@ export const blobTooLarge = (size: number, limit: number): DomainError =>
     `(body): the content is ${String(size)} bytes; at most ${String(limit)}`,
   ]);
 
-export const unauthorized = (message: string): DomainError =>
-  new DomainError('AUTH.UNAUTHORIZED', message);
+export const unauthorized = (message: string): DomainError => new DomainError('AUTH.UNAUTHORIZED', message);
 
 export const forbidden = (message: string): DomainError => new DomainError('AUTH.FORBIDDEN', message);
 

@@ -31,7 +31,10 @@ export const dateTime = (error = 'expected an ISO 8601 date-time with a time zon
       const t = Date.parse(s);
       return Number.isNaN(t) ? s : new Date(t).toISOString();
     })
-    .meta({ pattern: DATE_TIME_PATTERN, description: 'ISO 8601 date-time with a time zone, at most millisecond precision; stored and returned in UTC (…Z).' });
+    .meta({
+      pattern: DATE_TIME_PATTERN,
+      description: 'ISO 8601 date-time with a time zone, at most millisecond precision; stored and returned in UTC (…Z).',
+    });
 
 /** ASCII without spaces: meant for programmatic reference. */
 export const code = () =>
@@ -64,14 +67,8 @@ export const localizationData = () =>
   );
 
 export const auditInfoSchema = z
-  .strictObject({
-    version: z.int(),
-    whoInserted: z.string(),
-    whenInserted: z.string(),
-    whoEdited: z.string(),
-    whenEdited: z.string(),
-  })
-  .meta({ id: 'AuditInfo', description: 'Derived from the record\'s event stream; read-only.' });
+  .strictObject({ version: z.int(), whoInserted: z.string(), whenInserted: z.string(), whoEdited: z.string(), whenEdited: z.string() })
+  .meta({ id: 'AuditInfo', description: "Derived from the record's event stream; read-only." });
 export type AuditInfo = z.infer<typeof auditInfoSchema>;
 
 /** `from` must not be after `to` when both are given. */
@@ -88,7 +85,10 @@ export function periodRule(fromKey: string, toKey: string) {
 
 /** An e-mail address as mail systems take it (one @, a dotted domain, no spaces). */
 export const email = () =>
-  z.email({ error: 'expected an e-mail address such as name@example.com' }).max(254).meta({ description: 'An e-mail address (RFC 5321 length, at most 254 characters).' });
+  z
+    .email({ error: 'expected an e-mail address such as name@example.com' })
+    .max(254)
+    .meta({ description: 'An e-mail address (RFC 5321 length, at most 254 characters).' });
 
 /** An absolute http(s) URL. */
 export const webUrl = () =>
@@ -102,7 +102,9 @@ export const phoneNumber = () =>
   z
     .string()
     .max(50)
-    .regex(/^\+?[0-9][0-9 ().-]{2,48}$/, { error: 'expected a phone number: digits, an optional leading +, spaces, dashes, dots, parentheses' });
+    .regex(/^\+?[0-9][0-9 ().-]{2,48}$/, {
+      error: 'expected a phone number: digits, an optional leading +, spaces, dashes, dots, parentheses',
+    });
 
 /** A day (`yyyy-MM-dd`) or a date-time. A day is taken in UTC, as its first millisecond for the
  * start of a period and its last for the end, so a period `validFrom`..`validTo` given in days

@@ -5,20 +5,7 @@
 import { z } from 'zod';
 import { invalidFilter } from './errors.ts';
 
-export const Operators = [
-  'EQ',
-  'NOT_EQ',
-  'LIKE',
-  'NOT_LIKE',
-  'IN',
-  'NOT_IN',
-  'GT',
-  'GTE',
-  'LT',
-  'LTE',
-  'IS_NULL',
-  'IS_NOT_NULL',
-] as const;
+export const Operators = ['EQ', 'NOT_EQ', 'LIKE', 'NOT_LIKE', 'IN', 'NOT_IN', 'GT', 'GTE', 'LT', 'LTE', 'IS_NULL', 'IS_NOT_NULL'] as const;
 export type Operator = (typeof Operators)[number];
 
 export type PositiveOperator = 'EQ' | 'IN' | 'LIKE' | 'GT' | 'GTE' | 'LT' | 'LTE';
@@ -26,9 +13,7 @@ export type PositiveOperator = 'EQ' | 'IN' | 'LIKE' | 'GT' | 'GTE' | 'LT' | 'LTE
 /** How every read store reads an operator: a null test, a comparison, or the negation of one
  * (NOT_EQ, NOT_IN and NOT_LIKE hold where their positive does not, as MongoDB's `$ne` and `$nin`). */
 export type OperatorShape =
-  | { kind: 'null'; isNull: boolean }
-  | { kind: 'positive'; op: PositiveOperator }
-  | { kind: 'negated'; op: PositiveOperator };
+  { kind: 'null'; isNull: boolean } | { kind: 'positive'; op: PositiveOperator } | { kind: 'negated'; op: PositiveOperator };
 
 export function shapeOf(op: Operator): OperatorShape {
   switch (op) {
@@ -91,15 +76,7 @@ export type LikePattern = readonly LikeToken[];
 
 export type Condition =
   | { kind: 'field'; column: Column; op: Operator; value?: Scalar; values?: readonly Scalar[]; like?: LikePattern }
-  | {
-      kind: 'nested';
-      arrayPath: string;
-      column: Column;
-      op: Operator;
-      value?: Scalar;
-      values?: readonly Scalar[];
-      like?: LikePattern;
-    };
+  | { kind: 'nested'; arrayPath: string; column: Column; op: Operator; value?: Scalar; values?: readonly Scalar[]; like?: LikePattern };
 
 export type SortKey = { column: Column; order: 'ASC' | 'DESC' };
 
@@ -291,7 +268,9 @@ function operands(item: FilterItem, op: Operator, column: Column, where: string)
     return { ok: { value: parseValue(column.type, item.value) } };
   } catch (e) {
     const expected = e instanceof TypeError ? e.message : 'a valid value';
-    return { error: `${where}.value: ${JSON.stringify(item.value ?? item.values)} is not ${expected} (column ${column.path} is ${column.type})` };
+    return {
+      error: `${where}.value: ${JSON.stringify(item.value ?? item.values)} is not ${expected} (column ${column.path} is ${column.type})`,
+    };
   }
 }
 

@@ -2,8 +2,7 @@
 
 export type JsonObject = Record<string, unknown>;
 
-export const isPlainObject = (v: unknown): v is JsonObject =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isPlainObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A member of a JSON object by a key that came with the data: `o[key]` would answer `toString`,
  * `constructor` or `__proto__` with what Object.prototype holds. */
@@ -68,12 +67,9 @@ export function deepEqual(a: unknown, b: unknown): boolean {
 }
 
 export type JsonPatchOp =
-  | { op: 'add'; path: string; value: unknown }
-  | { op: 'remove'; path: string }
-  | { op: 'replace'; path: string; value: unknown };
+  { op: 'add'; path: string; value: unknown } | { op: 'remove'; path: string } | { op: 'replace'; path: string; value: unknown };
 
-const pointer = (segments: readonly string[]): string =>
-  segments.map((s) => '/' + s.replaceAll('~', '~0').replaceAll('/', '~1')).join('');
+const pointer = (segments: readonly string[]): string => segments.map((s) => '/' + s.replaceAll('~', '~0').replaceAll('/', '~1')).join('');
 
 /** Operations that turn `from` into `to`; arrays that differ are replaced whole. */
 export function diffJson(from: unknown, to: unknown, at: readonly string[] = []): JsonPatchOp[] {

@@ -75,14 +75,25 @@ const shorten = (s: string): string => (s.length > SHOWN_CHARS ? `${s.slice(0, S
 
 /** Problems of a JSON text that parsing would hide: inexact numbers, duplicate keys, and
  * nesting deeper than `maxDepth` containers. */
-export function scanJsonText(text: string, maxDepth: number, maxErrors = 20, maxValues = Number.POSITIVE_INFINITY, options: JsonTextOptions = {}): JsonTextReport {
+export function scanJsonText(
+  text: string,
+  maxDepth: number,
+  maxErrors = 20,
+  maxValues = Number.POSITIVE_INFINITY,
+  options: JsonTextOptions = {},
+): JsonTextReport {
   const limits = { maxDepth, maxErrors, maxValues, refusePrototypeKeys: options.refusePrototypeKeys === true };
   const quick = scan(text, new Scan(text, limits, false));
   // Converting numbers one by one is the slow part, so the quick pass checks the numbers it could
   // not settle all at once; only when one of them fails is the text scanned again, checking each
   // number where it stands, to name it.
   const done = quick.tooMany || quick.deferredReadBack() ? quick : scan(text, new Scan(text, limits, true));
-  return { errors: done.errors, tooDeep: done.tooDeep, tooMany: done.tooMany, ...(done.forbiddenMember === undefined ? {} : { forbiddenMember: done.forbiddenMember }) };
+  return {
+    errors: done.errors,
+    tooDeep: done.tooDeep,
+    tooMany: done.tooMany,
+    ...(done.forbiddenMember === undefined ? {} : { forbiddenMember: done.forbiddenMember }),
+  };
 }
 
 function scan(text: string, state: Scan): Scan {
@@ -150,7 +161,11 @@ class Scan {
   private readonly eachNumber: boolean;
   private readonly refusePrototypeKeys: boolean;
 
-  constructor(text: string, limits: { maxDepth: number; maxErrors: number; maxValues: number; refusePrototypeKeys: boolean }, eachNumber: boolean) {
+  constructor(
+    text: string,
+    limits: { maxDepth: number; maxErrors: number; maxValues: number; refusePrototypeKeys: boolean },
+    eachNumber: boolean,
+  ) {
     this.text = text;
     this.maxDepth = limits.maxDepth;
     this.maxErrors = limits.maxErrors;

@@ -62,7 +62,7 @@ function run(a: Automaton, value: string): boolean {
   let live = new Uint32Array(words);
   let next = new Uint32Array(words);
   live[0] = 1;
-  for (let i = 0; i < value.length; ) {
+  for (let i = 0; i < value.length;) {
     if (finalStays && hasBit(live, final)) return true;
     const point = value.codePointAt(i) ?? 0;
     i += point > 0xffff ? 2 : 1;

@@ -2,7 +2,17 @@
 // gives them (filtering.ts): for a record read from the log (which no read model has folded yet)
 // and for the record a write would leave, e.g. whether an access rule covers it.
 
-import { booleanReading, numericReading, operandsOf, shapeOf, type Alternatives, type Column, type Condition, type Operands, type Scalar } from './filtering.ts';
+import {
+  booleanReading,
+  numericReading,
+  operandsOf,
+  shapeOf,
+  type Alternatives,
+  type Column,
+  type Condition,
+  type Operands,
+  type Scalar,
+} from './filtering.ts';
 import { likeMatcher } from './likeMatcher.ts';
 
 /** The values at a dotted path: the elements of an array column, the one value otherwise
@@ -61,13 +71,20 @@ function typedOrder(column: Column, stored: unknown, value: Scalar): number | un
     const n = column.type === 'any' ? numericReading(value) : Number(value);
     return n === undefined || Number.isNaN(n) ? undefined : compare(stored, n);
   }
-  if (typeof stored === 'string' && column.type !== 'number' && column.type !== 'integer' && column.type !== 'boolean') return compare(stored, String(value));
+  if (typeof stored === 'string' && column.type !== 'number' && column.type !== 'integer' && column.type !== 'boolean')
+    return compare(stored, String(value));
   return undefined;
 }
 
 const LIKE_WINDOW = 4000;
 
-function holds(column: Column, stored: unknown, op: 'EQ' | 'IN' | 'LIKE' | 'GT' | 'GTE' | 'LT' | 'LTE', operands: Operands, like: ((v: string) => boolean) | undefined): boolean {
+function holds(
+  column: Column,
+  stored: unknown,
+  op: 'EQ' | 'IN' | 'LIKE' | 'GT' | 'GTE' | 'LT' | 'LTE',
+  operands: Operands,
+  like: ((v: string) => boolean) | undefined,
+): boolean {
   switch (op) {
     case 'EQ':
     case 'IN':
@@ -99,7 +116,9 @@ export function conditionHolds(doc: unknown, c: Condition): boolean {
   if (c.kind === 'field') return fieldMatches(doc, c.column, c.op, operands);
   // As the stores read a nested item: some element, an object, meets the whole condition (NOT_EQ:
   // some element differs), as MongoDB's $elemMatch.
-  return valuesAt(doc, c.arrayPath, true).some((e) => typeof e === 'object' && e !== null && !Array.isArray(e) && fieldMatches(e, c.column, c.op, operands));
+  return valuesAt(doc, c.arrayPath, true).some(
+    (e) => typeof e === 'object' && e !== null && !Array.isArray(e) && fieldMatches(e, c.column, c.op, operands),
+  );
 }
 
 /** Whether every condition holds. */

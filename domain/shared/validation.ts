@@ -8,8 +8,7 @@ export const issuePath = (path: readonly PropertyKey[]): string =>
   path.length === 0
     ? '(body)'
     : path.reduce<string>(
-        (acc, seg) =>
-          typeof seg === 'number' ? `${acc}[${String(seg)}]` : acc === '' ? String(seg) : `${acc}.${String(seg)}`,
+        (acc, seg) => (typeof seg === 'number' ? `${acc}[${String(seg)}]` : acc === '' ? String(seg) : `${acc}.${String(seg)}`),
         '',
       );
 
@@ -19,7 +18,10 @@ const MAX_ERROR_LINES = 100;
 export function issueLines(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[] = []): string[] {
   const lines = allIssueLines(issues.slice(0, MAX_ERROR_LINES + 1), prefix);
   if (lines.length <= MAX_ERROR_LINES && issues.length <= MAX_ERROR_LINES) return lines;
-  return [...lines.slice(0, MAX_ERROR_LINES), `… and more: ${String(issues.length)} problems in all, the first ${String(MAX_ERROR_LINES)} lines shown`];
+  return [
+    ...lines.slice(0, MAX_ERROR_LINES),
+    `… and more: ${String(issues.length)} problems in all, the first ${String(MAX_ERROR_LINES)} lines shown`,
+  ];
 }
 
 function allIssueLines(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[]): string[] {

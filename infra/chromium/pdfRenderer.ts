@@ -45,7 +45,8 @@ const onPath = async (name: string): Promise<string | undefined> => {
   return undefined;
 };
 
-const INSTALL_HINT = 'set CHROME_PATH to a Chromium or Chrome executable, install Debian\'s chromium, or reinstall the @sparticuz/chromium package (npm install)';
+const INSTALL_HINT =
+  "set CHROME_PATH to a Chromium or Chrome executable, install Debian's chromium, or reinstall the @sparticuz/chromium package (npm install)";
 
 /** CHROME_PATH, else a Chromium or Chrome on PATH, else the one @sparticuz/chromium ships (unpacked
  * to the temporary folder on first use, about 3 s). */
@@ -104,7 +105,12 @@ export class ChromiumPdfRenderer implements PdfRenderer {
 
   constructor(options: ChromiumOptions = {}) {
     this.#options = { pages: 2, queueLimit: 32, timeoutMs: 15_000, recycleAfter: 500, jobsPerCaller: 2, ...options };
-    this.#queue = new RenderQueue({ slots: this.#options.pages, queueLimit: this.#options.queueLimit, what: 'PDF', shares: callerShares('PDF', this.#options.jobsPerCaller) });
+    this.#queue = new RenderQueue({
+      slots: this.#options.pages,
+      queueLimit: this.#options.queueLimit,
+      what: 'PDF',
+      shares: callerShares('PDF', this.#options.jobsPerCaller),
+    });
   }
 
   get queue(): RenderQueue {
@@ -122,7 +128,10 @@ export class ChromiumPdfRenderer implements PdfRenderer {
       try {
         return await this.#render(html, paper);
       } catch (error) {
-        if (error instanceof BrowserGone) throw new DomainError('FORMATTER.RENDERER_CRASHED', 'The PDF renderer crashed twice on this document', [], { retryAfterSeconds: 1 });
+        if (error instanceof BrowserGone)
+          throw new DomainError('FORMATTER.RENDERER_CRASHED', 'The PDF renderer crashed twice on this document', [], {
+            retryAfterSeconds: 1,
+          });
         throw error;
       }
     }, shareKeyOf(caller));
@@ -171,7 +180,13 @@ export class ChromiumPdfRenderer implements PdfRenderer {
   async #print(page: Page, html: string, paper: Paper): Promise<Uint8Array> {
     const timeout = this.#options.timeoutMs;
     await page.setContent(html, { waitUntil: 'load', timeout });
-    return page.pdf({ width: `${String(paper.widthMm)}mm`, height: `${String(paper.heightMm)}mm`, landscape: paper.landscape, printBackground: true, timeout });
+    return page.pdf({
+      width: `${String(paper.widthMm)}mm`,
+      height: `${String(paper.heightMm)}mm`,
+      landscape: paper.landscape,
+      printBackground: true,
+      timeout,
+    });
   }
 
   async #newPage(browser: Browser): Promise<Page> {
@@ -224,14 +239,20 @@ export class ChromiumPdfRenderer implements PdfRenderer {
         handleSIGHUP: false,
       });
     } catch (error) {
-      throw rendererUnavailable('PDF', `Chromium at ${executable.path} (${executable.source}) did not start: ${error instanceof Error ? error.message.split('\n')[0] ?? '' : String(error)}; ${INSTALL_HINT}`);
+      throw rendererUnavailable(
+        'PDF',
+        `Chromium at ${executable.path} (${executable.source}) did not start: ${error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)}; ${INSTALL_HINT}`,
+      );
     }
     this.launches += 1;
     const instance: Instance = { browser, renders: 0, busy: 0, idle: [], retiring: false };
     browser.on('disconnected', () => {
       this.#retire(instance, 'disconnected');
     });
-    this.#options.logger?.info({ chromium: executable.path, source: executable.source, version: await browser.version() }, 'PDF renderer started');
+    this.#options.logger?.info(
+      { chromium: executable.path, source: executable.source, version: await browser.version() },
+      'PDF renderer started',
+    );
     return instance;
   }
 

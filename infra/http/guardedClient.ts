@@ -200,12 +200,18 @@ type AllowRule = { host: string } | { net: Ip; bits: number };
 
 /** Splits OUTBOUND_ALLOW (comma-separated, blanks ignored) into entries for `allow`. */
 export function allowListFrom(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  return (value ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
 }
 
 function allowRule(entry: string): AllowRule {
   const invalid = () => new RangeError(`OUTBOUND_ALLOW: "${entry}" is not a CIDR, an IP address or a host name`);
-  const [address = '', bits, extra] = entry.trim().replace(/^\[(.*)\]/, '$1').split('/');
+  const [address = '', bits, extra] = entry
+    .trim()
+    .replace(/^\[(.*)\]/, '$1')
+    .split('/');
   const ip = isIP(address) === 0 ? undefined : parseIp(address);
   if (bits !== undefined || extra !== undefined) {
     if (!ip || extra !== undefined) throw invalid();
@@ -349,7 +355,11 @@ function check(hostname: string, addresses: readonly { address: string }[], rule
 function pinned(addresses: readonly Checked[]): LookupFunction {
   return (_hostname, options, callback) => {
     const first = addresses[0] as Checked;
-    if (options.all === true) callback(null, addresses.map((a): LookupAddress => ({ address: a.address, family: a.family })));
+    if (options.all === true)
+      callback(
+        null,
+        addresses.map((a): LookupAddress => ({ address: a.address, family: a.family })),
+      );
     else callback(null, first.address, first.family);
   };
 }
@@ -419,6 +429,6 @@ function networkFailure(error: unknown): OutboundFailed {
   const code = codeOf(error);
   if (code === 'ECONNREFUSED') return new OutboundFailed('connection refused');
   if (code === 'ECONNRESET') return new OutboundFailed('connection reset before the answer ended');
-  if (code !== undefined && (/CERT|SSL|TLS|SELF_SIGNED|HOSTNAME/.test(code))) return new OutboundFailed(`TLS failed (${code})`);
+  if (code !== undefined && /CERT|SSL|TLS|SELF_SIGNED|HOSTNAME/.test(code)) return new OutboundFailed(`TLS failed (${code})`);
   return new OutboundFailed(`request failed (${code ?? 'error'})`);
 }

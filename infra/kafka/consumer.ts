@@ -83,7 +83,10 @@ export class KafkaMessageConsumer implements MessageConsumer {
     this.#producer = kafka.producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner });
     this.#consumer.on(this.#consumer.events.CRASH, ({ payload }) => {
       if (!payload.restart) {
-        options.logger?.error({ err: payload.error, topic: options.topic, groupId: options.groupId }, 'Kafka consumer stopped after an error it does not restart from; the topic is no longer read');
+        options.logger?.error(
+          { err: payload.error, topic: options.topic, groupId: options.groupId },
+          'Kafka consumer stopped after an error it does not restart from; the topic is no longer read',
+        );
       }
     });
   }
@@ -152,7 +155,10 @@ export class KafkaMessageConsumer implements MessageConsumer {
       } catch (error) {
         if ((error as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
         if (Date.now() + delayMs > deadline) {
-          throw new Error(`Kafka topic ${topic} does not exist and the brokers did not make it within ${String(TOPIC_WAIT_MS / 1000)} s (auto.create.topics.enable off?): create it`, { cause: error });
+          throw new Error(
+            `Kafka topic ${topic} does not exist and the brokers did not make it within ${String(TOPIC_WAIT_MS / 1000)} s (auto.create.topics.enable off?): create it`,
+            { cause: error },
+          );
         }
       }
       await new Promise((resolve) => setTimeout(resolve, delayMs));
@@ -251,7 +257,12 @@ export class KafkaMessageConsumer implements MessageConsumer {
 
   /** Hands a slice to the handler and writes its dead letters: undefined when every message of it
    * is done, else the first one that is not (read again from there) and why. */
-  async #slice(topic: string, partition: number, slice: readonly KafkaMessage[], handle: HandleBatch): Promise<{ index: number; error: unknown } | undefined> {
+  async #slice(
+    topic: string,
+    partition: number,
+    slice: readonly KafkaMessage[],
+    handle: HandleBatch,
+  ): Promise<{ index: number; error: unknown } | undefined> {
     let outcomes: BatchOutcome[];
     try {
       outcomes = await handle(slice.map((message) => incoming(topic, partition, message)));
@@ -261,7 +272,10 @@ export class KafkaMessageConsumer implements MessageConsumer {
     let upTo = outcomes.findIndex((o) => o.kind === 'retry');
     const retry = upTo === -1 ? undefined : (outcomes[upTo] as { error: unknown });
     if (upTo === -1 && outcomes.length !== slice.length) {
-      return { index: Math.min(outcomes.length, slice.length - 1), error: new Error(`the handler answered ${String(outcomes.length)} outcomes for ${String(slice.length)} messages`) };
+      return {
+        index: Math.min(outcomes.length, slice.length - 1),
+        error: new Error(`the handler answered ${String(outcomes.length)} outcomes for ${String(slice.length)} messages`),
+      };
     }
     if (upTo === -1) upTo = slice.length;
     const dead = slice.flatMap((message, i) => {
@@ -300,7 +314,10 @@ export class KafkaMessageConsumer implements MessageConsumer {
     const failures = (this.#failures.get(partition) ?? 0) + 1;
     this.#failures.set(partition, failures);
     const delayMs = Math.min(BACKOFF_FIRST_MS * 2 ** (failures - 1), BACKOFF_MAX_MS);
-    this.#options.logger?.error({ err: error, topic, partition, offset, failures, retryInMs: delayMs }, 'Kafka message not handled; reading it again after a pause');
+    this.#options.logger?.error(
+      { err: error, topic, partition, offset, failures, retryInMs: delayMs },
+      'Kafka message not handled; reading it again after a pause',
+    );
     // Read again from this message, not after it, once the partition resumes.
     this.#consumer.seek({ topic, partition, offset });
     const resume = pause();
@@ -318,5 +335,12 @@ function incoming(topic: string, partition: number, message: KafkaMessage): Inco
     const text = headerText(value);
     if (text !== undefined) headers[name] = text;
   }
-  return { topic, partition, offset: message.offset, key: message.key === null ? null : message.key.toString('utf8'), headers, value: message.value };
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    key: message.key === null ? null : message.key.toString('utf8'),
+    headers,
+    value: message.value,
+  };
 }

@@ -35,7 +35,12 @@ export class KafkaMessagePublisher implements MessagePublisher {
   constructor(options: KafkaPublisherOptions) {
     this.#settings = producerSettings(options.idempotent ?? true);
     const { idempotent, maxInFlightRequests } = this.#settings;
-    this.#producer = createKafka(options).producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner, idempotent, maxInFlightRequests });
+    this.#producer = createKafka(options).producer({
+      allowAutoTopicCreation: true,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      idempotent,
+      maxInFlightRequests,
+    });
   }
 
   publish(topic: string, messages: readonly PublishedMessage[]): Promise<void> {

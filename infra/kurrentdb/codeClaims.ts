@@ -76,7 +76,8 @@ export const codeStreamName = (r: CodeReservation): string => `${r.scope}Code-${
 
 /** The stream of a code's `generation`: the reservation stream, then after each deletion of it the
  * next (`!` is never in an encoded code, so no generation is another code's stream). */
-export const generationStream = (codeStream: string, generation: number): string => (generation === 0 ? codeStream : `${codeStream}!${String(generation)}`);
+export const generationStream = (codeStream: string, generation: number): string =>
+  generation === 0 ? codeStream : `${codeStream}!${String(generation)}`;
 
 /** How many deleted generations of one code a reader passes before it gives up (a deletion is an
  * operator's doing, and each costs a read). */
@@ -177,13 +178,7 @@ export type ClaimStatus = 'valid' | 'pending' | 'expired' | 'stale';
  * while the claiming event is missing and the claim is younger than the grace period, expired after
  * (the claimant crashed between claim and append, its append was refused and the give-back lost,
  * or the server has not committed it yet): then only a fence makes it stale. */
-export function claimStatus(
-  claim: Claim,
-  codeStream: string,
-  holder: readonly MarkedEvent[],
-  nowMs: number,
-  graceMs: number,
-): ClaimStatus {
+export function claimStatus(claim: Claim, codeStream: string, holder: readonly MarkedEvent[], nowMs: number, graceMs: number): ClaimStatus {
   if (lastMark(holder, codeStream) === 'claimed') return 'valid';
   if (holder.some((e) => sameId(e.event.id, claim.eventId) || voids(e.fence, claim))) return 'stale';
   return nowMs - claim.at <= graceMs ? 'pending' : 'expired';
@@ -194,8 +189,10 @@ const voids = (fence: Fence | undefined, claim: Pick<Claim, 'claimStream' | 'cla
   fence?.codeStream === claim.claimStream && fence.claimRevision === claim.claimRevision;
 
 /** Whether a fence among `events` voids one of `claims` (an append's own). */
-export const voidsAny = (events: readonly Pick<MarkedEvent, 'fence'>[], claims: readonly Pick<Claim, 'claimStream' | 'claimRevision'>[]): boolean =>
-  events.some((e) => claims.some((c) => voids(e.fence, c)));
+export const voidsAny = (
+  events: readonly Pick<MarkedEvent, 'fence'>[],
+  claims: readonly Pick<Claim, 'claimStream' | 'claimRevision'>[],
+): boolean => events.some((e) => claims.some((c) => voids(e.fence, c)));
 
 /** What the stream named by a reservation stream's last claim or release has of the code: it holds
  * it, may hold it (a pending claim), not ('free': the code may be claimed at the reservation

@@ -58,7 +58,8 @@ function isTransient(e: Error, append: boolean): boolean {
     e instanceof TimeoutError ||
     // An append's unknown outcome (Status.Unknown, an answer the client cannot read) may well have
     // committed: a 503, and the claims stay for the holder check, as after a timeout.
-    (e instanceof UnknownError && (append || Number(e.code) === GRPC_UNKNOWN || TRANSIENT_BRIDGE_MESSAGE.test(e.message) || BUSY_MESSAGE.test(e.message)))
+    (e instanceof UnknownError &&
+      (append || Number(e.code) === GRPC_UNKNOWN || TRANSIENT_BRIDGE_MESSAGE.test(e.message) || BUSY_MESSAGE.test(e.message)))
   );
 }
 
@@ -66,7 +67,11 @@ function isTransient(e: Error, append: boolean): boolean {
  * a deadline passed, the leader is changing, or the server is unavailable (the Rust reader reports
  * a busy or not-ready read as UnavailableError with no message, so the three cannot be told apart). */
 const asksToWait = (e: Error): boolean =>
-  e instanceof DeadlineExceededError || e instanceof TimeoutError || e instanceof UnavailableError || e instanceof NotLeaderError || BUSY_MESSAGE.test(e.message);
+  e instanceof DeadlineExceededError ||
+  e instanceof TimeoutError ||
+  e instanceof UnavailableError ||
+  e instanceof NotLeaderError ||
+  BUSY_MESSAGE.test(e.message);
 
 /** The 503 for a call this adapter stopped waiting for (see KurrentEventStore's deadline). */
 export function pastDeadline(what: 'read' | 'append', ms: number): StoreUnavailableError {
@@ -93,7 +98,11 @@ function asCommandError(error: Error): Error {
  * request's stream and expectation when given), transient failures → StoreUnavailableError, the
  * rest as the client's own error (raw gRPC errors first converted to the client's classes).
  * `append`: the error is an append's, whose unknown outcome is transient too. */
-export function translateError(error: unknown, request?: Pick<AppendRequest, 'stream' | 'expected'>, append = request !== undefined): Error {
+export function translateError(
+  error: unknown,
+  request?: Pick<AppendRequest, 'stream' | 'expected'>,
+  append = request !== undefined,
+): Error {
   if (error instanceof StoreUnavailableError) return error;
   const e = error instanceof Error ? asCommandError(error) : new Error(String(error));
   const tooLarge = sizeRefusal(e);
@@ -112,7 +121,8 @@ export function translateError(error: unknown, request?: Pick<AppendRequest, 'st
  * MaximumAppendEventSizeExceeded')`, the numbers lost. */
 function sizeRefusal(e: Error): AppendTooLargeError | undefined {
   if (e instanceof MaxAppendSizeExceededError) return new AppendTooLargeError(undefined, e.maxAppendSize, "KurrentDB's MaxAppendSize");
-  if (e instanceof UnknownError && e.message.includes('MaximumAppendEventSizeExceeded')) return new AppendTooLargeError(undefined, undefined, "KurrentDB's MaxAppendEventSize");
+  if (e instanceof UnknownError && e.message.includes('MaximumAppendEventSizeExceeded'))
+    return new AppendTooLargeError(undefined, undefined, "KurrentDB's MaxAppendEventSize");
   return undefined;
 }
 
@@ -127,5 +137,9 @@ export function refusedAppend(streamName: string, expected: AppendStreamState, c
  * dropped connection it may have committed all the same, so its claims must stay: the claim check
  * finds out later from the holder's stream whether they hold. */
 export function refusedForSure(failure: Error): boolean {
-  return failure instanceof WrongExpectedRevisionError || failure instanceof AppendTooLargeError || (isCommandError(failure) && !(failure instanceof UnknownError));
+  return (
+    failure instanceof WrongExpectedRevisionError ||
+    failure instanceof AppendTooLargeError ||
+    (isCommandError(failure) && !(failure instanceof UnknownError))
+  );
 }

@@ -72,7 +72,16 @@ import {
   type ReservationStream,
 } from './codeClaims.ts';
 import { pastDeadline, refusedAppend, refusedForSure, translateError } from './errors.ts';
-import { CODE_CLAIM_VOIDED, duplicateOf, fenceData, sameId, toRecordedEvent, toStoredMetadata, type CodeMarks, type MarkedEvent } from './metadata.ts';
+import {
+  CODE_CLAIM_VOIDED,
+  duplicateOf,
+  fenceData,
+  sameId,
+  toRecordedEvent,
+  toStoredMetadata,
+  type CodeMarks,
+  type MarkedEvent,
+} from './metadata.ts';
 import { commitDistance, packPosition, readStartAfter } from './positions.ts';
 import { expectedState, readAllFilter } from './streams.ts';
 
@@ -125,7 +134,8 @@ const MAX_APPEND_SETTING = 'EVENTSTORE_MAX_APPEND_BYTES';
 /** An append's size as KurrentDB counts it against MaxAppendSize (Event.SizeOnDisk, summed): the
  * data and metadata as sent (JSON, UTF-8) and the type's UTF-16 length twice. */
 export function appendSize(events: readonly EventData[]): number {
-  const bytes = (v: unknown): number => (v === undefined ? 0 : v instanceof Uint8Array ? v.length : Buffer.byteLength(JSON.stringify(v), 'utf8'));
+  const bytes = (v: unknown): number =>
+    v === undefined ? 0 : v instanceof Uint8Array ? v.length : Buffer.byteLength(JSON.stringify(v), 'utf8');
   return events.reduce((sum, e) => sum + bytes(e.data) + bytes(e.metadata) + e.type.length * 2, 0);
 }
 
@@ -214,7 +224,9 @@ export class KurrentEventStore implements EventStore {
       return this.#failed(request, taken, keyed, error);
     }
     // The record landed: whatever fails from here on gives back no claim.
-    const position = await this.#positionOf(request.stream, written).catch((error: unknown) => new StoreUnavailableError('EVENT_STORE', error));
+    const position = await this.#positionOf(request.stream, written).catch(
+      (error: unknown) => new StoreUnavailableError('EVENT_STORE', error),
+    );
     await this.#releaseAll(request, Number(written.nextExpectedRevision) - events.length + 1);
     if (position instanceof StoreUnavailableError) throw position;
     const result = { revision: Number(written.nextExpectedRevision), position };
@@ -336,7 +348,10 @@ export class KurrentEventStore implements EventStore {
       if (found === 'raced') continue;
       const { reservation, givesBack } = found;
       const expected = reservation.revision === NO_STREAM && refusedAt !== undefined ? refusedAt : reservation.revision;
-      const claimed = jsonEvent({ type: CODE_CLAIMED, data: { stream, eventId, revision: landsAt, at: new Date(this.#now()).toISOString() } });
+      const claimed = jsonEvent({
+        type: CODE_CLAIMED,
+        data: { stream, eventId, revision: landsAt, at: new Date(this.#now()).toISOString() },
+      });
       try {
         const written = await this.#appendTo(reservation.name, claimed, expected);
         return { codeStream, claimStream: reservation.name, claimRevision: written.nextExpectedRevision, givesBack };
@@ -352,7 +367,11 @@ export class KurrentEventStore implements EventStore {
 
   /** The reservation stream to claim at; CodeTakenError when another stream holds the code or may;
    * 'raced' when the holder's stream moved on while this claimant fenced it (decide again). */
-  async #claimable(code: CodeReservation, codeStream: string, stream: string): Promise<{ reservation: ReservationStream; givesBack: boolean } | 'raced'> {
+  async #claimable(
+    code: CodeReservation,
+    codeStream: string,
+    stream: string,
+  ): Promise<{ reservation: ReservationStream; givesBack: boolean } | 'raced'> {
     const reservation = await this.#reservation(codeStream);
     const decision = claimDecision(reservation, stream);
     switch (decision.kind) {
@@ -382,7 +401,10 @@ export class KurrentEventStore implements EventStore {
   async #fence(claim: Claim, holder: readonly MarkedEvent[]): Promise<boolean> {
     const last = holder.at(-1)?.event.revision;
     let at: AppendStreamState = last === undefined ? NO_STREAM : BigInt(last);
-    const fence = jsonEvent({ type: CODE_CLAIM_VOIDED, data: fenceData({ codeStream: claim.claimStream, claimRevision: claim.claimRevision }) });
+    const fence = jsonEvent({
+      type: CODE_CLAIM_VOIDED,
+      data: fenceData({ codeStream: claim.claimStream, claimRevision: claim.claimRevision }),
+    });
     for (let attempt = 0; ; attempt++) {
       try {
         await this.#appendTo(claim.stream, fence, at);
@@ -393,7 +415,8 @@ export class KurrentEventStore implements EventStore {
         if (!(failure instanceof WrongExpectedRevisionError)) throw failure;
         // A stream truncated whole (a purged record) reads as empty at any revision: fenced at the
         // one the server names while it still reads empty (nothing landed since the truncation).
-        const truncated = last === undefined && failure.actual !== 'no_stream' && attempt === 0 && (await this.#readMarked(claim.stream)).length === 0;
+        const truncated =
+          last === undefined && failure.actual !== 'no_stream' && attempt === 0 && (await this.#readMarked(claim.stream)).length === 0;
         if (!truncated) return false;
         at = BigInt(failure.actual);
       }
@@ -556,7 +579,13 @@ export class KurrentEventStore implements EventStore {
   /** Events of $all after a position (exclusive), at most `count`. */
   async #readAllPage(after: Position, count: number, categories: readonly string[] | undefined): Promise<RecordedEvent[]> {
     const page: RecordedEvent[] = [];
-    const read = this.#client.readAll({ direction: FORWARDS, fromPosition: readStartAfter(after), maxCount: count + 1, filter: readAllFilter(categories), ...FROM_LEADER });
+    const read = this.#client.readAll({
+      direction: FORWARDS,
+      fromPosition: readStartAfter(after),
+      maxCount: count + 1,
+      filter: readAllFilter(categories),
+      ...FROM_LEADER,
+    });
     await this.#drain(read, (resolved) => {
       if (resolved.event === undefined) return;
       const { event } = toRecordedEvent(resolved.event);
@@ -687,12 +716,19 @@ async function probe(client: KurrentDBClient): Promise<void> {
 }
 
 /** `work`'s outcome, or after `ms` the error `late` makes: the work goes on, unobserved. */
-function within<T>(work: Promise<T>, ms: number, late: () => Error = () => new Error(`no answer within ${String(ms / 1000)} s`)): Promise<T> {
+function within<T>(
+  work: Promise<T>,
+  ms: number,
+  late: () => Error = () => new Error(`no answer within ${String(ms / 1000)} s`),
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(late());
-    }, Math.max(0, ms));
+    timer = setTimeout(
+      () => {
+        reject(late());
+      },
+      Math.max(0, ms),
+    );
   });
   work.catch(() => undefined);
   return Promise.race([work, timeout]).finally(() => {
@@ -710,7 +746,9 @@ export async function openKurrentEventStore(
   // The client's batch-append path then answers every conflict with a wrong revision (1 for any
   // stream), which the commands choose between retrying and 412 on.
   if (settingOf(connectionString, 'throwOnAppendFailure')?.toLowerCase() === 'false') {
-    throw new Error(`EVENTSTORE_URL sets throwOnAppendFailure=false (${where}): the client then reports conflicts with a wrong revision; remove the setting`);
+    throw new Error(
+      `EVENTSTORE_URL sets throwOnAppendFailure=false (${where}): the client then reports conflicts with a wrong revision; remove the setting`,
+    );
   }
   let client: KurrentDBClient;
   try {
@@ -723,7 +761,10 @@ export async function openKurrentEventStore(
   } catch (error) {
     await client.dispose().catch(() => undefined);
     if (error instanceof AccessDeniedError) {
-      throw new Error(`KurrentDB at ${where} refuses its user a read of $all, which the event log needs: give EVENTSTORE_URL a user in $admins or $ops`, { cause: error });
+      throw new Error(
+        `KurrentDB at ${where} refuses its user a read of $all, which the event log needs: give EVENTSTORE_URL a user in $admins or $ops`,
+        { cause: error },
+      );
     }
     const reason = error instanceof Error ? error.message : String(error);
     throw new Error(

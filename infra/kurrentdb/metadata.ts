@@ -66,7 +66,9 @@ export const fenceData = (f: Fence): Record<string, unknown> => ({ codeStream: f
 export function fenceOf(stored: Pick<StoredEvent, 'type' | 'data'>): Fence | undefined {
   if (stored.type !== CODE_CLAIM_VOIDED || !isRecord(stored.data)) return undefined;
   const { codeStream, claimRevision } = stored.data;
-  return typeof codeStream === 'string' && typeof claimRevision === 'string' ? { codeStream, claimRevision: BigInt(claimRevision) } : undefined;
+  return typeof codeStream === 'string' && typeof claimRevision === 'string'
+    ? { codeStream, claimRevision: BigInt(claimRevision) }
+    : undefined;
 }
 
 /** An event as read, with what the adapter keeps in it: an append's code marks, or the fence it is. */

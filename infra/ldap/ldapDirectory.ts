@@ -9,7 +9,15 @@ import { readFileSync } from 'node:fs';
 import { Client, InvalidCredentialsError, SizeLimitExceededError, type Entry } from 'ldapts';
 import type { Directory, DirectoryPerson } from '../../domain/ports.ts';
 import { directoryAnswerTooLarge, directoryUnavailable, isDomainError } from '../../domain/shared/errors.ts';
-import { OPENLDAP_ATTRIBUTES, parseAttributeMapping, personOf, requestedAttributes, valuesOf, type AttributeMapping, type EntryAttributes } from '../../modules/directory/domain/attributes.ts';
+import {
+  OPENLDAP_ATTRIBUTES,
+  parseAttributeMapping,
+  personOf,
+  requestedAttributes,
+  valuesOf,
+  type AttributeMapping,
+  type EntryAttributes,
+} from '../../modules/directory/domain/attributes.ts';
 import type { Config } from '../config.ts';
 import { escapeDnValue, everyUserFilter, fillTemplate, groupFilter, userFilter } from '../../modules/directory/domain/filter.ts';
 
@@ -53,7 +61,8 @@ const attributesOf = (entry: Entry): EntryAttributes =>
 function unavailable(error: unknown, { timeoutMs, sizeLimit }: Pick<LdapSettings, 'timeoutMs' | 'sizeLimit'>): Error {
   if (isDomainError(error)) return error;
   // The server's own limit, lower than ours: its answer would be cut short.
-  if (error instanceof SizeLimitExceededError) return directoryAnswerTooLarge('entries than the directory\'s own size limit allows, or', sizeLimit);
+  if (error instanceof SizeLimitExceededError)
+    return directoryAnswerTooLarge("entries than the directory's own size limit allows, or", sizeLimit);
   const message = error instanceof Error ? error.message : String(error);
   if (/timeout|timed out/i.test(message)) return directoryUnavailable(`no answer within ${String(timeoutMs)} ms (LDAP_TIMEOUT_MS)`);
   const code = error instanceof Error && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
@@ -64,7 +73,13 @@ function unavailable(error: unknown, { timeoutMs, sizeLimit }: Pick<LdapSettings
 /** One connection for `work`, closed after it; bounded by `deadlineMs` as a whole when given. */
 async function connected<T>(settings: LdapSettings, work: (client: Client) => Promise<T>, deadlineMs?: number): Promise<T> {
   const tls = settings.ca === undefined ? {} : { ca: settings.ca };
-  const client = new Client({ url: settings.url, timeout: settings.timeoutMs, connectTimeout: settings.timeoutMs, strictDN: false, tlsOptions: tls });
+  const client = new Client({
+    url: settings.url,
+    timeout: settings.timeoutMs,
+    connectTimeout: settings.timeoutMs,
+    strictDN: false,
+    tlsOptions: tls,
+  });
   let timer: NodeJS.Timeout | undefined;
   try {
     const run = (async () => {
@@ -88,9 +103,21 @@ async function connected<T>(settings: LdapSettings, work: (client: Client) => Pr
 }
 
 /** Entries of a search, paged; more than `limit`: the first limit + 1 (the caller decides). */
-async function search(client: Client, base: string, filter: string, wanted: string[], limit: number, scope: 'sub' | 'base' = 'sub'): Promise<{ dn: string; attributes: EntryAttributes }[]> {
+async function search(
+  client: Client,
+  base: string,
+  filter: string,
+  wanted: string[],
+  limit: number,
+  scope: 'sub' | 'base' = 'sub',
+): Promise<{ dn: string; attributes: EntryAttributes }[]> {
   const found: { dn: string; attributes: EntryAttributes }[] = [];
-  for await (const page of client.searchPaginated(base, { scope, filter, attributes: wanted, paged: { pageSize: Math.min(PAGE, limit + 1) } })) {
+  for await (const page of client.searchPaginated(base, {
+    scope,
+    filter,
+    attributes: wanted,
+    paged: { pageSize: Math.min(PAGE, limit + 1) },
+  })) {
     for (const entry of page.searchEntries) found.push({ dn: entry.dn, attributes: attributesOf(entry) });
     if (found.length > limit) break;
   }
@@ -116,19 +143,35 @@ export function ldapDirectory(settings: LdapSettings): Directory {
     try {
       await client.bind(settings.bind.dn, settings.bind.password);
     } catch (error) {
-      if (error instanceof InvalidCredentialsError) throw directoryUnavailable('the directory refused the service account (LDAP_BIND_DN, LDAP_BIND_PASSWORD)');
+      if (error instanceof InvalidCredentialsError)
+        throw directoryUnavailable('the directory refused the service account (LDAP_BIND_DN, LDAP_BIND_PASSWORD)');
       throw error;
     }
   };
 
   /** A person from their entry: groups from memberOf, else (LDAP_GROUP_BASE set) a group search. */
-  async function personFrom(client: Client, entry: { dn: string; attributes: EntryAttributes }, username: string): Promise<DirectoryPerson> {
+  async function personFrom(
+    client: Client,
+    entry: { dn: string; attributes: EntryAttributes },
+    username: string,
+  ): Promise<DirectoryPerson> {
     const memberOf = valuesOf(entry.attributes, settings.attributes.memberOf);
-    if (memberOf.length > settings.sizeLimit) throw directoryAnswerTooLarge(`${settings.attributes.memberOf} values of one entry`, settings.sizeLimit);
+    if (memberOf.length > settings.sizeLimit)
+      throw directoryAnswerTooLarge(`${settings.attributes.memberOf} values of one entry`, settings.sizeLimit);
     if (memberOf.length > 0 || settings.groupBase === undefined) return personOf(entry, settings.attributes);
-    const groups = await search(client, settings.groupBase, groupFilter(settings.groupFilter, { dn: entry.dn, username }), ['1.1'], settings.sizeLimit);
+    const groups = await search(
+      client,
+      settings.groupBase,
+      groupFilter(settings.groupFilter, { dn: entry.dn, username }),
+      ['1.1'],
+      settings.sizeLimit,
+    );
     if (groups.length > settings.sizeLimit) throw directoryAnswerTooLarge('groups of one person', settings.sizeLimit);
-    return personOf(entry, settings.attributes, groups.map((g) => g.dn));
+    return personOf(
+      entry,
+      settings.attributes,
+      groups.map((g) => g.dn),
+    );
   }
 
   return {
@@ -136,25 +179,31 @@ export function ldapDirectory(settings: LdapSettings): Directory {
       // An empty password is an unauthenticated bind (RFC 4513 5.1.2), which a directory may
       // answer with success while proving nothing: never sent.
       if (password === '' || username === '') return undefined;
-      return connected(settings, async (client) => {
-        if (settings.userDnTemplate !== undefined) {
-          const dn = fillTemplate(settings.userDnTemplate, { username }, escapeDnValue);
-          if (!(await bindsAs(client, dn, password))) return undefined;
-          const [entry] = await search(client, dn, '(objectClass=*)', attributes, 1, 'base');
-          return entry === undefined ? undefined : personFrom(client, entry, username);
-        }
-        await serviceBind(client);
-        // Two are enough to know the name is ambiguous: then no one logs in by it.
-        const entries = await search(client, settings.userBase, userFilter(settings.userFilter, username), attributes, 1);
-        const [entry] = entries;
-        if (entry === undefined || entries.length > 1) return undefined;
-        // Read with the service account, judged only once the password is: a wrong one is a 401
-        // whatever the entry holds.
-        const person = await personFrom(client, entry, username).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
-        if (!(await bindsAs(client, entry.dn, password))) return undefined;
-        if (person instanceof Error) throw person;
-        return person;
-      }, settings.timeoutMs);
+      return connected(
+        settings,
+        async (client) => {
+          if (settings.userDnTemplate !== undefined) {
+            const dn = fillTemplate(settings.userDnTemplate, { username }, escapeDnValue);
+            if (!(await bindsAs(client, dn, password))) return undefined;
+            const [entry] = await search(client, dn, '(objectClass=*)', attributes, 1, 'base');
+            return entry === undefined ? undefined : personFrom(client, entry, username);
+          }
+          await serviceBind(client);
+          // Two are enough to know the name is ambiguous: then no one logs in by it.
+          const entries = await search(client, settings.userBase, userFilter(settings.userFilter, username), attributes, 1);
+          const [entry] = entries;
+          if (entry === undefined || entries.length > 1) return undefined;
+          // Read with the service account, judged only once the password is: a wrong one is a 401
+          // whatever the entry holds.
+          const person = await personFrom(client, entry, username).catch((error: unknown) =>
+            error instanceof Error ? error : new Error(String(error)),
+          );
+          if (!(await bindsAs(client, entry.dn, password))) return undefined;
+          if (person instanceof Error) throw person;
+          return person;
+        },
+        settings.timeoutMs,
+      );
     },
 
     async people() {

@@ -31,15 +31,23 @@ const BRIDGE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'bridge.p
 /** soffice (SOFFICE_PATH, else on PATH or where Debian puts it) and a python3 that loads `uno`
  * (Debian's own first: a pyenv one earlier on PATH has no python3-uno); undefined when either is missing. */
 export function findLibreOffice(configured?: string): LibreOffice | undefined {
-  const candidates = configured !== undefined ? [configured] : [...onPath('soffice'), '/usr/bin/soffice', '/usr/lib/libreoffice/program/soffice', '/opt/libreoffice/program/soffice'];
+  const candidates =
+    configured !== undefined
+      ? [configured]
+      : [...onPath('soffice'), '/usr/bin/soffice', '/usr/lib/libreoffice/program/soffice', '/opt/libreoffice/program/soffice'];
   const soffice = candidates.find((c) => isExecutable(c));
   if (soffice === undefined) return undefined;
-  const python = ['/usr/bin/python3', ...onPath('python3')].find((p) => isExecutable(p) && spawnSync(p, ['-c', 'import uno'], { stdio: 'ignore', timeout: 10_000 }).status === 0);
+  const python = ['/usr/bin/python3', ...onPath('python3')].find(
+    (p) => isExecutable(p) && spawnSync(p, ['-c', 'import uno'], { stdio: 'ignore', timeout: 10_000 }).status === 0,
+  );
   return python === undefined ? undefined : { soffice, python };
 }
 
 function onPath(name: string): string[] {
-  return (process.env.PATH ?? '').split(path.delimiter).filter((d) => d !== '').map((d) => path.join(d, name));
+  return (process.env.PATH ?? '')
+    .split(path.delimiter)
+    .filter((d) => d !== '')
+    .map((d) => path.join(d, name));
 }
 function isExecutable(file: string): boolean {
   try {
@@ -60,8 +68,18 @@ const IMPORT_FILTERS: Readonly<Record<OfficeInput, { extension: string; filter?:
 };
 /** Formats that are zips, whose parts LibreOffice dates with the time of writing. */
 const ZIPPED: ReadonlySet<OfficeFormat> = new Set(['docx', 'odt', 'xlsx', 'ods']);
-const WRITER_FILTERS: Partial<Record<OfficeFormat, string>> = { docx: 'MS Word 2007 XML', doc: 'MS Word 97', odt: 'writer8', pdf: 'writer_pdf_Export' };
-const CALC_FILTERS: Partial<Record<OfficeFormat, string>> = { xlsx: 'Calc MS Excel 2007 XML', xls: 'MS Excel 97', ods: 'calc8', pdf: 'calc_pdf_Export' };
+const WRITER_FILTERS: Partial<Record<OfficeFormat, string>> = {
+  docx: 'MS Word 2007 XML',
+  doc: 'MS Word 97',
+  odt: 'writer8',
+  pdf: 'writer_pdf_Export',
+};
+const CALC_FILTERS: Partial<Record<OfficeFormat, string>> = {
+  xlsx: 'Calc MS Excel 2007 XML',
+  xls: 'MS Excel 97',
+  ods: 'calc8',
+  pdf: 'calc_pdf_Export',
+};
 
 /** The profile's settings: every connection through a proxy on a closed port (loopback too), links
  * from untrusted documents blocked, macros off, no update checks. */
@@ -78,15 +96,23 @@ ${[
   ['/org.openoffice.Office.Common/Security/Scripting', 'MacroSecurityLevel', '3'],
   ['/org.openoffice.Office.Common/Security/Scripting', 'DisableMacrosExecution', 'true'],
   ['/org.openoffice.Office.Common/Misc', 'UseOpenCL', 'false'],
-  ['/org.openoffice.Office.Jobs/Jobs/org.openoffice.Office.Jobs:Job[\'UpdateCheck\']/Arguments', 'AutoCheckEnabled', 'false'],
+  ["/org.openoffice.Office.Jobs/Jobs/org.openoffice.Office.Jobs:Job['UpdateCheck']/Arguments", 'AutoCheckEnabled', 'false'],
 ]
-  .map(([item, name, value]) => `<item oor:path="${item ?? ''}"><prop oor:name="${name ?? ''}" oor:op="fuse"><value>${value ?? ''}</value></prop></item>`)
+  .map(
+    ([item, name, value]) =>
+      `<item oor:path="${item ?? ''}"><prop oor:name="${name ?? ''}" oor:op="fuse"><value>${value ?? ''}</value></prop></item>`,
+  )
   .join('\n')}
 </oor:items>
 `;
 
 type Answer = { ok?: boolean; error?: string; crashed?: string };
-type Running = { soffice: ChildProcess; bridge: ChildProcessWithoutNullStreams; pending: Map<number, (answer: Answer) => void>; documents: number };
+type Running = {
+  soffice: ChildProcess;
+  bridge: ChildProcessWithoutNullStreams;
+  pending: Map<number, (answer: Answer) => void>;
+  documents: number;
+};
 
 export type LibreOfficeOptions = {
   /** SOFFICE_PATH, else found (findLibreOffice). */
@@ -116,21 +142,40 @@ export class LibreOfficeConverter implements OfficeConverter {
 
   constructor(options: LibreOfficeOptions = {}) {
     this.#options = { queueLimit: 32, timeoutMs: 30_000, recycleAfter: 200, jobsPerCaller: 2, ...options };
-    this.#queue = new RenderQueue({ slots: 1, queueLimit: this.#options.queueLimit, what: 'office', shares: callerShares('office', this.#options.jobsPerCaller) });
+    this.#queue = new RenderQueue({
+      slots: 1,
+      queueLimit: this.#options.queueLimit,
+      what: 'office',
+      shares: callerShares('office', this.#options.jobsPerCaller),
+    });
   }
 
-  async convert(input: Uint8Array, from: OfficeInput, to: OfficeFormat, options: { date?: Date; paper?: Paper; caller?: TemplateCaller } = {}): Promise<Uint8Array> {
+  async convert(
+    input: Uint8Array,
+    from: OfficeInput,
+    to: OfficeFormat,
+    options: { date?: Date; paper?: Paper; caller?: TemplateCaller } = {},
+  ): Promise<Uint8Array> {
     const source = IMPORT_FILTERS[from];
     const filter = (source.calc ? CALC_FILTERS : WRITER_FILTERS)[to];
     if (filter === undefined) {
-      throw new DomainError('FORMATTER.FORMAT_NOT_AVAILABLE', `A ${source.calc ? 'spreadsheet' : 'text document'} cannot be made into ${to}`);
+      throw new DomainError(
+        'FORMATTER.FORMAT_NOT_AVAILABLE',
+        `A ${source.calc ? 'spreadsheet' : 'text document'} cannot be made into ${to}`,
+      );
     }
     const clean = this.#options.offlineHtml ?? ((html: string) => Promise.resolve(offlineHtml(html)));
     const bytes = from.startsWith('html') ? new TextEncoder().encode(await clean(new TextDecoder().decode(input), options.caller)) : input;
     return this.#queue.run(() => this.#convert(bytes, source, filter, to, options), shareKeyOf(options.caller));
   }
 
-  async #convert(bytes: Uint8Array, source: { extension: string; filter?: string }, filter: string, to: OfficeFormat, options: { date?: Date; paper?: Paper }): Promise<Uint8Array> {
+  async #convert(
+    bytes: Uint8Array,
+    source: { extension: string; filter?: string },
+    filter: string,
+    to: OfficeFormat,
+    options: { date?: Date; paper?: Paper },
+  ): Promise<Uint8Array> {
     const { date, paper } = options;
     const id = ++this.#next;
     const input = path.join(this.#work, `in-${String(id)}.${source.extension}`);
@@ -148,7 +193,10 @@ export class LibreOfficeConverter implements OfficeConverter {
         date: date?.toISOString(),
         name: `document.${to}`,
         // Page sizes in 1/100 mm, portrait (LibreOffice swaps them for landscape).
-        paper: paper === undefined ? undefined : { width: Math.round(paper.widthMm * 100), height: Math.round(paper.heightMm * 100), landscape: paper.landscape },
+        paper:
+          paper === undefined
+            ? undefined
+            : { width: Math.round(paper.widthMm * 100), height: Math.round(paper.heightMm * 100), landscape: paper.landscape },
       };
       const answer = await withTimeout(this.#ask(running, request), this.#options.timeoutMs, () => {
         this.#stop('timed out');
@@ -156,7 +204,12 @@ export class LibreOfficeConverter implements OfficeConverter {
       });
       if (answer.crashed !== undefined) {
         this.#stop(`crashed: ${answer.crashed}`);
-        throw new DomainError('FORMATTER.RENDERER_CRASHED', `The office renderer stopped during this document (${answer.crashed}); it starts again with the next one`, [], { retryAfterSeconds: 1 });
+        throw new DomainError(
+          'FORMATTER.RENDERER_CRASHED',
+          `The office renderer stopped during this document (${answer.crashed}); it starts again with the next one`,
+          [],
+          { retryAfterSeconds: 1 },
+        );
       }
       if (answer.error !== undefined) {
         // LibreOffice's own words name its internals: logged, not answered.
@@ -202,10 +255,24 @@ export class LibreOfficeConverter implements OfficeConverter {
     const pipe = `admin-office-${randomUUID()}`;
     const soffice = spawn(
       found.soffice,
-      ['--headless', '--invisible', '--nologo', '--norestore', '--nodefault', '--nolockcheck', '--nofirststartwizard', `-env:UserInstallation=file://${profile}`, `--accept=pipe,name=${pipe};urp;StarOffice.ComponentContext`],
+      [
+        '--headless',
+        '--invisible',
+        '--nologo',
+        '--norestore',
+        '--nodefault',
+        '--nolockcheck',
+        '--nofirststartwizard',
+        `-env:UserInstallation=file://${profile}`,
+        `--accept=pipe,name=${pipe};urp;StarOffice.ComponentContext`,
+      ],
       // LIBO_ONEWAY_STABLE_ODF_EXPORT: ODF written without its random session ids, so the same input
       // gives the same bytes.
-      { stdio: 'ignore', env: { ...process.env, TZ: 'UTC', SAL_USE_VCLPLUGIN: 'svp', TMPDIR: temporary, LIBO_ONEWAY_STABLE_ODF_EXPORT: '1' }, detached: true },
+      {
+        stdio: 'ignore',
+        env: { ...process.env, TZ: 'UTC', SAL_USE_VCLPLUGIN: 'svp', TMPDIR: temporary, LIBO_ONEWAY_STABLE_ODF_EXPORT: '1' },
+        detached: true,
+      },
     );
     const bridge = spawn(found.python, [BRIDGE, pipe], { env: { ...process.env, TMPDIR: temporary } });
     const running: Running = { soffice, bridge, pending: new Map(), documents: 0 };
@@ -239,7 +306,10 @@ export class LibreOfficeConverter implements OfficeConverter {
       await withTimeout(ready, 60_000, () => new Error('LibreOffice did not start within 60 s'));
     } catch (error) {
       kill(running);
-      throw rendererUnavailable('office', `LibreOffice at ${found.soffice} did not start (${error instanceof Error ? error.message : String(error)}); ${OFFICE_INSTALL_HINT}`);
+      throw rendererUnavailable(
+        'office',
+        `LibreOffice at ${found.soffice} did not start (${error instanceof Error ? error.message : String(error)}); ${OFFICE_INSTALL_HINT}`,
+      );
     }
     this.#options.logger?.info({ soffice: found.soffice, python: found.python }, 'office renderer started');
     return running;
@@ -249,10 +319,13 @@ export class LibreOfficeConverter implements OfficeConverter {
   #stop(reason: string): void {
     const running = this.#running;
     this.#running = undefined;
-    void running?.then((r) => {
-      if (reason !== 'recycled') this.#options.logger?.warn({ reason, documents: r.documents }, 'office renderer restarted');
-      kill(r);
-    }, () => undefined);
+    void running?.then(
+      (r) => {
+        if (reason !== 'recycled') this.#options.logger?.warn({ reason, documents: r.documents }, 'office renderer restarted');
+        kill(r);
+      },
+      () => undefined,
+    );
   }
 
   /** The soffice process in use, if one runs (for tests that crash it). */

@@ -13,21 +13,24 @@ type ChildNode = DefaultTreeAdapterMap['childNode'];
 type Element = DefaultTreeAdapterMap['element'];
 
 const KEPT = new Set(
-  ('html head body title style p div span br hr h1 h2 h3 h4 h5 h6 b i u s strike strong em small big sub sup code pre tt kbd samp var ' +
+  (
+    'html head body title style p div span br hr h1 h2 h3 h4 h5 h6 b i u s strike strong em small big sub sup code pre tt kbd samp var ' +
     'blockquote q cite abbr dfn address ul ol li dl dt dd table thead tbody tfoot tr td th caption colgroup col a img font center section ' +
-    'article header footer main nav aside figure figcaption mark del ins label')
-    .split(' '),
+    'article header footer main nav aside figure figcaption mark del ins label'
+  ).split(' '),
 );
 /** Elements that go with everything inside them. */
 const DROPPED = new Set(
-  ('script noscript iframe frame frameset noframes object embed applet param link base meta portal template noembed plaintext xmp ' +
-    'textarea select option svg math video audio picture source track canvas map area form input button sdfield')
-    .split(' '),
+  (
+    'script noscript iframe frame frameset noframes object embed applet param link base meta portal template noembed plaintext xmp ' +
+    'textarea select option svg math video audio picture source track canvas map area form input button sdfield'
+  ).split(' '),
 );
 const ATTRIBUTES = new Set(
-  ('class id style title align valign width height colspan rowspan border cellpadding cellspacing bgcolor color face size lang dir alt ' +
-    'span start type name')
-    .split(' '),
+  (
+    'class id style title align valign width height colspan rowspan border cellpadding cellspacing bgcolor color face size lang dir alt ' +
+    'span start type name'
+  ).split(' '),
 );
 
 /** A raster image inline: the only source LibreOffice may load. LibreOffice goes by the bytes, not
@@ -65,7 +68,10 @@ function keptAttributes(element: Element): Element['attrs'] {
 }
 
 /** The children a node keeps: allowed elements cleaned, others dropped or replaced by their content. */
-function cleaned(children: ChildNode[], parent: Element | DefaultTreeAdapterMap['document'] | DefaultTreeAdapterMap['documentFragment']): ChildNode[] {
+function cleaned(
+  children: ChildNode[],
+  parent: Element | DefaultTreeAdapterMap['document'] | DefaultTreeAdapterMap['documentFragment'],
+): ChildNode[] {
   return children.flatMap((child): ChildNode[] => {
     if (child.nodeName === '#comment') return [];
     if (!('tagName' in child)) return [child];

@@ -44,9 +44,15 @@ export class SmtpMailSender implements MailSender {
       const e = error as { responseCode?: number; code?: string };
       if (typeof e.responseCode === 'number') {
         const transient = e.responseCode < 500;
-        throw new DeliveryFailed(`SMTP ${String(e.responseCode)}: ${transient ? 'the server asked to try again later' : 'the server refused the message'}`, transient);
+        throw new DeliveryFailed(
+          `SMTP ${String(e.responseCode)}: ${transient ? 'the server asked to try again later' : 'the server refused the message'}`,
+          transient,
+        );
       }
-      throw new DeliveryFailed(`SMTP ${e.code ?? 'error'}: the mail server could not be reached or did not answer`, e.code === undefined || TRANSIENT_CODES.has(e.code));
+      throw new DeliveryFailed(
+        `SMTP ${e.code ?? 'error'}: the mail server could not be reached or did not answer`,
+        e.code === undefined || TRANSIENT_CODES.has(e.code),
+      );
     }
   }
 

@@ -10,7 +10,16 @@
 
 import { finished } from 'node:stream/promises';
 import { createHash } from 'node:crypto';
-import { GridFSBucket, MongoGridFSChunkError, MongoRuntimeError, ReadPreference, type Db, type GridFSFile, type MongoClient, type ObjectId } from 'mongodb';
+import {
+  GridFSBucket,
+  MongoGridFSChunkError,
+  MongoRuntimeError,
+  ReadPreference,
+  type Db,
+  type GridFSFile,
+  type MongoClient,
+  type ObjectId,
+} from 'mongodb';
 import type { BlobRef, BlobStore } from '../../domain/ports.ts';
 import { checkBlob, checkSha256 } from '../../domain/shared/blobs.ts';
 import { connectMongo, translateError } from './readStore.ts';
@@ -73,7 +82,8 @@ export class MongoBlobStore implements BlobStore {
     const chunks: Buffer[] = [];
     for await (const chunk of this.#bucket.openDownloadStream(found.id)) chunks.push(chunk as Buffer);
     const content = Buffer.concat(chunks);
-    if (content.byteLength !== found.ref.size) throw new FileGone(`blob ${found.ref.sha256}: read ${String(content.byteLength)} of ${String(found.ref.size)} bytes`);
+    if (content.byteLength !== found.ref.size)
+      throw new FileGone(`blob ${found.ref.sha256}: read ${String(content.byteLength)} of ${String(found.ref.size)} bytes`);
     return content;
   }
 

@@ -264,11 +264,19 @@ function like(field: string, pattern: LikePattern | undefined): MongoFilter {
   return range === undefined ? regex : { $and: [{ [field]: range }, regex] };
 }
 
-function typedPositive(field: string, type: Exclude<ColumnType, 'any'>, op: PositiveOperator, { values, like: pattern }: Operands): MongoFilter {
+function typedPositive(
+  field: string,
+  type: Exclude<ColumnType, 'any'>,
+  op: PositiveOperator,
+  { values, like: pattern }: Operands,
+): MongoFilter {
   switch (op) {
     case 'EQ':
     case 'IN':
-      return membership(field, values.map((v) => typedValue(type, v)));
+      return membership(
+        field,
+        values.map((v) => typedValue(type, v)),
+      );
     case 'LIKE':
       return like(field, pattern);
     case 'GT':
@@ -439,7 +447,9 @@ const ASCII_CASES = Array.from({ length: 26 }, (_letter, i) => [String.fromCharC
 /** ASCII-only lower case, SQLite's NOCASE. `$toLower` leaves other characters undefined (and an
  * in-memory engine lowers them all), so the 26 letters are replaced one by one. */
 function asciiLower(expression: string): MongoFilter {
-  const replace = { $replaceAll: { input: '$$value', find: { $arrayElemAt: ['$$this', 0] }, replacement: { $arrayElemAt: ['$$this', 1] } } };
+  const replace = {
+    $replaceAll: { input: '$$value', find: { $arrayElemAt: ['$$this', 0] }, replacement: { $arrayElemAt: ['$$this', 1] } },
+  };
   return { $reduce: { input: { $literal: ASCII_CASES }, initialValue: expression, in: replace } };
 }
 
@@ -463,11 +473,7 @@ export function compileAutocomplete(paths: readonly string[], term: string, limi
     { $match: { $and: [LIVE, { $or: fields.map((f) => ({ [f]: { $regex: contains, $options: REGEX_OPTIONS } })) }] } },
     { $project: { _id: 0, value: { $concatArrays: fields.map(elementsOf) } } },
     { $unwind: '$value' },
-    {
-      $match: {
-        $expr: { $cond: { if: { $eq: [{ $type: '$value' }, 'string'] }, then: regexMatch('$value', contains), else: false } },
-      },
-    },
+    { $match: { $expr: { $cond: { if: { $eq: [{ $type: '$value' }, 'string'] }, then: regexMatch('$value', contains), else: false } } } },
     { $group: { _id: '$value' } },
     { $project: { prefix: regexMatch('$_id', `^${contains}`), folded: asciiLower('$_id') } },
     { $sort: { prefix: -1, folded: 1, _id: 1 } },
@@ -525,10 +531,7 @@ export const checkpointUpdate = (position: Position): MongoFilter => ({ $max: { 
 /** Matches the lease when it is `owner`'s or has lapsed by the server's clock; with an upsert, a
  * missing lease is created and one held by another fails the insert with a duplicate key. */
 export function leaseFilter(projection: string, owner: string): MongoFilter {
-  return {
-    _id: { $eq: projection },
-    $expr: { $or: [{ $eq: ['$owner', { $literal: owner }] }, { $lte: ['$expiresAt', '$$NOW'] }] },
-  };
+  return { _id: { $eq: projection }, $expr: { $or: [{ $eq: ['$owner', { $literal: owner }] }, { $lte: ['$expiresAt', '$$NOW'] }] } };
 }
 
 export function leaseUpdate(owner: string, ttlMs: number): MongoFilter[] {
@@ -550,10 +553,7 @@ export function leaseUpdateAt(owner: string, ttlMs: number, now: Date): MongoFil
   return { $set: { owner, expiresAt: new Date(now.getTime() + ttlMs) } };
 }
 
-export const leaseOwnedBy = (projection: string, owner: string): MongoFilter => ({
-  _id: { $eq: projection },
-  owner: { $eq: owner },
-});
+export const leaseOwnedBy = (projection: string, owner: string): MongoFilter => ({ _id: { $eq: projection }, owner: { $eq: owner } });
 
 // ---------------------------------------------------------------------------------------------
 // Indexes

@@ -23,7 +23,16 @@ import {
   type UpdateFilter,
   type WriteConcernSettings,
 } from 'mongodb';
-import type { CollectionOptions, Document, DocumentWrite, JsonPage, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
+import type {
+  CollectionOptions,
+  Document,
+  DocumentWrite,
+  JsonPage,
+  Page,
+  Position,
+  ReadStore,
+  VersionedDocument,
+} from '../../domain/ports.ts';
 import { StoreUnavailableError } from '../../domain/shared/errors.ts';
 import { redactCredentials } from '../redact.ts';
 import type { Query } from '../../domain/shared/filtering.ts';
@@ -103,7 +112,8 @@ const refusedOption = (error: unknown, option: string): boolean =>
 /** The server refused an update given as a pipeline (FerretDB: "BSON field 'update.updates.u' is
  * the wrong type 'array', expected type 'object'"). */
 const refusedPipelineUpdate = (error: unknown): boolean =>
-  error instanceof MongoServerError && (error.code === NOT_IMPLEMENTED || (error.code === TYPE_MISMATCH && error.message.includes('updates.u')));
+  error instanceof MongoServerError &&
+  (error.code === NOT_IMPLEMENTED || (error.code === TYPE_MISMATCH && error.message.includes('updates.u')));
 
 function isTransient(error: unknown): boolean {
   if (error instanceof MongoServerError && typeof error.code === 'number' && TRANSIENT_CODES.has(error.code)) return true;
@@ -129,7 +139,8 @@ export const isDuplicateKey = (error: unknown): boolean => error instanceof Mong
  * as new is stored, or because another writer inserted the document at the same moment. */
 export function duplicateKeyFailures(error: MongoBulkWriteError): number[] | undefined {
   const failed = error.result.getWriteErrors();
-  const onlyDuplicates = failed.length > 0 && failed.every((w) => w.code === DUPLICATE_KEY) && error.result.getWriteConcernError() === undefined;
+  const onlyDuplicates =
+    failed.length > 0 && failed.every((w) => w.code === DUPLICATE_KEY) && error.result.getWriteConcernError() === undefined;
   return onlyDuplicates ? failed.map((w) => w.index) : undefined;
 }
 
@@ -244,7 +255,9 @@ export class MongoReadStore implements ReadStore {
     // Encoded before anything is sent, so a document that cannot be stored fails the whole batch.
     const operations: AnyBulkWriteOperation<PositionedDocument>[] = writes.map((write) => {
       const { filter, replacement } = versionedWrite(write);
-      return { replaceOne: { filter: asFilter<PositionedDocument>(filter), replacement: positioned(replacement, write.position), upsert: true } };
+      return {
+        replaceOne: { filter: asFilter<PositionedDocument>(filter), replacement: positioned(replacement, write.position), upsert: true },
+      };
     });
     await this.#run(async () => {
       if (operations.length > 0) await this.#write(documents, operations);
@@ -276,9 +289,13 @@ export class MongoReadStore implements ReadStore {
    * operations than it was sent; the ones it did not answer for are sent again rather than lost
    * (a write that did land is a no-op the second time: the guard misses).
    */
-  async #write(documents: Collection<PositionedDocument>, operations: AnyBulkWriteOperation<PositionedDocument>[], retried = false): Promise<void> {
+  async #write(
+    documents: Collection<PositionedDocument>,
+    operations: AnyBulkWriteOperation<PositionedDocument>[],
+    retried = false,
+  ): Promise<void> {
     const duplicates: AnyBulkWriteOperation<PositionedDocument>[] = [];
-    for (let pending = operations; pending.length > 0; ) {
+    for (let pending = operations; pending.length > 0;) {
       try {
         await documents.bulkWrite(pending, { ordered: false });
         pending = [];
@@ -333,7 +350,13 @@ export class MongoReadStore implements ReadStore {
     if (page.limit <= 0) return [];
     const rows = await this.#run(() =>
       documents
-        .find(filter, { sort: compileSort(query), skip: Math.max(0, page.offset), limit: page.limit, projection: { _id: 1 }, maxTimeMS: QUERY_TIME_LIMIT_MS })
+        .find(filter, {
+          sort: compileSort(query),
+          skip: Math.max(0, page.offset),
+          limit: page.limit,
+          projection: { _id: 1 },
+          maxTimeMS: QUERY_TIME_LIMIT_MS,
+        })
         .toArray(),
     );
     return rows.map((row) => row._id);
@@ -367,7 +390,13 @@ export class MongoReadStore implements ReadStore {
     // Along the _id index even with a filter (another index would sort all its matches per page).
     const rows = await this.#run(() =>
       documents
-        .find(asFilter<PositionedDocument>(filter), { sort, limit, hint: { _id: 1 }, projection: { doc: 1 }, maxTimeMS: QUERY_TIME_LIMIT_MS })
+        .find(asFilter<PositionedDocument>(filter), {
+          sort,
+          limit,
+          hint: { _id: 1 },
+          projection: { doc: 1 },
+          maxTimeMS: QUERY_TIME_LIMIT_MS,
+        })
         .toArray(),
     );
     return rows.flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
@@ -521,7 +550,10 @@ export async function connectMongo(url: string, options: { dbName?: string } = {
   const where = redactCredentials(url);
   let client: MongoClient;
   try {
-    client = new MongoClient(url, /[?&]serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS });
+    client = new MongoClient(
+      url,
+      /[?&]serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS },
+    );
   } catch (error) {
     throw new Error(`MONGODB_URL is not a MongoDB connection string (${where}): ${(error as Error).message}`, { cause: error });
   }
@@ -531,7 +563,9 @@ export async function connectMongo(url: string, options: { dbName?: string } = {
   const dbName = unnamed ? DEFAULT_DATABASE : name;
   if (SYSTEM_DATABASES.includes(dbName)) {
     await client.close();
-    throw new Error(`MONGODB_URL names the database ${JSON.stringify(dbName)}, which is MongoDB's own; name another in its path, e.g. /${DEFAULT_DATABASE}`);
+    throw new Error(
+      `MONGODB_URL names the database ${JSON.stringify(dbName)}, which is MongoDB's own; name another in its path, e.g. /${DEFAULT_DATABASE}`,
+    );
   }
   try {
     await client.connect();
@@ -541,6 +575,8 @@ export async function connectMongo(url: string, options: { dbName?: string } = {
   } catch (error) {
     await client.close();
     const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`MongoDB at ${where} does not answer (${reason}); start it (docker compose up -d mongodb) or unset MONGODB_URL`, { cause: error });
+    throw new Error(`MongoDB at ${where} does not answer (${reason}); start it (docker compose up -d mongodb) or unset MONGODB_URL`, {
+      cause: error,
+    });
   }
 }

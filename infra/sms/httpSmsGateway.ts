@@ -47,16 +47,19 @@ export class HttpSmsGateway implements SmsSender {
 
   constructor(options: HttpSmsGatewayOptions) {
     const url = URL.parse(options.url);
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new RangeError('SMS_GATEWAY_URL must be an http: or https: URL');
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      throw new RangeError('SMS_GATEWAY_URL must be an http: or https: URL');
     if (url.username || url.password) throw new RangeError('SMS_GATEWAY_URL must not carry credentials: set SMS_GATEWAY_TOKEN');
-    if (options.token !== undefined && !/^[\x21-\x7e]+$/.test(options.token)) throw new RangeError('SMS_GATEWAY_TOKEN must be printable ASCII without spaces');
+    if (options.token !== undefined && !/^[\x21-\x7e]+$/.test(options.token))
+      throw new RangeError('SMS_GATEWAY_TOKEN must be printable ASCII without spaces');
     this.#url = url;
     this.#token = options.token;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_SMS_TIMEOUT_MS;
   }
 
   async send(sms: OutgoingSms): Promise<void> {
-    if (!/^[\x21-\x7e]{1,255}$/.test(sms.messageId)) throw new DeliveryFailed('SMS gateway: the message id cannot be sent as an Idempotency-Key', false);
+    if (!/^[\x21-\x7e]{1,255}$/.test(sms.messageId))
+      throw new DeliveryFailed('SMS gateway: the message id cannot be sent as an Idempotency-Key', false);
     const body = Buffer.from(JSON.stringify({ messageId: sms.messageId, to: [...sms.to], text: sms.text }), 'utf8');
     const signal = AbortSignal.timeout(this.#timeoutMs);
     let status: number;
@@ -120,6 +123,7 @@ export class HttpSmsGateway implements SmsSender {
 
 function statusFailure(status: number): DeliveryFailed {
   if (status >= 300 && status < 400) return new DeliveryFailed(`SMS gateway HTTP ${status}: redirect not followed`, false);
-  if (status >= 500 || TRANSIENT_STATUSES.has(status)) return new DeliveryFailed(`SMS gateway HTTP ${status}: the gateway asked to try again later`, true);
+  if (status >= 500 || TRANSIENT_STATUSES.has(status))
+    return new DeliveryFailed(`SMS gateway HTTP ${status}: the gateway asked to try again later`, true);
   return new DeliveryFailed(`SMS gateway HTTP ${status}: the gateway refused the message`, false);
 }

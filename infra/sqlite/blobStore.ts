@@ -26,7 +26,6 @@ CREATE TABLE IF NOT EXISTS blobs (
 type RefRow = { size: number; content_type: string };
 type BlobRow = RefRow & { content: Uint8Array };
 
-
 export class SqliteBlobStore implements BlobStore {
   readonly #db: DatabaseSync;
   readonly #insert: StatementSync;
@@ -38,7 +37,9 @@ export class SqliteBlobStore implements BlobStore {
     this.#db.exec(EVENT_LOG_PRAGMAS);
     this.#db.exec(BLOB_SCHEMA);
     // The first put of some bytes names their content type; a later one changes nothing.
-    this.#insert = this.#db.prepare('INSERT INTO blobs (sha256, size, content_type, content) VALUES (?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING');
+    this.#insert = this.#db.prepare(
+      'INSERT INTO blobs (sha256, size, content_type, content) VALUES (?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING',
+    );
     this.#selectRef = this.#db.prepare('SELECT size, content_type FROM blobs WHERE sha256 = ?');
     this.#selectBlob = this.#db.prepare('SELECT size, content_type, content FROM blobs WHERE sha256 = ?');
   }

@@ -6,11 +6,23 @@
 // threads is plain data: events with their data and metadata as JSON text, errors as `WireError`.
 
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { CodeTakenError, WrongExpectedRevisionError, type AppendResult, type CodeReservation, type ExpectedRevision } from '../../domain/ports.ts';
+import {
+  CodeTakenError,
+  WrongExpectedRevisionError,
+  type AppendResult,
+  type CodeReservation,
+  type ExpectedRevision,
+} from '../../domain/ports.ts';
 import { categoryOf } from '../../domain/shared/streams.ts';
 
 export type WireEvent = { id: string; type: string; schemaVersion: number; data: string; metadata: string };
-export type WireAppend = { stream: string; expected: ExpectedRevision; events: readonly WireEvent[]; claim: readonly CodeReservation[]; release: readonly CodeReservation[] };
+export type WireAppend = {
+  stream: string;
+  expected: ExpectedRevision;
+  events: readonly WireEvent[];
+  claim: readonly CodeReservation[];
+  release: readonly CodeReservation[];
+};
 export type WireError =
   | { kind: 'wrong-revision'; stream: string; expected: ExpectedRevision; actual: number | 'no_stream' }
   | { kind: 'code-taken'; scope: string; code: string }
@@ -18,7 +30,8 @@ export type WireError =
 export type WireOutcome = { ok: true; result: AppendResult } | { ok: false; error: WireError };
 
 /** What the event loop asks the writer, and what it answers (`id` pairs them). */
-export type WriterAsk = { kind: 'append'; appends: readonly WireAppend[] } | { kind: 'purge'; streams: readonly string[] } | { kind: 'close' };
+export type WriterAsk =
+  { kind: 'append'; appends: readonly WireAppend[] } | { kind: 'purge'; streams: readonly string[] } | { kind: 'close' };
 export type WriterRequest = WriterAsk & { id: number };
 export type WriterAnswer = { id: number; outcomes: WireOutcome[] } | { id: number; removed: number } | { id: number; failed: string };
 
@@ -26,7 +39,8 @@ export type WriterAnswer = { id: number; outcomes: WireOutcome[] } | { id: numbe
 const PURGE_CHUNK = 500;
 
 export function toWireError(error: unknown): WireError {
-  if (error instanceof WrongExpectedRevisionError) return { kind: 'wrong-revision', stream: error.stream, expected: error.expected, actual: error.actual };
+  if (error instanceof WrongExpectedRevisionError)
+    return { kind: 'wrong-revision', stream: error.stream, expected: error.expected, actual: error.actual };
   if (error instanceof CodeTakenError) return { kind: 'code-taken', scope: error.scope, code: error.code };
   return { kind: 'other', message: error instanceof Error ? error.message : String(error) };
 }
@@ -116,7 +130,8 @@ export class EventLogWriter {
     }
     // A release frees only the stream's own codes, so a code another stream holds stays taken.
     for (const c of req.claim) {
-      const holder = this.#stmt('SELECT stream FROM codes WHERE scope = ? AND code = ?').get(c.scope, c.code) as { stream: string } | undefined;
+      const holder = this.#stmt('SELECT stream FROM codes WHERE scope = ? AND code = ?').get(c.scope, c.code) as
+        { stream: string } | undefined;
       if (holder !== undefined && holder.stream !== req.stream) throw new CodeTakenError(c.scope, c.code);
     }
 
@@ -127,7 +142,9 @@ export class EventLogWriter {
       for (const c of req.claim) {
         this.#stmt('INSERT INTO codes (scope, code, stream) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(c.scope, c.code, req.stream);
       }
-      const insert = this.#stmt('INSERT INTO events (id, stream, category, revision, type, schema_version, data, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+      const insert = this.#stmt(
+        'INSERT INTO events (id, stream, category, revision, type, schema_version, data, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      );
       const category = categoryOf(req.stream);
       let revision = actual === 'no_stream' ? -1 : actual;
       let position = 0n;
@@ -143,11 +160,11 @@ export class EventLogWriter {
   #idempotentResult(req: WireAppend, first: { stream: string; revision: bigint; position: bigint }): AppendResult {
     if (first.stream !== req.stream) throw new WrongExpectedRevisionError(req.stream, req.expected, 'no_stream');
     const ids = req.events.map((e) => e.id);
-    const rows = this.#stmt(`SELECT id, revision, position FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`).all(req.stream, first.revision, ids.length) as {
-      id: string;
-      revision: bigint;
-      position: bigint;
-    }[];
+    const rows = this.#stmt(`SELECT id, revision, position FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`).all(
+      req.stream,
+      first.revision,
+      ids.length,
+    ) as { id: string; revision: bigint; position: bigint }[];
     const same = rows.length === ids.length && rows.every((r, i) => r.id === ids[i]);
     const last = rows.at(-1);
     if (!same || last === undefined) {

@@ -16,7 +16,16 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../domain/ports.ts';
-import { answerOf, EventLogWriter, fromWireError, statementsOf, type WireAppend, type WriterAnswer, type WriterAsk, type WriterRequest } from './eventLogWriter.ts';
+import {
+  answerOf,
+  EventLogWriter,
+  fromWireError,
+  statementsOf,
+  type WireAppend,
+  type WriterAnswer,
+  type WriterAsk,
+  type WriterRequest,
+} from './eventLogWriter.ts';
 
 /**
  * Positions are AUTOINCREMENT: a plain rowid takes max + 1, so deleting the newest events (log
@@ -79,10 +88,7 @@ type Row = {
 };
 
 /** A queued append and what hears its outcome (its own promise, or its place in an appendMany). */
-type Pending = {
-  append: WireAppend;
-  settle: (outcome: AppendOutcome) => void;
-};
+type Pending = { append: WireAppend; settle: (outcome: AppendOutcome) => void };
 
 const WRITER = new URL('./eventLogWorker.ts', import.meta.url);
 
@@ -180,8 +186,17 @@ export class SqliteEventStore implements EventStore {
   /** An append for the writer, its events serialized here (one that cannot be fails alone). */
   #pending(request: AppendRequest, settle: (outcome: AppendOutcome) => void): Pending | undefined {
     try {
-      const events = request.events.map((e) => ({ id: e.id, type: e.type, schemaVersion: e.schemaVersion, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) }));
-      return { append: { stream: request.stream, expected: request.expected, events, claim: request.claim ?? [], release: request.release ?? [] }, settle };
+      const events = request.events.map((e) => ({
+        id: e.id,
+        type: e.type,
+        schemaVersion: e.schemaVersion,
+        data: JSON.stringify(e.data),
+        metadata: JSON.stringify(e.metadata),
+      }));
+      return {
+        append: { stream: request.stream, expected: request.expected, events, claim: request.claim ?? [], release: request.release ?? [] },
+        settle,
+      };
     } catch (error) {
       settle({ ok: false, error });
       return undefined;
@@ -219,7 +234,8 @@ export class SqliteEventStore implements EventStore {
       let head = 0n;
       group.forEach((p, i) => {
         const o = outcomes?.[i];
-        if (o === undefined) p.settle({ ok: false, error: new Error('failed' in answer ? answer.failed : 'the event log writer gave no outcome') });
+        if (o === undefined)
+          p.settle({ ok: false, error: new Error('failed' in answer ? answer.failed : 'the event log writer gave no outcome') });
         else if (o.ok) {
           if (o.result.position > head) head = o.result.position;
           p.settle(o);
@@ -295,13 +311,19 @@ export class SqliteEventStore implements EventStore {
     if (categories !== undefined) anyOf('category', categories);
     if (types !== undefined) anyOf('type', types);
     where.push('position > ?');
-    const rows = this.#stmt(`SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`).all(...args, after, limit) as Row[];
+    const rows = this.#stmt(`SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`).all(
+      ...args,
+      after,
+      limit,
+    ) as Row[];
     return Promise.resolve(rows.map(toEvent));
   }
 
   headPosition(): Promise<Position> {
     // The AUTOINCREMENT counter, not max(position): a purge of the newest events must not move the head back.
-    const r = this.#stmt("SELECT max(coalesce((SELECT max(position) FROM events), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) AS p").get() as { p: bigint | null };
+    const r = this.#stmt(
+      "SELECT max(coalesce((SELECT max(position) FROM events), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) AS p",
+    ).get() as { p: bigint | null };
     return Promise.resolve(r.p ?? 0n);
   }
 
@@ -314,10 +336,8 @@ export class SqliteEventStore implements EventStore {
   }
 
   findCode(reservation: CodeReservation): Promise<string | undefined> {
-    const r = this.#stmt('SELECT stream FROM codes WHERE scope = ? AND code = ?').get(
-      reservation.scope,
-      reservation.code,
-    ) as { stream: string } | undefined;
+    const r = this.#stmt('SELECT stream FROM codes WHERE scope = ? AND code = ?').get(reservation.scope, reservation.code) as
+      { stream: string } | undefined;
     return Promise.resolve(r?.stream);
   }
 
@@ -352,4 +372,5 @@ export class SqliteEventStore implements EventStore {
 export const openSqliteEventStore = (path: string): SqliteEventStore => new SqliteEventStore(path);
 
 /** Whether SQLite opens a database of its own for each connection to the path (nothing on disk). */
-const isInMemory = (path: string): boolean => path === '' || path === ':memory:' || (path.startsWith('file:') && /(^file::memory:|[?&]mode=memory(&|$))/.test(path));
+const isInMemory = (path: string): boolean =>
+  path === '' || path === ':memory:' || (path.startsWith('file:') && /(^file::memory:|[?&]mode=memory(&|$))/.test(path));

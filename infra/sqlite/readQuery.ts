@@ -119,7 +119,10 @@ export class Compiler {
       case 'EQ':
       case 'IN':
         if (type === 'any') return this.anyMembership(t, values);
-        return this.membership(t.value, values.map((v) => bindable(type, v)));
+        return this.membership(
+          t.value,
+          values.map((v) => bindable(type, v)),
+        );
       case 'LIKE': {
         if (pattern === undefined) throw new TypeError('a LIKE condition without its pattern');
         const like = this.like(t.value, pattern);
@@ -176,7 +179,8 @@ export class Compiler {
     if (shape.kind === 'null') return `${t.value} IS ${shape.isNull ? '' : 'NOT '}NULL`;
     // Bound before the check so the parameters follow the text's order. Under a negation the
     // narrowing only lets a row skip the check: `(0 AND …) IS NOT 1` holds without it.
-    const narrowing = atDocumentRoot && shape.op === 'LIKE' && operands.like !== undefined ? this.narrowing(column.path, operands.like) : [];
+    const narrowing =
+      atDocumentRoot && shape.op === 'LIKE' && operands.like !== undefined ? this.narrowing(column.path, operands.like) : [];
     const positive = [...narrowing, this.positive(t, column.type, shape.op, operands)].join(' AND ');
     return shape.kind === 'negated' ? `(${positive}) IS NOT 1` : positive;
   }
@@ -211,7 +215,9 @@ export function compile(query: Query, indexes: SearchIndexes = NO_SEARCH_INDEXES
   // Compiled in the order of the text: each binds its parameters as it goes.
   const conditions = query.conditions.map((c) => compiler.condition(c));
   const alternatives = (query.anyOf ?? []).map((group) =>
-    group.length === 0 ? '0' : `(${group.map((all) => (all.length === 0 ? '1' : `(${all.map((c) => compiler.condition(c)).join(' AND ')})`)).join(' OR ')})`,
+    group.length === 0
+      ? '0'
+      : `(${group.map((all) => (all.length === 0 ? '1' : `(${all.map((c) => compiler.condition(c)).join(' AND ')})`)).join(' OR ')})`,
   );
   const where = ['deleted = 0', ...conditions, ...alternatives].join(' AND ');
   const pinned = pinnedPaths(query.conditions);

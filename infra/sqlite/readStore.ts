@@ -6,7 +6,17 @@
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { DatabaseSync, type SQLOutputValue, type StatementSync } from 'node:sqlite';
-import type { Clock, CollectionOptions, Document, DocumentWrite, JsonPage, Page, Position, ReadStore, VersionedDocument } from '../../domain/ports.ts';
+import type {
+  Clock,
+  CollectionOptions,
+  Document,
+  DocumentWrite,
+  JsonPage,
+  Page,
+  Position,
+  ReadStore,
+  VersionedDocument,
+} from '../../domain/ports.ts';
 import { likePattern, type Query } from '../../domain/shared/filtering.ts';
 import { containerValues, containingValues, ranked, scanned, startingValues, type Statement } from './autocomplete.ts';
 import { likeMatcher, type LikeMatcher } from '../../domain/shared/likeMatcher.ts';
@@ -58,7 +68,6 @@ function versioned(row: Record<string, SQLOutputValue>): Omit<VersionedDocument,
   if (typeof row.position === 'string') found.position = BigInt(row.position);
   return found;
 }
-
 
 /** The first LIKE_WINDOW characters (code points) of a value, as SQLite's substr counts them. */
 function likeWindow(value: string): string {
@@ -144,7 +153,8 @@ export class SqliteReadStore implements ReadStore {
 
   /** A table created before documents carried a log position gets the column, NULL in every row. */
   private addPositionColumn(table: string): void {
-    const has = (): boolean => this.statement(`SELECT 1 AS found FROM pragma_table_info(?) WHERE name = 'position'`).get(table) !== undefined;
+    const has = (): boolean =>
+      this.statement(`SELECT 1 AS found FROM pragma_table_info(?) WHERE name = 'position'`).get(table) !== undefined;
     if (has()) return;
     try {
       this.db.exec(`ALTER TABLE ${quoted(table)} ADD COLUMN position TEXT`);
@@ -298,9 +308,11 @@ export class SqliteReadStore implements ReadStore {
   find(collection: string, query: Query, page: Page): Promise<Document[]> {
     return settle(() => {
       const { where, orderBy, params } = compile(query, this.searchIndexes(collection));
-      const rows = this.statement(
-        `SELECT json(doc) AS doc FROM ${this.table(collection)} WHERE ${where}${orderBy} LIMIT ? OFFSET ?`,
-      ).all(...params, page.limit, page.offset);
+      const rows = this.statement(`SELECT json(doc) AS doc FROM ${this.table(collection)} WHERE ${where}${orderBy} LIMIT ? OFFSET ?`).all(
+        ...params,
+        page.limit,
+        page.offset,
+      );
       return rows.map((row) => parseDocument(row.doc)).filter((d): d is Document => d !== null);
     });
   }
@@ -397,7 +409,10 @@ export class SqliteReadStore implements ReadStore {
       const rows =
         options.after === undefined
           ? this.statement(`SELECT json(doc) AS doc FROM ${table} WHERE deleted = 0 ORDER BY id LIMIT ?`).all(limit)
-          : this.statement(`SELECT json(doc) AS doc FROM ${table} WHERE deleted = 0 AND id > ? ORDER BY id LIMIT ?`).all(options.after, limit);
+          : this.statement(`SELECT json(doc) AS doc FROM ${table} WHERE deleted = 0 AND id > ? ORDER BY id LIMIT ?`).all(
+              options.after,
+              limit,
+            );
       return rows.map((row) => parseDocument(row.doc)).filter((d): d is Document => d !== null);
     });
   }
@@ -407,14 +422,19 @@ export class SqliteReadStore implements ReadStore {
       const limit = Math.floor(options.limit);
       if (!(limit > 0)) return { json: '', count: 0, last: undefined };
       const table = this.table(collection);
-      const { where, params } = options.query === undefined ? { where: 'deleted = 0', params: [] } : compile(options.query, this.searchIndexes(collection));
+      const { where, params } =
+        options.query === undefined ? { where: 'deleted = 0', params: [] } : compile(options.query, this.searchIndexes(collection));
       const pk = this.primaryKeyIndex(tableOf(collection));
       // The page's documents joined by SQLite: one string crosses into JavaScript.
       const row = this.statement(
         `SELECT group_concat(json(doc), ',' ORDER BY id) AS json, count(*) AS n, max(id) AS last FROM
            (SELECT id, doc FROM ${table} INDEXED BY "${pk}" WHERE ${where}${options.after === undefined ? '' : ' AND id > ?'} ORDER BY id LIMIT ?)`,
       ).get(...params, ...(options.after === undefined ? [] : [options.after]), limit);
-      return { json: typeof row?.json === 'string' ? row.json : '', count: Number(row?.n ?? 0), last: typeof row?.last === 'string' ? row.last : undefined };
+      return {
+        json: typeof row?.json === 'string' ? row.json : '',
+        count: Number(row?.n ?? 0),
+        last: typeof row?.last === 'string' ? row.last : undefined,
+      };
     });
   }
 

@@ -8,11 +8,12 @@ type Statuses = { statuses(): readonly { name: string; lag: number; lagMs: numbe
 export function observeProjectionLag(readModels: Statuses): void {
   const meter = metrics.getMeter('telecom-admin');
   const lag = meter.createObservableGauge('projection.lag', {
-    description: "How far the log's head is ahead of the read model's checkpoint: events in the embedded log, bytes of the transaction log in KurrentDB; 0 when caught up",
+    description:
+      "How far the log's head is ahead of the read model's checkpoint: events in the embedded log, bytes of the transaction log in KurrentDB; 0 when caught up",
     unit: '1',
   });
   const lagMs = meter.createObservableGauge('projection.lag.duration', {
-    description: 'How long the oldest log position the read model has not folded has waited, by its projector\'s clock; 0 when caught up',
+    description: "How long the oldest log position the read model has not folded has waited, by its projector's clock; 0 when caught up",
     unit: 'ms',
   });
   meter.addBatchObservableCallback(

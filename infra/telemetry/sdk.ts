@@ -18,7 +18,15 @@ function consoleMetrics(): { metricReaders?: metrics.MetricReader[] } {
   const interval = Number(process.env.OTEL_METRIC_EXPORT_INTERVAL ?? '60000');
   const exportIntervalMillis = Number.isFinite(interval) && interval > 0 ? interval : 60_000;
   const exporter = new metrics.ConsoleMetricExporter();
-  return { metricReaders: [new metrics.PeriodicExportingMetricReader({ exporter, exportIntervalMillis, exportTimeoutMillis: Math.min(30_000, exportIntervalMillis) })] };
+  return {
+    metricReaders: [
+      new metrics.PeriodicExportingMetricReader({
+        exporter,
+        exportIntervalMillis,
+        exportTimeoutMillis: Math.min(30_000, exportIntervalMillis),
+      }),
+    ],
+  };
 }
 
 export function startTelemetry(plan: TelemetryPlan): void {

@@ -23,7 +23,10 @@ export function inSpan<T>(name: string, attributes: Attributes, work: () => Prom
   });
 }
 
-export function recordError(span: { recordException(e: Error | string): void; setStatus(s: { code: SpanStatusCode; message?: string }): void }, error: unknown): void {
+export function recordError(
+  span: { recordException(e: Error | string): void; setStatus(s: { code: SpanStatusCode; message?: string }): void },
+  error: unknown,
+): void {
   const e = error instanceof Error ? error : new Error(String(error));
   span.recordException(e);
   span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
@@ -35,20 +38,48 @@ const READS = 'read_store';
 export function tracedEventStore(store: EventStore): EventStore {
   return {
     append: (request) =>
-      inSpan(`${STORE}.append`, { 'event_store.stream': request.stream, 'event_store.events': request.events.length, 'event_store.event_types': [...new Set(request.events.map((e) => e.type))] }, async () => {
-        const result = await store.append(request);
-        trace.getActiveSpan()?.setAttributes({ 'event_store.position': result.position.toString(), 'event_store.duplicate': result.duplicate === true });
-        return result;
-      }),
+      inSpan(
+        `${STORE}.append`,
+        {
+          'event_store.stream': request.stream,
+          'event_store.events': request.events.length,
+          'event_store.event_types': [...new Set(request.events.map((e) => e.type))],
+        },
+        async () => {
+          const result = await store.append(request);
+          trace
+            .getActiveSpan()
+            ?.setAttributes({ 'event_store.position': result.position.toString(), 'event_store.duplicate': result.duplicate === true });
+          return result;
+        },
+      ),
     appendMany: (requests) =>
-      inSpan(`${STORE}.appendMany`, { 'event_store.appends': requests.length, 'event_store.events': requests.reduce((n, r) => n + r.events.length, 0) }, async () => {
-        const outcomes = await store.appendMany(requests);
-        trace.getActiveSpan()?.setAttributes({ 'event_store.refused': outcomes.filter((o) => !o.ok).length, 'event_store.duplicates': outcomes.filter((o) => o.ok && o.result.duplicate === true).length });
-        return outcomes;
-      }),
-    readStream: (stream, options) => inSpan(`${STORE}.readStream`, { 'event_store.stream': stream }, () => store.readStream(stream, options)),
+      inSpan(
+        `${STORE}.appendMany`,
+        { 'event_store.appends': requests.length, 'event_store.events': requests.reduce((n, r) => n + r.events.length, 0) },
+        async () => {
+          const outcomes = await store.appendMany(requests);
+          trace
+            .getActiveSpan()
+            ?.setAttributes({
+              'event_store.refused': outcomes.filter((o) => !o.ok).length,
+              'event_store.duplicates': outcomes.filter((o) => o.ok && o.result.duplicate === true).length,
+            });
+          return outcomes;
+        },
+      ),
+    readStream: (stream, options) =>
+      inSpan(`${STORE}.readStream`, { 'event_store.stream': stream }, () => store.readStream(stream, options)),
     readAll: (options) =>
-      inSpan(`${STORE}.readAll`, { 'event_store.after': options.after.toString(), 'event_store.limit': options.limit, ...(options.categories === undefined ? {} : { 'event_store.categories': [...options.categories] }) }, () => store.readAll(options)),
+      inSpan(
+        `${STORE}.readAll`,
+        {
+          'event_store.after': options.after.toString(),
+          'event_store.limit': options.limit,
+          ...(options.categories === undefined ? {} : { 'event_store.categories': [...options.categories] }),
+        },
+        () => store.readAll(options),
+      ),
     headPosition: () => store.headPosition(),
     findCode: (reservation) => inSpan(`${STORE}.findCode`, { 'event_store.scope': reservation.scope }, () => store.findCode(reservation)),
     distance: (from, to) => store.distance(from, to),
@@ -63,18 +94,35 @@ export function tracedReadStore(store: ReadStore): ReadStore {
   return {
     ensureCollection: (collection, paths, options) => store.ensureCollection(collection, paths, options),
     applyBatch: (collection, writes, checkpoint, projection) =>
-      inSpan(`${READS}.applyBatch`, on(collection, { 'read_store.writes': writes.length, 'read_store.checkpoint': checkpoint.toString() }), () => store.applyBatch(collection, writes, checkpoint, projection)),
+      inSpan(
+        `${READS}.applyBatch`,
+        on(collection, { 'read_store.writes': writes.length, 'read_store.checkpoint': checkpoint.toString() }),
+        () => store.applyBatch(collection, writes, checkpoint, projection),
+      ),
     checkpoint: (projection) => store.checkpoint(projection),
     saveCheckpoint: (processor, position) => store.saveCheckpoint(processor, position),
-    getMany: (collection, ids) => inSpan(`${READS}.getMany`, on(collection, { 'read_store.ids': ids.length }), () => store.getMany(collection, ids)),
-    find: (collection, query, page) => inSpan(`${READS}.find`, on(collection, { 'read_store.offset': page.offset, 'read_store.limit': page.limit }), () => store.find(collection, query, page)),
-    findIds: (collection, query, page) => inSpan(`${READS}.findIds`, on(collection, { 'read_store.offset': page.offset, 'read_store.limit': page.limit }), () => store.findIds(collection, query, page)),
+    getMany: (collection, ids) =>
+      inSpan(`${READS}.getMany`, on(collection, { 'read_store.ids': ids.length }), () => store.getMany(collection, ids)),
+    find: (collection, query, page) =>
+      inSpan(`${READS}.find`, on(collection, { 'read_store.offset': page.offset, 'read_store.limit': page.limit }), () =>
+        store.find(collection, query, page),
+      ),
+    findIds: (collection, query, page) =>
+      inSpan(`${READS}.findIds`, on(collection, { 'read_store.offset': page.offset, 'read_store.limit': page.limit }), () =>
+        store.findIds(collection, query, page),
+      ),
     count: (collection, query) => inSpan(`${READS}.count`, on(collection), () => store.count(collection, query)),
-    autocomplete: (collection, paths, term, limit) => inSpan(`${READS}.autocomplete`, on(collection, { 'read_store.limit': limit }), () => store.autocomplete(collection, paths, term, limit)),
+    autocomplete: (collection, paths, term, limit) =>
+      inSpan(`${READS}.autocomplete`, on(collection, { 'read_store.limit': limit }), () =>
+        store.autocomplete(collection, paths, term, limit),
+      ),
     size: (collection) => inSpan(`${READS}.size`, on(collection), () => store.size(collection)),
-    scan: (collection, options) => inSpan(`${READS}.scan`, on(collection, { 'read_store.limit': options.limit }), () => store.scan(collection, options)),
-    scanJson: (collection, options) => inSpan(`${READS}.scanJson`, on(collection, { 'read_store.limit': options.limit }), () => store.scanJson(collection, options)),
-    bulkLoad: (collection, documents, checkpoint, projection) => inSpan(`${READS}.bulkLoad`, on(collection), () => store.bulkLoad(collection, documents, checkpoint, projection)),
+    scan: (collection, options) =>
+      inSpan(`${READS}.scan`, on(collection, { 'read_store.limit': options.limit }), () => store.scan(collection, options)),
+    scanJson: (collection, options) =>
+      inSpan(`${READS}.scanJson`, on(collection, { 'read_store.limit': options.limit }), () => store.scanJson(collection, options)),
+    bulkLoad: (collection, documents, checkpoint, projection) =>
+      inSpan(`${READS}.bulkLoad`, on(collection), () => store.bulkLoad(collection, documents, checkpoint, projection)),
     reset: (collection, projection) => store.reset(collection, projection),
     tryLease: (projection, owner, ttlMs) => store.tryLease(projection, owner, ttlMs),
     releaseLease: (projection, owner) => store.releaseLease(projection, owner),
@@ -90,19 +138,38 @@ export function tracedDocumentRenderers(documents: DocumentRenderers): DocumentR
       ? {}
       : {
           templates: {
-            text: (job, caller) => inSpan('render.template', { 'render.kind': job.kind }, () => templates.text(job, caller), SpanKind.INTERNAL),
-            file: (job, caller) => inSpan('render.template', { 'render.kind': job.kind }, () => templates.file(job, caller), SpanKind.INTERNAL),
+            text: (job, caller) =>
+              inSpan('render.template', { 'render.kind': job.kind }, () => templates.text(job, caller), SpanKind.INTERNAL),
+            file: (job, caller) =>
+              inSpan('render.template', { 'render.kind': job.kind }, () => templates.file(job, caller), SpanKind.INTERNAL),
             close: () => templates.close(),
           },
         }),
     ...(pdf === undefined
       ? {}
-      : { pdf: { pdf: (html, paper, caller) => inSpan('render.pdf', { 'render.paper': paper.name, 'render.landscape': paper.landscape }, () => pdf.pdf(html, paper, caller), SpanKind.INTERNAL), close: () => pdf.close() } }),
+      : {
+          pdf: {
+            pdf: (html, paper, caller) =>
+              inSpan(
+                'render.pdf',
+                { 'render.paper': paper.name, 'render.landscape': paper.landscape },
+                () => pdf.pdf(html, paper, caller),
+                SpanKind.INTERNAL,
+              ),
+            close: () => pdf.close(),
+          },
+        }),
     ...(office === undefined
       ? {}
       : {
           office: {
-            convert: (input, from, to, options) => inSpan('render.office', { 'render.from': from, 'render.to': to }, () => office.convert(input, from, to, options), SpanKind.INTERNAL),
+            convert: (input, from, to, options) =>
+              inSpan(
+                'render.office',
+                { 'render.from': from, 'render.to': to },
+                () => office.convert(input, from, to, options),
+                SpanKind.INTERNAL,
+              ),
             close: () => office.close(),
           },
         }),
@@ -115,7 +182,11 @@ export function tracedDocumentRenderers(documents: DocumentRenderers): DocumentR
 export function tracedMessaging(messaging: Messaging): Messaging {
   const publisher: MessagePublisher = {
     publish: (topic, messages) => {
-      const attributes = { 'messaging.system': 'kafka', 'messaging.destination.name': topic, 'messaging.batch.message_count': messages.length };
+      const attributes = {
+        'messaging.system': 'kafka',
+        'messaging.destination.name': topic,
+        'messaging.batch.message_count': messages.length,
+      };
       return tracer.startActiveSpan(`send ${topic}`, { kind: SpanKind.PRODUCER, attributes }, async (span) => {
         try {
           const withContext = messages.map((m) => {
@@ -141,7 +212,13 @@ export function tracedMessaging(messaging: Messaging): Messaging {
         start: (handle) =>
           consumer.start((message) => {
             const parent = propagation.extract(ROOT_CONTEXT, message.headers);
-            const attributes = { 'messaging.system': 'kafka', 'messaging.destination.name': message.topic, 'messaging.destination.partition.id': String(message.partition), 'messaging.kafka.offset': message.offset, 'messaging.consumer.group.name': options.groupId };
+            const attributes = {
+              'messaging.system': 'kafka',
+              'messaging.destination.name': message.topic,
+              'messaging.destination.partition.id': String(message.partition),
+              'messaging.kafka.offset': message.offset,
+              'messaging.consumer.group.name': options.groupId,
+            };
             return tracer.startActiveSpan(`process ${message.topic}`, { kind: SpanKind.CONSUMER, attributes }, parent, async (span) => {
               try {
                 const outcome = await handle(message);
@@ -162,21 +239,33 @@ export function tracedMessaging(messaging: Messaging): Messaging {
               const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, m.headers));
               return linked === undefined ? [] : [{ context: linked }];
             });
-            const attributes = { 'messaging.system': 'kafka', 'messaging.destination.name': first?.topic ?? '', 'messaging.destination.partition.id': String(first?.partition ?? ''), 'messaging.kafka.offset': first?.offset ?? '', 'messaging.batch.message_count': messages.length, 'messaging.consumer.group.name': options.groupId };
-            return tracer.startActiveSpan(`process ${first?.topic ?? ''}`, { kind: SpanKind.CONSUMER, attributes, links }, ROOT_CONTEXT, async (span) => {
-              try {
-                const outcomes = await handle(messages);
-                span.setAttribute('messaging.dead_letter_count', outcomes.filter((o) => o.kind === 'dead').length);
-                const retry = outcomes.find((o) => o.kind === 'retry');
-                if (retry !== undefined) recordError(span, retry.error);
-                return outcomes;
-              } catch (error) {
-                recordError(span, error);
-                throw error;
-              } finally {
-                span.end();
-              }
-            });
+            const attributes = {
+              'messaging.system': 'kafka',
+              'messaging.destination.name': first?.topic ?? '',
+              'messaging.destination.partition.id': String(first?.partition ?? ''),
+              'messaging.kafka.offset': first?.offset ?? '',
+              'messaging.batch.message_count': messages.length,
+              'messaging.consumer.group.name': options.groupId,
+            };
+            return tracer.startActiveSpan(
+              `process ${first?.topic ?? ''}`,
+              { kind: SpanKind.CONSUMER, attributes, links },
+              ROOT_CONTEXT,
+              async (span) => {
+                try {
+                  const outcomes = await handle(messages);
+                  span.setAttribute('messaging.dead_letter_count', outcomes.filter((o) => o.kind === 'dead').length);
+                  const retry = outcomes.find((o) => o.kind === 'retry');
+                  if (retry !== undefined) recordError(span, retry.error);
+                  return outcomes;
+                } catch (error) {
+                  recordError(span, error);
+                  throw error;
+                } finally {
+                  span.end();
+                }
+              },
+            );
           }),
         stop: () => consumer.stop(),
       };

@@ -52,12 +52,20 @@ export class WorkerTemplateRunner implements TemplateRunner {
     const o = { threads: 2, serviceThreads: 2, queueLimit: 64, jobsPerCaller: 2, timeoutMs: 5000, memoryMb: 512, ...options };
     const limits = { timeoutMs: o.timeoutMs, memoryMb: o.memoryMb };
     const shares = callerShares('template', o.jobsPerCaller);
-    this.#interactive = new WorkerLane(o.threads, new RenderQueue({ slots: o.threads, queueLimit: o.queueLimit, what: 'template', shares }), limits);
+    this.#interactive = new WorkerLane(
+      o.threads,
+      new RenderQueue({ slots: o.threads, queueLimit: o.queueLimit, what: 'template', shares }),
+      limits,
+    );
     // The service's jobs wait rather than being refused: at most one per trigger the reactor runs,
     // so its queue needs no limit of its own (the interactive one's would refuse a reactor with
     // more places than it, and a refusal fails the reactor's whole batch).
     const actors = callerShares('template', Number.POSITIVE_INFINITY);
-    this.#service = new WorkerLane(o.serviceThreads, new RenderQueue({ slots: o.serviceThreads, queueLimit: Number.POSITIVE_INFINITY, what: 'template', shares: actors }), limits);
+    this.#service = new WorkerLane(
+      o.serviceThreads,
+      new RenderQueue({ slots: o.serviceThreads, queueLimit: Number.POSITIVE_INFINITY, what: 'template', shares: actors }),
+      limits,
+    );
   }
 
   /** Jobs running and waiting in each lane. */
@@ -123,12 +131,19 @@ class WorkerLane {
         await this.#started.get(worker);
       } catch (error) {
         this.#stop(worker);
-        throw rendererUnavailable('template', `a template thread did not start (${error instanceof Error ? error.message : String(error)})`);
+        throw rendererUnavailable(
+          'template',
+          `a template thread did not start (${error instanceof Error ? error.message : String(error)})`,
+        );
       }
       const id = ++this.#next;
       const timeoutMs = this.#limits.timeoutMs;
       try {
-        const answer = await withTimeout(this.#ask(worker, id, job), timeoutMs, () => new WorkerStopped(`took longer than ${String(timeoutMs)} ms`));
+        const answer = await withTimeout(
+          this.#ask(worker, id, job),
+          timeoutMs,
+          () => new WorkerStopped(`took longer than ${String(timeoutMs)} ms`),
+        );
         this.#idle.push(worker);
         if (answer.failure !== undefined) throw toDomainError(answer.failure);
         return answer.result ?? '';
@@ -139,7 +154,8 @@ class WorkerLane {
         }
         if (!(error instanceof WorkerStopped)) throw error;
         this.#stop(worker);
-        if (error.message === 'ERR_WORKER_OUT_OF_MEMORY') throw documentTooLarge(`it needed more than ${String(this.#limits.memoryMb)} MiB`);
+        if (error.message === 'ERR_WORKER_OUT_OF_MEMORY')
+          throw documentTooLarge(`it needed more than ${String(this.#limits.memoryMb)} MiB`);
         throw new DomainError('FORMATTER.RENDER_FAILED', `The template ${error.message} with this data and was stopped`);
       }
     }, key);
@@ -238,6 +254,7 @@ class WorkerLane {
 }
 
 function toDomainError(failure: Failure): DomainError {
-  if (failure.code !== undefined && failure.status !== undefined && isErrorCode(failure.code)) return new DomainError(failure.code, failure.message, failure.errors ?? []);
+  if (failure.code !== undefined && failure.status !== undefined && isErrorCode(failure.code))
+    return new DomainError(failure.code, failure.message, failure.errors ?? []);
   return new DomainError('FORMATTER.RENDER_FAILED', 'The template could not be rendered with this data', [failure.message]);
 }

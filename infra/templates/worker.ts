@@ -15,7 +15,8 @@ export type WorkerJob = TemplateJob | { kind: 'offline-html'; html: string };
 /** This thread's compiled templates (a template's next version replaces its entry). */
 const compiled = new CompiledTemplates();
 
-const run = async (job: WorkerJob): Promise<string | Uint8Array> => (job.kind === 'offline-html' ? offlineHtml(job.html) : runTemplateJob(job, compiled));
+const run = async (job: WorkerJob): Promise<string | Uint8Array> =>
+  job.kind === 'offline-html' ? offlineHtml(job.html) : runTemplateJob(job, compiled);
 
 parentPort?.on('message', (message: { id: number; job: WorkerJob }) => {
   run(message.job).then(

@@ -12,7 +12,12 @@ import { expirySchedule } from './workers/expiry.ts';
 import { notificationEventsPublisher, triggerConsumer } from './workers/topics.ts';
 import { systemRuleReactor, triggerReactor, type TriggerDeps } from './workers/triggerReactor.ts';
 
-const defaults = { triggerTopic: 'notification-triggers', deadLetterTopic: 'notification-triggers.dead-letter', eventsTopic: 'notification-events', groupId: 'notification-triggers' };
+const defaults = {
+  triggerTopic: 'notification-triggers',
+  deadLetterTopic: 'notification-triggers.dead-letter',
+  eventsTopic: 'notification-events',
+  groupId: 'notification-triggers',
+};
 
 /** The topics of the configuration, or their defaults. */
 const notificationTopics = (ctx: Pick<ModuleContext, 'settings'>) => ({ ...defaults, ...ctx.settings.notifications });
@@ -33,11 +38,18 @@ export const notificationsModule: Module = {
     triggerRoute(app, deps);
   },
   reactors: (ctx) => [triggerReactor(triggerDeps(ctx)), systemRuleReactor(triggerDeps(ctx), ctx.resources)],
-  handlers: (ctx) => (ctx.messaging === undefined ? [] : [notificationEventsPublisher(ctx.messaging.publisher, notificationTopics(ctx).eventsTopic, ctx.readStore)]),
+  handlers: (ctx) =>
+    ctx.messaging === undefined
+      ? []
+      : [notificationEventsPublisher(ctx.messaging.publisher, notificationTopics(ctx).eventsTopic, ctx.readStore)],
   workers: (ctx) => {
     if (ctx.messaging === undefined) return [];
     const topics = notificationTopics(ctx);
-    const consumer = ctx.messaging.consumer({ groupId: topics.groupId, topic: topics.triggerTopic, deadLetterTopic: topics.deadLetterTopic });
+    const consumer = ctx.messaging.consumer({
+      groupId: topics.groupId,
+      topic: topics.triggerTopic,
+      deadLetterTopic: topics.deadLetterTopic,
+    });
     return [triggerConsumer(consumer, { runtime: ctx.runtime, now: () => ctx.clock.now(), newId: ctx.newId })];
   },
 };

@@ -8,5 +8,7 @@ import type { Module } from '../../api/module.ts';
 export const registriesModule: Module = {
   name: 'registries',
   // Access rules decide who reaches what: changing them is an admin's act (editors read them).
-  resources: registries.map((definition) => (definition === accessRule ? { definition, routes: { permissions: { read: 'read', write: 'admin' } } } : { definition })),
+  resources: registries.map((definition) =>
+    definition === accessRule ? { definition, routes: { permissions: { read: 'read', write: 'admin' } } } : { definition },
+  ),
 };

@@ -12,7 +12,14 @@ import { signHs256 } from '../../api/auth.ts';
 import { ldapDirectory } from '../../infra/ldap/ldapDirectory.ts';
 import { ldapUrl, openLdapSettings } from '../support/openldap.ts';
 
-type Request = { title: string; name: string | undefined; method: string; url: string; headers: Record<string, string>; body: string | undefined };
+type Request = {
+  title: string;
+  name: string | undefined;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string | undefined;
+};
 
 function parse(text: string): { variables: Map<string, string>; requests: Request[] } {
   const variables = new Map<string, string>();
@@ -21,7 +28,10 @@ function parse(text: string): { variables: Map<string, string>; requests: Reques
     const lines = block.split('\n');
     const title = lines[0]?.trim() ?? '';
     const content = lines.slice(1).filter((l) => !l.startsWith('#') || l.startsWith('# @name'));
-    const name = content.find((l) => l.startsWith('# @name'))?.slice('# @name'.length).trim();
+    const name = content
+      .find((l) => l.startsWith('# @name'))
+      ?.slice('# @name'.length)
+      .trim();
     const rest = content.filter((l) => !l.startsWith('#'));
     for (const l of block.split('\n').filter((x) => x.startsWith('@'))) {
       const m = /^@(\w+)\s*=\s*(.*)$/.exec(l);
@@ -46,7 +56,8 @@ const at = (value: unknown, path: readonly string[]): unknown =>
   path.reduce<unknown>((v, k) => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[k] : undefined), value);
 
 const officeMissing = findLibreOffice(process.env.SOFFICE_PATH) === undefined;
-if (officeMissing) process.stderr.write('[admin.http] LibreOffice not found: its office-format requests are expected to answer 503 saying so\n');
+if (officeMissing)
+  process.stderr.write('[admin.http] LibreOffice not found: its office-format requests are expected to answer 503 saying so\n');
 let t: TestApp;
 beforeAll(async () => {
   // The run's OpenLDAP for the directory sync, where there is one (503 without: the title says so).
@@ -87,7 +98,8 @@ it('every request of admin.http answers as documented, run top to bottom twice',
       const officeAbsent = officeMissing && /format=(docx|doc|xlsx|xls|odt|ods)\b/.test(r.url);
       const directoryAbsent = ldapUrl() === undefined && r.url.includes('/directory/');
       const expected = r.title.includes('403') ? 403 : officeAbsent || directoryAbsent ? 503 : undefined;
-      if (expected === undefined) expect(res.status, `round ${String(round)}: ${r.method} ${r.url} (${r.title}): ${text.slice(0, 300)}`).toBeLessThan(300);
+      if (expected === undefined)
+        expect(res.status, `round ${String(round)}: ${r.method} ${r.url} (${r.title}): ${text.slice(0, 300)}`).toBeLessThan(300);
       else expect(res.status, `${r.method} ${r.url}`).toBe(expected);
       if (r.name !== undefined) {
         responses.set(r.name, JSON.parse(text));

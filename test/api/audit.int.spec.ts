@@ -81,7 +81,8 @@ describe('audit feed', () => {
     base = await t.listen();
     auditor = await bearer('audra-auditor', ['auditor']);
     await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
-    for (let i = 0; i < 12; i++) await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code: `AUDIT_${String(i)}`, name: `Log type ${String(i)}` } });
+    for (let i = 0; i < 12; i++)
+      await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code: `AUDIT_${String(i)}`, name: `Log type ${String(i)}` } });
   });
   afterAll(async () => {
     await t.close();
@@ -97,7 +98,11 @@ describe('audit feed', () => {
     }
     expect((await fetch(`${base}/api/v1/audit/events`)).status).toBe(401);
     expect((await fetch(`${base}/api/v1/log-types/AUDIT_1`, { headers: { authorization: auditor } })).status).toBe(200);
-    const write = await fetch(`${base}/api/v1/log-types`, { method: 'POST', headers: { authorization: auditor, 'content-type': 'application/json' }, body: JSON.stringify({ code: 'NOPE', name: 'No' }) });
+    const write = await fetch(`${base}/api/v1/log-types`, {
+      method: 'POST',
+      headers: { authorization: auditor, 'content-type': 'application/json' },
+      body: JSON.stringify({ code: 'NOPE', name: 'No' }),
+    });
     expect(write.status).toBe(403);
   });
 
@@ -122,7 +127,13 @@ describe('audit feed', () => {
 
   it('pages of more than one read of the log join up: large limits equal the log too', async () => {
     const stream = `auditTest-${randomUUID()}`;
-    const events = Array.from({ length: 250 }, (_, i) => ({ id: randomUUID(), type: 'Filled', schemaVersion: 1, data: { n: i }, metadata: { actor: 'loader', at: new Date(0).toISOString() } }));
+    const events = Array.from({ length: 250 }, (_, i) => ({
+      id: randomUUID(),
+      type: 'Filled',
+      schemaVersion: 1,
+      data: { n: i },
+      metadata: { actor: 'loader', at: new Date(0).toISOString() },
+    }));
     await store.append({ stream, expected: 'no_stream', events });
     const log = (await wholeLog(store)).map((e) => e.position.toString());
     const seen: string[] = [];
@@ -136,24 +147,35 @@ describe('audit feed', () => {
     }
     expect(seen).toEqual(log);
     // Events of a category no module declares show no data.
-    expect((await page(`?after=${(BigInt(log.at(-1) ?? '1') - 1n).toString()}`)).events[0]).toMatchObject({ stream, type: 'Filled', data: {} });
+    expect((await page(`?after=${(BigInt(log.at(-1) ?? '1') - 1n).toString()}`)).events[0]).toMatchObject({
+      stream,
+      type: 'Filled',
+      data: {},
+    });
   });
 
   it('filters by types, categories and whole streams', async () => {
     const log = await wholeLog(store);
     const created = await page('?types=LogTypeCreated,UserTypeCreated&limit=1000');
-    expect(created.events.map((e) => e.position)).toEqual(log.filter((e) => ['LogTypeCreated', 'UserTypeCreated'].includes(e.type)).map((e) => e.position.toString()));
+    expect(created.events.map((e) => e.position)).toEqual(
+      log.filter((e) => ['LogTypeCreated', 'UserTypeCreated'].includes(e.type)).map((e) => e.position.toString()),
+    );
 
     const one = log.find((e) => e.type === 'LogTypeCreated');
     if (one === undefined) throw new Error('no log type was created');
     await t.call({ method: 'PATCH', url: `/api/v1/log-types/${String(one.data.id)}`, payload: { name: 'Renamed' } });
     const byStream = await page(`?streams=${one.stream}`);
-    expect(byStream.events.map((e) => [e.stream, e.version, e.type])).toEqual([[one.stream, 0, 'LogTypeCreated'], [one.stream, 1, 'LogTypePatched']]);
+    expect(byStream.events.map((e) => [e.stream, e.version, e.type])).toEqual([
+      [one.stream, 0, 'LogTypeCreated'],
+      [one.stream, 1, 'LogTypePatched'],
+    ]);
     expect(byStream.events[1]?.data).toEqual({ patch: { name: 'Renamed' } });
 
     const mixed = await page(`?streams=user-types,${one.stream}&types=LogTypePatched,UserTypeCreated`);
     expect(await page(`?streams=userType,${one.stream}&types=LogTypePatched,UserTypeCreated`)).toEqual(mixed);
-    const expected = (await wholeLog(store)).filter((e) => (e.stream === one.stream || e.stream.startsWith('userType-')) && ['LogTypePatched', 'UserTypeCreated'].includes(e.type));
+    const expected = (await wholeLog(store)).filter(
+      (e) => (e.stream === one.stream || e.stream.startsWith('userType-')) && ['LogTypePatched', 'UserTypeCreated'].includes(e.type),
+    );
     expect(expected.length).toBe(2);
     expect(mixed.events.map((e) => e.position)).toEqual(expected.map((e) => e.position.toString()));
 
@@ -165,7 +187,19 @@ describe('audit feed', () => {
 
   it('answers 400 with the error body for a bad after, limit, type or stream', async () => {
     const head = await store.headPosition();
-    for (const query of ['?after=abc', '?after=-1', `?after=${(head + 1n).toString()}`, '?limit=0', '?limit=1001', '?limit=1e3', '?types=NoSuchEvent', '?types=A,,B', '?streams=nosuch', '?streams=user-', '?unknown=1']) {
+    for (const query of [
+      '?after=abc',
+      '?after=-1',
+      `?after=${(head + 1n).toString()}`,
+      '?limit=0',
+      '?limit=1001',
+      '?limit=1e3',
+      '?types=NoSuchEvent',
+      '?types=A,,B',
+      '?streams=nosuch',
+      '?streams=user-',
+      '?unknown=1',
+    ]) {
       const res = await feed(query);
       expect(res.status, query).toBe(400);
       const body = JSON.parse(res.text) as ErrorBody;
@@ -178,9 +212,16 @@ describe('audit feed', () => {
 
   it('never shows a password hash; shows who wrote each event, deletes included', async () => {
     const code = `secret-${randomUUID().slice(0, 8)}`;
-    const created = await t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: 'S', chars: {} } });
+    const created = await t.call({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { code, type: 'INDIVIDUAL', givenName: 'S', chars: {} },
+    });
     const id = created.json<{ id: string }>().id;
-    expect((await t.call({ method: 'PUT', url: `/api/v1/users/${code}/password`, payload: { password: 'a-long-enough-password-1' } })).statusCode).toBe(204);
+    expect(
+      (await t.call({ method: 'PUT', url: `/api/v1/users/${code}/password`, payload: { password: 'a-long-enough-password-1' } }))
+        .statusCode,
+    ).toBe(204);
     const requestId = `req-${randomUUID()}`;
     const deleted = await t.call({ method: 'DELETE', url: `/api/v1/users/${code}`, as: 'editor', headers: { 'x-request-id': requestId } });
     expect(deleted.statusCode).toBe(204);
@@ -194,7 +235,11 @@ describe('audit feed', () => {
     expect(json.text).not.toContain('$argon2id');
     expect(json.text).not.toContain('passwordHash');
     const events = (JSON.parse(json.text) as Page).events;
-    expect(events.map((e) => [e.type, e.actor])).toEqual([['UserCreated', 'alice-admin'], ['UserPasswordChanged', 'alice-admin'], ['UserDeleted', 'eddie-editor']]);
+    expect(events.map((e) => [e.type, e.actor])).toEqual([
+      ['UserCreated', 'alice-admin'],
+      ['UserPasswordChanged', 'alice-admin'],
+      ['UserDeleted', 'eddie-editor'],
+    ]);
     expect(events[1]?.data).toEqual({});
     expect(events[2]).toMatchObject({ version: 2, requestId, correlationId: requestId });
 
@@ -235,7 +280,12 @@ describe('audit feed', () => {
     const write = await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code: 'LIVE_ONE', name: 'Live' } });
     const live = (await messages.next()).value;
     expect(live?.id).toBe(write.headers['x-event-position']);
-    expect(JSON.parse(live?.data ?? '{}')).toMatchObject({ type: 'LogTypeCreated', position: live?.id, actor: 'alice-admin', data: { code: 'LIVE_ONE' } });
+    expect(JSON.parse(live?.data ?? '{}')).toMatchObject({
+      type: 'LogTypeCreated',
+      position: live?.id,
+      actor: 'alice-admin',
+      data: { code: 'LIVE_ONE' },
+    });
     controller.abort();
   });
 
@@ -243,7 +293,11 @@ describe('audit feed', () => {
     const created = await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code: 'ONE_STREAM', name: 'One' } });
     const id = created.json<{ id: string }>().id;
     const controller = new AbortController();
-    const res = await openStream(`${base}/api/v1/audit/events?streams=logType-${id}&types=LogTypePatched,LogTypeDeleted`, { authorization: auditor }, controller);
+    const res = await openStream(
+      `${base}/api/v1/audit/events?streams=logType-${id}&types=LogTypePatched,LogTypeDeleted`,
+      { authorization: auditor },
+      controller,
+    );
     if (res.body === null) throw new Error('no body');
     const messages = messagesOf(res.body);
     await messages.next();
@@ -271,7 +325,11 @@ describe('audit feed', () => {
     const writer = async (w: number) => {
       let n = 0;
       while (writing) {
-        const res = await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code: `LOAD_${String(w)}_${String(n)}_${randomUUID().slice(0, 6)}`, name: 'load' } });
+        const res = await t.call({
+          method: 'POST',
+          url: '/api/v1/log-types',
+          payload: { code: `LOAD_${String(w)}_${String(n)}_${randomUUID().slice(0, 6)}`, name: 'load' },
+        });
         expect(res.statusCode).toBe(201);
         n += 1;
       }
@@ -313,9 +371,24 @@ describe('audit feed', () => {
 
   it('ends a stream once its caller may no longer read the feed (a login session whose user is disabled)', async () => {
     const code = `aud-${randomUUID().slice(0, 8)}`;
-    expect((await t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: 'A', chars: {}, roles: ['auditor'] } })).statusCode).toBe(201);
-    expect((await t.call({ method: 'PUT', url: `/api/v1/users/${code}/password`, payload: { password: 'an-auditor-password-1' } })).statusCode).toBe(204);
-    const login = await t.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: code, password: 'an-auditor-password-1' }, as: null });
+    expect(
+      (
+        await t.call({
+          method: 'POST',
+          url: '/api/v1/users',
+          payload: { code, type: 'INDIVIDUAL', givenName: 'A', chars: {}, roles: ['auditor'] },
+        })
+      ).statusCode,
+    ).toBe(201);
+    expect(
+      (await t.call({ method: 'PUT', url: `/api/v1/users/${code}/password`, payload: { password: 'an-auditor-password-1' } })).statusCode,
+    ).toBe(204);
+    const login = await t.call({
+      method: 'POST',
+      url: '/api/v1/auth/token',
+      payload: { username: code, password: 'an-auditor-password-1' },
+      as: null,
+    });
     const token = login.json<{ access_token: string }>().access_token;
     const res = await openStream(`${base}/api/v1/audit/events`, { authorization: `Bearer ${token}` });
     expect(res.status).toBe(200);
@@ -348,7 +421,10 @@ describe('audit stream caps', () => {
     const open: AbortController[] = [];
     const connect = async (authorization: string) => {
       const controller = new AbortController();
-      const res = await fetch(`${base}/api/v1/audit/events`, { headers: { authorization, accept: 'text/event-stream' }, signal: controller.signal });
+      const res = await fetch(`${base}/api/v1/audit/events`, {
+        headers: { authorization, accept: 'text/event-stream' },
+        signal: controller.signal,
+      });
       if (res.status === 200) {
         open.push(controller);
         return { status: res.status };
@@ -361,11 +437,19 @@ describe('audit stream caps', () => {
       const one = await bearer('cap-one', ['auditor']);
       for (let i = 0; i < 3; i++) expect((await connect(one)).status).toBe(200);
       const fourth = await connect(one);
-      expect(fourth).toMatchObject({ status: 429, retryAfter: '5', body: { status: 'TOO_MANY_REQUESTS', code: 'AUDIT.TOO_MANY_STREAMS_OF_CALLER' } });
+      expect(fourth).toMatchObject({
+        status: 429,
+        retryAfter: '5',
+        body: { status: 'TOO_MANY_REQUESTS', code: 'AUDIT.TOO_MANY_STREAMS_OF_CALLER' },
+      });
       const two = await bearer('cap-two', ['auditor']);
       for (let i = 0; i < 3; i++) expect((await connect(two)).status).toBe(200);
       const beyond = await connect(await bearer('cap-three', ['admin']));
-      expect(beyond).toMatchObject({ status: 503, retryAfter: '5', body: { status: 'SERVICE_UNAVAILABLE', code: 'AUDIT.TOO_MANY_STREAMS' } });
+      expect(beyond).toMatchObject({
+        status: 503,
+        retryAfter: '5',
+        body: { status: 'SERVICE_UNAVAILABLE', code: 'AUDIT.TOO_MANY_STREAMS' },
+      });
       // JSON pages are not streams: still served.
       expect((await fetch(`${base}/api/v1/audit/events?limit=1`, { headers: { authorization: one } })).status).toBe(200);
     } finally {
@@ -397,7 +481,13 @@ describe('audit stream backpressure', () => {
       const total = 3000;
       for (let batch = 0; batch < total / 100; batch++) {
         const stream = `auditTest-${randomUUID()}`;
-        const events = Array.from({ length: 100 }, (_, i) => ({ id: randomUUID(), type: 'Filled', schemaVersion: 1, data: { n: batch * 100 + i, pad: 'x'.repeat(2000) }, metadata: { actor: 'loader', at: new Date(0).toISOString() } }));
+        const events = Array.from({ length: 100 }, (_, i) => ({
+          id: randomUUID(),
+          type: 'Filled',
+          schemaVersion: 1,
+          data: { n: batch * 100 + i, pad: 'x'.repeat(2000) },
+          metadata: { actor: 'loader', at: new Date(0).toISOString() },
+        }));
         await eventStore.append({ stream, expected: 'no_stream', events });
       }
       const controller = new AbortController();
@@ -436,18 +526,30 @@ describe('audit stream of a client that stops reading', () => {
   it('is cut once its socket has not drained for AUDIT_STALL_MS, freeing its slot', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'admin-audit-stall-'));
     const stores = openEmbeddedStores(dataDir);
-    const t = await startTestApp({ dataDir, stores, extra: { settings: { audit: { maxStreamsPerCaller: 1, heartbeatMs: 100, stallMs: 500 } } } });
+    const t = await startTestApp({
+      dataDir,
+      stores,
+      extra: { settings: { audit: { maxStreamsPerCaller: 1, heartbeatMs: 100, stallMs: 500 } } },
+    });
     try {
       // Far more than loopback's socket buffers hold (a few MB while the reader takes nothing).
       for (let batch = 0; batch < 80; batch++) {
-        const events = Array.from({ length: 100 }, (_, i) => ({ id: randomUUID(), type: 'Filled', schemaVersion: 1, data: { n: i }, metadata: { actor: 'x'.repeat(2500), at: new Date(0).toISOString() } }));
+        const events = Array.from({ length: 100 }, (_, i) => ({
+          id: randomUUID(),
+          type: 'Filled',
+          schemaVersion: 1,
+          data: { n: i },
+          metadata: { actor: 'x'.repeat(2500), at: new Date(0).toISOString() },
+        }));
         await stores.eventStore.append({ stream: `auditTest-${randomUUID()}`, expected: 'no_stream', events });
       }
       const url = new URL(await t.listen());
       const authorization = await bearer('slow-reader', ['auditor']);
       const stuck = connect(Number(url.port), '127.0.0.1');
       await new Promise((resolve) => stuck.once('connect', resolve));
-      stuck.write(`GET /api/v1/audit/events?after=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\nAccept: text/event-stream\r\n\r\n`);
+      stuck.write(
+        `GET /api/v1/audit/events?after=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\nAccept: text/event-stream\r\n\r\n`,
+      );
       stuck.pause();
       // Its slot is taken (one stream per caller here) until the server cuts it.
       const res = await openStream(`${url.origin}/api/v1/audit/events`, { authorization });
@@ -468,7 +570,9 @@ describe('audit stream at shutdown', () => {
     const silent = connect(Number(new URL(base).port), '127.0.0.1');
     await new Promise((resolve) => silent.once('connect', resolve));
     const silentClosed = new Promise((resolve) => silent.once('close', resolve));
-    const res = await fetch(`${base}/api/v1/audit/events?after=0`, { headers: { authorization: await bearer('a', ['auditor']), accept: 'text/event-stream' } });
+    const res = await fetch(`${base}/api/v1/audit/events?after=0`, {
+      headers: { authorization: await bearer('a', ['auditor']), accept: 'text/event-stream' },
+    });
     if (res.body === null) throw new Error('no body');
     const reader = res.body.getReader();
     await reader.read();

@@ -21,7 +21,10 @@ function withTimes(jwt: SignJWT, { iat = 0, exp = 300 }: Times): SignJWT {
 
 let server: Server;
 let jwksUrl: string;
-let sign: (claims: Record<string, unknown>, options?: { issuer?: string; audience?: string; expired?: boolean; times?: Times }) => Promise<string>;
+let sign: (
+  claims: Record<string, unknown>,
+  options?: { issuer?: string; audience?: string; expired?: boolean; times?: Times },
+) => Promise<string>;
 
 beforeAll(async () => {
   const { publicKey, privateKey } = await generateKeyPair('RS256');
@@ -63,13 +66,17 @@ describe('OIDC verifier', () => {
     ['an iat 5 min in the future', { iat: 300, exp: 600 }, /issued in the future/],
     ['exp 48 h after iat', { exp: 48 * 3600 }, /longer than 24 h/],
   ])('applies the lifetime rules too: refuses %s', async (_name, times, message) => {
-    await expect(verifier()(await sign({ roles: ['admin'] }, { times }))).rejects.toMatchObject({ status: 'UNAUTHORIZED', message: expect.stringMatching(message) });
+    await expect(verifier()(await sign({ roles: ['admin'] }, { times }))).rejects.toMatchObject({
+      status: 'UNAUTHORIZED',
+      message: expect.stringMatching(message),
+    });
   });
 });
 
 describe('token lifetime (HS256)', () => {
   const secret = new TextEncoder().encode('l'.repeat(40));
-  const signed = (times: Times) => withTimes(new SignJWT({ roles: ['viewer'] }).setProtectedHeader({ alg: 'HS256' }).setSubject('u'), times).sign(secret);
+  const signed = (times: Times) =>
+    withTimes(new SignJWT({ roles: ['viewer'] }).setProtectedHeader({ alg: 'HS256' }).setSubject('u'), times).sign(secret);
 
   it.each([
     ['no exp', { exp: null }, /no expiry: the exp claim is required/],
@@ -123,7 +130,12 @@ describe('roles named like members of Object.prototype', () => {
     try {
       for (const role of names) {
         const token = await signHs256(TEST_SECRET, { sub: 'u', roles: [role] });
-        const res = await t.call({ method: 'GET', url: '/api/v1/user-group-types', as: null, headers: { authorization: `Bearer ${token}` } });
+        const res = await t.call({
+          method: 'GET',
+          url: '/api/v1/user-group-types',
+          as: null,
+          headers: { authorization: `Bearer ${token}` },
+        });
         expect(res.statusCode, `${role}: ${res.body}`).toBe(403);
         expect(ErrorBodySchema.parse(res.json())).toMatchObject({ status: 'FORBIDDEN', errors: [] });
       }

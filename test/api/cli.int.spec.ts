@@ -50,7 +50,7 @@ function printedToken(run: Run): string {
 }
 
 describe('npm run token', () => {
-  it('signs with the data folder\'s secret, creating folder and secret as npm start would', async () => {
+  it("signs with the data folder's secret, creating folder and secret as npm start would", async () => {
     const dataDir = freshDataDir();
     const token = printedToken(await cli(['token', '--role', 'viewer', '--sub', 'alice'], { DATA_DIR: dataDir }));
     expect(statSync(join(dataDir, 'auth-secret')).mode & 0o777).toBe(0o600);
@@ -74,13 +74,19 @@ describe('npm run token', () => {
   it('signs with AUTH_JWT_SECRET when set, leaving the data folder alone', async () => {
     const dataDir = freshDataDir();
     const secret = 's'.repeat(40);
-    const token = printedToken(await cli(['token', '--role', 'editor', '--sub', 'eve', '--ttl', '24h'], { DATA_DIR: dataDir, AUTH_JWT_SECRET: secret }));
+    const token = printedToken(
+      await cli(['token', '--role', 'editor', '--sub', 'eve', '--ttl', '24h'], { DATA_DIR: dataDir, AUTH_JWT_SECRET: secret }),
+    );
     expect(existsSync(dataDir)).toBe(false);
     await expect(hs256Verifier(new TextEncoder().encode(secret))(token)).resolves.toEqual({ sub: 'eve', roles: ['editor'] });
   });
 
   it.each([
-    ['an unknown role', ['--role', 'viewer,superuser', '--sub', 'a'], /unknown role "superuser": the built-in roles are admin, editor, viewer/],
+    [
+      'an unknown role',
+      ['--role', 'viewer,superuser', '--sub', 'a'],
+      /unknown role "superuser": the built-in roles are admin, editor, viewer/,
+    ],
     ['a ttl over 24 h', ['--role', 'viewer', '--sub', 'a', '--ttl', '25h'], /at most 24h/],
     ['a ttl that is no duration', ['--role', 'viewer', '--sub', 'a', '--ttl', 'soon'], /expected a duration/],
     ['no role', ['--sub', 'a'], /--role is required/],

@@ -33,7 +33,9 @@ describe('concurrent writers', () => {
     const created = await t.call({ method: 'POST', url: base, payload: sampleBody(def, uniqueCode()) });
     const id = created.json<{ id: string }>().id;
     const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => t.call({ method: 'PATCH', url: `${base}/${id}`, payload: { description: `writer ${String(i)}` } })),
+      Array.from({ length: 10 }, (_, i) =>
+        t.call({ method: 'PATCH', url: `${base}/${id}`, payload: { description: `writer ${String(i)}` } }),
+      ),
     );
     expect(results.map((r) => r.statusCode)).toEqual(Array<number>(10).fill(200));
     const versions = results.map((r) => r.json<{ auditInfo: { version: number } }>().auditInfo.version).sort((a, b) => a - b);
@@ -64,7 +66,11 @@ describe('restart', () => {
     const second = await startTestApp({ dataDir: first.dataDir });
     try {
       for (const code of codes) expect((await second.call({ method: 'GET', url: `${base}/${code}` })).statusCode).toBe(200);
-      const count = await second.call({ method: 'POST', url: `${base}/count`, payload: { filter: [{ column: 'code', operator: 'LIKE', value: 'KEEP_%' }] } });
+      const count = await second.call({
+        method: 'POST',
+        url: `${base}/count`,
+        payload: { filter: [{ column: 'code', operator: 'LIKE', value: 'KEEP_%' }] },
+      });
       expect(count.json()).toBe(20);
       const dup = await second.call({ method: 'POST', url: base, payload: sampleBody(def, codes[0] ?? '') });
       expect(dup.statusCode).toBe(409);

@@ -27,7 +27,9 @@ describe('Idempotency-Key', () => {
     const key = randomUUID();
     const [a, b] = [uniqueCode(), uniqueCode()];
     const results = await Promise.all(
-      [a, b].map((code) => t.call({ method: 'POST', url: base, headers: { 'idempotency-key': key }, payload: sampleBody(userGroupType, code) })),
+      [a, b].map((code) =>
+        t.call({ method: 'POST', url: base, headers: { 'idempotency-key': key }, payload: sampleBody(userGroupType, code) }),
+      ),
     );
     expect(results.map((r) => r.statusCode).sort()).toEqual([201, 409]);
     const winner = results.find((r) => r.statusCode === 201)?.json<{ code: string }>().code;
@@ -36,10 +38,21 @@ describe('Idempotency-Key', () => {
     expect((await t.call({ method: 'GET', url: `${base}/by-code/${loser}` })).statusCode).toBe(404);
   });
 
-  it('is the caller\'s own: another caller with the same key creates its own record', async () => {
+  it("is the caller's own: another caller with the same key creates its own record", async () => {
     const key = randomUUID();
-    const mine = await t.call({ method: 'POST', url: base, headers: { 'idempotency-key': key }, payload: sampleBody(userGroupType, uniqueCode()) });
-    const theirs = await t.call({ method: 'POST', url: base, as: 'editor', headers: { 'idempotency-key': key }, payload: sampleBody(userGroupType, uniqueCode()) });
+    const mine = await t.call({
+      method: 'POST',
+      url: base,
+      headers: { 'idempotency-key': key },
+      payload: sampleBody(userGroupType, uniqueCode()),
+    });
+    const theirs = await t.call({
+      method: 'POST',
+      url: base,
+      as: 'editor',
+      headers: { 'idempotency-key': key },
+      payload: sampleBody(userGroupType, uniqueCode()),
+    });
     expect([mine.statusCode, theirs.statusCode]).toEqual([201, 201]);
     expect(mine.json<{ id: string }>().id).not.toBe(theirs.json<{ id: string }>().id);
   });
@@ -67,16 +80,42 @@ describe('concurrency without If-Match', () => {
 
 describe('bad values answer 400, never 500', () => {
   it.each([
-    ['a malformed date-time on create', () => t.call({ method: 'POST', url: base, payload: { ...sampleBody(userGroupType, uniqueCode()), validityFrom: 'junk' } })],
-    ['a malformed date-time in a patch', async () => t.call({ method: 'PATCH', url: `${base}/${(await create()).id}`, payload: { validityTo: 'x' } })],
+    [
+      'a malformed date-time on create',
+      () => t.call({ method: 'POST', url: base, payload: { ...sampleBody(userGroupType, uniqueCode()), validityFrom: 'junk' } }),
+    ],
+    [
+      'a malformed date-time in a patch',
+      async () => t.call({ method: 'PATCH', url: `${base}/${(await create()).id}`, payload: { validityTo: 'x' } }),
+    ],
     ['a malformed asOf', async () => t.call({ method: 'GET', url: `${base}/${(await create()).id}?asOf=junk` })],
-    ['a nested malformed date-time', () => t.call({ method: 'POST', url: '/api/v1/access-rules', payload: { ...sampleBody(accessRule, uniqueCode()), validFor: { validTo: '2026-13-45' } } })],
-    ['JSON nested 40 levels deep', () => {
-      let deep: unknown = 1;
-      for (let i = 0; i < 40; i++) deep = [deep];
-      return t.call({ method: 'POST', url: base, payload: { ...sampleBody(userGroupType, uniqueCode()), registry: { d: deep } } });
-    }],
-    ['JSON nested 5000 levels deep', () => t.call({ method: 'POST', url: base, headers: { 'content-type': 'application/json' }, payload: `{"registry":${'['.repeat(5000)}${']'.repeat(5000)}}` })],
+    [
+      'a nested malformed date-time',
+      () =>
+        t.call({
+          method: 'POST',
+          url: '/api/v1/access-rules',
+          payload: { ...sampleBody(accessRule, uniqueCode()), validFor: { validTo: '2026-13-45' } },
+        }),
+    ],
+    [
+      'JSON nested 40 levels deep',
+      () => {
+        let deep: unknown = 1;
+        for (let i = 0; i < 40; i++) deep = [deep];
+        return t.call({ method: 'POST', url: base, payload: { ...sampleBody(userGroupType, uniqueCode()), registry: { d: deep } } });
+      },
+    ],
+    [
+      'JSON nested 5000 levels deep',
+      () =>
+        t.call({
+          method: 'POST',
+          url: base,
+          headers: { 'content-type': 'application/json' },
+          payload: `{"registry":${'['.repeat(5000)}${']'.repeat(5000)}}`,
+        }),
+    ],
     ['a malformed URL', () => t.call({ method: 'GET', url: `${base}/%zz` })],
     ['an over-long idOrCode', () => t.call({ method: 'GET', url: `${base}/${'x'.repeat(300)}` })],
     ['unknown query parameters', () => t.call({ method: 'GET', url: `${base}?foo=1` })],
@@ -98,7 +137,10 @@ describe('merge patch (RFC 7396)', () => {
     const rule = await t.call({
       method: 'POST',
       url: '/api/v1/access-rules',
-      payload: { ...sampleBody(accessRule, uniqueCode()), validFor: { validFrom: '2026-01-01T00:00:00Z', validTo: '2027-01-01T00:00:00Z' } },
+      payload: {
+        ...sampleBody(accessRule, uniqueCode()),
+        validFor: { validFrom: '2026-01-01T00:00:00Z', validTo: '2027-01-01T00:00:00Z' },
+      },
     });
     const id = rule.json<{ id: string }>().id;
     const res = await t.call({ method: 'PATCH', url: `/api/v1/access-rules/${id}`, payload: { validFor: { validTo: null } } });
@@ -124,7 +166,7 @@ describe('client ids', () => {
 });
 
 describe('minPosition', () => {
-  it('takes positions as long as KurrentDB packs them (39 digits), not only the embedded log\'s', async () => {
+  it("takes positions as long as KurrentDB packs them (39 digits), not only the embedded log's", async () => {
     const made = await t.call({ method: 'POST', url: base, payload: sampleBody(userGroupType, uniqueCode()) });
     const embedded = String(made.headers['x-event-position']);
     // The same number written with leading zeros to 39 digits: a valid position, already reached.

@@ -9,7 +9,16 @@ import { modules } from '../../modules/index.ts';
 describe('the event catalogue', () => {
   it('lists every event type of every resource served under its stored name, and the names stored in the log before', () => {
     const { text } = eventCatalogue(modules);
-    for (const type of ['NotificationStateChanged', 'NotificationTriggered', 'JobRetried', 'JobStepRetried', 'UserPasswordChanged', 'LogDeletionCreated', 'LogDeletionPurged', 'UserGroupCreated']) {
+    for (const type of [
+      'NotificationStateChanged',
+      'NotificationTriggered',
+      'JobRetried',
+      'JobStepRetried',
+      'UserPasswordChanged',
+      'LogDeletionCreated',
+      'LogDeletionPurged',
+      'UserGroupCreated',
+    ]) {
       expect(text).toContain(`| \`${type}\` |`);
     }
     const declared = modules.flatMap((m) => m.resources ?? []).flatMap((r) => Object.keys(r.definition.events));

@@ -9,7 +9,15 @@ import { startTestApp, type TestApp, type TestResponse } from '../support/testAp
 
 type Rec = { id: string; code: string; name: string; auditInfo: { version: number } } & Record<string, unknown>;
 type Entry = { diffType: string; left?: Rec; right?: Rec; error?: { status: string; message: string } };
-type ExportObject = { name: string; whenExported: string; exportedBy: string; entityType: string; compareField: string; filtering: unknown[]; data: Rec[] };
+type ExportObject = {
+  name: string;
+  whenExported: string;
+  exportedBy: string;
+  entityType: string;
+  compareField: string;
+  filtering: unknown[];
+  data: Rec[];
+};
 
 const IMPORT_LIMIT = 64 * 1024;
 const IMPORT_FILE_LIMIT = 8 * 1024 * 1024;
@@ -17,26 +25,41 @@ const JOB_THRESHOLD = 5;
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp({ extra: { exchange: { importMaxBytes: IMPORT_LIMIT, importFileMaxBytes: IMPORT_FILE_LIMIT, applyJobThreshold: JOB_THRESHOLD } } });
+  t = await startTestApp({
+    extra: { exchange: { importMaxBytes: IMPORT_LIMIT, importFileMaxBytes: IMPORT_FILE_LIMIT, applyJobThreshold: JOB_THRESHOLD } },
+  });
 });
 afterAll(async () => {
   await t.close();
 });
 
-async function importFile(base: string, content: string | Buffer, query: string, as: keyof TestApp['tokens'] = 'admin'): Promise<TestResponse> {
+async function importFile(
+  base: string,
+  content: string | Buffer,
+  query: string,
+  as: keyof TestApp['tokens'] = 'admin',
+): Promise<TestResponse> {
   const { payload, headers } = multipart(content);
-  return t.app.inject({ method: 'POST', url: `${base}/import?${query}`, payload, headers: { ...headers, authorization: `Bearer ${t.tokens[as]}` } });
+  return t.app.inject({
+    method: 'POST',
+    url: `${base}/import?${query}`,
+    payload,
+    headers: { ...headers, authorization: `Bearer ${t.tokens[as]}` },
+  });
 }
 
-const byType = (entries: Entry[]) =>
-  entries.map((e) => `${e.diffType}:${(e.right ?? e.left)?.code ?? '?'}`).sort();
+const byType = (entries: Entry[]) => entries.map((e) => `${e.diffType}:${(e.right ?? e.left)?.code ?? '?'}`).sort();
 
 /** A settled read: waits for the read model to reflect the last write. */
 async function exportOf(base: string, prefix: string, position: string, compareField?: string): Promise<ExportObject> {
   const res = await t.call({
     method: 'POST',
     url: `${base}/export?minPosition=${position}`,
-    payload: { entityType: 'X', filtering: [{ column: 'code', operator: 'LIKE', value: `${prefix}%` }], ...(compareField === undefined ? {} : { compareField }) },
+    payload: {
+      entityType: 'X',
+      filtering: [{ column: 'code', operator: 'LIKE', value: `${prefix}%` }],
+      ...(compareField === undefined ? {} : { compareField }),
+    },
     as: 'viewer',
   });
   expect(res.statusCode, res.body).toBe(200);
@@ -70,7 +93,12 @@ describe('worklog types (a registry)', () => {
   });
 
   it('exports the selected records with who, when and the request', () => {
-    expect(exported).toMatchObject({ exportedBy: 'vera-viewer', entityType: 'X', compareField: 'id', filtering: [{ column: 'code', operator: 'LIKE' }] });
+    expect(exported).toMatchObject({
+      exportedBy: 'vera-viewer',
+      entityType: 'X',
+      compareField: 'id',
+      filtering: [{ column: 'code', operator: 'LIKE' }],
+    });
     expect(Number.isNaN(Date.parse(exported.whenExported))).toBe(false);
     expect(exported.data.map((r) => r.code).sort()).toEqual(made.map((r) => r.code).sort());
   });
@@ -81,7 +109,12 @@ describe('worklog types (a registry)', () => {
     expect(changed.statusCode, changed.body).toBe(200);
     expect((await t.call({ method: 'DELETE', url: `${base}/${b.id}` })).statusCode).toBe(204);
     const d = await create(`${prefix}_D`);
-    const diffRes = await t.call({ method: 'POST', url: `${base}/export/diff?compareField=id&minPosition=${lastPosition}`, payload: exported, as: 'viewer' });
+    const diffRes = await t.call({
+      method: 'POST',
+      url: `${base}/export/diff?compareField=id&minPosition=${lastPosition}`,
+      payload: exported,
+      as: 'viewer',
+    });
     expect(diffRes.statusCode, diffRes.body).toBe(200);
     const diff = diffRes.json<Entry[]>();
     expect(byType(diff)).toEqual([`DIFF_TYPE_CHANGE:${a.code}`, `DIFF_TYPE_NEW:${b.code}`, `DIFF_TYPE_REMOVE:${d.code}`].sort());
@@ -89,18 +122,25 @@ describe('worklog types (a registry)', () => {
     expect(change?.left).toMatchObject({ id: a.id, name: 'Renamed' });
     expect(change?.right).toMatchObject({ id: a.id, name: a.name });
 
-    const apply = () => t.call({ method: 'POST', url: `${base}/diff/apply?compareField=id`, payload: diff, headers: { 'x-correlation-id': 'apply-1' } });
+    const apply = () =>
+      t.call({ method: 'POST', url: `${base}/diff/apply?compareField=id`, payload: diff, headers: { 'x-correlation-id': 'apply-1' } });
     const first = await apply();
     expect(first.statusCode, first.body).toBe(200);
     const items = first.json<Rec[]>();
     expect(items).toHaveLength(3);
     expect(items.every((i) => !('error' in i))).toBe(true);
-    const after = { a: await history(base, a.id), b: await history(base, b.id), c: await history(base, c.id), d: await history(base, d.id) };
+    const after = {
+      a: await history(base, a.id),
+      b: await history(base, b.id),
+      c: await history(base, c.id),
+      d: await history(base, d.id),
+    };
     expect(after.a.map((e) => e.type)).toEqual(['WorklogTypeCreated', 'WorklogTypeReplaced', 'WorklogTypeReplaced']);
     expect(after.b.map((e) => e.type)).toEqual(['WorklogTypeCreated', 'WorklogTypeDeleted', 'WorklogTypeCreated']);
     expect(after.d.map((e) => e.type)).toEqual(['WorklogTypeCreated', 'WorklogTypeDeleted']);
     expect(after.c).toHaveLength(1);
-    for (const h of [after.a.at(-1), after.b.at(-1), after.d.at(-1)]) expect(h).toMatchObject({ actor: 'alice-admin', correlationId: 'apply-1' });
+    for (const h of [after.a.at(-1), after.b.at(-1), after.d.at(-1)])
+      expect(h).toMatchObject({ actor: 'alice-admin', correlationId: 'apply-1' });
     // The records are as exported again (B with its id).
     expect((await t.call({ method: 'GET', url: `${base}/${a.id}` })).json()).toMatchObject({ name: a.name });
     expect((await t.call({ method: 'GET', url: `${base}/${b.id}` })).json()).toMatchObject({ id: b.id, code: b.code });
@@ -108,7 +148,12 @@ describe('worklog types (a registry)', () => {
     const second = await apply();
     expect(second.statusCode, second.body).toBe(200);
     expect(second.json<unknown[]>()).toHaveLength(3);
-    for (const [id, before] of [[a.id, after.a], [b.id, after.b], [d.id, after.d]] as const) expect(await history(base, id)).toHaveLength(before.length);
+    for (const [id, before] of [
+      [a.id, after.a],
+      [b.id, after.b],
+      [d.id, after.d],
+    ] as const)
+      expect(await history(base, id)).toHaveLength(before.length);
     // And nothing is left to apply.
     const position = String((await t.call({ method: 'GET', url: `${base}/${a.id}` })).headers.etag);
     expect(position).toBe('"2"');
@@ -126,7 +171,11 @@ describe('worklog types (a registry)', () => {
     expect(res.statusCode, res.body).toBe(200);
     const items = res.json<(Rec | { index: number; diffType: string; error: { status: string; errors: string[] } })[]>();
     expect(items[0]).toMatchObject({ id: made[2]?.id, name: 'Changed by a diff' });
-    expect(items[1]).toMatchObject({ index: 1, diffType: 'DIFF_TYPE_NEW', error: { status: 'BAD_REQUEST', errors: [expect.stringContaining('[1].right.name')] } });
+    expect(items[1]).toMatchObject({
+      index: 1,
+      diffType: 'DIFF_TYPE_NEW',
+      error: { status: 'BAD_REQUEST', errors: [expect.stringContaining('[1].right.name')] },
+    });
     expect(items[2]).toMatchObject({ index: 2, error: { status: 'NOT_FOUND' } });
     expect(items[3]).toMatchObject({ code: `${prefix}_E`, name: 'New one', auditInfo: { version: 0 } });
   });
@@ -138,14 +187,20 @@ describe('worklog types (a registry)', () => {
     const { auditInfo: _a, ...fields } = record;
     const entries = [
       { diffType: 'DIFF_TYPE_CHANGE', left: record, right: { ...fields, name: 'First' } },
-      ...Array.from({ length: 3 }, (_, i) => ({ diffType: 'DIFF_TYPE_NEW', right: { code: `${other}_W${String(i)}`, name: `Window ${String(i)}` } })),
+      ...Array.from({ length: 3 }, (_, i) => ({
+        diffType: 'DIFF_TYPE_NEW',
+        right: { code: `${other}_W${String(i)}`, name: `Window ${String(i)}` },
+      })),
       { diffType: 'DIFF_TYPE_CHANGE', left: record, right: { ...fields, name: 'Second' } },
     ];
     const res = await t.call({ method: 'POST', url: `${base}/diff/apply?compareField=code`, payload: entries });
     expect(res.statusCode, res.body).toBe(200);
     const items = res.json<Rec[]>();
     expect(items.map((r) => r.name)).toEqual(['First', ...Array.from({ length: 3 }, (_, i) => `Window ${String(i)}`), 'Second']);
-    expect((await t.call({ method: 'GET', url: `${base}/${record.id}` })).json()).toMatchObject({ name: 'Second', auditInfo: { version: 2 } });
+    expect((await t.call({ method: 'GET', url: `${base}/${record.id}` })).json()).toMatchObject({
+      name: 'Second',
+      auditInfo: { version: 2 },
+    });
   });
 
   it('gives a NEW entry without an id the same record whoever applies it', async () => {
@@ -175,11 +230,18 @@ describe('worklog types (a registry)', () => {
     expect(again?.id).toBe(first?.id);
     expect((await t.call({ method: 'GET', url: `${base}/by-code/${code}` })).json()).toMatchObject({ id: first?.id, name: 'Again' });
     await apply(add);
-    expect((await history(base, first?.id ?? '')).map((e) => e.type)).toEqual(['WorklogTypeCreated', 'WorklogTypeDeleted', 'WorklogTypeCreated']);
+    expect((await history(base, first?.id ?? '')).map((e) => e.type)).toEqual([
+      'WorklogTypeCreated',
+      'WorklogTypeDeleted',
+      'WorklogTypeCreated',
+    ]);
   });
 
   it('answers 400 for a compare field that is not unique in the data, or no field at all', async () => {
-    const items = [{ code: `${prefix}_X1`, name: 'Same' }, { code: `${prefix}_X2`, name: 'Same' }];
+    const items = [
+      { code: `${prefix}_X1`, name: 'Same' },
+      { code: `${prefix}_X2`, name: 'Same' },
+    ];
     const res = await t.call({ method: 'POST', url: `${base}/export/diff?compareField=name`, payload: { data: items, filtering: [] } });
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json()).toMatchObject({ code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE', errors: [expect.stringContaining('data[1].name')] });
@@ -195,7 +257,11 @@ describe('worklog types (a registry)', () => {
     expect(res.statusCode, res.body).toBe(200);
     // Only C was changed since the export (by the failing-entry test); ids are not compared.
     // Records made by the tests before (E, AGAIN) are only here: REMOVE.
-    expect(byType(res.json<Entry[]>())).toEqual([`DIFF_TYPE_CHANGE:${prefix}_C`, `DIFF_TYPE_REMOVE:${prefix}_AGAIN`, `DIFF_TYPE_REMOVE:${prefix}_E`]);
+    expect(byType(res.json<Entry[]>())).toEqual([
+      `DIFF_TYPE_CHANGE:${prefix}_C`,
+      `DIFF_TYPE_REMOVE:${prefix}_AGAIN`,
+      `DIFF_TYPE_REMOVE:${prefix}_E`,
+    ]);
   });
 
   it('imports a file: its diff, and with save=true its application', async () => {
@@ -212,14 +278,24 @@ describe('worklog types (a registry)', () => {
   });
 
   it('imports a file with no data over nothing here as an empty diff', async () => {
-    const none = await importFile(base, JSON.stringify({ ...exported, data: [], filtering: [{ column: 'code', operator: 'EQ', value: `${prefix}_NOTHING` }] }), 'save=false');
+    const none = await importFile(
+      base,
+      JSON.stringify({ ...exported, data: [], filtering: [{ column: 'code', operator: 'EQ', value: `${prefix}_NOTHING` }] }),
+      'save=false',
+    );
     expect(none.statusCode, none.body).toBe(200);
     expect(none.json<Entry[]>()).toEqual([]);
   });
 
   it('imports with save=true, marking an entry that could not be applied with its error', async () => {
     const taken = made[0]?.code ?? '';
-    const file = JSON.stringify({ data: [{ id: randomUUID(), code: taken, name: 'Same code, other id' }, { id: randomUUID(), code: `${prefix}_G`, name: 'Fine' }], filtering: [{ column: 'code', operator: 'IN', values: [`${prefix}_NONE`] }] });
+    const file = JSON.stringify({
+      data: [
+        { id: randomUUID(), code: taken, name: 'Same code, other id' },
+        { id: randomUUID(), code: `${prefix}_G`, name: 'Fine' },
+      ],
+      filtering: [{ column: 'code', operator: 'IN', values: [`${prefix}_NONE`] }],
+    });
     const res = await importFile(base, file, 'save=true');
     expect(res.statusCode, res.body).toBe(200);
     const entries = res.json<Entry[]>();
@@ -239,18 +315,43 @@ describe('worklog types (a registry)', () => {
     const noData = await importFile(base, '{"filtering": []}', 'save=false');
     expect(noData.statusCode, noData.body).toBe(400);
     expect(noData.json<{ errors: string[] }>().errors.join()).toContain('data');
-    const badEntry = await importFile(base, JSON.stringify({ data: [{ code: 'OK_1', name: 'fine' }, { code: 'OK_2', name: 7 }], filtering: [] }), 'save=false');
+    const badEntry = await importFile(
+      base,
+      JSON.stringify({
+        data: [
+          { code: 'OK_1', name: 'fine' },
+          { code: 'OK_2', name: 7 },
+        ],
+        filtering: [],
+      }),
+      'save=false',
+    );
     expect(badEntry.statusCode, badEntry.body).toBe(400);
     expect(badEntry.json<{ errors: string[] }>().errors).toEqual([expect.stringContaining('data[1].name')]);
-    const deep = await importFile(base, `{"data":[{"code":"D","name":"d","x":${'['.repeat(40)}${']'.repeat(40)}}],"filtering":[]}`, 'save=false');
+    const deep = await importFile(
+      base,
+      `{"data":[{"code":"D","name":"d","x":${'['.repeat(40)}${']'.repeat(40)}}],"filtering":[]}`,
+      'save=false',
+    );
     expect(deep.statusCode, deep.body).toBe(400);
-    expect(deep.json<{ message: string; errors: string[] }>()).toMatchObject({ message: expect.stringContaining('nests deeper'), errors: [expect.stringContaining('data[0]')] });
+    expect(deep.json<{ message: string; errors: string[] }>()).toMatchObject({
+      message: expect.stringContaining('nests deeper'),
+      errors: [expect.stringContaining('data[0]')],
+    });
     const noFile = await t.call({ method: 'POST', url: `${base}/import`, payload: {} });
     expect(noFile.statusCode, noFile.body).toBe(400);
     // A form of more parts than an import reads is malformed, not too large (it may be tiny).
     const boundary = '----manyfields';
-    const fields = Array.from({ length: 12 }, (_, i) => `--${boundary}\r\nContent-Disposition: form-data; name="f${String(i)}"\r\n\r\n{}\r\n`).join('');
-    const crowded = await t.call({ method: 'POST', url: `${base}/import`, payload: `${fields}--${boundary}--\r\n`, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    const fields = Array.from(
+      { length: 12 },
+      (_, i) => `--${boundary}\r\nContent-Disposition: form-data; name="f${String(i)}"\r\n\r\n{}\r\n`,
+    ).join('');
+    const crowded = await t.call({
+      method: 'POST',
+      url: `${base}/import`,
+      payload: `${fields}--${boundary}--\r\n`,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
     expect(crowded.statusCode, crowded.body).toBe(400);
     expect(crowded.json<{ errors: string[] }>().errors).toEqual(['(form): at most 10 other fields (read and dropped)']);
     // Lines ending in LF alone are no multipart body: a 400, not a 500.
@@ -259,7 +360,10 @@ describe('worklog types (a registry)', () => {
       method: 'POST',
       url: `${base}/import`,
       payload: lf,
-      headers: { 'content-type': `multipart/form-data; boundary=${lf.slice(2, lf.indexOf('\n'))}`, authorization: `Bearer ${t.tokens.admin}` },
+      headers: {
+        'content-type': `multipart/form-data; boundary=${lf.slice(2, lf.indexOf('\n'))}`,
+        authorization: `Bearer ${t.tokens.admin}`,
+      },
     });
     expect(broken.statusCode, broken.body).toBe(400);
     expect(broken.json<{ message: string }>().message).toContain('Malformed multipart');
@@ -271,14 +375,22 @@ describe('worklog types (a registry)', () => {
     for (let i = 0; i < 40; i++) here.push(await create(`${big}_${String(i).padStart(2, '0')}`));
     const original = await exportOf(base, big, lastPosition);
     // The data set here changes: five renamed, five deleted, five added.
-    for (const r of here.slice(0, 5)) expect((await t.call({ method: 'PUT', url: `${base}/${r.id}`, payload: { code: r.code, name: 'Renamed here' } })).statusCode).toBe(200);
+    for (const r of here.slice(0, 5))
+      expect((await t.call({ method: 'PUT', url: `${base}/${r.id}`, payload: { code: r.code, name: 'Renamed here' } })).statusCode).toBe(
+        200,
+      );
     for (const r of here.slice(5, 10)) expect((await t.call({ method: 'DELETE', url: `${base}/${r.id}` })).statusCode).toBe(204);
     const added: Rec[] = [];
     for (let i = 0; i < 5; i++) added.push(await create(`${big}_ADDED_${String(i)}`));
     await t.call({ method: 'GET', url: `${base}?minPosition=${lastPosition}` });
     // The file: the export (as it was) and 19,960 records only in it (ids of their own), matched by
     // code, a compare field the file names after its data.
-    const generated = Array.from({ length: 19_960 }, (_, i) => ({ id: randomUUID(), code: `${big}_N${String(i)}`, name: `Generated ${String(i)}`, description: 'x'.repeat(i % 50) }));
+    const generated = Array.from({ length: 19_960 }, (_, i) => ({
+      id: randomUUID(),
+      code: `${big}_N${String(i)}`,
+      name: `Generated ${String(i)}`,
+      description: 'x'.repeat(i % 50),
+    }));
     const data = [...original.data, ...generated];
     const file = `{"name":"big","data":[\n${data.map((r) => JSON.stringify(r)).join(',\n')}\n],"filtering":${JSON.stringify(original.filtering)},"compareField":"code"}`;
     const res = await importFile(base, file, 'save=false');
@@ -300,12 +412,16 @@ describe('worklog types (a registry)', () => {
     const broken = file.replace(`"code":"${big}_N15000"`, `"code":@"${big}_N15000"`);
     const syntax = await importFile(base, broken, 'save=false');
     expect(syntax.statusCode, syntax.body).toBe(400);
-    expect(syntax.json<{ message: string }>().message).toBe(`The file is not JSON: unexpected character at position ${String(broken.indexOf('@'))}`);
+    expect(syntax.json<{ message: string }>().message).toBe(
+      `The file is not JSON: unexpected character at position ${String(broken.indexOf('@'))}`,
+    );
     // An invalid record deep inside: 400 naming data[i].field.
     const invalid = file.replace(`"name":"Generated 17000"`, '"name":17000');
     const schema = await importFile(base, invalid, 'save=false');
     expect(schema.statusCode, schema.body).toBe(400);
-    expect(schema.json<{ errors: string[] }>().errors).toEqual([expect.stringContaining(`data[${String(17_000 + original.data.length)}].name`)]);
+    expect(schema.json<{ errors: string[] }>().errors).toEqual([
+      expect.stringContaining(`data[${String(17_000 + original.data.length)}].name`),
+    ]);
     // A repeated key inside a record, and a code that two records share.
     const repeated = file.replace(`"name":"Generated 18000"`, '"name":"Generated 18000","name":"again"');
     const twice = await importFile(base, repeated, 'save=false');
@@ -314,30 +430,48 @@ describe('worklog types (a registry)', () => {
     const shared = file.replace(`"code":"${big}_N19000"`, `"code":"${big}_N3"`);
     const clash = await importFile(base, shared, 'save=false');
     expect(clash.statusCode, clash.body).toBe(400);
-    expect(clash.json()).toMatchObject({ code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE', errors: [`data[${String(19_000 + original.data.length)}].code: ${big}_N3 is also the value of data[${String(3 + original.data.length)}]`] });
+    expect(clash.json()).toMatchObject({
+      code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE',
+      errors: [
+        `data[${String(19_000 + original.data.length)}].code: ${big}_N3 is also the value of data[${String(3 + original.data.length)}]`,
+      ],
+    });
     // Cut short: the end of input.
     const cut = await importFile(base, file.slice(0, 1_000_000), 'save=false');
     expect(cut.statusCode, cut.body).toBe(400);
     expect(cut.json<{ message: string }>().message).toContain('unexpected end');
   });
 
-  it('imports with save=true as a job when the diff is large, reading its entries back from the import\'s temporary file', async () => {
+  it("imports with save=true as a job when the diff is large, reading its entries back from the import's temporary file", async () => {
     const job = uniqueCode('IJ');
-    const data = Array.from({ length: JOB_THRESHOLD + 2 }, (_, i) => ({ id: randomUUID(), code: `${job}_${String(i)}`, name: `Job import ${String(i)}` }));
+    const data = Array.from({ length: JOB_THRESHOLD + 2 }, (_, i) => ({
+      id: randomUUID(),
+      code: `${job}_${String(i)}`,
+      name: `Job import ${String(i)}`,
+    }));
     const file = JSON.stringify({ data, filtering: [{ column: 'code', operator: 'LIKE', value: `${job}%` }] });
     const res = await importFile(base, file, 'save=true');
     expect(res.statusCode, res.body).toBe(202);
     const { jobId } = res.json<{ jobId: string }>();
     for (;;) {
-      const state = (await t.call({ method: 'GET', url: `/api/v1/jobs/${jobId}` })).json<{ status: string; data: Record<string, unknown> }>();
+      const state = (await t.call({ method: 'GET', url: `/api/v1/jobs/${jobId}` })).json<{
+        status: string;
+        data: Record<string, unknown>;
+      }>();
       if (state.status !== 'IN_PROGRESS') {
-        expect(state).toMatchObject({ status: 'COMPLETED', data: { entries: data.length, result: { done: data.length, applied: data.length, failed: 0 } } });
+        expect(state).toMatchObject({
+          status: 'COMPLETED',
+          data: { entries: data.length, result: { done: data.length, applied: data.length, failed: 0 } },
+        });
         break;
       }
       await new Promise((r) => setTimeout(r, 50));
     }
     const last = data.at(-1);
-    expect((await t.call({ method: 'GET', url: `${base}/by-code/${last?.code ?? ''}` })).json()).toMatchObject({ id: last?.id, name: last?.name });
+    expect((await t.call({ method: 'GET', url: `${base}/by-code/${last?.code ?? ''}` })).json()).toMatchObject({
+      id: last?.id,
+      name: last?.name,
+    });
   });
 
   it('lets a viewer export and diff but not import or apply', async () => {
@@ -348,21 +482,38 @@ describe('worklog types (a registry)', () => {
   });
 
   it('runs a large apply as a job, idempotently', async () => {
-    const entries = Array.from({ length: JOB_THRESHOLD + 2 }, (_, i) => ({ diffType: 'DIFF_TYPE_NEW', right: { id: randomUUID(), code: `${prefix}_J${String(i)}`, name: `Job ${String(i)}` } }));
+    const entries = Array.from({ length: JOB_THRESHOLD + 2 }, (_, i) => ({
+      diffType: 'DIFF_TYPE_NEW',
+      right: { id: randomUUID(), code: `${prefix}_J${String(i)}`, name: `Job ${String(i)}` },
+    }));
     entries.push({ diffType: 'DIFF_TYPE_NEW', right: { id: randomUUID(), code: `${prefix}_JBAD`, name: 5 as unknown as string } });
     const done = async (res: TestResponse) => {
       expect(res.statusCode, res.body).toBe(202);
       const { jobId } = res.json<{ jobId: string }>();
       expect(res.headers.location).toBe(`/api/v1/jobs/${jobId}`);
       for (;;) {
-        const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${jobId}` })).json<{ status: string; jobType: string; data: Record<string, unknown> }>();
+        const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${jobId}` })).json<{
+          status: string;
+          jobType: string;
+          data: Record<string, unknown>;
+        }>();
         if (job.status !== 'IN_PROGRESS') return job;
         await new Promise((r) => setTimeout(r, 50));
       }
     };
     const job = await done(await t.call({ method: 'POST', url: `${base}/diff/apply`, payload: entries }));
-    expect(job).toMatchObject({ status: 'COMPLETED', jobType: 'DIFF_APPLY', data: { resource: 'worklog-types', requestedBy: 'alice-admin' } });
-    expect(job.data.result).toMatchObject({ done: 8, applied: 7, unchanged: 0, failed: 1, failures: [{ index: 7, error: { status: 'BAD_REQUEST' } }] });
+    expect(job).toMatchObject({
+      status: 'COMPLETED',
+      jobType: 'DIFF_APPLY',
+      data: { resource: 'worklog-types', requestedBy: 'alice-admin' },
+    });
+    expect(job.data.result).toMatchObject({
+      done: 8,
+      applied: 7,
+      unchanged: 0,
+      failed: 1,
+      failures: [{ index: 7, error: { status: 'BAD_REQUEST' } }],
+    });
     const again = await done(await t.call({ method: 'POST', url: `${base}/diff/apply`, payload: entries }));
     expect(again.data.result).toMatchObject({ applied: 0, unchanged: 7, failed: 1 });
     const id = entries[0]?.right.id ?? '';
@@ -384,7 +535,9 @@ describe('user groups', () => {
 
   beforeAll(async () => {
     type = uniqueCode('T');
-    expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: type, name: 'Team', registry: {} } })).statusCode).toBe(201);
+    expect(
+      (await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: type, name: 'Team', registry: {} } })).statusCode,
+    ).toBe(201);
   });
 
   it('exports, diffs by a unique field of their own and applies the diff once', async () => {
@@ -425,7 +578,10 @@ describe('user groups', () => {
     for (const data of [[], [{ code: `${prefix}_9`, name: 'x', type, chars: {}, description: 'same' }]]) {
       const imported = await importFile(base, JSON.stringify({ data, filtering }), 'save=false&compareField=description');
       expect(imported.statusCode, imported.body).toBe(400);
-      expect(imported.json()).toMatchObject({ code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE', errors: expect.arrayContaining([expect.stringContaining('description same is held by another record too')]) });
+      expect(imported.json()).toMatchObject({
+        code: 'DIFF.COMPARE_FIELD_NOT_UNIQUE',
+        errors: expect.arrayContaining([expect.stringContaining('description same is held by another record too')]),
+      });
     }
   });
 });
@@ -451,7 +607,11 @@ it('writes one set of events when the same diff is applied twice at once', async
 });
 
 it('fails a DIFF_APPLY job whose process ended (its lease is free), and leaves a running one alone', async () => {
-  const res = await t.call({ method: 'POST', url: '/api/v1/jobs', payload: { startDate: '2026-03-01T10:00:00.000Z', status: 'IN_PROGRESS', jobType: 'DIFF_APPLY' } });
+  const res = await t.call({
+    method: 'POST',
+    url: '/api/v1/jobs',
+    payload: { startDate: '2026-03-01T10:00:00.000Z', status: 'IN_PROGRESS', jobType: 'DIFF_APPLY' },
+  });
   expect(res.statusCode, res.body).toBe(201);
   const { id } = res.json<{ id: string }>();
   // A running job holds its lease: the schedule leaves it.
@@ -483,7 +643,12 @@ describe('a save deleting many records', () => {
       };
       const save = (data: unknown[], query = '') => {
         const { payload, headers } = multipart(JSON.stringify({ entityType: 'worklog-types', compareField: 'code', filtering: [], data }));
-        return own.app.inject({ method: 'POST', url: `${base}/import?save=true&compareField=code${query}`, payload, headers: { ...headers, authorization: `Bearer ${own.tokens.admin}` } });
+        return own.app.inject({
+          method: 'POST',
+          url: `${base}/import?save=true&compareField=code${query}`,
+          payload,
+          headers: { ...headers, authorization: `Bearer ${own.tokens.admin}` },
+        });
       };
       // Which records are there, read from the log (a read model may lag a moment behind).
       const there = async (...codes: string[]) => {
@@ -502,11 +667,23 @@ describe('a save deleting many records', () => {
       // One record imported by code: the other 29 would go.
       const refused = await save([one]);
       expect(refused.statusCode).toBe(400);
-      expect(refused.json<{ code: string; message: string }>()).toMatchObject({ code: 'DIFF.MASS_REMOVE', message: expect.stringContaining('delete 29 of the 30 worklog-types records, more than 3') });
+      expect(refused.json<{ code: string; message: string }>()).toMatchObject({
+        code: 'DIFF.MASS_REMOVE',
+        message: expect.stringContaining('delete 29 of the 30 worklog-types records, more than 3'),
+      });
       expect(refused.json<{ message: string }>().message).toContain('allowMassRemove=true');
       expect(await there(...all)).toEqual(all);
       const dryRun = multipart(JSON.stringify({ entityType: 'worklog-types', compareField: 'code', filtering: [], data: [one] }));
-      expect((await own.app.inject({ method: 'POST', url: `${base}/import?compareField=code`, payload: dryRun.payload, headers: { ...dryRun.headers, authorization: `Bearer ${own.tokens.admin}` } })).statusCode).toBe(200);
+      expect(
+        (
+          await own.app.inject({
+            method: 'POST',
+            url: `${base}/import?compareField=code`,
+            payload: dryRun.payload,
+            headers: { ...dryRun.headers, authorization: `Bearer ${own.tokens.admin}` },
+          })
+        ).statusCode,
+      ).toBe(200);
       // Applying a diff: 3 of 30 is 10%, 4 is beyond.
       const removals = (n: number) => all.slice(1, 1 + n).map((code) => ({ diffType: 'DIFF_TYPE_REMOVE', left: { code, name: code } }));
       const beyond = await own.call({ method: 'POST', url: `${base}/diff/apply?compareField=code`, payload: removals(4) });

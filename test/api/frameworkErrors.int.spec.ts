@@ -41,7 +41,11 @@ function raw(request: string): Promise<RawResponse> {
 }
 
 const get = (path: string, headers: Record<string, string> = {}) =>
-  raw(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}Connection: close\r\n\r\n`);
+  raw(
+    `GET ${path} HTTP/1.1\r\nHost: localhost\r\n${Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('')}Connection: close\r\n\r\n`,
+  );
 
 function errorBodyOf(res: RawResponse) {
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -50,7 +54,7 @@ function errorBodyOf(res: RawResponse) {
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
 
-describe('errors of Node\'s HTTP parser', () => {
+describe("errors of Node's HTTP parser", () => {
   it('answers oversized headers with 431, the error body and Connection: close', async () => {
     const res = await get('/health/live', { 'x-filler': 'a'.repeat(20_000) });
     expect(res.status).toBe(431);
@@ -84,7 +88,7 @@ describe('errors of Node\'s HTTP parser', () => {
   });
 });
 
-describe('errors of fastify\'s router', () => {
+describe("errors of fastify's router", () => {
   const path = '/api/v1/user-group-types/%E0%A4%A';
 
   it('answers invalid percent-encoding with 400 and a message that does not echo the URL', async () => {
@@ -103,7 +107,7 @@ describe('errors of fastify\'s router', () => {
     expect(errorBodyOf(res).traceId).toBe(traceId);
   });
 
-  it('answers a path parameter past the router\'s limit with 400 without echoing it', async () => {
+  it("answers a path parameter past the router's limit with 400 without echoing it", async () => {
     const res = await get(`/api/v1/user-group-types/${'x'.repeat(3000)}`);
     expect(res.status).toBe(400);
     const body = errorBodyOf(res);

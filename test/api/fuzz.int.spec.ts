@@ -21,7 +21,24 @@ afterAll(async () => {
 
 const hostileString = fc.oneof(
   fc.string(),
-  fc.constantFrom('', ' ', '%', '_', '\\', "'", '"', '\u0000', '__proto__', 'constructor', '$where', '1e400', '9'.repeat(400), 'ä€😀', '2026-02-30T00:00:00Z', 'x'.repeat(300)),
+  fc.constantFrom(
+    '',
+    ' ',
+    '%',
+    '_',
+    '\\',
+    "'",
+    '"',
+    '\u0000',
+    '__proto__',
+    'constructor',
+    '$where',
+    '1e400',
+    '9'.repeat(400),
+    'ä€😀',
+    '2026-02-30T00:00:00Z',
+    'x'.repeat(300),
+  ),
 );
 const scalar = fc.oneof(hostileString, fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
 const value = fc.letrec((tie) => ({
@@ -33,7 +50,8 @@ const documented = [200, 201, 204, 400, 404, 405, 409, 412, 413, 415, 422];
 
 function expectDocumented(res: { statusCode: number; body: string; json: () => unknown }): void {
   expect(documented, res.body).toContain(res.statusCode);
-  if (res.statusCode >= 400) expect(res.json()).toMatchObject({ status: expect.any(String), message: expect.any(String), errors: expect.any(Array) });
+  if (res.statusCode >= 400)
+    expect(res.json()).toMatchObject({ status: expect.any(String), message: expect.any(String), errors: expect.any(Array) });
 }
 
 /** Every resource a module serves with the shared operation set: registries, identity, sharing, jobs. */
@@ -81,7 +99,12 @@ describe.each(served.map((def) => [def.path, def] as const))('%s', (path, def) =
       { requiredKeys: [] },
     );
     const filtering = fc.record(
-      { filter: fc.array(item, { maxLength: 4 }), sort: fc.array(fc.record({ column, order: fc.oneof(fc.constantFrom('ASC', 'desc'), hostileString) }), { maxLength: 2 }), page: fc.oneof(fc.nat(), fc.integer()), size: fc.integer() },
+      {
+        filter: fc.array(item, { maxLength: 4 }),
+        sort: fc.array(fc.record({ column, order: fc.oneof(fc.constantFrom('ASC', 'desc'), hostileString) }), { maxLength: 2 }),
+        page: fc.oneof(fc.nat(), fc.integer()),
+        size: fc.integer(),
+      },
       { requiredKeys: [] },
     );
     await fc.assert(

@@ -23,7 +23,12 @@ describe('a key reused with another request', () => {
   it('is refused when the second body names its own id', async () => {
     const key = randomUUID();
     const first = await t.call({ method: 'POST', url: base, headers: keyed(key), payload: sampleBody(userGroupType, uniqueCode()) });
-    const second = await t.call({ method: 'POST', url: base, headers: keyed(key), payload: { id: randomUUID(), ...sampleBody(userGroupType, uniqueCode()) } });
+    const second = await t.call({
+      method: 'POST',
+      url: base,
+      headers: keyed(key),
+      payload: { id: randomUUID(), ...sampleBody(userGroupType, uniqueCode()) },
+    });
     expect(first.statusCode).toBe(201);
     expect(second.statusCode, second.body).toBe(409);
     expect(second.json()).toMatchObject({ status: 'CONFLICT', code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
@@ -32,12 +37,19 @@ describe('a key reused with another request', () => {
   it('is refused on another resource', async () => {
     const key = randomUUID();
     const first = await t.call({ method: 'POST', url: base, headers: keyed(key), payload: sampleBody(userGroupType, uniqueCode()) });
-    const other = await t.call({ method: 'POST', url: '/api/v1/user-types', headers: keyed(key), payload: sampleBody(userType, uniqueCode()) });
+    const other = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-types',
+      headers: keyed(key),
+      payload: sampleBody(userType, uniqueCode()),
+    });
     expect([first.statusCode, other.statusCode]).toEqual([201, 409]);
   });
 
   it('is refused for a change of another record, and for a create after a change', async () => {
-    const [a, b] = await Promise.all([0, 1].map(async () => (await t.call({ method: 'POST', url: base, payload: sampleBody(userGroupType, uniqueCode()) })).json<Body>()));
+    const [a, b] = await Promise.all(
+      [0, 1].map(async () => (await t.call({ method: 'POST', url: base, payload: sampleBody(userGroupType, uniqueCode()) })).json<Body>()),
+    );
     const key = randomUUID();
     const patchA = await t.call({ method: 'PATCH', url: `${base}/${a?.id ?? ''}`, headers: keyed(key), payload: { name: 'renamed' } });
     const patchB = await t.call({ method: 'PATCH', url: `${base}/${b?.id ?? ''}`, headers: keyed(key), payload: { name: 'renamed' } });

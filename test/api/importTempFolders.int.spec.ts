@@ -38,9 +38,14 @@ describe('the temporary folder of an import', () => {
       headers: { authorization: `Bearer ${first.token}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
     });
     upload.on('error', () => undefined);
-    upload.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="export.json"\r\nContent-Type: application/json\r\n\r\n{"data":[`);
-    upload.write(Array.from({ length: 2000 }, (_, i) => JSON.stringify({ code: `C${String(i)}`, name: 'x'.repeat(40), registry: {} })).join(','));
-    for (const deadline = Date.now() + 20_000; imports(tmp).length === 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+    upload.write(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="export.json"\r\nContent-Type: application/json\r\n\r\n{"data":[`,
+    );
+    upload.write(
+      Array.from({ length: 2000 }, (_, i) => JSON.stringify({ code: `C${String(i)}`, name: 'x'.repeat(40), registry: {} })).join(','),
+    );
+    for (const deadline = Date.now() + 20_000; imports(tmp).length === 0 && Date.now() < deadline;)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     await stopServiceProcess(first, 'SIGKILL');
     upload.destroy();
     const left = imports(tmp);

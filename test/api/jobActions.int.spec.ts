@@ -17,7 +17,17 @@ afterEach(async () => {
 });
 
 type Rec = Record<string, unknown> & { id: string; status: string; data?: Record<string, unknown>; auditInfo: { version: number } };
-type State = { jobId: string; jobType: string; status: string; version: number; progress?: Record<string, unknown>; result?: Record<string, unknown>; cancelRequested?: { by: string }; retries: number; error?: Record<string, unknown> };
+type State = {
+  jobId: string;
+  jobType: string;
+  status: string;
+  version: number;
+  progress?: Record<string, unknown>;
+  result?: Record<string, unknown>;
+  cancelRequested?: { by: string };
+  retries: number;
+  error?: Record<string, unknown>;
+};
 
 const start = async (options: Parameters<typeof startTestApp>[0] = {}): Promise<TestApp> => {
   const t = await startTestApp(options);
@@ -26,11 +36,16 @@ const start = async (options: Parameters<typeof startTestApp>[0] = {}): Promise<
 };
 
 const newJob = async (t: TestApp, extra: Record<string, unknown> = {}) => {
-  const res = await t.call({ method: 'POST', url: '/api/v1/jobs', payload: { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'IMPORT', ...extra } });
+  const res = await t.call({
+    method: 'POST',
+    url: '/api/v1/jobs',
+    payload: { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'IMPORT', ...extra },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json<Rec>();
 };
-const action = (t: TestApp, path: string, as: 'admin' | 'editor' | 'viewer' = 'admin') => t.call({ as, method: 'POST', url: `/api/v1/${path}` });
+const action = (t: TestApp, path: string, as: 'admin' | 'editor' | 'viewer' = 'admin') =>
+  t.call({ as, method: 'POST', url: `/api/v1/${path}` });
 const state = async (t: TestApp, id: string, as: 'admin' | 'editor' | 'viewer' = 'admin') => {
   const res = await t.call({ as, method: 'GET', url: `/api/v1/jobs/${id}/state` });
   expect(res.statusCode, res.body).toBe(200);
@@ -56,7 +71,12 @@ function gate() {
 
 /** The app on embedded stores one of whose ports holds the first call of a method that `holds`
  * picks at a gate, until the test releases it; `calls` counts the calls it picked. */
-async function startHolding(port: 'eventStore' | 'readStore', method: string, holds: (args: unknown[]) => boolean, extra: NonNullable<Parameters<typeof startTestApp>[0]>['extra'] = {}) {
+async function startHolding(
+  port: 'eventStore' | 'readStore',
+  method: string,
+  holds: (args: unknown[]) => boolean,
+  extra: NonNullable<Parameters<typeof startTestApp>[0]>['extra'] = {},
+) {
   const dataDir = mkdtempSync(join(tmpdir(), 'job-actions-'));
   const stores = openEmbeddedStores(dataDir);
   const g = gate();
@@ -91,10 +111,21 @@ describe('actions on jobs a client runs', () => {
     expect(ack.statusCode, ack.body).toBe(202);
     expect(ack.json()).toEqual({ acknowledge: true, jobId: job.id });
     expect(ack.headers.location).toBe(`/api/v1/jobs/${job.id}/state`);
-    expect(await getJob(t, job.id)).toMatchObject({ status: 'FAILED', endDate: expect.any(String), data: { failure: 'cancelled', cancelled: { by: 'alice-admin' } } });
+    expect(await getJob(t, job.id)).toMatchObject({
+      status: 'FAILED',
+      endDate: expect.any(String),
+      data: { failure: 'cancelled', cancelled: { by: 'alice-admin' } },
+    });
     const after = await state(t, job.id);
     expect(after).toMatchObject({ jobId: job.id, jobType: 'IMPORT', status: 'FAILED', retries: 0 });
-    expect(after.error).toMatchObject({ status: 'CONFLICT', code: 'JOB.CANCELLED', message: expect.stringContaining('cancelled'), traceId: expect.any(String), timestamp: expect.any(String), errors: expect.any(Array) });
+    expect(after.error).toMatchObject({
+      status: 'CONFLICT',
+      code: 'JOB.CANCELLED',
+      message: expect.stringContaining('cancelled'),
+      traceId: expect.any(String),
+      timestamp: expect.any(String),
+      errors: expect.any(Array),
+    });
     const again = await action(t, `jobs/${job.id}/cancel`);
     expect(again.statusCode).toBe(409);
     expect(again.json()).toMatchObject({ code: 'JOB.INVALID_TRANSITION', errors: ['status: FAILED; cancelled needs NEW or IN_PROGRESS'] });
@@ -111,7 +142,10 @@ describe('actions on jobs a client runs', () => {
     const job = await newJob(t, { status: 'IN_PROGRESS' });
     for (const path of [`jobs/${job.id}/retry`]) expect((await action(t, path)).statusCode).toBe(409);
     await t.call({ method: 'PATCH', url: `/api/v1/jobs/${job.id}`, payload: { status: 'FAILED', data: { failure: 'disk full' } } });
-    expect(await state(t, job.id)).toMatchObject({ status: 'FAILED', error: { code: 'JOB.FAILED', status: 'INTERNAL_SERVER_ERROR', message: expect.stringContaining('disk full') } });
+    expect(await state(t, job.id)).toMatchObject({
+      status: 'FAILED',
+      error: { code: 'JOB.FAILED', status: 'INTERNAL_SERVER_ERROR', message: expect.stringContaining('disk full') },
+    });
     const ack = await action(t, `jobs/${job.id}/retry`);
     expect(ack.statusCode, ack.body).toBe(202);
     const retried = await getJob(t, job.id);
@@ -121,7 +155,10 @@ describe('actions on jobs a client runs', () => {
     const now = await state(t, job.id);
     expect(now).toMatchObject({ status: 'NEW', retries: 1 });
     expect(now.error).toBeUndefined();
-    expect((await action(t, `jobs/${job.id}/retry`)).json()).toMatchObject({ code: 'JOB.INVALID_TRANSITION', errors: ['status: NEW; retried needs FAILED'] });
+    expect((await action(t, `jobs/${job.id}/retry`)).json()).toMatchObject({
+      code: 'JOB.INVALID_TRANSITION',
+      errors: ['status: NEW; retried needs FAILED'],
+    });
     // Its runner takes it again and ends it: an ended job is not cancelled.
     await t.call({ method: 'PATCH', url: `/api/v1/jobs/${job.id}`, payload: { status: 'IN_PROGRESS' } });
     await t.call({ method: 'PATCH', url: `/api/v1/jobs/${job.id}`, payload: { status: 'COMPLETED' } });
@@ -133,7 +170,9 @@ describe('actions on jobs a client runs', () => {
   it('retry of a FAILED step moves it back to NEW without its dates; of another, 409; unknown ids 404, malformed 400', async () => {
     const t = await start();
     const job = await newJob(t);
-    const step = (await t.call({ method: 'POST', url: '/api/v1/job-steps', payload: { name: 's', status: 'IN_PROGRESS', jobId: job.id } })).json<Rec>();
+    const step = (
+      await t.call({ method: 'POST', url: '/api/v1/job-steps', payload: { name: 's', status: 'IN_PROGRESS', jobId: job.id } })
+    ).json<Rec>();
     expect((await action(t, `job-steps/${step.id}/retry`)).statusCode).toBe(409);
     await t.call({ method: 'PATCH', url: `/api/v1/job-steps/${step.id}`, payload: { status: 'FAILED', log: 'row 7 unreadable' } });
     const ack = await action(t, `job-steps/${step.id}/retry`);
@@ -142,18 +181,23 @@ describe('actions on jobs a client runs', () => {
     const back = (await t.call({ method: 'GET', url: `/api/v1/job-steps/${step.id}` })).json<Rec>();
     expect(back).toMatchObject({ status: 'NEW', log: 'row 7 unreadable' });
     expect([back.startDate, back.endDate]).toEqual([undefined, undefined]);
-    const expanded = await t.call({ method: 'GET', url: `/api/v1/jobs/${job.id}?expand=JOB_STEPS&minPosition=${String(ack.headers['x-event-position'])}` });
+    const expanded = await t.call({
+      method: 'GET',
+      url: `/api/v1/jobs/${job.id}?expand=JOB_STEPS&minPosition=${String(ack.headers['x-event-position'])}`,
+    });
     expect(expanded.json<{ jobSteps: Rec[] }>().jobSteps.map((s) => s.status)).toEqual(['NEW']);
-    for (const path of [`jobs/${randomUUID()}/retry`, `jobs/${randomUUID()}/cancel`, `job-steps/${randomUUID()}/retry`]) expect((await action(t, path)).statusCode, path).toBe(404);
+    for (const path of [`jobs/${randomUUID()}/retry`, `jobs/${randomUUID()}/cancel`, `job-steps/${randomUUID()}/retry`])
+      expect((await action(t, path)).statusCode, path).toBe(404);
     expect((await t.call({ method: 'GET', url: `/api/v1/jobs/${randomUUID()}/state` })).statusCode).toBe(404);
-    for (const path of ['jobs/nope/retry', 'jobs/nope/cancel', 'job-steps/nope/retry']) expect((await action(t, path)).statusCode, path).toBe(400);
+    for (const path of ['jobs/nope/retry', 'jobs/nope/cancel', 'job-steps/nope/retry'])
+      expect((await action(t, path)).statusCode, path).toBe(400);
     expect((await t.call({ method: 'GET', url: '/api/v1/jobs/nope/state' })).statusCode).toBe(400);
   });
 
   it('only an admin acts on a job it did not start: editors 403, viewers 403 (they may not write), and neither reads its state', async () => {
     const t = await start();
     const job = await newJob(t, { status: 'IN_PROGRESS' });
-    const step = (await t.call({ method: 'POST', url: '/api/v1/job-steps', payload: { name: 's', status: 'FAILED', jobId: job.id } }));
+    const step = await t.call({ method: 'POST', url: '/api/v1/job-steps', payload: { name: 's', status: 'FAILED', jobId: job.id } });
     expect(step.statusCode).toBe(400); // a step starts NEW or IN_PROGRESS
     for (const as of ['editor', 'viewer'] as const) {
       for (const path of [`jobs/${job.id}/retry`, `jobs/${job.id}/cancel`]) {
@@ -171,7 +215,16 @@ describe('cancel and retry of a READ_MODEL_RECREATE job while it runs', () => {
     // The rebuild's bulk load of its new generation is held: the job is mid-way, its fold done.
     const { t, g, calls: loads } = await startHolding('readStore', 'bulkLoad', (args) => args[0] === 'user_group_types__g1');
     let at = '';
-    for (let i = 0; i < 5; i++) at = String((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `C${String(i)}`, name: `Type ${String(i)}`, registry: {} } })).headers['x-event-position']);
+    for (let i = 0; i < 5; i++)
+      at = String(
+        (
+          await t.call({
+            method: 'POST',
+            url: '/api/v1/user-group-types',
+            payload: { code: `C${String(i)}`, name: `Type ${String(i)}`, registry: {} },
+          })
+        ).headers['x-event-position'],
+      );
     const ack = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/recreate' });
     const { jobId } = ack.json<{ jobId: string }>();
     await g.reached;
@@ -185,13 +238,20 @@ describe('cancel and retry of a READ_MODEL_RECREATE job while it runs', () => {
     const cancelled = await state(t, jobId);
     expect(cancelled).toMatchObject({ status: 'FAILED', error: { code: 'JOB.CANCELLED' } });
     expect((await getJob(t, jobId)).data).toMatchObject({ failure: 'cancelled', progress: { phase: 'load' } });
-    const models = (await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<{ name: string; generation: number | null; state: string }[]>();
+    const models = (await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<
+      { name: string; generation: number | null; state: string }[]
+    >();
     expect(models.find((m) => m.name === 'user_group_types')).toMatchObject({ generation: 0, state: 'live' });
-    const search = async (minPosition: string) => (await t.call({ method: 'POST', url: `/api/v1/user-group-types/search?minPosition=${minPosition}`, payload: {} })).json<unknown[]>();
+    const search = async (minPosition: string) =>
+      (await t.call({ method: 'POST', url: `/api/v1/user-group-types/search?minPosition=${minPosition}`, payload: {} })).json<unknown[]>();
     expect(await search(at)).toHaveLength(5);
 
     // Written after the cancel: the resumed generation catches up with it.
-    at = String((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'LATE', name: 'Late', registry: {} } })).headers['x-event-position']);
+    at = String(
+      (await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'LATE', name: 'Late', registry: {} } })).headers[
+        'x-event-position'
+      ],
+    );
     const retry = await action(t, `jobs/${jobId}/retry`);
     expect(retry.statusCode, retry.body).toBe(202);
     await t.service.readModelJobs.idle();
@@ -215,7 +275,16 @@ describe('cancel and retry of a READ_MODEL_REFRESH job while it runs', () => {
     // The refresh's first page of repairs (written with checkpoint 0: the live checkpoint stays) is held.
     const { t, g } = await startHolding('readStore', 'applyBatch', (args) => armed.on && args[0] === 'user_group_types' && args[2] === 0n);
     let at = '';
-    for (let i = 0; i < 230; i++) at = String((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `R${String(i)}`, name: `Type ${String(i)}`, registry: {} } })).headers['x-event-position']);
+    for (let i = 0; i < 230; i++)
+      at = String(
+        (
+          await t.call({
+            method: 'POST',
+            url: '/api/v1/user-group-types',
+            payload: { code: `R${String(i)}`, name: `Type ${String(i)}`, registry: {} },
+          })
+        ).headers['x-event-position'],
+      );
     await t.call({ method: 'POST', url: `/api/v1/user-group-types/count?minPosition=${at}`, payload: {} });
     armed.on = true;
     const ack = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/refresh', payload: { filter: [] } });
@@ -225,7 +294,11 @@ describe('cancel and retry of a READ_MODEL_REFRESH job while it runs', () => {
     g.release();
     await t.service.readModelJobs.idle();
     const stopped = await state(t, jobId);
-    expect(stopped).toMatchObject({ status: 'FAILED', error: { code: 'JOB.CANCELLED' }, progress: { phase: 'refresh', offset: 200, matched: 200 } });
+    expect(stopped).toMatchObject({
+      status: 'FAILED',
+      error: { code: 'JOB.CANCELLED' },
+      progress: { phase: 'refresh', offset: 200, matched: 200 },
+    });
 
     expect((await action(t, `jobs/${jobId}/retry`)).statusCode).toBe(202);
     await t.service.readModelJobs.idle();
@@ -248,13 +321,19 @@ describe('a cancel asked of a service job no process runs', () => {
     const job = await getJob(t, jobId);
     expect(job).toMatchObject({ status: 'FAILED', data: { failure: 'cancelled' } });
     expect(job.data?.resumed).toBeUndefined();
-    const models = (await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<{ name: string; generation: number | null; state: string }[]>();
+    const models = (await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<
+      { name: string; generation: number | null; state: string }[]
+    >();
     expect(models.find((m) => m.name === 'user_group_types')).toMatchObject({ generation: 0, state: 'live' });
   });
 
   it('a DIFF_APPLY whose process ended ends `cancelled`, not failed as orphaned', async () => {
     const t = await start({ extra: { manualScheduler: true } });
-    const res = await t.call({ method: 'POST', url: '/api/v1/jobs', payload: { startDate: '2026-03-01T10:00:00.000Z', status: 'IN_PROGRESS', jobType: 'DIFF_APPLY' } });
+    const res = await t.call({
+      method: 'POST',
+      url: '/api/v1/jobs',
+      payload: { startDate: '2026-03-01T10:00:00.000Z', status: 'IN_PROGRESS', jobType: 'DIFF_APPLY' },
+    });
     const { id } = res.json<Rec>();
     const cancel = await action(t, `jobs/${id}/cancel`);
     expect(await state(t, id)).toMatchObject({ status: 'IN_PROGRESS', cancelRequested: { by: 'alice-admin' } });
@@ -266,10 +345,15 @@ describe('a cancel asked of a service job no process runs', () => {
 
 describe('cancel and retry of a DIFF_APPLY job while it runs', () => {
   it('its starter (an editor) cancels it at a window boundary and retries it; it resumes after the entries it had applied', async () => {
-    const entries = Array.from({ length: 40 }, (_, i) => ({ diffType: 'DIFF_TYPE_NEW', right: { id: randomUUID(), code: `WA_${String(i)}`, name: `Worklog ${String(i)}` } }));
+    const entries = Array.from({ length: 40 }, (_, i) => ({
+      diffType: 'DIFF_TYPE_NEW',
+      right: { id: randomUUID(), code: `WA_${String(i)}`, name: `Worklog ${String(i)}` },
+    }));
     const held = `worklogType-${String(entries[8]?.right.id)}`;
     // The append of entry 8 (the first of the second window of 8) is held.
-    const { t, g } = await startHolding('eventStore', 'append', (args) => (args[0] as { stream: string }).stream === held, { exchange: { applyJobThreshold: 10 } });
+    const { t, g } = await startHolding('eventStore', 'append', (args) => (args[0] as { stream: string }).stream === held, {
+      exchange: { applyJobThreshold: 10 },
+    });
     const res = await t.call({ as: 'editor', method: 'POST', url: '/api/v1/worklog-types/diff/apply', payload: entries });
     expect(res.statusCode, res.body).toBe(202);
     const { jobId } = res.json<{ jobId: string }>();
@@ -284,7 +368,8 @@ describe('cancel and retry of a DIFF_APPLY job while it runs', () => {
     expect(stopped.error).toMatchObject({ code: 'JOB.CANCELLED' });
     // The window in flight was applied, nothing after it.
     expect(stopped.progress).toMatchObject({ done: 16, applied: 16, of: 40 });
-    const exists = async (i: number) => (await t.call({ method: 'GET', url: `/api/v1/worklog-types/${String(entries[i]?.right.id)}` })).statusCode;
+    const exists = async (i: number) =>
+      (await t.call({ method: 'GET', url: `/api/v1/worklog-types/${String(entries[i]?.right.id)}` })).statusCode;
     expect([await exists(15), await exists(16), await exists(39)]).toEqual([200, 404, 404]);
 
     const retried = await action(t, `jobs/${jobId}/retry`, 'editor');
@@ -309,7 +394,7 @@ describe('cancel and retry of a DIFF_APPLY job while it runs', () => {
 /** The job's state once it has moved to `status`: a diff apply runs in the background of the
  * process that took it, and its state is what a client waits on too. */
 async function waitForStatus(t: TestApp, id: string, status: string): Promise<State> {
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
     const now = await state(t, id);
     if (now.status === status) return now;
     await new Promise((r) => setImmediate(r));

@@ -16,7 +16,11 @@ afterAll(async () => {
 type Rec = Record<string, unknown> & { id: string; status: string; auditInfo: { version: number } };
 
 const newJob = async (extra: Record<string, unknown> = {}) => {
-  const res = await t.call({ method: 'POST', url: '/api/v1/jobs', payload: { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'IMPORT', ...extra } });
+  const res = await t.call({
+    method: 'POST',
+    url: '/api/v1/jobs',
+    payload: { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'IMPORT', ...extra },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json<Rec>();
 };
@@ -48,7 +52,15 @@ describe('jobs', () => {
   });
 
   it('refuses a job that starts ended, a malformed id and an unknown expand', async () => {
-    expect((await t.call({ method: 'POST', url: '/api/v1/jobs', payload: { startDate: '2026-11-23T10:00:00Z', status: 'FAILED', jobType: 'X' } })).statusCode).toBe(400);
+    expect(
+      (
+        await t.call({
+          method: 'POST',
+          url: '/api/v1/jobs',
+          payload: { startDate: '2026-11-23T10:00:00Z', status: 'FAILED', jobType: 'X' },
+        })
+      ).statusCode,
+    ).toBe(400);
     const bad = await t.call({ method: 'GET', url: '/api/v1/jobs/not-a-uuid' });
     expect(bad.statusCode).toBe(400);
     expect(bad.json<{ message: string }>().message).toContain('Wrong UUID format');
@@ -83,7 +95,10 @@ describe('job steps', () => {
     expect(codes.filter((c) => c === 201)).toHaveLength(1);
     expect(codes.filter((c) => c === 409)).toHaveLength(15);
     const conflict = answers.find((a) => a.statusCode === 409);
-    expect(conflict?.json()).toMatchObject({ status: 'CONFLICT', errors: [expect.stringContaining('chunkId'), expect.stringContaining('name')] });
+    expect(conflict?.json()).toMatchObject({
+      status: 'CONFLICT',
+      errors: [expect.stringContaining('chunkId'), expect.stringContaining('name')],
+    });
     // Another name in the same chunk, or the same name without a chunk, is fine.
     expect((await newStep(job.id, { chunkId, name: 'load' })).statusCode).toBe(201);
     expect((await newStep(job.id, { name: 'transform' })).statusCode).toBe(201);
@@ -96,7 +111,11 @@ describe('job steps', () => {
   it('moves status like a job, sets startDate and endDate, and keeps jobId', async () => {
     const job = await newJob();
     const step = (await newStep(job.id)).json<Rec>();
-    const started = await t.call({ method: 'PUT', url: `/api/v1/job-steps/${step.id}`, payload: { name: 'load', status: 'IN_PROGRESS', jobId: job.id } });
+    const started = await t.call({
+      method: 'PUT',
+      url: `/api/v1/job-steps/${step.id}`,
+      payload: { name: 'load', status: 'IN_PROGRESS', jobId: job.id },
+    });
     expect(started.statusCode).toBe(200);
     expect(started.json<Rec>().startDate).toEqual(expect.any(String));
     expect((await t.call({ method: 'PATCH', url: `/api/v1/job-steps/${step.id}`, payload: { status: 'NEW' } })).statusCode).toBe(409);
@@ -122,18 +141,30 @@ describe('job steps', () => {
       [b.json<Rec>().id, 'b', 'NEW', 0],
     ]);
     // Searches of jobs answer the job with its steps too.
-    const found = await t.call({ method: 'POST', url: `/api/v1/jobs/search?minPosition=${at}`, payload: { filter: [{ column: 'id', value: job.id }] } });
+    const found = await t.call({
+      method: 'POST',
+      url: `/api/v1/jobs/search?minPosition=${at}`,
+      payload: { filter: [{ column: 'id', value: job.id }] },
+    });
     expect(found.json<{ jobSteps: unknown[] }[]>()[0]?.jobSteps).toHaveLength(2);
   });
 });
 
 describe('a job created with its steps (jobSteps in POST /jobs)', () => {
   const body = (extra: Record<string, unknown> = {}) => ({ startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'IMPORT', ...extra });
-  const createJob = (payload: unknown, headers: Record<string, string> = {}) => t.call({ method: 'POST', url: '/api/v1/jobs', payload, headers });
+  const createJob = (payload: unknown, headers: Record<string, string> = {}) =>
+    t.call({ method: 'POST', url: '/api/v1/jobs', payload, headers });
 
   it('creates each step as its own record of the new job, shown by expand=JOB_STEPS', async () => {
     const chunkId = randomUUID();
-    const res = await createJob(body({ jobSteps: [{ name: 'extract', status: 'NEW', chunkId }, { name: 'load', status: 'IN_PROGRESS', chunkId, chunk: ['r1'] }] }));
+    const res = await createJob(
+      body({
+        jobSteps: [
+          { name: 'extract', status: 'NEW', chunkId },
+          { name: 'load', status: 'IN_PROGRESS', chunkId, chunk: ['r1'] },
+        ],
+      }),
+    );
     expect(res.statusCode, res.body).toBe(201);
     const job = res.json<Rec & { jobSteps: Rec[] }>();
     expect(job.jobSteps.map((s) => [s.name, s.status, s.jobId, s.chunkId])).toEqual([
@@ -141,7 +172,10 @@ describe('a job created with its steps (jobSteps in POST /jobs)', () => {
       ['load', 'IN_PROGRESS', job.id, chunkId],
     ]);
     expect(job.jobSteps[1]?.startDate).toEqual(expect.any(String));
-    const expanded = await t.call({ method: 'GET', url: `/api/v1/jobs/${job.id}?expand=JOB_STEPS&minPosition=${String(res.headers['x-event-position'])}` });
+    const expanded = await t.call({
+      method: 'GET',
+      url: `/api/v1/jobs/${job.id}?expand=JOB_STEPS&minPosition=${String(res.headers['x-event-position'])}`,
+    });
     expect(expanded.json<{ jobSteps: Rec[] }>().jobSteps.map((s) => s.id)).toEqual(job.jobSteps.map((s) => s.id));
     // Each step is a record of its own: one event on its own stream, found by its pair.
     for (const step of job.jobSteps) {
@@ -157,18 +191,40 @@ describe('a job created with its steps (jobSteps in POST /jobs)', () => {
 
   it('keeps (chunkId, name) unique within the request and against existing steps: 409, and no job is left', async () => {
     const chunkId = randomUUID();
-    const twice = { id: randomUUID(), ...body({ jobSteps: [{ name: 'a', status: 'NEW', chunkId }, { name: 'a', status: 'NEW', chunkId }] }) };
+    const twice = {
+      id: randomUUID(),
+      ...body({
+        jobSteps: [
+          { name: 'a', status: 'NEW', chunkId },
+          { name: 'a', status: 'NEW', chunkId },
+        ],
+      }),
+    };
     const dup = await createJob(twice);
     expect(dup.statusCode, dup.body).toBe(409);
-    expect(dup.json()).toMatchObject({ code: 'JOB_STEP.CHUNK_ID_NAME_TAKEN', errors: ['jobSteps[1].chunkId: also that of jobSteps[0]', 'jobSteps[1].name: also that of jobSteps[0]'] });
+    expect(dup.json()).toMatchObject({
+      code: 'JOB_STEP.CHUNK_ID_NAME_TAKEN',
+      errors: ['jobSteps[1].chunkId: also that of jobSteps[0]', 'jobSteps[1].name: also that of jobSteps[0]'],
+    });
     expect((await t.call({ method: 'GET', url: `/api/v1/jobs/${twice.id}` })).statusCode).toBe(404);
 
     const other = await newJob();
     expect((await newStep(other.id, { chunkId, name: 'held' })).statusCode).toBe(201);
-    const taken = { id: randomUUID(), ...body({ jobSteps: [{ name: 'free', status: 'NEW', chunkId }, { name: 'held', status: 'NEW', chunkId }] }) };
+    const taken = {
+      id: randomUUID(),
+      ...body({
+        jobSteps: [
+          { name: 'free', status: 'NEW', chunkId },
+          { name: 'held', status: 'NEW', chunkId },
+        ],
+      }),
+    };
     const refused = await createJob(taken);
     expect(refused.statusCode, refused.body).toBe(409);
-    expect(refused.json()).toMatchObject({ code: 'JOB_STEP.CHUNK_ID_NAME_TAKEN', errors: [expect.stringMatching(/^jobSteps\[1\]\.chunkId: .* is already taken$/), expect.stringMatching(/^jobSteps\[1\]\.name: /)] });
+    expect(refused.json()).toMatchObject({
+      code: 'JOB_STEP.CHUNK_ID_NAME_TAKEN',
+      errors: [expect.stringMatching(/^jobSteps\[1\]\.chunkId: .* is already taken$/), expect.stringMatching(/^jobSteps\[1\]\.name: /)],
+    });
     expect((await t.call({ method: 'GET', url: `/api/v1/jobs/${taken.id}` })).statusCode).toBe(404);
     // The pair of the step that was not made is still free.
     expect((await t.call({ method: 'GET', url: `/api/v1/job-steps/by-chunk?chunkId=${chunkId}&name=free` })).statusCode).toBe(404);
@@ -181,7 +237,13 @@ describe('a job created with its steps (jobSteps in POST /jobs)', () => {
       [[{ name: 'a', status: 'NEW', jobId: randomUUID() }], 'jobSteps[0].jobId'],
       [[{ status: 'NEW' }], 'jobSteps[0].name'],
       [[{ name: 'a', status: 'NEW', nope: 1 }], 'jobSteps[0].nope'],
-      [[{ name: 'a', status: 'NEW' }, { id: '6b2f1c54-7d3e-1a9b-8c4d-2e5f6a7b8c9d', name: 'b', status: 'NEW' }], 'jobSteps[1].id'],
+      [
+        [
+          { name: 'a', status: 'NEW' },
+          { id: '6b2f1c54-7d3e-1a9b-8c4d-2e5f6a7b8c9d', name: 'b', status: 'NEW' },
+        ],
+        'jobSteps[1].id',
+      ],
       ['steps', 'jobSteps'],
     ];
     for (const [jobSteps, field] of cases) {
@@ -197,7 +259,10 @@ describe('a job created with its steps (jobSteps in POST /jobs)', () => {
 
   it('under an Idempotency-Key a retry answers the same job and steps; other steps are 409', async () => {
     const headers = { 'idempotency-key': `job-with-steps-${randomUUID()}` };
-    const jobSteps = [{ name: 'a', status: 'NEW', chunkId: randomUUID() }, { name: 'b', status: 'NEW' }];
+    const jobSteps = [
+      { name: 'a', status: 'NEW', chunkId: randomUUID() },
+      { name: 'b', status: 'NEW' },
+    ];
     const payload = body({ jobSteps });
     const [first, second] = await Promise.all([createJob(payload, headers), createJob(payload, headers)]);
     expect([first.statusCode, second.statusCode], first.body + second.body).toEqual([201, 201]);
@@ -205,14 +270,29 @@ describe('a job created with its steps (jobSteps in POST /jobs)', () => {
     expect(ids(second)).toEqual(ids(first));
     const more = await createJob(body({ jobSteps: [...jobSteps, { name: 'c', status: 'NEW' }] }), headers);
     expect(more.statusCode).toBe(409);
-    const expanded = await t.call({ method: 'GET', url: `/api/v1/jobs/${first.json<Rec>().id}?expand=JOB_STEPS&minPosition=${String(first.headers['x-event-position'])}` });
+    const expanded = await t.call({
+      method: 'GET',
+      url: `/api/v1/jobs/${first.json<Rec>().id}?expand=JOB_STEPS&minPosition=${String(first.headers['x-event-position'])}`,
+    });
     expect(expanded.json<{ jobSteps: unknown[] }>().jobSteps).toHaveLength(2);
   });
 
   it('of concurrent jobs claiming one (chunkId, name), one is made with its step; each other job is not made at all', async () => {
     const chunkId = randomUUID();
     const ids = Array.from({ length: 6 }, () => randomUUID());
-    const answers = await Promise.all(ids.map((id) => createJob({ id, ...body({ jobSteps: [{ name: 'own', status: 'NEW' }, { name: 'shared', status: 'NEW', chunkId }] }) })));
+    const answers = await Promise.all(
+      ids.map((id) =>
+        createJob({
+          id,
+          ...body({
+            jobSteps: [
+              { name: 'own', status: 'NEW' },
+              { name: 'shared', status: 'NEW', chunkId },
+            ],
+          }),
+        }),
+      ),
+    );
     expect(answers.map((a) => a.statusCode).sort()).toEqual([201, 409, 409, 409, 409, 409]);
     for (const [i, id] of ids.entries()) {
       const got = await t.call({ method: 'GET', url: `/api/v1/jobs/${id}` });
@@ -234,7 +314,11 @@ describe('a job as of a time (the shared get)', () => {
   });
 
   it('answers the job as it was then, 404 before it existed, and with its steps as now under expand=JOB_STEPS', async () => {
-    const made = await app.call({ method: 'POST', url: '/api/v1/jobs', payload: { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'IMPORT' } });
+    const made = await app.call({
+      method: 'POST',
+      url: '/api/v1/jobs',
+      payload: { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'IMPORT' },
+    });
     expect(made.statusCode, made.body).toBe(201);
     const job = made.json<Rec>();
     const before = clock.now().toISOString();
@@ -247,7 +331,10 @@ describe('a job as of a time (the shared get)', () => {
     expect(then.statusCode, then.body).toBe(200);
     expect(then.json()).toMatchObject({ id: job.id, status: 'NEW', auditInfo: { version: 0 } });
     expect(then.headers.etag).toBe('"0"');
-    const withSteps = await app.call({ method: 'GET', url: `/api/v1/jobs/${job.id}?asOf=${encodeURIComponent(before)}&expand=JOB_STEPS&minPosition=${String(step.headers['x-event-position'])}` });
+    const withSteps = await app.call({
+      method: 'GET',
+      url: `/api/v1/jobs/${job.id}?asOf=${encodeURIComponent(before)}&expand=JOB_STEPS&minPosition=${String(step.headers['x-event-position'])}`,
+    });
     expect(withSteps.json()).toMatchObject({ status: 'NEW', jobSteps: [{ name: 'load' }] });
     const now = await app.call({ method: 'GET', url: `/api/v1/jobs/${job.id}` });
     expect(now.json()).toMatchObject({ status: 'IN_PROGRESS', auditInfo: { version: 1 } });

@@ -51,7 +51,12 @@ describe('a number that cannot be stored exactly', () => {
 
   it.each(['application/merge-patch+json', 'application/json'])('is refused in a %s patch', async (contentType) => {
     const { id } = await create();
-    const res = await t.call({ method: 'PATCH', url: `${base}/${id}`, headers: { 'content-type': contentType }, payload: '{"registry":{"n":12345678901234567890}}' });
+    const res = await t.call({
+      method: 'PATCH',
+      url: `${base}/${id}`,
+      headers: { 'content-type': contentType },
+      payload: '{"registry":{"n":12345678901234567890}}',
+    });
     expectRefused(res, tooBig);
     expect((await t.call({ method: 'GET', url: `${base}/${id}/history` })).json<unknown[]>()).toHaveLength(1);
   });
@@ -83,10 +88,20 @@ describe('a duplicate key', () => {
 describe('numbers that can be stored exactly', () => {
   it('are accepted and read back equal', async () => {
     const code = uniqueCode();
-    const registry = '{"a":0.1,"b":1e2,"c":-5,"d":9007199254740991,"e":1.5E+3,"f":0.30000000000000004,"g":1.0,"h":[0,-9007199254740991,5e-324]}';
+    const registry =
+      '{"a":0.1,"b":1e2,"c":-5,"d":9007199254740991,"e":1.5E+3,"f":0.30000000000000004,"g":1.0,"h":[0,-9007199254740991,5e-324]}';
     const created = await t.call({ method: 'POST', url: base, payload: bodyText(code, registry) });
     expect(created.statusCode, created.body).toBe(201);
-    const expected = { a: 0.1, b: 100, c: -5, d: 9007199254740991, e: 1500, f: 0.30000000000000004, g: 1, h: [0, -9007199254740991, 5e-324] };
+    const expected = {
+      a: 0.1,
+      b: 100,
+      c: -5,
+      d: 9007199254740991,
+      e: 1500,
+      f: 0.30000000000000004,
+      g: 1,
+      h: [0, -9007199254740991, 5e-324],
+    };
     expect(created.json()).toMatchObject({ registry: expected });
     const read = await t.call({ method: 'GET', url: `${base}/by-code/${code}` });
     expect(read.json<{ registry: unknown }>().registry).toEqual(expected);
@@ -95,8 +110,13 @@ describe('numbers that can be stored exactly', () => {
 });
 
 describe('a malformed body', () => {
-  it('keeps the parser\'s answer even when it also holds an inexact number', async () => {
-    const res = await t.call({ method: 'POST', url: base, headers: { 'content-type': 'application/json' }, payload: '{"registry":{"n":12345678901234567890}' });
+  it("keeps the parser's answer even when it also holds an inexact number", async () => {
+    const res = await t.call({
+      method: 'POST',
+      url: base,
+      headers: { 'content-type': 'application/json' },
+      payload: '{"registry":{"n":12345678901234567890}',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json<ErrorBody>().message).toMatch(/^Malformed JSON/);
   });
@@ -119,7 +139,10 @@ describe('a malformed body', () => {
   it('still answers for too deep nesting first', async () => {
     const res = await t.call({ method: 'POST', url: base, payload: bodyText(uniqueCode(), `{"d":${'['.repeat(40)}${']'.repeat(40)}}`) });
     expect(res.statusCode).toBe(400);
-    expect(res.json<ErrorBody>()).toMatchObject({ message: 'JSON nests deeper than 32 levels', errors: ['(body): at most 32 levels of nesting'] });
+    expect(res.json<ErrorBody>()).toMatchObject({
+      message: 'JSON nests deeper than 32 levels',
+      errors: ['(body): at most 32 levels of nesting'],
+    });
   });
 });
 
@@ -132,7 +155,12 @@ describe('an empty body with Content-Type: application/json', () => {
     const deleted = await t.call({ method: 'DELETE', url: `${base}/${id}`, headers: json, payload: '' });
     expect(deleted.statusCode, deleted.body).toBe(204);
     expect((await t.call({ method: 'GET', url: `${base}/${id}` })).statusCode).toBe(404);
-    const recreated = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/recreate', headers: { 'content-type': 'application/json; charset=utf-8' }, payload: '' });
+    const recreated = await t.call({
+      method: 'POST',
+      url: '/api/v1/indexes/user_group_types/recreate',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      payload: '',
+    });
     expect(recreated.statusCode, recreated.body).toBe(202);
   });
 
@@ -164,8 +192,13 @@ describe('a member name that could reach a prototype', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
-  it('in a malformed text leaves the parser\'s answer', async () => {
-    const res = await t.call({ method: 'POST', url: base, headers: { 'content-type': 'application/json' }, payload: '{"registry":{"__proto__":{}}' });
+  it("in a malformed text leaves the parser's answer", async () => {
+    const res = await t.call({
+      method: 'POST',
+      url: base,
+      headers: { 'content-type': 'application/json' },
+      payload: '{"registry":{"__proto__":{}}',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json<ErrorBody>().message).toMatch(/^Malformed JSON/);
   });

@@ -57,9 +57,20 @@ describe('answers with many large records', () => {
     expect(mine).toHaveLength(30);
     const filter = { filter: [{ column: 'code', operator: 'LIKE', value: `${tag}-%` }], sort: [{ column: 'code', order: 'DESC' }] };
     const search = await t.call({ method: 'POST', url: `${base}/search?size=25`, payload: filter });
-    expect(search.json<{ code: string }[]>().map((r) => r.code)).toEqual(Array.from({ length: 25 }, (_, i) => `${tag}-${String(29 - i).padStart(2, '0')}`));
+    expect(search.json<{ code: string }[]>().map((r) => r.code)).toEqual(
+      Array.from({ length: 25 }, (_, i) => `${tag}-${String(29 - i).padStart(2, '0')}`),
+    );
     const page = await t.call({ method: 'POST', url: `${base}/search/page`, payload: { ...filter, page: 2, size: 12 } });
-    expect(page.json()).toMatchObject({ totalElements: 30, totalPages: 3, number: 2, size: 12, numberOfElements: 6, first: false, last: true, empty: false });
+    expect(page.json()).toMatchObject({
+      totalElements: 30,
+      totalPages: 3,
+      number: 2,
+      size: 12,
+      numberOfElements: 6,
+      first: false,
+      last: true,
+      empty: false,
+    });
     expect(page.json<{ content: { content: string }[] }>().content.every((r) => r.content.length === 480_000)).toBe(true);
     const ids = mine.map((r) => (r as unknown as { id: string }).id);
     const byIds = await t.call({ method: 'POST', url: `${base}/by-ids`, payload: [...ids, '6f1c2b0e-0000-4000-8000-000000000000'] });

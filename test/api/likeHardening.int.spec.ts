@@ -21,7 +21,11 @@ beforeAll(async () => {
   t = await startTestApp();
   const longValue = 'a'.repeat(100_000);
   for (const name of ['a'.repeat(255), `${'a'.repeat(254)}\0`]) {
-    const res = await t.call({ method: 'POST', url: base, payload: { ...sampleBody(userGroupType, uniqueCode()), name, registry: { blob: longValue } } });
+    const res = await t.call({
+      method: 'POST',
+      url: base,
+      payload: { ...sampleBody(userGroupType, uniqueCode()), name, registry: { blob: longValue } },
+    });
     expect(res.statusCode, res.body).toBe(201);
     created.push(res.json<{ id: string }>().id);
     minPosition = String(res.headers['x-event-position']);
@@ -72,8 +76,16 @@ describe('LIKE over HTTP', () => {
   });
 
   it('refuses a LIKE value over 255 characters or 32 wildcards, naming the item', async () => {
-    expectError((await count('name', 'LIKE', 'a'.repeat(256))).res, 'FILTER.INVALID', /^filter\[0\]\.value: a LIKE value is at most 255 characters/);
-    expectError((await count('name', 'NOT_LIKE', '_'.repeat(33))).res, 'FILTER.INVALID', /^filter\[0\]\.value: a NOT_LIKE value has at most 32 unescaped/);
+    expectError(
+      (await count('name', 'LIKE', 'a'.repeat(256))).res,
+      'FILTER.INVALID',
+      /^filter\[0\]\.value: a LIKE value is at most 255 characters/,
+    );
+    expectError(
+      (await count('name', 'NOT_LIKE', '_'.repeat(33))).res,
+      'FILTER.INVALID',
+      /^filter\[0\]\.value: a NOT_LIKE value has at most 32 unescaped/,
+    );
   });
 
   it('searches for a literal % and _ through the escape', async () => {
@@ -82,7 +94,11 @@ describe('LIKE over HTTP', () => {
     expect(made.statusCode, made.body).toBe(201);
     const position = String(made.headers['x-event-position']);
     const search = async (value: string): Promise<string[]> => {
-      const res = await t.call({ method: 'POST', url: `${base}/search?minPosition=${position}`, payload: { filter: [{ column: 'name', operator: 'LIKE', value }] } });
+      const res = await t.call({
+        method: 'POST',
+        url: `${base}/search?minPosition=${position}`,
+        payload: { filter: [{ column: 'name', operator: 'LIKE', value }] },
+      });
       return res.json<{ code: string }[]>().map((r) => r.code);
     };
     expect(await search('0\\%\\_O')).toEqual([code]);

@@ -18,7 +18,9 @@ it('lists every record once, in code order, over several pages', async () => {
   let at = '';
   for (let i = 0; i < N; i++) {
     const code = `L${String((i * 7919) % 1000).padStart(4, '0')}`;
-    at = String((await t.call({ method: 'POST', url: '/api/v1/worklog-types', payload: { code, name: code } })).headers['x-event-position']);
+    at = String(
+      (await t.call({ method: 'POST', url: '/api/v1/worklog-types', payload: { code, name: code } })).headers['x-event-position'],
+    );
   }
   const res = await t.call({ method: 'GET', url: `/api/v1/worklog-types?minPosition=${at}` });
   const codes = res.json<{ code: string }[]>().map((r) => r.code);
@@ -30,7 +32,15 @@ it('lists every record once, in code order, over several pages', async () => {
 it('lists records without a code in id order, each once', async () => {
   let at = '';
   for (let i = 0; i < N; i++) {
-    at = String((await t.call({ method: 'POST', url: '/api/v1/jobs', payload: { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'LIST' } })).headers['x-event-position']);
+    at = String(
+      (
+        await t.call({
+          method: 'POST',
+          url: '/api/v1/jobs',
+          payload: { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'LIST' },
+        })
+      ).headers['x-event-position'],
+    );
   }
   const ids = (await t.call({ method: 'GET', url: `/api/v1/jobs?minPosition=${at}` })).json<{ id: string }[]>().map((r) => r.id);
   expect(ids).toHaveLength(N);

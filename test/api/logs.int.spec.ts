@@ -20,7 +20,15 @@ afterAll(async () => {
   await t.close();
 });
 
-type Log = { id: string; logTypeCode: string; logType?: { code?: string; name?: string }; duration?: number; startDate: string; ownerId?: string; auditInfo: { version: number } };
+type Log = {
+  id: string;
+  logTypeCode: string;
+  logType?: { code?: string; name?: string };
+  duration?: number;
+  startDate: string;
+  ownerId?: string;
+  auditInfo: { version: number };
+};
 
 const HOUR = 3_600_000;
 const at = (hoursAgo: number) => new Date(Date.now() - hoursAgo * HOUR).toISOString();
@@ -59,13 +67,22 @@ async function recreate(model: string): Promise<void> {
   expect(job.json()).toMatchObject({ status: 'COMPLETED' });
 }
 
-const fileBytes = () => [EVENT_LOG_FILE, `${EVENT_LOG_FILE}-wal`].reduce((sum, f) => sum + (statSync(join(t.dataDir, f), { throwIfNoEntry: false })?.size ?? 0), 0);
+const fileBytes = () =>
+  [EVENT_LOG_FILE, `${EVENT_LOG_FILE}-wal`].reduce(
+    (sum, f) => sum + (statSync(join(t.dataDir, f), { throwIfNoEntry: false })?.size ?? 0),
+    0,
+  );
 
 describe('logs', () => {
   it('creates, reads and replaces a log; derives its duration and log type; answers by owner and search', async () => {
     const typeId = await logType('SOAP_IN');
     const { log } = await create(aLog({ ownerId: 'T-crud' }));
-    expect(log).toMatchObject({ logTypeCode: 'HTTP_OUT', duration: 1500, logType: { code: 'HTTP_OUT', name: 'HTTP_OUT calls' }, auditInfo: { version: 0 } });
+    expect(log).toMatchObject({
+      logTypeCode: 'HTTP_OUT',
+      duration: 1500,
+      logType: { code: 'HTTP_OUT', name: 'HTTP_OUT calls' },
+      auditInfo: { version: 0 },
+    });
     const byCode = await create(aLog({ logTypeCode: undefined, logType: { code: 'SOAP_IN' }, ownerId: 'T-crud', duration: 7 }));
     expect(byCode.log).toMatchObject({ logTypeCode: 'SOAP_IN', duration: 7, logType: { id: typeId, code: 'SOAP_IN' } });
     const byId = await create(aLog({ logTypeCode: undefined, logType: { id: typeId }, ownerId: 'T-crud' }));
@@ -74,18 +91,51 @@ describe('logs', () => {
     const got = await t.call({ method: 'GET', url: `/api/v1/logs/${log.id}`, as: 'viewer' });
     expect(got.statusCode).toBe(200);
     expect(got.headers.etag).toBe('"0"');
-    const replaced = await t.call({ method: 'PUT', url: `/api/v1/logs/${log.id}`, payload: { ...aLog({ ownerId: 'T-crud' }), response: '500 error', resultCode: '500' }, headers: { 'if-match': '"0"' } });
+    const replaced = await t.call({
+      method: 'PUT',
+      url: `/api/v1/logs/${log.id}`,
+      payload: { ...aLog({ ownerId: 'T-crud' }), response: '500 error', resultCode: '500' },
+      headers: { 'if-match': '"0"' },
+    });
     expect(replaced.statusCode, replaced.body).toBe(200);
-    expect(replaced.json()).toMatchObject({ response: '500 error', resultCode: '500', logType: { code: 'HTTP_OUT' }, auditInfo: { version: 1 } });
+    expect(replaced.json()).toMatchObject({
+      response: '500 error',
+      resultCode: '500',
+      logType: { code: 'HTTP_OUT' },
+      auditInfo: { version: 1 },
+    });
     const position = String(replaced.headers['x-event-position']);
     const stale = await t.call({ method: 'PUT', url: `/api/v1/logs/${log.id}`, payload: aLog(), headers: { 'if-match': '"0"' } });
     expect(stale.statusCode).toBe(412);
 
-    const owned = await t.call({ method: 'GET', url: `/api/v1/logs/by-owner?ownerType=TICKET&ownerId=T-crud&minPosition=${position}`, as: 'viewer' });
-    expect(owned.json<Log[]>().map((l) => l.id).sort()).toEqual([log.id, byCode.log.id, byId.log.id].sort());
-    const search = await t.call({ method: 'POST', url: `/api/v1/logs/search?minPosition=${position}`, payload: { filter: [{ column: 'ownerId', value: 'T-crud' }, { column: 'resultCode', value: '500' }] }, as: 'viewer' });
+    const owned = await t.call({
+      method: 'GET',
+      url: `/api/v1/logs/by-owner?ownerType=TICKET&ownerId=T-crud&minPosition=${position}`,
+      as: 'viewer',
+    });
+    expect(
+      owned
+        .json<Log[]>()
+        .map((l) => l.id)
+        .sort(),
+    ).toEqual([log.id, byCode.log.id, byId.log.id].sort());
+    const search = await t.call({
+      method: 'POST',
+      url: `/api/v1/logs/search?minPosition=${position}`,
+      payload: {
+        filter: [
+          { column: 'ownerId', value: 'T-crud' },
+          { column: 'resultCode', value: '500' },
+        ],
+      },
+      as: 'viewer',
+    });
     expect(search.json<Log[]>().map((l) => l.id)).toEqual([log.id]);
-    const byCorrelation = await t.call({ method: 'POST', url: `/api/v1/logs/search/page?minPosition=${position}`, payload: { filter: [{ column: 'correlationId', value: byId.log.id }] } });
+    const byCorrelation = await t.call({
+      method: 'POST',
+      url: `/api/v1/logs/search/page?minPosition=${position}`,
+      payload: { filter: [{ column: 'correlationId', value: byId.log.id }] },
+    });
     expect(byCorrelation.json()).toMatchObject({ totalElements: 0 });
     expect((await t.call({ method: 'GET', url: `/api/v1/logs/${log.id}/history` })).json<unknown[]>()).toHaveLength(2);
   });
@@ -126,8 +176,13 @@ describe('delete old logs racing replaces', () => {
     for (let i = 0; i < 120; i++) ids.push((await create(aLog({ ownerId: owner, startDate: at(30) }))).log.id);
     const olderThan = encodeURIComponent(at(24));
     // Each replace moves its log out of the filter (startDate now recent); all race the deletion.
-    const replaces = ids.map((id) => t.call({ method: 'PUT', url: `/api/v1/logs/${id}`, payload: aLog({ ownerId: owner, startDate: at(1) }) }));
-    const deletion = t.call({ method: 'DELETE', url: `/api/v1/logs?code=HTTP_OUT&olderThan=${olderThan}&ownerType=TICKET&ownerId=${owner}` });
+    const replaces = ids.map((id) =>
+      t.call({ method: 'PUT', url: `/api/v1/logs/${id}`, payload: aLog({ ownerId: owner, startDate: at(1) }) }),
+    );
+    const deletion = t.call({
+      method: 'DELETE',
+      url: `/api/v1/logs?code=HTTP_OUT&olderThan=${olderThan}&ownerType=TICKET&ownerId=${owner}`,
+    });
     const [answers, res] = await Promise.all([Promise.all(replaces), deletion]);
     expect(res.statusCode, res.body).toBe(200);
     const { deleted } = res.json<{ deleted: number }>();
@@ -136,7 +191,10 @@ describe('delete old logs racing replaces', () => {
     expect(replaced + deleted).toBe(ids.length);
     const gets = await Promise.all(ids.map((id) => t.call({ method: 'GET', url: `/api/v1/logs/${id}` })));
     expect(gets.filter((g) => g.statusCode === 404)).toHaveLength(deleted);
-    const left = await t.call({ method: 'GET', url: `/api/v1/logs/by-owner?ownerType=TICKET&ownerId=${owner}&minPosition=${String(res.headers['x-event-position'])}` });
+    const left = await t.call({
+      method: 'GET',
+      url: `/api/v1/logs/by-owner?ownerType=TICKET&ownerId=${owner}&minPosition=${String(res.headers['x-event-position'])}`,
+    });
     expect(left.json<Log[]>()).toHaveLength(replaced);
   });
 });
@@ -153,9 +211,17 @@ describe('delete old logs', () => {
     for (let i = 0; i < 300; i++) {
       const variant = i % 3;
       const body =
-        variant === 0 ? aLog({ ownerId: owner, startDate: at(30 + (i % 5)), request: payload })
-        : variant === 1 ? aLog({ ownerId: owner, startDate: at(25), logTypeCode: i % 2 === 0 ? 'FTP' : 'HTTP_OUT', ...(i % 2 === 0 ? {} : { startDate: at(2) }), request: payload })
-        : aLog({ ownerId: owner, startDate: at(40), request: payload });
+        variant === 0
+          ? aLog({ ownerId: owner, startDate: at(30 + (i % 5)), request: payload })
+          : variant === 1
+            ? aLog({
+                ownerId: owner,
+                startDate: at(25),
+                logTypeCode: i % 2 === 0 ? 'FTP' : 'HTTP_OUT',
+                ...(i % 2 === 0 ? {} : { startDate: at(2) }),
+                request: payload,
+              })
+            : aLog({ ownerId: owner, startDate: at(40), request: payload });
       const { log } = await create(body);
       made.push({ id: log.id, deleted: variant !== 1 });
     }
@@ -166,7 +232,10 @@ describe('delete old logs', () => {
     expect((await t.call({ method: 'DELETE', url, as: 'editor' })).statusCode).toBe(403);
     expect((await t.call({ method: 'DELETE', url, as: 'viewer' })).statusCode).toBe(403);
     expect((await t.call({ method: 'DELETE', url: `/api/v1/logs?code=HTTP_OUT&ownerType=TICKET&ownerId=${owner}` })).statusCode).toBe(400);
-    expect((await t.call({ method: 'DELETE', url: `/api/v1/logs?code=HTTP_OUT&olderThan=yesterday&ownerType=TICKET&ownerId=${owner}` })).statusCode).toBe(400);
+    expect(
+      (await t.call({ method: 'DELETE', url: `/api/v1/logs?code=HTTP_OUT&olderThan=yesterday&ownerType=TICKET&ownerId=${owner}` }))
+        .statusCode,
+    ).toBe(400);
     expect((await t.call({ method: 'GET', url: `/api/v1/logs/${made[0]?.id ?? ''}` })).statusCode).toBe(200);
   });
 
@@ -181,11 +250,33 @@ describe('delete old logs', () => {
     expect(BigInt(deletionAt) - headBefore).toBeLessThanOrEqual(1n);
     const retry = await t.call({ method: 'DELETE', url, headers: { 'idempotency-key': `del-${owner}` } });
     expect(retry.json()).toEqual({ deleted: 200 });
-    expect((await t.call({ method: 'DELETE', url: `/api/v1/logs?code=FTP&olderThan=${encodeURIComponent(at(24))}&ownerType=TICKET&ownerId=${owner}`, headers: { 'idempotency-key': `del-${owner}` } })).statusCode).toBe(409);
+    expect(
+      (
+        await t.call({
+          method: 'DELETE',
+          url: `/api/v1/logs?code=FTP&olderThan=${encodeURIComponent(at(24))}&ownerType=TICKET&ownerId=${owner}`,
+          headers: { 'idempotency-key': `del-${owner}` },
+        })
+      ).statusCode,
+    ).toBe(409);
 
     const left = await t.call({ method: 'GET', url: `/api/v1/logs/by-owner?ownerType=TICKET&ownerId=${owner}&minPosition=${deletionAt}` });
-    expect(left.json<Log[]>().map((l) => l.id).sort()).toEqual(made.filter((m) => !m.deleted).map((m) => m.id).sort());
-    const count = await t.call({ method: 'POST', url: `/api/v1/logs/count?minPosition=${deletionAt}`, payload: { filter: [{ column: 'ownerId', value: owner }] } });
+    expect(
+      left
+        .json<Log[]>()
+        .map((l) => l.id)
+        .sort(),
+    ).toEqual(
+      made
+        .filter((m) => !m.deleted)
+        .map((m) => m.id)
+        .sort(),
+    );
+    const count = await t.call({
+      method: 'POST',
+      url: `/api/v1/logs/count?minPosition=${deletionAt}`,
+      payload: { filter: [{ column: 'ownerId', value: owner }] },
+    });
     expect(count.json()).toBe(100);
     for (const m of [made[0], made[1], made[2]]) {
       expect((await t.call({ method: 'GET', url: `/api/v1/logs/${m?.id ?? ''}` })).statusCode).toBe(m?.deleted === true ? 404 : 200);
@@ -194,9 +285,19 @@ describe('delete old logs', () => {
     // Nothing more matches: a second deletion removes none.
     expect((await t.call({ method: 'DELETE', url })).json()).toEqual({ deleted: 0 });
 
-    const deletions = await t.call({ method: 'POST', url: `/api/v1/log-deletions/search?minPosition=${deletionAt}`, payload: { filter: [{ column: 'ownerId', value: owner }] } });
+    const deletions = await t.call({
+      method: 'POST',
+      url: `/api/v1/log-deletions/search?minPosition=${deletionAt}`,
+      payload: { filter: [{ column: 'ownerId', value: owner }] },
+    });
     expect(deletions.json<{ deleted: number }[]>().sort((a, b) => b.deleted - a.deleted)).toEqual([
-      expect.objectContaining({ logTypeCode: 'HTTP_OUT', ownerType: 'TICKET', ownerId: owner, deleted: 200, auditInfo: expect.objectContaining({ whoInserted: 'alice-admin' }) }),
+      expect.objectContaining({
+        logTypeCode: 'HTTP_OUT',
+        ownerType: 'TICKET',
+        ownerId: owner,
+        deleted: 200,
+        auditInfo: expect.objectContaining({ whoInserted: 'alice-admin' }),
+      }),
       expect.objectContaining({ deleted: 0 }),
     ]);
     expect((await t.call({ method: 'POST', url: '/api/v1/log-deletions/search', payload: {}, as: 'editor' })).statusCode).toBe(403);
@@ -210,7 +311,7 @@ describe('delete old logs', () => {
     expect(await readModelDocuments(t, 'logs')).toEqual(before);
   }, 60_000);
 
-  it('purges the deleted logs\' events after the retention period: the file shrinks, positions go on, the deletion stays', async () => {
+  it("purges the deleted logs' events after the retention period: the file shrinks, positions go on, the deletion stays", async () => {
     await t.call({ method: 'POST', url: '/api/v1/indexes/refresh' });
     const deleted = made.filter((m) => m.deleted);
     const history = await t.call({ method: 'GET', url: `/api/v1/logs/${deleted[0]?.id ?? ''}/history` });
@@ -235,8 +336,19 @@ describe('delete old logs', () => {
     const after = await create(aLog());
     expect(BigInt(after.at)).toBeGreaterThan(headBefore);
 
-    const deletion = await t.call({ method: 'POST', url: `/api/v1/log-deletions/search?minPosition=${after.at}`, payload: { filter: [{ column: 'ownerId', value: owner }, { column: 'deleted', operator: 'GT', value: '0' }] } });
-    expect(deletion.json()).toEqual([expect.objectContaining({ deleted: 200, purgedStreams: 200, purgedEvents: 200, purgedAt: expect.any(String) })]);
+    const deletion = await t.call({
+      method: 'POST',
+      url: `/api/v1/log-deletions/search?minPosition=${after.at}`,
+      payload: {
+        filter: [
+          { column: 'ownerId', value: owner },
+          { column: 'deleted', operator: 'GT', value: '0' },
+        ],
+      },
+    });
+    expect(deletion.json()).toEqual([
+      expect.objectContaining({ deleted: 200, purgedStreams: 200, purgedEvents: 200, purgedAt: expect.any(String) }),
+    ]);
 
     // The read model is the same as before the purge (but for the log created since), and a rebuild
     // from the purged log gives it again.

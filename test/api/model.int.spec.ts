@@ -66,7 +66,11 @@ const rename = (i: number, name: string): Cmd => ({
   check: (m) => m.records.size > 0,
   run: async (m, r) => {
     const id = pickId(m, i) ?? '';
-    const res = await r.t.call({ method: 'PUT', url: `${base}/${id}`, payload: { ...sampleBody(userType, m.records.get(id)?.code ?? ''), name } });
+    const res = await r.t.call({
+      method: 'PUT',
+      url: `${base}/${id}`,
+      payload: { ...sampleBody(userType, m.records.get(id)?.code ?? ''), name },
+    });
     expect(res.statusCode, res.body).toBe(200);
     const rec = m.records.get(id);
     if (rec) rec.name = name;
@@ -126,8 +130,12 @@ describe('registry against a reference model', () => {
           url: `${base}/search?minPosition=${real.lastPosition}`,
           payload: { filter: [{ column: 'code', operator: 'LIKE', value: `${model.run}%` }] },
         });
-        const expected = [...model.records.entries()].map(([id, r]) => ({ id, code: r.code, name: r.name })).sort((a, b) => (a.code < b.code ? -1 : 1));
-        expect(listed.json<{ id: string; code: string; name: string }[]>().map(({ id, code: c, name: n }) => ({ id, code: c, name: n }))).toEqual(expected);
+        const expected = [...model.records.entries()]
+          .map(([id, r]) => ({ id, code: r.code, name: r.name }))
+          .sort((a, b) => (a.code < b.code ? -1 : 1));
+        expect(
+          listed.json<{ id: string; code: string; name: string }[]>().map(({ id, code: c, name: n }) => ({ id, code: c, name: n })),
+        ).toEqual(expected);
       }),
       { numRuns: 25 },
     );

@@ -15,7 +15,12 @@ describe('how Node runs the service', () => {
   });
 
   it("the image's CMD runs api/main.ts with SERVICE_NODE_ARGS", () => {
-    const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8').split('\n').filter((line) => !line.startsWith('  ')).join('\n'))?.[1];
+    const cmd = /^CMD (\[.*\])$/m.exec(
+      readFileSync(join(root, 'Dockerfile'), 'utf8')
+        .split('\n')
+        .filter((line) => !line.startsWith('  '))
+        .join('\n'),
+    )?.[1];
     expect(JSON.parse(cmd ?? '[]')).toEqual(['node', ...SERVICE_NODE_ARGS, 'api/main.ts']);
   });
 });

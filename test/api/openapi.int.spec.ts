@@ -14,9 +14,14 @@ let t: TestApp;
 let paths: Record<string, Record<string, Op>>;
 beforeAll(async () => {
   t = await startTestApp();
-  const doc = (await t.call({ method: 'GET', url: '/openapi.json', as: null })).json<{ paths: typeof paths; components: { parameters: Record<string, unknown>; headers: Record<string, unknown> } }>();
+  const doc = (await t.call({ method: 'GET', url: '/openapi.json', as: null })).json<{
+    paths: typeof paths;
+    components: { parameters: Record<string, unknown>; headers: Record<string, unknown> };
+  }>();
   paths = doc.paths;
-  expect(Object.keys(doc.components.parameters)).toEqual(expect.arrayContaining(['IdempotencyKey', 'IfMatch', 'RequestId', 'CorrelationId']));
+  expect(Object.keys(doc.components.parameters)).toEqual(
+    expect.arrayContaining(['IdempotencyKey', 'IfMatch', 'RequestId', 'CorrelationId']),
+  );
   expect(Object.keys(doc.components.headers)).toEqual(expect.arrayContaining(['ETag', 'Location', 'EventPosition']));
 });
 afterAll(async () => {
@@ -35,7 +40,9 @@ describe('the OpenAPI document', () => {
   it('declares Idempotency-Key on creates, and Location, ETag and X-Event-Position on their 201', () => {
     const create = op(base, 'post');
     expect(params(create)).toContain('#/components/parameters/IdempotencyKey');
-    expect(Object.keys(create.responses['201']?.headers ?? {})).toEqual(expect.arrayContaining(['Location', 'ETag', 'X-Event-Position', 'X-Request-Id']));
+    expect(Object.keys(create.responses['201']?.headers ?? {})).toEqual(
+      expect.arrayContaining(['Location', 'ETag', 'X-Event-Position', 'X-Request-Id']),
+    );
   });
 
   it('declares If-Match and Idempotency-Key on every change, with 412, and ETag on reads of one record', () => {
@@ -64,7 +71,7 @@ describe('the OpenAPI document', () => {
   });
 });
 
-describe('the OpenAPI document\'s references', () => {
+describe("the OpenAPI document's references", () => {
   it('all resolve: every $ref is a JSON pointer to a member of the document', async () => {
     const doc = (await t.call({ method: 'GET', url: '/openapi.json', as: null })).json<Record<string, unknown>>();
     const refs = new Set<string>();
@@ -83,7 +90,10 @@ describe('the OpenAPI document\'s references', () => {
         .slice(2)
         .split('/')
         .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'))
-        .reduce<unknown>((node, token) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[token] : undefined), doc);
+        .reduce<unknown>(
+          (node, token) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[token] : undefined),
+          doc,
+        );
     const broken = [...refs].filter((ref) => !ref.startsWith('#/') || resolve(ref) === undefined);
     expect(refs.size).toBeGreaterThan(10);
     expect(broken).toEqual([]);
@@ -104,7 +114,11 @@ describe('the protocol the document states', () => {
   });
 
   it('refuses id headers outside their documented form (1..200 printable ASCII) with 400', async () => {
-    for (const [name, value] of [['x-request-id', ''], ['x-request-id', 'a b'], ['x-correlation-id', 'x'.repeat(201)]] as const) {
+    for (const [name, value] of [
+      ['x-request-id', ''],
+      ['x-request-id', 'a b'],
+      ['x-correlation-id', 'x'.repeat(201)],
+    ] as const) {
       const res = await t.call({ method: 'GET', url: base, headers: { [name]: value } });
       expect(res.statusCode, `${name}: ${JSON.stringify(value)}`).toBe(400);
       expect(res.json<{ errors: string[] }>().errors).toEqual([`header.${name}: 1..200 printable ASCII characters`]);

@@ -27,7 +27,8 @@ afterAll(async () => {
 
 /** A value the schema takes, for the parameters not under test. */
 const valid = (p: Parameter): string =>
-  p.schema.enum?.[0] ?? (p.name === 'version' ? '1' : p.schema.format === 'date-time' ? '2026-01-01T00:00:00.000Z' : p.in === 'path' ? randomUUID() : 'x');
+  p.schema.enum?.[0] ??
+  (p.name === 'version' ? '1' : p.schema.format === 'date-time' ? '2026-01-01T00:00:00.000Z' : p.in === 'path' ? randomUUID() : 'x');
 
 describe('a path parameter naming a record', () => {
   it('takes a code where the resource has codes (404 for none), and only a uuid where it has none (400)', async () => {
@@ -42,8 +43,12 @@ describe('a path parameter naming a record', () => {
           const def = allResources.find((r) => r.path === at);
           if (def === undefined) continue;
           const code = `no-such-${randomUUID().slice(0, 8)}`;
-          const url = path.replace(/\{(\w+)\}/g, (_, name: string) => (name === tested.name ? code : valid(parameters.find((p) => p.name === name) ?? tested)));
-          const query = parameters.filter((p) => p.in === 'query' && p.required === true).map((p) => `${p.name}=${encodeURIComponent(valid(p))}`);
+          const url = path.replace(/\{(\w+)\}/g, (_, name: string) =>
+            name === tested.name ? code : valid(parameters.find((p) => p.name === name) ?? tested),
+          );
+          const query = parameters
+            .filter((p) => p.in === 'query' && p.required === true)
+            .map((p) => `${p.name}=${encodeURIComponent(valid(p))}`);
           const res = await t.call({ method: method.toUpperCase() as 'GET', url: query.length === 0 ? url : `${url}?${query.join('&')}` });
           const answer = `${method.toUpperCase()} ${path} (${tested.name}=${code}): ${String(res.statusCode)} ${res.body}`;
           if (def.hasCode) expect(res.statusCode, answer).toBe(404);
@@ -55,7 +60,14 @@ describe('a path parameter naming a record', () => {
         }
       }
     }
-    expect(checked).toEqual(expect.arrayContaining(['GET /api/v1/users/{userId}/groups userId', 'GET /api/v1/users/{userId}/roles userId', 'GET /api/v1/users/{id}/thumbnail id', 'GET /api/v1/user-group-regions/{idOrCode} idOrCode']));
+    expect(checked).toEqual(
+      expect.arrayContaining([
+        'GET /api/v1/users/{userId}/groups userId',
+        'GET /api/v1/users/{userId}/roles userId',
+        'GET /api/v1/users/{id}/thumbnail id',
+        'GET /api/v1/user-group-regions/{idOrCode} idOrCode',
+      ]),
+    );
     expect(checked.length).toBeGreaterThan(60);
   });
 });
@@ -86,7 +98,8 @@ describe('a user named by its code', () => {
   });
 
   it('has its thumbnail read by code; the upload names it by uuid, as the seed says (400 for a code)', async () => {
-    const put = (idOrCode: string) => t.call({ method: 'PUT', url: `/api/v1/users/${idOrCode}/thumbnail`, payload: { userId: ada.id, photoData: png.toString('base64') } });
+    const put = (idOrCode: string) =>
+      t.call({ method: 'PUT', url: `/api/v1/users/${idOrCode}/thumbnail`, payload: { userId: ada.id, photoData: png.toString('base64') } });
     const refused = await put('ada');
     expect(refused.statusCode).toBe(400);
     expect(refused.json<ErrorBody>().code).toBe('REQUEST.MALFORMED_UUID');
@@ -96,8 +109,19 @@ describe('a user named by its code', () => {
     expect(got.rawPayload.equals(png)).toBe(true);
   });
 
-  it('names its group by code in the group\'s region paths; the region stays a uuid (a value, not a record here)', async () => {
-    expect((await t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: (await t.call({ method: 'GET', url: '/api/v1/user-groups/PATH-OPS' })).json<{ id: string }>().id, regionId: REGION } })).statusCode).toBe(201);
+  it("names its group by code in the group's region paths; the region stays a uuid (a value, not a record here)", async () => {
+    expect(
+      (
+        await t.call({
+          method: 'POST',
+          url: '/api/v1/user-group-regions',
+          payload: {
+            userGroupId: (await t.call({ method: 'GET', url: '/api/v1/user-groups/PATH-OPS' })).json<{ id: string }>().id,
+            regionId: REGION,
+          },
+        })
+      ).statusCode,
+    ).toBe(201);
     expect((await t.call({ method: 'GET', url: `/api/v1/user-groups/PATH-OPS/regions/${REGION}` })).statusCode).toBe(200);
     const region = await t.call({ method: 'GET', url: '/api/v1/user-groups/PATH-OPS/regions/north' });
     expect(region.statusCode).toBe(400);
@@ -106,7 +130,7 @@ describe('a user named by its code', () => {
 });
 
 describe('a read model in /indexes/{indexName}', () => {
-  it('is named by its name or by its resource\'s path', async () => {
+  it("is named by its name or by its resource's path", async () => {
     const names = (await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<{ name: string }[]>().map((m) => m.name);
     expect(names).toContain('user_groups');
     expect(names).not.toContain('user-groups');

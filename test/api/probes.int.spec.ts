@@ -32,7 +32,9 @@ function raw(request: string | Buffer): Promise<string> {
     socket.on('data', (d: Buffer) => {
       text += d.toString('latin1');
     });
-    socket.on('end', () => { resolve(text); });
+    socket.on('end', () => {
+      resolve(text);
+    });
     socket.on('error', reject);
   });
 }
@@ -43,7 +45,11 @@ const bodyOf = (response: string): ErrorBody => JSON.parse(response.slice(respon
 describe('huge bodies are refused before they are walked', () => {
   it('a million empty arrays: 400 at once', async () => {
     const { value: res, cpuMs } = await cpuTimed(() =>
-      t.call({ method: 'POST', url: groups, payload: `{"code":"X","name":"x","registry":{"a":[${Array(1_000_000).fill('[]').join(',')}]}}` }),
+      t.call({
+        method: 'POST',
+        url: groups,
+        payload: `{"code":"X","name":"x","registry":{"a":[${Array(1_000_000).fill('[]').join(',')}]}}`,
+      }),
     );
     expect(res.statusCode).toBe(400);
     expect(res.json<ErrorBody>().message).toMatch(/more than 50000 values/);
@@ -51,7 +57,13 @@ describe('huge bodies are refused before they are walked', () => {
   });
 
   it('a 3 MB value: 413 at once', async () => {
-    const { value: res, cpuMs } = await cpuTimed(() => t.call({ method: 'POST', url: groups, payload: { ...sampleBody(userGroupType, uniqueCode()), registry: { a: 'x'.repeat(3_000_000) } } }));
+    const { value: res, cpuMs } = await cpuTimed(() =>
+      t.call({
+        method: 'POST',
+        url: groups,
+        payload: { ...sampleBody(userGroupType, uniqueCode()), registry: { a: 'x'.repeat(3_000_000) } },
+      }),
+    );
     expect(res.statusCode).toBe(413);
     expect(cpuMs).toBeLessThan(1000);
   });
@@ -79,7 +91,12 @@ describe('bytes and values are refused, not changed', () => {
     });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as ErrorBody).message).toMatch(/UTF-8/);
-    const gzip = await t.call({ method: 'POST', url: '/api/v1/worklog-types', headers: { 'content-encoding': 'gzip' }, payload: { code: uniqueCode(), name: 'n' } });
+    const gzip = await t.call({
+      method: 'POST',
+      url: '/api/v1/worklog-types',
+      headers: { 'content-encoding': 'gzip' },
+      payload: { code: uniqueCode(), name: 'n' },
+    });
     expect(gzip.statusCode).toBe(415);
   });
 
@@ -89,19 +106,35 @@ describe('bytes and values are refused, not changed', () => {
   });
 
   it('a date-time finer than milliseconds is 400; an offset is kept as the same instant in UTC', async () => {
-    const fine = await t.call({ method: 'POST', url: groups, payload: { ...sampleBody(userGroupType, uniqueCode()), validityFrom: '2024-01-01T00:00:00.123456789Z' } });
+    const fine = await t.call({
+      method: 'POST',
+      url: groups,
+      payload: { ...sampleBody(userGroupType, uniqueCode()), validityFrom: '2024-01-01T00:00:00.123456789Z' },
+    });
     expect(fine.statusCode).toBe(400);
-    const zeros = await t.call({ method: 'POST', url: groups, payload: { ...sampleBody(userGroupType, uniqueCode()), validityFrom: '2024-01-01T02:00:00.123000+02:00' } });
+    const zeros = await t.call({
+      method: 'POST',
+      url: groups,
+      payload: { ...sampleBody(userGroupType, uniqueCode()), validityFrom: '2024-01-01T02:00:00.123000+02:00' },
+    });
     expect(zeros.statusCode).toBe(201);
     expect(zeros.json<{ validityFrom: string }>().validityFrom).toBe('2024-01-01T00:00:00.123Z');
   });
 
   it('a UUID is kept in lower case, so EQ finds it however it is sent', async () => {
     const formId = randomUUID().toUpperCase();
-    const created = await t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload: { ...sampleBody(formatterTemplate, uniqueCode()), formId } });
+    const created = await t.call({
+      method: 'POST',
+      url: '/api/v1/formatter-templates',
+      payload: { ...sampleBody(formatterTemplate, uniqueCode()), formId },
+    });
     expect(created.json<{ formId: string }>().formId).toBe(formId.toLowerCase());
     const position = String(created.headers['x-event-position']);
-    const found = await t.call({ method: 'POST', url: `/api/v1/formatter-templates/count?minPosition=${position}`, payload: { filter: [{ column: 'formId', value: formId }] } });
+    const found = await t.call({
+      method: 'POST',
+      url: `/api/v1/formatter-templates/count?minPosition=${position}`,
+      payload: { filter: [{ column: 'formId', value: formId }] },
+    });
     expect(found.json()).toBe(1);
   });
 
@@ -109,19 +142,30 @@ describe('bytes and values are refused, not changed', () => {
     const key = randomUUID();
     const body = sampleBody(userGroupType, uniqueCode());
     const first = await t.call({ method: 'POST', url: groups, headers: { 'idempotency-key': key }, payload: body });
-    const again = await t.call({ method: 'POST', url: groups, headers: { 'idempotency-key': key }, payload: { ...body, auditInfo: { version: 0 } } });
+    const again = await t.call({
+      method: 'POST',
+      url: groups,
+      headers: { 'idempotency-key': key },
+      payload: { ...body, auditInfo: { version: 0 } },
+    });
     expect([first.statusCode, again.statusCode]).toEqual([201, 201]);
   });
 
   it('a relative URL that a browser reads as another host is 400', async () => {
     for (const evalNotificationUrl of ['/\\evil.com', '//evil.com', ' http://x', 'http://x\u0000']) {
-      const res = await t.call({ method: 'POST', url: '/api/v1/notification-rules', payload: { code: uniqueCode(), name: 'n', evalNotificationUrl } });
+      const res = await t.call({
+        method: 'POST',
+        url: '/api/v1/notification-rules',
+        payload: { code: uniqueCode(), name: 'n', evalNotificationUrl },
+      });
       expect(res.statusCode, evalNotificationUrl).toBe(400);
     }
   });
 
   it('whole numbers in paths and queries are decimal digits only', async () => {
-    const created = (await t.call({ method: 'POST', url: groups, payload: sampleBody(userGroupType, uniqueCode()) })).json<{ id: string }>();
+    const created = (await t.call({ method: 'POST', url: groups, payload: sampleBody(userGroupType, uniqueCode()) })).json<{
+      id: string;
+    }>();
     expect((await t.call({ method: 'GET', url: `${groups}/${created.id}/versions/%20` })).statusCode).toBe(400);
     expect((await t.call({ method: 'GET', url: `${groups}/${created.id}/versions/0x0` })).statusCode).toBe(400);
     expect((await t.call({ method: 'POST', url: `${groups}/search?size=0x10`, payload: {} })).statusCode).toBe(400);
@@ -144,7 +188,11 @@ describe('answers that could not end, or came without the error body', () => {
   });
 
   it('an all-zero traceparent is ignored', async () => {
-    const res = await t.call({ method: 'GET', url: `${groups}/nope`, headers: { traceparent: `00-${'0'.repeat(32)}-${'1'.repeat(16)}-01` } });
+    const res = await t.call({
+      method: 'GET',
+      url: `${groups}/nope`,
+      headers: { traceparent: `00-${'0'.repeat(32)}-${'1'.repeat(16)}-01` },
+    });
     expect(res.json<ErrorBody>().traceId).toMatch(/^(?!0{32})[0-9a-f]{32}$/);
   });
 

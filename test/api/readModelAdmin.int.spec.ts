@@ -19,13 +19,18 @@ type ReadModel = { name: string; documents: number; state: string; generation: n
 async function seed(t: TestApp, n: number): Promise<string> {
   let at = '';
   for (let i = 0; i < n; i++) {
-    const res = await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `T${String(i)}`, name: `Type ${String(i)}`, registry: {} } });
+    const res = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-group-types',
+      payload: { code: `T${String(i)}`, name: `Type ${String(i)}`, registry: {} },
+    });
     at = String(res.headers['x-event-position']);
   }
   return at;
 }
 
-const model = async (t: TestApp, name: string) => (await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<ReadModel[]>().find((m) => m.name === name);
+const model = async (t: TestApp, name: string) =>
+  (await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<ReadModel[]>().find((m) => m.name === name);
 
 describe('read-model administration', () => {
   it('lists every read model and refreshes them all, admin only', async () => {
@@ -34,9 +39,24 @@ describe('read-model administration', () => {
     await seed(t, 3);
     const refreshed = await t.call({ method: 'POST', url: '/api/v1/indexes/refresh' });
     expect(refreshed.statusCode).toBe(200);
-    expect(refreshed.json()).toContainEqual({ task: 'user_group_types', indexed: 3, failed: 0, failures: [], deleted: 0, took: expect.stringMatching(/ ms$/) as unknown });
-    expect(await model(t, 'user_group_types')).toMatchObject({ documents: 3, state: 'live', generation: 0, position: expect.any(String), lag: 0 });
-    expect((await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<ReadModel[]>().map((m) => m.name)).toEqual(expect.arrayContaining(['jobs', 'job_steps', 'log_types']));
+    expect(refreshed.json()).toContainEqual({
+      task: 'user_group_types',
+      indexed: 3,
+      failed: 0,
+      failures: [],
+      deleted: 0,
+      took: expect.stringMatching(/ ms$/) as unknown,
+    });
+    expect(await model(t, 'user_group_types')).toMatchObject({
+      documents: 3,
+      state: 'live',
+      generation: 0,
+      position: expect.any(String),
+      lag: 0,
+    });
+    expect((await t.call({ method: 'GET', url: '/api/v1/indexes' })).json<ReadModel[]>().map((m) => m.name)).toEqual(
+      expect.arrayContaining(['jobs', 'job_steps', 'log_types']),
+    );
     for (const as of ['editor', 'viewer'] as const) {
       expect((await t.call({ as, method: 'GET', url: '/api/v1/indexes' })).statusCode).toBe(403);
       expect((await t.call({ as, method: 'POST', url: '/api/v1/indexes/refresh' })).statusCode).toBe(403);
@@ -50,7 +70,8 @@ describe('read-model administration', () => {
     const t = await startTestApp();
     apps.push(t);
     const at = await seed(t, 40);
-    const search = () => t.call({ method: 'POST', url: `/api/v1/user-group-types/search?minPosition=${at}`, payload: { sort: [{ column: 'code' }] } });
+    const search = () =>
+      t.call({ method: 'POST', url: `/api/v1/user-group-types/search?minPosition=${at}`, payload: { sort: [{ column: 'code' }] } });
     const before = (await search()).json<unknown[]>();
     expect(before).toHaveLength(40);
     const ack = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/recreate' });
@@ -63,12 +84,20 @@ describe('read-model administration', () => {
     await running;
     expect(new Set(during)).toEqual(new Set([40]));
     const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${jobId}` })).json<Job>();
-    expect(job).toMatchObject({ status: 'COMPLETED', jobType: 'READ_MODEL_RECREATE', data: { result: { generation: 1, documents: 40, poison: [] } } });
+    expect(job).toMatchObject({
+      status: 'COMPLETED',
+      jobType: 'READ_MODEL_RECREATE',
+      data: { result: { generation: 1, documents: 40, poison: [] } },
+    });
     expect(await model(t, 'user_group_types')).toMatchObject({ generation: 1, state: 'live', documents: 40 });
     // The new generation equals the old fold, and keeps following the log.
     expect((await search()).json()).toEqual(before);
     const next = await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'LATE', name: 'Late', registry: {} } });
-    const count = await t.call({ method: 'POST', url: `/api/v1/user-group-types/count?minPosition=${String(next.headers['x-event-position'])}`, payload: {} });
+    const count = await t.call({
+      method: 'POST',
+      url: `/api/v1/user-group-types/count?minPosition=${String(next.headers['x-event-position'])}`,
+      payload: {},
+    });
     expect(count.json()).toBe(41);
     expect(t.service.readModels.statuses().find((s) => s.name === 'user_group_types')?.generation).toBe(1);
   });
@@ -98,9 +127,16 @@ describe('read-model administration', () => {
     const statuses = await t.call({ method: 'GET', url: '/api/v1/indexes' });
     const jobId = statuses.json<ReadModel[]>().find((m) => m.name === 'user_group_types');
     expect(jobId).toMatchObject({ generation: 1, state: 'live', documents: 5 });
-    const jobs = await t.call({ method: 'POST', url: '/api/v1/jobs/search', payload: { filter: [{ column: 'jobType', value: 'READ_MODEL_RECREATE' }] } });
+    const jobs = await t.call({
+      method: 'POST',
+      url: '/api/v1/jobs/search',
+      payload: { filter: [{ column: 'jobType', value: 'READ_MODEL_RECREATE' }] },
+    });
     const found = await t.call({ method: 'GET', url: `/api/v1/jobs/${jobs.json<Job[]>()[0]?.id ?? ''}` });
-    expect(found.json()).toMatchObject({ status: 'COMPLETED', data: { resumed: [{ reason: expect.stringContaining('no process was running it') as unknown }] } });
+    expect(found.json()).toMatchObject({
+      status: 'COMPLETED',
+      data: { resumed: [{ reason: expect.stringContaining('no process was running it') as unknown }] },
+    });
   });
 
   it('refreshes the documents a Filtering selects from their streams, repairing drift, as a job', async () => {
@@ -108,26 +144,55 @@ describe('read-model administration', () => {
     apps.push(t);
     const at = await seed(t, 3);
     await t.call({ method: 'POST', url: `/api/v1/user-group-types/count?minPosition=${at}`, payload: {} });
-    const one = (await t.call({ method: 'GET', url: '/api/v1/user-group-types/T1' })).json<{ id: string; auditInfo: { version: number } }>();
+    const one = (await t.call({ method: 'GET', url: '/api/v1/user-group-types/T1' })).json<{
+      id: string;
+      auditInfo: { version: number };
+    }>();
     // Drift: the stored document no longer says what the log says (written behind the service's back).
     const reads = openSqliteReadStore({ path: join(t.dataDir, READ_MODELS_FILE) });
-    await reads.applyBatch('user_group_types', [{ kind: 'upsert', id: one.id, version: 0, doc: { ...one, name: 'corrupted' }, repair: true }], 0n, 'drift');
+    await reads.applyBatch(
+      'user_group_types',
+      [{ kind: 'upsert', id: one.id, version: 0, doc: { ...one, name: 'corrupted' }, repair: true }],
+      0n,
+      'drift',
+    );
     await reads.close();
-    const search = async () => (await t.call({ method: 'POST', url: '/api/v1/user-group-types/search', payload: { filter: [{ column: 'code', value: 'T1' }] } })).json<{ name: string }[]>();
+    const search = async () =>
+      (
+        await t.call({ method: 'POST', url: '/api/v1/user-group-types/search', payload: { filter: [{ column: 'code', value: 'T1' }] } })
+      ).json<{ name: string }[]>();
     expect((await search())[0]?.name).toBe('corrupted');
-    const bad = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/refresh', payload: { filter: [{ column: 'nope', value: 'x' }] } });
+    const bad = await t.call({
+      method: 'POST',
+      url: '/api/v1/indexes/user_group_types/refresh',
+      payload: { filter: [{ column: 'nope', value: 'x' }] },
+    });
     expect(bad.statusCode).toBe(400);
-    const ack = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/refresh', payload: { filter: [{ column: 'code', operator: 'IN', values: ['T1', 'T2'] }] } });
+    const ack = await t.call({
+      method: 'POST',
+      url: '/api/v1/indexes/user_group_types/refresh',
+      payload: { filter: [{ column: 'code', operator: 'IN', values: ['T1', 'T2'] }] },
+    });
     expect(ack.statusCode).toBe(202);
     await t.service.readModelJobs.idle();
     const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${ack.json<{ jobId: string }>().jobId}` })).json<Job>();
-    expect(job).toMatchObject({ status: 'COMPLETED', jobType: 'READ_MODEL_REFRESH', data: { result: { matched: 2, repaired: 1, unchanged: 1, failed: 0 } } });
+    expect(job).toMatchObject({
+      status: 'COMPLETED',
+      jobType: 'READ_MODEL_REFRESH',
+      data: { result: { matched: 2, repaired: 1, unchanged: 1, failed: 0 } },
+    });
     expect((await search())[0]?.name).toBe('Type 1');
     // The repaired document keeps following the log.
     const patched = await t.call({ method: 'PATCH', url: '/api/v1/user-group-types/T1', payload: { name: 'Renamed' } });
-    await t.call({ method: 'POST', url: `/api/v1/user-group-types/count?minPosition=${String(patched.headers['x-event-position'])}`, payload: {} });
+    await t.call({
+      method: 'POST',
+      url: `/api/v1/user-group-types/count?minPosition=${String(patched.headers['x-event-position'])}`,
+      payload: {},
+    });
     expect((await search())[0]?.name).toBe('Renamed');
-    expect((await t.call({ as: 'editor', method: 'POST', url: '/api/v1/indexes/user_group_types/refresh', payload: {} })).statusCode).toBe(403);
+    expect((await t.call({ as: 'editor', method: 'POST', url: '/api/v1/indexes/user_group_types/refresh', payload: {} })).statusCode).toBe(
+      403,
+    );
   });
 
   it('records a poison event on the recreate job and skips it', async () => {
@@ -140,7 +205,15 @@ describe('read-model administration', () => {
     await log.append({
       stream: `userGroupType-${id}`,
       expected: 'no_stream',
-      events: [{ id: '0d7d3a84-5f2e-4f0a-a1b0-9a3c2f7e5d21', type: 'UserGroupTypeCreated', schemaVersion: 0, data: { id, code: 'POISON', name: 'p', registry: {} }, metadata: { actor: 't', at: '2026-01-01T00:00:00.000Z' } }],
+      events: [
+        {
+          id: '0d7d3a84-5f2e-4f0a-a1b0-9a3c2f7e5d21',
+          type: 'UserGroupTypeCreated',
+          schemaVersion: 0,
+          data: { id, code: 'POISON', name: 'p', registry: {} },
+          metadata: { actor: 't', at: '2026-01-01T00:00:00.000Z' },
+        },
+      ],
     });
     await log.close();
     const ack = await t.call({ method: 'POST', url: '/api/v1/indexes/user_group_types/recreate' });
@@ -148,7 +221,18 @@ describe('read-model administration', () => {
     const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${ack.json<{ jobId: string }>().jobId}` })).json<Job>();
     expect(job).toMatchObject({
       status: 'COMPLETED',
-      data: { result: { documents: 2, poison: [{ stream: `userGroupType-${id}`, type: 'UserGroupTypeCreated', error: expect.stringContaining('no upcaster from schema version 0') as unknown }] } },
+      data: {
+        result: {
+          documents: 2,
+          poison: [
+            {
+              stream: `userGroupType-${id}`,
+              type: 'UserGroupTypeCreated',
+              error: expect.stringContaining('no upcaster from schema version 0') as unknown,
+            },
+          ],
+        },
+      },
     });
     expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types/count', payload: {} })).json()).toBe(2);
   });

@@ -23,7 +23,14 @@ afterAll(async () => {
 
 type Rec = { id: string; code?: string; auditInfo: { version: number } };
 type ErrorBody = { status: string; message: string; errors: string[]; traceId: string; timestamp: string };
-const errorBody = (body: unknown) => { expect(body).toMatchObject({ status: expect.any(String), message: expect.any(String), errors: expect.any(Array), traceId: expect.any(String) }); };
+const errorBody = (body: unknown) => {
+  expect(body).toMatchObject({
+    status: expect.any(String),
+    message: expect.any(String),
+    errors: expect.any(Array),
+    traceId: expect.any(String),
+  });
+};
 
 describe.each([userGroup, user, userGroupRegion, sharing].map((def) => [def.path, def] as const))('%s', (path, def) => {
   const base = `/api/v1/${path}`;
@@ -39,7 +46,10 @@ describe.each([userGroup, user, userGroupRegion, sharing].map((def) => [def.path
     expect(res.headers.location).toBe(`${base}/${record.id}`);
     expect(res.headers.etag).toBe('"0"');
     expect(String(res.headers['x-event-position'])).toMatch(/^\d+$/);
-    const urls = [`${base}/${record.id}`, ...(def.hasCode && record.code !== undefined ? [`${base}/${record.code}`, `${base}/by-code/${record.code}`] : [])];
+    const urls = [
+      `${base}/${record.id}`,
+      ...(def.hasCode && record.code !== undefined ? [`${base}/${record.code}`, `${base}/by-code/${record.code}`] : []),
+    ];
     for (const url of urls) {
       const got = await t.call({ method: 'GET', url, as: 'viewer' });
       expect(got.statusCode, url).toBe(200);
@@ -62,18 +72,30 @@ describe.each([userGroup, user, userGroupRegion, sharing].map((def) => [def.path
       expect(stale.statusCode).toBe(412);
       errorBody(stale.json());
       const text = 'description' in def.fields.shape ? 'description' : optionalTextField(def);
-      const put = await t.call({ method: 'PUT', url: `${base}/${record.id}`, headers: { 'if-match': '"0"' }, payload: { ...body, [text]: 'replaced' } });
+      const put = await t.call({
+        method: 'PUT',
+        url: `${base}/${record.id}`,
+        headers: { 'if-match': '"0"' },
+        payload: { ...body, [text]: 'replaced' },
+      });
       expect(put.statusCode, put.body).toBe(200);
       expect(String(put.headers['x-event-position'])).toMatch(/^\d+$/);
       version += 1;
-      const patch = await t.call({ method: 'PATCH', url: `${base}/${record.id}`, headers: { 'if-match': `"${String(version)}"` }, payload: { [text]: 'patched' } });
+      const patch = await t.call({
+        method: 'PATCH',
+        url: `${base}/${record.id}`,
+        headers: { 'if-match': `"${String(version)}"` },
+        payload: { [text]: 'patched' },
+      });
       expect(patch.json()).toMatchObject({ [text]: 'patched', auditInfo: { version: 2 } });
       version += 1;
       const was = await t.call({ method: 'GET', url: `${base}/${record.id}/versions/1` });
       expect(was.json()).toMatchObject({ [text]: 'replaced', auditInfo: { version: 1 } });
     }
     const history = await t.call({ method: 'GET', url: `${base}/${record.id}/history`, as: 'viewer' });
-    expect(history.json<{ version: number; type: string }[]>().map((e) => e.version)).toEqual(Array.from({ length: version + 1 }, (_, i) => i));
+    expect(history.json<{ version: number; type: string }[]>().map((e) => e.version)).toEqual(
+      Array.from({ length: version + 1 }, (_, i) => i),
+    );
     expect(history.json<{ type: string }[]>()[0]?.type).toBe(`${def.name}Created`);
   });
 
@@ -81,7 +103,9 @@ describe.each([userGroup, user, userGroupRegion, sharing].map((def) => [def.path
     const shaped = randomUUID();
     const made = await t.call({ method: 'POST', url: base, payload: sampleBody(def, shaped, refs) });
     expect(made.statusCode, made.body).toBe(400);
-    expect(made.json<ErrorBody>().errors).toEqual([`code: ${JSON.stringify(shaped)} never has the form of a UUID (a UUID in a path names a record by its id)`]);
+    expect(made.json<ErrorBody>().errors).toEqual([
+      `code: ${JSON.stringify(shaped)} never has the form of a UUID (a UUID in a path names a record by its id)`,
+    ]);
     const { record } = await create();
     expect((await t.call({ method: 'PATCH', url: `${base}/${record.id}`, payload: { code: shaped.toUpperCase() } })).statusCode).toBe(400);
   });
@@ -90,8 +114,16 @@ describe.each([userGroup, user, userGroupRegion, sharing].map((def) => [def.path
     const { record, res } = await create();
     const at = String(res.headers['x-event-position']);
     const byId = { filter: [{ column: 'id', operator: 'EQ', value: record.id }] };
-    if (offers('search')) expect((await t.call({ method: 'POST', url: `${base}/search?minPosition=${at}`, payload: byId, as: 'viewer' })).json<Rec[]>().map((r) => r.id)).toEqual([record.id]);
-    if (offers('searchPage')) expect((await t.call({ method: 'POST', url: `${base}/search/page?minPosition=${at}`, payload: byId })).json()).toMatchObject({ totalElements: 1 });
+    if (offers('search'))
+      expect(
+        (await t.call({ method: 'POST', url: `${base}/search?minPosition=${at}`, payload: byId, as: 'viewer' }))
+          .json<Rec[]>()
+          .map((r) => r.id),
+      ).toEqual([record.id]);
+    if (offers('searchPage'))
+      expect((await t.call({ method: 'POST', url: `${base}/search/page?minPosition=${at}`, payload: byId })).json()).toMatchObject({
+        totalElements: 1,
+      });
     expect((await t.call({ method: 'POST', url: `${base}/count?minPosition=${at}`, payload: byId })).json()).toBe(1);
     expect((await t.call({ method: 'GET', url: `${base}?minPosition=${at}` })).json<Rec[]>().some((r) => r.id === record.id)).toBe(true);
     if (offers('byIds')) {
@@ -100,7 +132,7 @@ describe.each([userGroup, user, userGroupRegion, sharing].map((def) => [def.path
     }
   });
 
-  it('deletes (then 404, history still readable); refuses unknown fields, malformed JSON and viewers\' writes', async () => {
+  it("deletes (then 404, history still readable); refuses unknown fields, malformed JSON and viewers' writes", async () => {
     const { record } = await create();
     expect((await t.call({ method: 'DELETE', url: `${base}/${record.id}`, as: 'viewer' })).statusCode).toBe(403);
     const del = await t.call({ method: 'DELETE', url: `${base}/${record.id}` });
@@ -109,7 +141,9 @@ describe.each([userGroup, user, userGroupRegion, sharing].map((def) => [def.path
     const gone = await t.call({ method: 'GET', url: `${base}/${record.id}` });
     expect(gone.statusCode).toBe(404);
     errorBody(gone.json());
-    expect((await t.call({ method: 'GET', url: `${base}/${record.id}/history` })).json<unknown[]>().at(-1)).toMatchObject({ type: `${def.name}Deleted` });
+    expect((await t.call({ method: 'GET', url: `${base}/${record.id}/history` })).json<unknown[]>().at(-1)).toMatchObject({
+      type: `${def.name}Deleted`,
+    });
     const unknown = await t.call({ method: 'POST', url: base, payload: { ...sampleBody(def, uniqueCode(), refs), surprise: 1 } });
     expect(unknown.statusCode).toBe(400);
     expect(unknown.json<ErrorBody>().errors.join('\n')).toMatch(/surprise/);

@@ -39,7 +39,10 @@ describe('with the KurrentDB log unreachable', () => {
   afterAll(() => t.close());
 
   it('answers writes and single-record reads with 503 and the error body', async () => {
-    expectUnavailable(await t.call({ method: 'POST', url: base, payload: sampleBody(def, uniqueCode('DOWN')) }), /event store is unavailable/);
+    expectUnavailable(
+      await t.call({ method: 'POST', url: base, payload: sampleBody(def, uniqueCode('DOWN')) }),
+      /event store is unavailable/,
+    );
     expectUnavailable(await t.call({ method: 'GET', url: `${base}/${crypto.randomUUID()}` }), /event store is unavailable/);
     expectUnavailable(await t.call({ method: 'GET', url: '/health/ready' }), /Event store unreachable/);
   });
@@ -55,7 +58,10 @@ describe('with the MongoDB read models unreachable', () => {
   beforeAll(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'unreachable-reads-'));
     const client = new MongoClient('mongodb://127.0.0.1:1/x', { serverSelectionTimeoutMS: 300, connectTimeoutMS: 300 });
-    t = await startTestApp({ dataDir: dir, stores: { eventStore: openSqliteEventStore(join(dir, 'events.db')), readStore: new MongoReadStore(client, client.db()) } });
+    t = await startTestApp({
+      dataDir: dir,
+      stores: { eventStore: openSqliteEventStore(join(dir, 'events.db')), readStore: new MongoReadStore(client, client.db()) },
+    });
   });
   afterAll(() => t.close());
 

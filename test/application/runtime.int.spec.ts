@@ -12,7 +12,10 @@ import { startIdentityApp, type TestApp } from '../support/testApp.ts';
 let t: TestApp;
 beforeAll(async () => {
   t = await startIdentityApp();
-  expect((await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'RT-NAMES-TEAM', name: 'g', type: 'TEAM', chars: {} } })).statusCode).toBe(201);
+  expect(
+    (await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'RT-NAMES-TEAM', name: 'g', type: 'TEAM', chars: {} } }))
+      .statusCode,
+  ).toBe(201);
 });
 afterAll(async () => {
   await t.close();

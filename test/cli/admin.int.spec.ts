@@ -48,8 +48,13 @@ describe('admin --help', () => {
 describe('admin history', () => {
   it('shows each version with the fields it changed, as a table and as JSON', async () => {
     const code = uniqueCode('HIST');
-    expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code, name: 'First name', registry: {} } })).statusCode).toBe(201);
-    expect((await t.call({ method: 'PATCH', url: `/api/v1/user-group-types/${code}`, payload: { name: 'Second name', description: 'added' } })).statusCode).toBe(200);
+    expect(
+      (await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code, name: 'First name', registry: {} } })).statusCode,
+    ).toBe(201);
+    expect(
+      (await t.call({ method: 'PATCH', url: `/api/v1/user-group-types/${code}`, payload: { name: 'Second name', description: 'added' } }))
+        .statusCode,
+    ).toBe(200);
 
     const run = await runCli(['history', 'user-group-types', code], env);
     expect(run.stderr).toBe('');
@@ -68,7 +73,7 @@ describe('admin history', () => {
     expect(entries.map((e) => e.version)).toEqual([0, 1]);
   });
 
-  it('an unknown record is the server\'s 404 on one line, exit 3', async () => {
+  it("an unknown record is the server's 404 on one line, exit 3", async () => {
     const run = await runCli(['history', 'user-group-types', uniqueCode('NONE')], env);
     expect(run.code).toBe(3);
     expect(run.stderr).toMatch(/^admin: 404 USER_GROUP_TYPE\.NOT_FOUND: [^\n]+\n$/);
@@ -90,7 +95,9 @@ describe('admin indexes and rebuild', () => {
 
   it('rebuild starts a recreate job and returns once it has COMPLETED', async () => {
     const code = uniqueCode('REB');
-    expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code, name: 'Rebuilt', registry: {} } })).statusCode).toBe(201);
+    expect(
+      (await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code, name: 'Rebuilt', registry: {} } })).statusCode,
+    ).toBe(201);
     const run = await runCli(['rebuild', 'user_group_types', '--json', '--interval', '50'], env);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);

@@ -8,7 +8,14 @@ import { manualClock, startTestApp, type TestApp } from '../support/testApp.ts';
 import { uniqueCode } from '../support/samples.ts';
 import { replayTimeline, runCli, startCli } from './support.ts';
 
-type Exported = { name: string; whenExported: string; exportedBy: string; entityType: string; filtering: unknown[]; data: { id: string }[] };
+type Exported = {
+  name: string;
+  whenExported: string;
+  exportedBy: string;
+  entityType: string;
+  filtering: unknown[];
+  data: { id: string }[];
+};
 
 let t: TestApp;
 let env: Record<string, string>;
@@ -28,7 +35,16 @@ describe('admin replay', () => {
     const code = uniqueCode('REPLAY_LT');
     expect((await t.call({ method: 'POST', url: '/api/v1/log-types', payload: { code, name: 'replayed' } })).statusCode).toBe(201);
     const at = (h: number) => new Date(clock.now().getTime() - h * HOUR).toISOString();
-    const aLog = (ownerId: string) => ({ ownerType: 'TICKET', ownerId, logTypeCode: code, startDate: at(48), endDate: at(47), request: 'r', response: 's', correlationId: uniqueCode('c') });
+    const aLog = (ownerId: string) => ({
+      ownerType: 'TICKET',
+      ownerId,
+      logTypeCode: code,
+      startDate: at(48),
+      endDate: at(47),
+      request: 'r',
+      response: 's',
+      correlationId: uniqueCode('c'),
+    });
     const ids: string[] = [];
     for (const owner of ['R-1', 'R-1', 'R-2', 'R-3']) {
       const res = await t.call({ method: 'POST', url: '/api/v1/logs', payload: aLog(owner) });
@@ -36,24 +52,43 @@ describe('admin replay', () => {
       ids.push(res.json<{ id: string }>().id);
     }
     clock.advance(60_000);
-    expect((await t.call({ method: 'DELETE', url: `/api/v1/logs?code=${code}&olderThan=${encodeURIComponent(at(1))}&ownerType=TICKET&ownerId=R-1` })).json()).toEqual({ deleted: 2 });
+    expect(
+      (
+        await t.call({
+          method: 'DELETE',
+          url: `/api/v1/logs?code=${code}&olderThan=${encodeURIComponent(at(1))}&ownerType=TICKET&ownerId=R-1`,
+        })
+      ).json(),
+    ).toEqual({ deleted: 2 });
     clock.advance(60_000);
     const between = clock.now().toISOString();
     clock.advance(60_000);
-    expect((await t.call({ method: 'DELETE', url: `/api/v1/logs?code=${code}&olderThan=${encodeURIComponent(at(1))}&ownerType=TICKET&ownerId=R-2` })).json()).toEqual({ deleted: 1 });
+    expect(
+      (
+        await t.call({
+          method: 'DELETE',
+          url: `/api/v1/logs?code=${code}&olderThan=${encodeURIComponent(at(1))}&ownerType=TICKET&ownerId=R-2`,
+        })
+      ).json(),
+    ).toEqual({ deleted: 1 });
     clock.advance(60_000);
     const run = await runCli(['replay', '--until', between, '--resource', 'logs'], env);
     expect(run.stderr).toBe('');
     const replayed = new Map((JSON.parse(run.stdout) as Exported).data.map((r) => [r.id, r]));
-    const shownAt = await Promise.all(ids.map(async (id) => {
-      const res = await t.call({ method: 'GET', url: `/api/v1/logs/${id}?asOf=${encodeURIComponent(between)}` });
-      return res.statusCode === 200 ? res.json<{ id: string }>() : undefined;
-    }));
+    const shownAt = await Promise.all(
+      ids.map(async (id) => {
+        const res = await t.call({ method: 'GET', url: `/api/v1/logs/${id}?asOf=${encodeURIComponent(between)}` });
+        return res.statusCode === 200 ? res.json<{ id: string }>() : undefined;
+      }),
+    );
     // R-1's two deleted by then; R-2's deleted only after; R-3's never.
     expect(shownAt.map((r) => r !== undefined)).toEqual([false, false, true, true]);
     for (const [i, id] of ids.entries()) expect(replayed.get(id), id).toEqual(shownAt[i]);
     // Now, the later deletion counts too.
-    expect((await t.call({ method: 'GET', url: `/api/v1/logs/${ids[2] ?? ''}?asOf=${encodeURIComponent(clock.now().toISOString())}` })).statusCode).toBe(404);
+    expect(
+      (await t.call({ method: 'GET', url: `/api/v1/logs/${ids[2] ?? ''}?asOf=${encodeURIComponent(clock.now().toISOString())}` }))
+        .statusCode,
+    ).toBe(404);
   });
 
   it('equals GET ?asOf=T one by one, for records created, replaced, patched and deleted before and after T', async () => {
@@ -86,7 +121,9 @@ describe('admin replay', () => {
     writeFileSync(file, one.stdout);
     const since = await runCli(['import', 'user-group-types', file], env);
     expect(since.stderr).toBe('');
-    expect(since.stdout).toContain(`${String(exported.data.length)} record(s) in the file: 1 new, 1 changed, 1 only here (matched on id); nothing saved`);
+    expect(since.stdout).toContain(
+      `${String(exported.data.length)} record(s) in the file: 1 new, 1 changed, 1 only here (matched on id); nothing saved`,
+    );
     expect(since.stdout).toMatch(/CHANGE\s+\S+\s+PATCHED_\S+\s+description, name/);
     expect(since.stdout).toMatch(/NEW\s+\S+\s+LATER_GONE_/);
     expect(since.stdout).toMatch(/REMOVE\s+\S+\s+NEW_AFTER_/);
@@ -108,8 +145,23 @@ describe('admin tail', () => {
     const code = uniqueCode('TAIL');
     let lines: string[] = [];
     for (let i = 0; lines.length === 0 && tail.out.stderr === ''; i++) {
-      expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `${code}_${String(i)}`, name: 'x', registry: {} } })).statusCode).toBe(201);
-      lines = await Promise.race([tail.lines(1), new Promise<string[]>((resolve) => setTimeout(() => { resolve([]); }, 300))]);
+      expect(
+        (
+          await t.call({
+            method: 'POST',
+            url: '/api/v1/user-group-types',
+            payload: { code: `${code}_${String(i)}`, name: 'x', registry: {} },
+          })
+        ).statusCode,
+      ).toBe(201);
+      lines = await Promise.race([
+        tail.lines(1),
+        new Promise<string[]>((resolve) =>
+          setTimeout(() => {
+            resolve([]);
+          }, 300),
+        ),
+      ]);
     }
     expect(tail.out.stderr).toBe('');
     const patched = await t.call({ method: 'PATCH', url: `/api/v1/user-group-types/${code}_0`, payload: { name: 'patched' } });
@@ -139,8 +191,23 @@ describe('admin tail across a restart of the service', () => {
     const code = uniqueCode('RESTART');
     let lines: string[] = [];
     for (let i = 0; lines.length === 0; i++) {
-      expect((await first.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `${code}_${String(i)}`, name: 'before', registry: {} } })).statusCode).toBe(201);
-      lines = await Promise.race([tail.lines(1), new Promise<string[]>((resolve) => setTimeout(() => { resolve([]); }, 300))]);
+      expect(
+        (
+          await first.call({
+            method: 'POST',
+            url: '/api/v1/user-group-types',
+            payload: { code: `${code}_${String(i)}`, name: 'before', registry: {} },
+          })
+        ).statusCode,
+      ).toBe(201);
+      lines = await Promise.race([
+        tail.lines(1),
+        new Promise<string[]>((resolve) =>
+          setTimeout(() => {
+            resolve([]);
+          }, 300),
+        ),
+      ]);
     }
     await first.close({ keepData: true });
     await tail.stderrMatching(/resuming after position \d+/);
@@ -148,7 +215,15 @@ describe('admin tail across a restart of the service', () => {
     const second = await startTestApp({ dataDir });
     try {
       await second.app.listen({ port, host: '127.0.0.1' });
-      expect((await second.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: `${code}_AFTER`, name: 'after', registry: {} } })).statusCode).toBe(201);
+      expect(
+        (
+          await second.call({
+            method: 'POST',
+            url: '/api/v1/user-group-types',
+            payload: { code: `${code}_AFTER`, name: 'after', registry: {} },
+          })
+        ).statusCode,
+      ).toBe(201);
       const seen = (await tail.lines(lines.length + 1)).map((l) => JSON.parse(l) as { type: string; data: { code: string } });
       // Nothing twice, nothing lost: every event before the restart once, then the new one.
       expect(seen.at(-1)?.data.code).toBe(`${code}_AFTER`);

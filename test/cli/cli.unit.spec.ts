@@ -27,7 +27,8 @@ describe('--filter column:OPERATOR:value', () => {
 });
 
 describe('the text/event-stream parser', () => {
-  const body = 'id: 1\ndata: {"a":1}\n\n: a comment\n\nid: 2\r\nevent: e\r\ndata: line one\r\ndata: line two\r\n\r\nid: 3\ndata:no-space\n\n';
+  const body =
+    'id: 1\ndata: {"a":1}\n\n: a comment\n\nid: 2\r\nevent: e\r\ndata: line one\r\ndata: line two\r\n\r\nid: 3\ndata:no-space\n\n';
   const parse = async (chunks: string[]) => {
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -69,7 +70,7 @@ describe('the text/event-stream parser', () => {
 });
 
 describe('job progress', () => {
-  it('reads a rebuild\'s fold and catch-up and a diff apply\'s entries', () => {
+  it("reads a rebuild's fold and catch-up and a diff apply's entries", () => {
     expect(progressOf({ phase: 'fold', folded: 50, of: 200 })).toEqual([50, 200, 'events', 'fold']);
     expect(progressOf({ phase: 'catch-up', position: '190', head: '210' })).toEqual([190, 210, 'position', 'catch-up']);
     expect(progressOf({ done: 30, applied: 29, failed: 1, of: 100 })).toEqual([30, 100, 'entries', 'apply']);
@@ -80,16 +81,33 @@ describe('job progress', () => {
 
 describe('tables', () => {
   it('pads every column but the last and cuts long cells', () => {
-    expect(table(['A', 'LONGER'], [['xyz', '1'], ['', '22']])).toBe('A    LONGER\nxyz  1\n     22');
+    expect(
+      table(
+        ['A', 'LONGER'],
+        [
+          ['xyz', '1'],
+          ['', '22'],
+        ],
+      ),
+    ).toBe('A    LONGER\nxyz  1\n     22');
     expect(cell('x'.repeat(100), 10)).toBe(`${'x'.repeat(9)}…`);
     expect(cell({ a: [1, 2] })).toBe('{"a":[1,2]}');
     expect(cell('two\nlines')).toBe('two lines');
   });
 
-  it('history: one row per change, the version\'s columns on its first row', () => {
+  it("history: one row per change, the version's columns on its first row", () => {
     expect(
       historyRows([
-        { version: 0, type: 'XCreated', at: 'T0', actor: 'al', changes: [{ op: 'add', path: '/code', value: 'C' }, { op: 'add', path: '/name', value: 'N' }] },
+        {
+          version: 0,
+          type: 'XCreated',
+          at: 'T0',
+          actor: 'al',
+          changes: [
+            { op: 'add', path: '/code', value: 'C' },
+            { op: 'add', path: '/name', value: 'N' },
+          ],
+        },
         { version: 1, type: 'XPatched', at: 'T1', actor: 'bo', changes: [{ op: 'remove', path: '/name' }] },
         { version: 2, type: 'XDeleted', at: 'T2', actor: 'bo', changes: [] },
       ]),
@@ -106,7 +124,11 @@ describe('the import diff summary', () => {
   it('counts each kind, names the changed fields (audit fields aside) and the entries not saved', () => {
     const text = diffSummary(
       [
-        { diffType: 'DIFF_TYPE_CHANGE', left: { id: 'i1', code: 'A', name: 'a', tags: [1], auditInfo: { version: 1 } }, right: { id: 'i1', code: 'A', name: 'b', tags: [1], auditInfo: { version: 9 } } },
+        {
+          diffType: 'DIFF_TYPE_CHANGE',
+          left: { id: 'i1', code: 'A', name: 'a', tags: [1], auditInfo: { version: 1 } },
+          right: { id: 'i1', code: 'A', name: 'b', tags: [1], auditInfo: { version: 9 } },
+        },
         { diffType: 'DIFF_TYPE_NEW', right: { id: 'i2', code: 'B' }, error: { code: 'X.CONFLICT', message: 'taken' } },
         { diffType: 'DIFF_TYPE_REMOVE', left: { id: 'i3', code: 'C' } },
       ],

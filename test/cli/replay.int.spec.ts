@@ -32,7 +32,16 @@ async function feed(): Promise<FeedEvent[]> {
   const events: FeedEvent[] = [];
   for (let after = 0n; ;) {
     const batch = await eventStore.readAll({ after, limit: 500 });
-    for (const e of batch) events.push({ position: e.position.toString(), stream: e.stream, version: e.revision, type: e.type, at: e.metadata.at, actor: e.metadata.actor, data: e.data });
+    for (const e of batch)
+      events.push({
+        position: e.position.toString(),
+        stream: e.stream,
+        version: e.revision,
+        type: e.type,
+        at: e.metadata.at,
+        actor: e.metadata.actor,
+        data: e.data,
+      });
     if (batch.length < 500) return events;
     after = batch.at(-1)?.position ?? after;
   }
@@ -40,7 +49,10 @@ async function feed(): Promise<FeedEvent[]> {
 
 describe('the replay fold', () => {
   it('knows every resource the service declares', () => {
-    const served = modules.flatMap((m) => m.resources ?? []).map((r) => r.definition.path).sort();
+    const served = modules
+      .flatMap((m) => m.resources ?? [])
+      .map((r) => r.definition.path)
+      .sort();
     expect(resources.map((r) => r.path).sort()).toEqual(served);
   });
 

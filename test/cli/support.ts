@@ -20,7 +20,11 @@ export type CliRun = { code: number | null; stdout: string; stderr: string };
  * ADMIN_URL/ADMIN_TOKEN must not leak into a test. */
 function spawnCli(args: readonly string[], env: Record<string, string | undefined>) {
   const { ADMIN_URL: _url, ADMIN_TOKEN: _token, ...inherited } = process.env;
-  return spawn(node, [join(root, 'cli', 'admin.ts'), ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(node, [join(root, 'cli', 'admin.ts'), ...args], {
+    cwd: root,
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 export function runCli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
@@ -42,7 +46,11 @@ export async function closedPort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => { resolve(); }));
+  await new Promise<void>((resolve) =>
+    server.close(() => {
+      resolve();
+    }),
+  );
   if (address === null || typeof address === 'string') throw new Error('no port');
   return address.port;
 }
@@ -50,7 +58,10 @@ export async function closedPort(): Promise<number> {
 /** A timeline around a time T for replay tests: records created, replaced, patched and deleted
  * before T, some changed again or deleted after T, some created after T. Answers T and every
  * record touched (resource path and id) so a test can compare with GET ?asOf=T one by one. */
-export async function replayTimeline(t: TestApp, clock: ReturnType<typeof manualClock>): Promise<{ until: string; touched: { path: string; id: string }[] }> {
+export async function replayTimeline(
+  t: TestApp,
+  clock: ReturnType<typeof manualClock>,
+): Promise<{ until: string; touched: { path: string; id: string }[] }> {
   const touched: { path: string; id: string }[] = [];
   const write = async (method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown): Promise<{ id: string }> => {
     // Search and import diffs read the read models: every write is in them before the next step.
@@ -94,10 +105,23 @@ export function startCli(args: readonly string[], env: Record<string, string | u
   const child = spawnCli(args, env);
   const out = { stdout: '', stderr: '' };
   const waiters: (() => void)[] = [];
-  const wake = () => { for (const w of waiters.splice(0)) w(); };
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { out.stdout += d; wake(); });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { out.stderr += d; wake(); });
-  const closed = new Promise<number | null>((resolve) => child.on('close', (code) => { wake(); resolve(code); }));
+  const wake = () => {
+    for (const w of waiters.splice(0)) w();
+  };
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out.stdout += d;
+    wake();
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    out.stderr += d;
+    wake();
+  });
+  const closed = new Promise<number | null>((resolve) =>
+    child.on('close', (code) => {
+      wake();
+      resolve(code);
+    }),
+  );
   return {
     out,
     /** Resolves once stdout holds `count` lines (or the process ended). */

@@ -4,7 +4,9 @@ import { redactCredentials } from '../../infra/redact.ts';
 describe('redactCredentials', () => {
   it('hides the password of KurrentDB and MongoDB connection strings, multi-host ones too', () => {
     expect(redactCredentials('kurrentdb://admin:changeit@db:2113?tls=true')).toBe('kurrentdb://admin:***@db:2113?tls=true');
-    expect(redactCredentials('mongodb://reader:p%40ss@a:27017,b:27017/models?replicaSet=rs0')).toBe('mongodb://reader:***@a:27017,b:27017/models?replicaSet=rs0');
+    expect(redactCredentials('mongodb://reader:p%40ss@a:27017,b:27017/models?replicaSet=rs0')).toBe(
+      'mongodb://reader:***@a:27017,b:27017/models?replicaSet=rs0',
+    );
   });
 
   it('leaves a string without credentials as it is', () => {

@@ -56,7 +56,10 @@ describe('render queue shares', () => {
     const log: string[] = [];
     const [first, second] = [gate(log, 'first'), gate(log, 'second')];
     const runs = [queue.run(first.render), queue.run(second.render)];
-    await expect(queue.run(() => Promise.resolve('third'))).rejects.toMatchObject({ code: 'FORMATTER.RENDERER_BUSY', status: 'SERVICE_UNAVAILABLE' });
+    await expect(queue.run(() => Promise.resolve('third'))).rejects.toMatchObject({
+      code: 'FORMATTER.RENDERER_BUSY',
+      status: 'SERVICE_UNAVAILABLE',
+    });
     await expect(queue.run(() => Promise.resolve('keyed'), 'k')).rejects.toMatchObject({ code: 'FORMATTER.RENDERER_BUSY' });
     first.release();
     second.release();

@@ -99,7 +99,11 @@ eachMongoPeer('openStores with the embedded log and read models', (_peer, url) =
     const DATA_DIR = freshDir();
     const MONGODB_URL = freshDatabase();
     const first = await openStores({ DATA_DIR, EVENTSTORE_URL: undefined, MONGODB_URL });
-    expect(first.description).toEqual([`event log: SQLite ${join(DATA_DIR, 'events.db')}`, `read models: MongoDB at ${MONGODB_URL}`, `blobs: MongoDB GridFS at ${MONGODB_URL}`]);
+    expect(first.description).toEqual([
+      `event log: SQLite ${join(DATA_DIR, 'events.db')}`,
+      `read models: MongoDB at ${MONGODB_URL}`,
+      `blobs: MongoDB GridFS at ${MONGODB_URL}`,
+    ]);
     await closeAll(first);
     await closeAll(await openStores({ DATA_DIR, EVENTSTORE_URL: undefined, MONGODB_URL }));
   });
@@ -132,7 +136,9 @@ eachMongoPeer('openStores with the embedded log and read models', (_peer, url) =
       const created = await call(first, '/api/v1/user-group-types', { code: 'OVER-MONGO', name: 'Over MongoDB', registry: {} });
       expect(created.status).toBe(201);
       const at = created.headers.get('x-event-position') ?? '';
-      const found = await call(first, `/api/v1/user-group-types/search?minPosition=${at}`, { filter: [{ column: 'code', operator: 'LIKE', value: 'over-%' }] });
+      const found = await call(first, `/api/v1/user-group-types/search?minPosition=${at}`, {
+        filter: [{ column: 'code', operator: 'LIKE', value: 'over-%' }],
+      });
       expect(((await found.json()) as { code: string }[]).map((r) => r.code)).toEqual(['OVER-MONGO']);
     } finally {
       await stop(first);
@@ -144,6 +150,8 @@ eachMongoPeer('openStores with the embedded log and read models', (_peer, url) =
     } finally {
       await stop(again);
     }
-    await expect(startServiceProcess({ ...env, DATA_DIR: freshDir() })).rejects.toThrow(/were folded from the embedded log [0-9a-f-]{36}, not this embedded log/);
+    await expect(startServiceProcess({ ...env, DATA_DIR: freshDir() })).rejects.toThrow(
+      /were folded from the embedded log [0-9a-f-]{36}, not this embedded log/,
+    );
   }, 120_000);
 });

@@ -16,8 +16,12 @@ const issues = (env: Record<string, string>) => {
 describe('TLS configuration', () => {
   it('takes the variables together, and the user field from its list (default CN)', () => {
     expect(issues({ TLS_CERT: '/c.pem' })).toEqual(['TLS_CERT: TLS_CERT and TLS_KEY go together']);
-    expect(issues({ TLS_CLIENT_CA: '/ca.pem' })).toEqual(['TLS_CLIENT_CA: TLS_CLIENT_CA needs TLS_CERT and TLS_KEY (client certificates are asked for over TLS)']);
-    expect(issues({ TLS_CERT: '/c.pem', TLS_KEY: '/k.pem', TLS_CLIENT_CRL: '/x.crl' })).toEqual(['TLS_CLIENT_CRL: TLS_CLIENT_CRL needs TLS_CLIENT_CA']);
+    expect(issues({ TLS_CLIENT_CA: '/ca.pem' })).toEqual([
+      'TLS_CLIENT_CA: TLS_CLIENT_CA needs TLS_CERT and TLS_KEY (client certificates are asked for over TLS)',
+    ]);
+    expect(issues({ TLS_CERT: '/c.pem', TLS_KEY: '/k.pem', TLS_CLIENT_CRL: '/x.crl' })).toEqual([
+      'TLS_CLIENT_CRL: TLS_CLIENT_CRL needs TLS_CLIENT_CA',
+    ]);
     expect(issues({ TLS_CLIENT_USER_FIELD: 'OU' })[0]).toMatch(/^TLS_CLIENT_USER_FIELD: /);
     expect(ConfigSchema.parse({}).TLS_CLIENT_USER_FIELD).toBe('CN');
     expect(ConfigSchema.parse({ TLS_CLIENT_USER_FIELD: 'SAN_EMAIL' }).TLS_CLIENT_USER_FIELD).toBe('SAN_EMAIL');
@@ -39,7 +43,12 @@ describe.skipIf(missing !== undefined)('TLS files', () => {
   it('without TLS_CERT there is no TLS; without TLS_CLIENT_CA no client certificate is asked for', () => {
     expect(tlsServerOptions({})).toBeUndefined();
     expect(tlsServerOptions({ TLS_CERT: pki.files.serverCert, TLS_KEY: pki.files.serverKey })).not.toHaveProperty('requestCert');
-    const full = tlsServerOptions({ TLS_CERT: pki.files.serverCert, TLS_KEY: pki.files.serverKey, TLS_CLIENT_CA: pki.files.ca, TLS_CLIENT_CRL: pki.files.crl });
+    const full = tlsServerOptions({
+      TLS_CERT: pki.files.serverCert,
+      TLS_KEY: pki.files.serverKey,
+      TLS_CLIENT_CA: pki.files.ca,
+      TLS_CLIENT_CRL: pki.files.crl,
+    });
     expect(full).toMatchObject({ requestCert: true, rejectUnauthorized: false });
   });
 
@@ -48,11 +57,15 @@ describe.skipIf(missing !== undefined)('TLS files', () => {
     const garbage = join(pki.dir, 'garbage.pem');
     writeFileSync(garbage, 'not PEM at all');
     const base = { TLS_CERT: pki.files.serverCert, TLS_KEY: pki.files.serverKey };
-    expect(() => tlsServerOptions({ ...base, TLS_CERT: join(pki.dir, 'nope.pem') })).toThrow(/^TLS_CERT \(.*nope\.pem\) cannot be read: ENOENT/);
+    expect(() => tlsServerOptions({ ...base, TLS_CERT: join(pki.dir, 'nope.pem') })).toThrow(
+      /^TLS_CERT \(.*nope\.pem\) cannot be read: ENOENT/,
+    );
     expect(() => tlsServerOptions({ ...base, TLS_CERT: garbage })).toThrow(/^TLS_CERT \(.*\) is not a PEM certificate/);
     expect(() => tlsServerOptions({ ...base, TLS_KEY: garbage })).toThrow(/^TLS_KEY \(.*\) is not a PEM private key/);
     expect(() => tlsServerOptions({ ...base, TLS_KEY: other.key })).toThrow(/^TLS_KEY \(.*\) is not the key of TLS_CERT/);
     expect(() => tlsServerOptions({ ...base, TLS_CLIENT_CA: garbage })).toThrow(/^TLS_CLIENT_CA \(.*\) is not a PEM certificate bundle/);
-    expect(() => tlsServerOptions({ ...base, TLS_CLIENT_CA: pki.files.ca, TLS_CLIENT_CRL: garbage })).toThrow(/^TLS_CLIENT_CRL \(.*\) is not a PEM CRL/);
+    expect(() => tlsServerOptions({ ...base, TLS_CLIENT_CA: pki.files.ca, TLS_CLIENT_CRL: garbage })).toThrow(
+      /^TLS_CLIENT_CRL \(.*\) is not a PEM CRL/,
+    );
   });
 });

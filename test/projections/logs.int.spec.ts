@@ -15,7 +15,13 @@ import { logsProjection } from '../../modules/logs/projections/logs.ts';
 import { Projector } from '../../workers/projector.ts';
 import { foldOne } from '../../workers/readModelJobs.ts';
 
-const event = (type: string, data: Record<string, unknown>): NewEvent => ({ id: randomUUID(), type, schemaVersion: 1, data, metadata: { actor: 'tester', at: '2026-11-01T00:00:00.000Z' } });
+const event = (type: string, data: Record<string, unknown>): NewEvent => ({
+  id: randomUUID(),
+  type,
+  schemaVersion: 1,
+  data,
+  metadata: { actor: 'tester', at: '2026-11-01T00:00:00.000Z' },
+});
 
 const fields = (ownerId: string, startDate: string, response = 'ok') => ({
   ownerType: 'TICKET',
@@ -35,7 +41,11 @@ async function scenario(store: EventStore): Promise<{ gone: string[]; kept: stri
   const kept: string[] = [];
   const create = async (f: Record<string, unknown>): Promise<{ id: string; position: Position }> => {
     const id = randomUUID();
-    const r = await store.append({ stream: `${log.category}-${id}`, expected: 'no_stream', events: [event(log.createdEvent, { id, ...f })] });
+    const r = await store.append({
+      stream: `${log.category}-${id}`,
+      expected: 'no_stream',
+      events: [event(log.createdEvent, { id, ...f })],
+    });
     return { id, position: r.position };
   };
   for (let i = 0; i < 5; i++) gone.push((await create(fields('T-1', '2026-10-01T00:00:00.000Z'))).id);
@@ -43,7 +53,11 @@ async function scenario(store: EventStore): Promise<{ gone: string[]; kept: stri
   kept.push((await create(fields('T-2', '2026-10-01T00:00:00.000Z'))).id); // another owner
   const replaced = await create(fields('T-1', '2026-10-01T00:00:00.000Z'));
   gone.push(replaced.id);
-  await store.append({ stream: `${log.category}-${replaced.id}`, expected: 0, events: [event(`${log.name}Replaced`, fields('T-1', '2026-10-02T00:00:00.000Z', 'again'))] });
+  await store.append({
+    stream: `${log.category}-${replaced.id}`,
+    expected: 0,
+    events: [event(`${log.name}Replaced`, fields('T-1', '2026-10-02T00:00:00.000Z', 'again'))],
+  });
   const upTo = await store.headPosition();
   // Written after the deletion's position: kept though they match.
   kept.push((await create(fields('T-1', '2026-10-01T00:00:00.000Z'))).id);
@@ -51,7 +65,18 @@ async function scenario(store: EventStore): Promise<{ gone: string[]; kept: stri
   await store.append({
     stream: `${logDeletion.category}-${id}`,
     expected: 'no_stream',
-    events: [event(logDeletion.createdEvent, { id, logTypeCode: 'HTTP', olderThan: '2026-10-15T00:00:00.000Z', ownerType: 'TICKET', ownerId: 'T-1', upTo: upTo.toString(), deleted: 6, deletedIds: [] })],
+    events: [
+      event(logDeletion.createdEvent, {
+        id,
+        logTypeCode: 'HTTP',
+        olderThan: '2026-10-15T00:00:00.000Z',
+        ownerType: 'TICKET',
+        ownerId: 'T-1',
+        upTo: upTo.toString(),
+        deleted: 6,
+        deletedIds: [],
+      }),
+    ],
   });
   kept.push((await create(fields('T-1', '2026-10-01T00:00:00.000Z'))).id);
   return { gone, kept };
@@ -83,7 +108,15 @@ describe('the logs projection', () => {
     try {
       const store = stores.eventStore;
       const createAll = (ids: readonly string[], ownerId: string) =>
-        Promise.all(ids.map((id) => store.append({ stream: `${log.category}-${id}`, expected: 'no_stream', events: [event(log.createdEvent, { id, ...fields(ownerId, '2026-10-01T00:00:00.000Z') })] })));
+        Promise.all(
+          ids.map((id) =>
+            store.append({
+              stream: `${log.category}-${id}`,
+              expected: 'no_stream',
+              events: [event(log.createdEvent, { id, ...fields(ownerId, '2026-10-01T00:00:00.000Z') })],
+            }),
+          ),
+        );
       const stored = Array.from({ length: 2500 }, () => randomUUID());
       await createAll(stored, 'T-9');
       const keptId = randomUUID();
@@ -93,13 +126,27 @@ describe('the logs projection', () => {
       expect(await first.waitFor(await store.headPosition(), 30_000)).toBe(true);
       await first.stop();
       // Then more, and the deletion, folded together in one batch.
-      await createAll(Array.from({ length: 2500 }, () => randomUUID()), 'T-9');
+      await createAll(
+        Array.from({ length: 2500 }, () => randomUUID()),
+        'T-9',
+      );
       const id = randomUUID();
       const upTo = await store.headPosition();
       const deletion = await store.append({
         stream: `${logDeletion.category}-${id}`,
         expected: 'no_stream',
-        events: [event(logDeletion.createdEvent, { id, logTypeCode: 'HTTP', olderThan: '2026-10-15T00:00:00.000Z', ownerType: 'TICKET', ownerId: 'T-9', upTo: upTo.toString(), deleted: 5000, deletedIds: [] })],
+        events: [
+          event(logDeletion.createdEvent, {
+            id,
+            logTypeCode: 'HTTP',
+            olderThan: '2026-10-15T00:00:00.000Z',
+            ownerType: 'TICKET',
+            ownerId: 'T-9',
+            upTo: upTo.toString(),
+            deleted: 5000,
+            deletedIds: [],
+          }),
+        ],
       });
       const second = new Projector(logsProjection(), store, stores.readStore, { batchSize: 10_000 });
       await second.start();
@@ -121,7 +168,10 @@ describe('the logs projection', () => {
     try {
       const { gone, kept } = await scenario(stores.eventStore);
       const documents = new Map<string, VersionedDocument>();
-      for (const e of await stores.eventStore.readAll({ after: 0n, limit: 1000 })) foldOne(logsProjection(), documents, e, (_e, error) => { throw error; });
+      for (const e of await stores.eventStore.readAll({ after: 0n, limit: 1000 }))
+        foldOne(logsProjection(), documents, e, (_e, error) => {
+          throw error;
+        });
       const liveIn = [...documents.values()].filter((d) => d.doc !== null).map((d) => d.id);
       expect(liveIn.sort()).toEqual([...kept].sort());
       expect(gone.every((id) => documents.get(id)?.doc === null)).toBe(true);
@@ -135,7 +185,9 @@ describe('the logs projection', () => {
           return rest;
         };
         expect([...folded.values()].map((d) => strip(d.doc)).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual(
-          Object.values(inMemory).map(strip).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+          Object.values(inMemory)
+            .map(strip)
+            .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
         );
         expect(folded.size).toBe(kept.length);
       }

@@ -86,7 +86,16 @@ export function blobStoreContract(name: string, target: BlobStoreTarget): void {
 
     it('refuses a hash that is not 64 lowercase hex digits with a RangeError', async () => {
       const valid = sha256Of(randomContent(8));
-      const invalid = ['', 'abc', valid.toUpperCase(), valid.slice(1), `${valid}0`, `${valid.slice(1)}g`, ` ${valid.slice(1)}`, `${valid.slice(2)}/.`];
+      const invalid = [
+        '',
+        'abc',
+        valid.toUpperCase(),
+        valid.slice(1),
+        `${valid}0`,
+        `${valid.slice(1)}g`,
+        ` ${valid.slice(1)}`,
+        `${valid.slice(2)}/.`,
+      ];
       for (const sha of invalid) {
         await expect(store.get(sha), sha).rejects.toBeInstanceOf(RangeError);
         await expect(store.has(sha), sha).rejects.toBeInstanceOf(RangeError);

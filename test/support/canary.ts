@@ -19,6 +19,11 @@ export async function startCanary(): Promise<Canary> {
     url: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`,
     requests,
     connections: () => connections,
-    close: () => new Promise((resolve) => server.close(() => { resolve(); })),
+    close: () =>
+      new Promise((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      ),
   };
 }

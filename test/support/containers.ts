@@ -13,10 +13,7 @@ export const IMAGES = {
 
 export type Target = { url: string; stop: () => Promise<void> };
 
-export type TargetPlan =
-  | { kind: 'url'; url: string }
-  | { kind: 'container' }
-  | { kind: 'skip'; reason: string };
+export type TargetPlan = { kind: 'url'; url: string } | { kind: 'container' } | { kind: 'skip'; reason: string };
 
 /** Decides, without starting anything, where a suite for `envVar`'s adapter runs. */
 export function planTarget(envVar: 'EVENTSTORE_URL' | 'MONGODB_URL'): TargetPlan {

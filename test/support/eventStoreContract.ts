@@ -40,7 +40,9 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       await store.append({ stream, expected: 'no_stream', events: [anEvent()] });
       await expect(store.append({ stream, expected: 'no_stream', events: [anEvent()] })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
       await expect(store.append({ stream, expected: 5, events: [anEvent()] })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
-      await expect(store.append({ stream: `${freshCategory()}-x`, expected: 0, events: [anEvent()] })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      await expect(store.append({ stream: `${freshCategory()}-x`, expected: 0, events: [anEvent()] })).rejects.toBeInstanceOf(
+        WrongExpectedRevisionError,
+      );
       const ok = await store.append({ stream, expected: 0, events: [anEvent()] });
       expect(ok.revision).toBe(1);
     });
@@ -98,7 +100,9 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       const store = await open();
       const stream = `${freshCategory()}-${randomUUID()}`;
       await store.append({ stream, expected: 'no_stream', events: [anEvent()] });
-      const results = await Promise.allSettled(Array.from({ length: 10 }, () => store.append({ stream, expected: 0, events: [anEvent()] })));
+      const results = await Promise.allSettled(
+        Array.from({ length: 10 }, () => store.append({ stream, expected: 0, events: [anEvent()] })),
+      );
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       expect(results.filter((r) => r.status === 'rejected').every((r) => r.reason instanceof WrongExpectedRevisionError)).toBe(true);
     });
@@ -140,7 +144,9 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       expect(await store.findCode({ scope, code: 'X' })).toBeUndefined();
       expect(await store.findCode({ scope, code: 'Y' })).toBe(a);
       await store.append({ stream: b, expected: 'no_stream', events: [anEvent()], claim: [{ scope, code: 'X' }] });
-      await expect(store.append({ stream: b, expected: 0, events: [anEvent()], claim: [{ scope, code: 'Y' }] })).rejects.toBeInstanceOf(CodeTakenError);
+      await expect(store.append({ stream: b, expected: 0, events: [anEvent()], claim: [{ scope, code: 'Y' }] })).rejects.toBeInstanceOf(
+        CodeTakenError,
+      );
       // a failed claim leaves nothing behind: b is still at revision 0
       expect(await store.readStream(b)).toHaveLength(1);
       // a stream re-claiming its own code is fine
@@ -213,7 +219,11 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       const earlier = [keyed(anEvent('Earlier'))];
       const first = await store.append({ stream: existing, expected: 'no_stream', events: earlier });
       await store.append({ stream: holder, expected: 'no_stream', events: [anEvent()], claim: [{ scope: c, code: 'HELD' }] });
-      const fresh = Array.from({ length: 20 }, (_, i) => ({ stream: `${c}-${randomUUID()}`, expected: 'no_stream' as const, events: [anEvent('New', { i })] }));
+      const fresh = Array.from({ length: 20 }, (_, i) => ({
+        stream: `${c}-${randomUUID()}`,
+        expected: 'no_stream' as const,
+        events: [anEvent('New', { i })],
+      }));
       const seen: bigint[] = [];
       const off = store.onAppended((p) => seen.push(p));
       const outcomes = await store.appendMany([

@@ -56,12 +56,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
  * stopped by `stop`), else why none (also used by bench/notifications.ts). `log` hears what is
  * being fetched or started, and why a real broker could not be. */
 export async function findKafka(log: (line: string) => void = () => undefined): Promise<FoundKafka> {
-  const configured = (process.env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter((b) => b !== '');
+  const configured = (process.env.KAFKA_BROKERS ?? '')
+    .split(',')
+    .map((b) => b.trim())
+    .filter((b) => b !== '');
   if (configured.length > 0) return { brokers: configured, source: 'KAFKA_BROKERS' };
   let noBroker: string;
   try {
     const broker = await startKafkaBroker({ log });
-    return { brokers: broker.brokers, source: `${broker.source}, started in ${(broker.startMs / 1000).toFixed(1)} s, files in ${broker.dir}`, stop: broker.stop };
+    return {
+      brokers: broker.brokers,
+      source: `${broker.source}, started in ${(broker.startMs / 1000).toFixed(1)} s, files in ${broker.dir}`,
+      stop: broker.stop,
+    };
   } catch (error) {
     noBroker = error instanceof Error ? error.message : String(error);
     log(`[kafka] no real Kafka broker: ${noBroker}`);
@@ -78,7 +85,9 @@ export async function findKafka(log: (line: string) => void = () => undefined): 
 function startMockCluster(): Promise<{ brokers: string[]; source: string; stop: () => Promise<void> }> {
   return new Promise((resolve, reject) => {
     // stdin stays an open pipe we never end: kcat -P exits at EOF on stdin, taking the cluster along.
-    const child = spawn('kcat', ['-P', '-b', '127.0.0.1:1', '-t', 'boot', '-X', 'test.mock.num.brokers=3'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn('kcat', ['-P', '-b', '127.0.0.1:1', '-t', 'boot', '-X', 'test.mock.num.brokers=3'], {
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     let stderr = '';
     const fail = (reason: string): void => {
       clearTimeout(timer);
@@ -86,10 +95,16 @@ function startMockCluster(): Promise<{ brokers: string[]; source: string; stop: 
       reject(new Error(reason));
     };
     const timer = setTimeout(() => {
-      fail(`kcat printed no mock cluster address within ${String(START_TIMEOUT_MS / 1000)} s (its output: ${stderr.trim().slice(0, 300) || 'none'})`);
+      fail(
+        `kcat printed no mock cluster address within ${String(START_TIMEOUT_MS / 1000)} s (its output: ${stderr.trim().slice(0, 300) || 'none'})`,
+      );
     }, START_TIMEOUT_MS);
     child.on('error', (error: NodeJS.ErrnoException) => {
-      fail(error.code === 'ENOENT' ? 'kcat is not on PATH (apt-get install kcat) to start librdkafka\'s mock cluster' : `kcat could not start: ${error.message}`);
+      fail(
+        error.code === 'ENOENT'
+          ? "kcat is not on PATH (apt-get install kcat) to start librdkafka's mock cluster"
+          : `kcat could not start: ${error.message}`,
+      );
     });
     child.on('exit', (code, signal) => {
       fail(`kcat exited (${signal ?? `code ${String(code)}`}) before the mock cluster was up: ${stderr.trim().slice(0, 300)}`);

@@ -134,7 +134,12 @@ export type TestMessage = {
  * the broker drops what it took already (100 messages once came out as 134). */
 export async function produceMessages(brokers: readonly string[], topic: string, messages: readonly TestMessage[]): Promise<void> {
   const idempotent = idempotentProducers();
-  const producer = testKafka(brokers).producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner, idempotent, ...(idempotent ? { maxInFlightRequests: 1 } : {}) });
+  const producer = testKafka(brokers).producer({
+    allowAutoTopicCreation: true,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    idempotent,
+    ...(idempotent ? { maxInFlightRequests: 1 } : {}),
+  });
   await producer.connect();
   try {
     await producer.send({
@@ -156,12 +161,17 @@ export async function produceMessages(brokers: readonly string[], topic: string,
  * other. Reads in a fresh consumer group until `count` messages arrived, or, without `count`,
  * until every message the topic held when the read began was read; rejects after `timeoutMs`
  * (default 15 s) saying how many it got. Commits nothing. */
-export async function readTopic(brokers: readonly string[], topic: string, options: { count?: number; timeoutMs?: number } = {}): Promise<IncomingMessage[]> {
+export async function readTopic(
+  brokers: readonly string[],
+  topic: string,
+  options: { count?: number; timeoutMs?: number } = {},
+): Promise<IncomingMessage[]> {
   const kafka = testKafka(brokers);
   const ends = options.count === undefined ? await endOffsets(kafka, topic) : undefined;
   const got: IncomingMessage[] = [];
   const reached = new Map<number, bigint>();
-  const done = (): boolean => (ends === undefined ? got.length >= (options.count ?? 0) : [...ends].every(([p, end]) => (reached.get(p) ?? 0n) >= end));
+  const done = (): boolean =>
+    ends === undefined ? got.length >= (options.count ?? 0) : [...ends].every(([p, end]) => (reached.get(p) ?? 0n) >= end);
   if (done()) return got;
   const consumer = kafka.consumer({ groupId: uniqueName('read-topic'), maxWaitTimeInMs: 200 });
   await consumer.connect();
@@ -170,7 +180,11 @@ export async function readTopic(brokers: readonly string[], topic: string, optio
     await new Promise<void>((resolve, reject) => {
       const timeoutMs = options.timeoutMs ?? 15_000;
       const timer = setTimeout(() => {
-        reject(new Error(`readTopic(${topic}): ${String(got.length)} message(s) after ${String(timeoutMs)} ms, expected ${options.count === undefined ? 'the end of every partition' : String(options.count)}`));
+        reject(
+          new Error(
+            `readTopic(${topic}): ${String(got.length)} message(s) after ${String(timeoutMs)} ms, expected ${options.count === undefined ? 'the end of every partition' : String(options.count)}`,
+          ),
+        );
       }, timeoutMs);
       void consumer
         .run({

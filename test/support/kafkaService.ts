@@ -13,7 +13,12 @@ import { startServiceProcess, type ServiceProcess } from './serviceProcess.ts';
 
 const configTypeId = '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
 
-export type KafkaServiceSetup = { env: Record<string, string>; dataDir: string; topics: { trigger: string; dead: string; events: string }; groupId: string };
+export type KafkaServiceSetup = {
+  env: Record<string, string>;
+  dataDir: string;
+  topics: { trigger: string; dead: string; events: string };
+  groupId: string;
+};
 
 /** A data folder, fresh topics and group, and the service's environment for them (a 6 s session,
  * so that a killed service's partitions go to its successor soon). */
@@ -40,22 +45,38 @@ export function kafkaServiceSetup(brokers: readonly string[], prefix: string): K
 export const startService = (setup: KafkaServiceSetup): Promise<ServiceProcess> => startServiceProcess({ ...process.env, ...setup.env });
 
 export async function api(s: ServiceProcess, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(s.url + path, { method, headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const res = await fetch(s.url + path, {
+    method,
+    headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   return { status: res.status, body: await res.json() };
 }
 
-export const countOf = async (s: ServiceProcess, resource: string, filter: unknown[] = []): Promise<number> => (await api(s, 'POST', `/api/v1/${resource}/count`, { filter })).body as number;
+export const countOf = async (s: ServiceProcess, resource: string, filter: unknown[] = []): Promise<number> =>
+  (await api(s, 'POST', `/api/v1/${resource}/count`, { filter })).body as number;
 
 /** Rule `K` (eventType KAFKA) and its in-app template `K_APP`. */
 export async function makeKafkaRule(s: ServiceProcess): Promise<void> {
   const rule = await api(s, 'POST', '/api/v1/notification-rules', { code: 'K', name: 'K', eventType: 'KAFKA' });
   if (rule.status !== 201) throw new Error(`rule: ${String(rule.status)}`);
-  const template = await api(s, 'POST', '/api/v1/notification-templates', { code: 'K_APP', name: 'k', configTypeId, status: 'ACTIVE', notificationRuleCode: 'K', deliveryType: 'APPLICATION', subject: 'Ticket {{t}}' });
+  const template = await api(s, 'POST', '/api/v1/notification-templates', {
+    code: 'K_APP',
+    name: 'k',
+    configTypeId,
+    status: 'ACTIVE',
+    notificationRuleCode: 'K',
+    deliveryType: 'APPLICATION',
+    subject: 'Ticket {{t}}',
+  });
   if (template.status !== 201) throw new Error(`template: ${String(template.status)}`);
 }
 
 /** A valid trigger message of rule K for ticket `T-<i>` (distinct per i). */
-export const triggerMessage = (i: number): TestMessage => ({ key: `T-${String(i)}`, value: JSON.stringify({ ruleCode: 'K', ownerType: 'TICKET', ownerId: `T-${String(i)}`, data: { t: i } }) });
+export const triggerMessage = (i: number): TestMessage => ({
+  key: `T-${String(i)}`,
+  value: JSON.stringify({ ruleCode: 'K', ownerType: 'TICKET', ownerId: `T-${String(i)}`, data: { t: i } }),
+});
 
 /** Sends the signal and waits for the process to end. */
 export async function signal(s: ServiceProcess, name: 'SIGKILL' | 'SIGTERM'): Promise<void> {
@@ -80,12 +101,15 @@ export async function until(ms: number, what: string, probe: () => Promise<numbe
 /** With the service stopped: the trigger topic's messages below the group's committed offsets
  * whose trigger (by its owner, one per distinct message) is not in the log. Empty when no offset
  * was committed ahead of the log. Also answers how many messages the commits covered. */
-export async function committedAheadOfLog(brokers: readonly string[], setup: KafkaServiceSetup): Promise<{ covered: number; missing: string[] }> {
+export async function committedAheadOfLog(
+  brokers: readonly string[],
+  setup: KafkaServiceSetup,
+): Promise<{ covered: number; missing: string[] }> {
   const commits = await committedOffsets(brokers, setup.groupId, setup.topics.trigger);
   const log = openSqliteEventStore(join(setup.dataDir, EVENT_LOG_FILE));
   const owners = new Set<string>();
   try {
-    for (let after = 0n; ; ) {
+    for (let after = 0n; ;) {
       const events = await log.readAll({ after, limit: 10_000, types: [notificationTrigger.createdEvent] });
       const last = events.at(-1);
       if (last === undefined) break;
@@ -98,5 +122,8 @@ export async function committedAheadOfLog(brokers: readonly string[], setup: Kaf
   const messages = await readTopic(brokers, setup.topics.trigger, { timeoutMs: 60_000 });
   const below = messages.filter((m) => BigInt(m.offset) < (commits.get(m.partition) ?? -1n));
   const ownerOf = (value: Buffer | null): string => (JSON.parse(value?.toString('utf8') ?? '{}') as { ownerId?: string }).ownerId ?? '';
-  return { covered: below.length, missing: below.filter((m) => !owners.has(ownerOf(m.value))).map((m) => `${String(m.partition)}:${m.offset}`) };
+  return {
+    covered: below.length,
+    missing: below.filter((m) => !owners.has(ownerOf(m.value))).map((m) => `${String(m.partition)}:${m.offset}`),
+  };
 }

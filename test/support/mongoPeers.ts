@@ -26,7 +26,9 @@ export type MongoPeer = {
 
 /** The container's replica set names its member by an address only the container knows. */
 const direct = (connectionString: string): string =>
-  connectionString.includes('?') ? `${connectionString}&directConnection=true` : `${connectionString.replace(/\/?$/, '/')}?directConnection=true`;
+  connectionString.includes('?')
+    ? `${connectionString}&directConnection=true`
+    : `${connectionString.replace(/\/?$/, '/')}?directConnection=true`;
 
 const unsupported = (error: string): PeerLimit => ({ error });
 
@@ -40,7 +42,9 @@ const NO_ELEM_MATCH_NE = unsupported('$elemMatch: support for $ne not implemente
 /** A nested negation: no element matching, inside $elemMatch. */
 const NO_ELEM_MATCH_NOR = unsupported('$elemMatch: support for $nor not implemented yet');
 /** Nested conditions: one element of an array of documents matching them as a whole. */
-const ELEM_MATCH_OVER_DOCUMENTS: PeerLimit = { differs: '$elemMatch with conditions on the elements\' fields selects no document, without an error' };
+const ELEM_MATCH_OVER_DOCUMENTS: PeerLimit = {
+  differs: "$elemMatch with conditions on the elements' fields selects no document, without an error",
+};
 
 const UNSTEADY = 'timing-dependent; failed in some runs on FerretDB, cause not established';
 
@@ -90,9 +94,12 @@ const FERRETDB_LIMITS: Readonly<Record<string, PeerLimit>> = {
   'nested boolean EQ false': ELEM_MATCH_OVER_DOCUMENTS,
   'nested array property EQ': ELEM_MATCH_OVER_DOCUMENTS,
   'field and nested conditions together': ELEM_MATCH_OVER_DOCUMENTS,
-  '{"filter":[{"isNested":true,"nestedPath":"regions","nestedProperty":"role","operator":"EQ","value":"admin"}]}': ELEM_MATCH_OVER_DOCUMENTS,
-  '{"filter":[{"isNested":true,"nestedPath":"regions","nestedProperty":"role","operator":"LIKE","value":"admin"}]}': ELEM_MATCH_OVER_DOCUMENTS,
-  '{"filter":[{"isNested":true,"nestedPath":"regions","nestedProperty":"role","operator":"IS_NOT_NULL","value":"admin"}]}': ELEM_MATCH_OVER_DOCUMENTS,
+  '{"filter":[{"isNested":true,"nestedPath":"regions","nestedProperty":"role","operator":"EQ","value":"admin"}]}':
+    ELEM_MATCH_OVER_DOCUMENTS,
+  '{"filter":[{"isNested":true,"nestedPath":"regions","nestedProperty":"role","operator":"LIKE","value":"admin"}]}':
+    ELEM_MATCH_OVER_DOCUMENTS,
+  '{"filter":[{"isNested":true,"nestedPath":"regions","nestedProperty":"role","operator":"IS_NOT_NULL","value":"admin"}]}':
+    ELEM_MATCH_OVER_DOCUMENTS,
 
   // The read-model jobs with their generations, leases and checkpoints in FerretDB
   // (readModelJobs.int.spec.ts): these depend on the timing of generation polls, swaps and restarts,
@@ -100,11 +107,17 @@ const FERRETDB_LIMITS: Readonly<Record<string, PeerLimit>> = {
   // swap, a resumed rebuild not finished within the test's ticks, a swap not failing). The cause is
   // not established, so it is not called FerretDB's: they are listed as not run here, not as passing.
   'one instance answers every search in full while a recreate swaps generations': { notRun: UNSTEADY },
-  'a generations poll that read before a rebuild reserved its generation does not undo the reservation (the swap then fails)': { notRun: UNSTEADY },
+  'a generations poll that read before a rebuild reserved its generation does not undo the reservation (the swap then fails)': {
+    notRun: UNSTEADY,
+  },
   'a client cannot end a service job (409), so a pending DELETE-rebuild is not stranded: a restart finishes it': { notRun: UNSTEADY },
-  'a DELETE of the jobs read model whose runner died is resumed after a restart (the scheduler reads its due items from that very model)': { notRun: UNSTEADY },
+  'a DELETE of the jobs read model whose runner died is resumed after a restart (the scheduler reads its due items from that very model)': {
+    notRun: UNSTEADY,
+  },
   // The registries' routes over a service whose read models are in FerretDB (registryContract).
-  'lists, searches, pages, counts and autocompletes from the read model': { differs: 'autocomplete answers 500 (no $concatArrays, as above)' },
+  'lists, searches, pages, counts and autocompletes from the read model': {
+    differs: 'autocomplete answers 500 (no $concatArrays, as above)',
+  },
 };
 
 function ferretdbPeer(): MongoPeer | { name: string; reason: string } {
@@ -127,7 +140,13 @@ function mongodbPeer(): MongoPeer | { name: string; reason: string } {
     case 'skip':
       return { name: 'MongoDB', reason: plan.reason };
     case 'url':
-      return { name: 'MongoDB at MONGODB_URL', kind: 'mongodb', start: () => Promise.resolve(plan.url), stop: () => Promise.resolve(), limits: none };
+      return {
+        name: 'MongoDB at MONGODB_URL',
+        kind: 'mongodb',
+        start: () => Promise.resolve(plan.url),
+        stop: () => Promise.resolve(),
+        limits: none,
+      };
     case 'container': {
       let container: StartedMongoDBContainer | undefined;
       return {
@@ -185,7 +204,6 @@ function beforeAllStart(peer: MongoPeer, started: (url: string) => void): void {
   }, 60_000);
 }
 
-
 /** The URL naming a database in its path (before any options). */
 export const withDatabase = (url: string, dbName: string): string => {
   const [base = '', options] = url.split('?', 2);
@@ -193,7 +211,8 @@ export const withDatabase = (url: string, dbName: string): string => {
 };
 
 /** The URL with more connection-string options. */
-export const withOptions = (url: string, options: string): string => `${url}${url.includes('?') ? '&' : url.endsWith('/') ? '?' : '/?'}${options}`;
+export const withOptions = (url: string, options: string): string =>
+  `${url}${url.includes('?') ? '&' : url.endsWith('/') ? '?' : '/?'}${options}`;
 
 /** A client that records what it sends: each command, and the read preference each operation
  * selected its server with (the driver's server-selection log; against a single server every read

@@ -21,8 +21,14 @@ export function docxOf(paragraphs: string, relationships = ''): Uint8Array {
     '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
       '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
   );
-  zip.file('word/_rels/document.xml.rels', `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${relationships}</Relationships>`);
-  zip.file('word/document.xml', `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="${W}" xmlns:r="${R}" xmlns:wp="${WP}"><w:body>${paragraphs}</w:body></w:document>`);
+  zip.file(
+    'word/_rels/document.xml.rels',
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${relationships}</Relationships>`,
+  );
+  zip.file(
+    'word/document.xml',
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="${W}" xmlns:r="${R}" xmlns:wp="${WP}"><w:body>${paragraphs}</w:body></w:document>`,
+  );
   return zip.generate({ type: 'uint8array', compression: 'DEFLATE' });
 }
 
@@ -35,7 +41,13 @@ export const para = (text: string): string => `<w:p><w:r><w:t xml:space="preserv
 /** The text of a part of an office file, its markup removed (paragraph and cell ends as spaces). */
 export function partText(bytes: Uint8Array, part: string): string {
   const xml = new PizZip(bytes).file(part)?.asText() ?? '';
-  return xml.replace(/<\/(w:p|text:p|text:h|si|c|table:table-cell)>/g, ' ').replace(/<[^>]+>/g, '').replace(/&amp;/g, '&').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/\s+/g, ' ');
+  return xml
+    .replace(/<\/(w:p|text:p|text:h|si|c|table:table-cell)>/g, ' ')
+    .replace(/<[^>]+>/g, '')
+    .replace(/&amp;/g, '&')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/\s+/g, ' ');
 }
 
 export const isZip = (bytes: Uint8Array): boolean => bytes[0] === 0x50 && bytes[1] === 0x4b;

@@ -18,30 +18,39 @@ export function limitedIt(limits: PeerLimits | undefined) {
   const limited = (title: string, body: () => unknown, timeout?: number): void => {
     const limit = limits?.tests[title];
     if (limits === undefined || limit === undefined) {
-      it(title, async () => {
-        await body();
-      }, timeout);
+      it(
+        title,
+        async () => {
+          await body();
+        },
+        timeout,
+      );
       return;
     }
     if ('notRun' in limit) {
       it.skip(`${title} [not run on ${limits.peer}: ${limit.notRun}]`, () => undefined);
       return;
     }
-    const label = 'error' in limit ? `unsupported by ${limits.peer}: ${limit.error}` : `${limits.peer} answers differently: ${limit.differs}`;
-    it(`${title} [${label}]`, async () => {
-      const failure: unknown = await Promise.resolve()
-        .then(body)
-        .then(
-          () => undefined,
-          (error: unknown) => error ?? new Error('rejected without a reason'),
-        );
-      expect(failure, `${limits.peer} now passes "${title}": remove it from its limits in test/support/mongoPeers.ts`).toBeDefined();
-      const message = failure instanceof Error ? failure.message : String(failure);
-      if ('error' in limit) expect(message).toContain(limit.error);
-      else expect(failure instanceof Error ? failure.name : '', message).toBe('AssertionError');
-      const verdict = 'error' in limit ? `unsupported by ${limits.peer}` : `${limits.peer} answers differently`;
-      process.stderr.write(`[${limits.peer}] ${title}: ${verdict}: ${message.split('\n')[0] ?? ''}\n`);
-    }, timeout);
+    const label =
+      'error' in limit ? `unsupported by ${limits.peer}: ${limit.error}` : `${limits.peer} answers differently: ${limit.differs}`;
+    it(
+      `${title} [${label}]`,
+      async () => {
+        const failure: unknown = await Promise.resolve()
+          .then(body)
+          .then(
+            () => undefined,
+            (error: unknown) => error ?? new Error('rejected without a reason'),
+          );
+        expect(failure, `${limits.peer} now passes "${title}": remove it from its limits in test/support/mongoPeers.ts`).toBeDefined();
+        const message = failure instanceof Error ? failure.message : String(failure);
+        if ('error' in limit) expect(message).toContain(limit.error);
+        else expect(failure instanceof Error ? failure.name : '', message).toBe('AssertionError');
+        const verdict = 'error' in limit ? `unsupported by ${limits.peer}` : `${limits.peer} answers differently`;
+        process.stderr.write(`[${limits.peer}] ${title}: ${verdict}: ${message.split('\n')[0] ?? ''}\n`);
+      },
+      timeout,
+    );
   };
   return Object.assign(limited, { each: it.each.bind(it) });
 }

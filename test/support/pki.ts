@@ -11,7 +11,9 @@ import { join } from 'node:path';
 /** Why the PKI tests cannot run here, or undefined when they can. */
 export function opensslMissing(): string | undefined {
   const run = spawnSync('openssl', ['version'], { encoding: 'utf8' });
-  return run.error === undefined && run.status === 0 ? undefined : `openssl is not on PATH (${run.error?.message ?? run.stderr}): install it (Debian: apt-get install openssl)`;
+  return run.error === undefined && run.status === 0
+    ? undefined
+    : `openssl is not on PATH (${run.error?.message ?? run.stderr}): install it (Debian: apt-get install openssl)`;
 }
 
 export type Pair = { cert: string; key: string };
@@ -82,7 +84,24 @@ export function makePki(): Pki {
     const csr = join(dir, `${name}.csr`);
     const cert = join(dir, `${name}.pem`);
     run(caDir, ['req', ...newKey(key), '-out', csr, '-subj', subject, ...(san === undefined ? [] : ['-addext', `subjectAltName=${san}`])]);
-    run(caDir, ['ca', '-batch', '-config', 'ca.cnf', '-cert', 'ca.pem', '-keyfile', 'ca.key', '-in', csr, '-out', cert, '-extensions', extensions, '-notext', ...dates]);
+    run(caDir, [
+      'ca',
+      '-batch',
+      '-config',
+      'ca.cnf',
+      '-cert',
+      'ca.pem',
+      '-keyfile',
+      'ca.key',
+      '-in',
+      csr,
+      '-out',
+      cert,
+      '-extensions',
+      extensions,
+      '-notext',
+      ...dates,
+    ]);
     return { cert, key };
   };
   const gencrl = (to: string): void => {
@@ -96,7 +115,14 @@ export function makePki(): Pki {
     files: { ca: join(ca, 'ca.pem'), crl, otherCa: join(otherCa, 'ca.pem'), serverCert: server.cert, serverKey: server.key },
     caPem: readFileSync(join(ca, 'ca.pem'), 'utf8'),
     issue: (name, { subject = `/CN=${name}`, san, start, end, by = 'ca' } = {}) =>
-      sign(by === 'ca' ? ca : otherCa, name, subject, 'client', start === undefined ? ['-days', '30'] : ['-startdate', start, '-enddate', end ?? start], san),
+      sign(
+        by === 'ca' ? ca : otherCa,
+        name,
+        subject,
+        'client',
+        start === undefined ? ['-days', '30'] : ['-startdate', start, '-enddate', end ?? start],
+        san,
+      ),
     revoke: (pair, to = crl) => {
       run(ca, ['ca', '-config', 'ca.cnf', '-cert', 'ca.pem', '-keyfile', 'ca.key', '-revoke', pair.cert]);
       gencrl(to);

@@ -48,7 +48,11 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
     async function collectionWith(docs: readonly Document[]): Promise<string> {
       const c = fresh();
       await store.ensureCollection(c, ['code']);
-      await store.applyBatch(c, docs.map((d) => upsert(d, 1)), 1n);
+      await store.applyBatch(
+        c,
+        docs.map((d) => upsert(d, 1)),
+        1n,
+      );
       return c;
     }
 
@@ -95,7 +99,12 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         const c = fresh();
         await store.applyBatch(
           c,
-          [upsert({ id: a, code: 'A1' }, 1), upsert({ id: a, code: 'A2' }, 2), upsert({ id: b, code: 'B3' }, 3), upsert({ id: b, code: 'B2' }, 2)],
+          [
+            upsert({ id: a, code: 'A1' }, 1),
+            upsert({ id: a, code: 'A2' }, 2),
+            upsert({ id: b, code: 'B3' }, 3),
+            upsert({ id: b, code: 'B2' }, 2),
+          ],
           1n,
         );
         const found = await store.getMany(c, [a, b]);
@@ -217,7 +226,10 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
       it('is carried by a bulk load', async () => {
         const c = fresh();
         await store.ensureCollection(c, ['code']);
-        const [a, b] = [{ id: randomUUID(), code: 'A' }, { id: randomUUID(), code: 'B' }];
+        const [a, b] = [
+          { id: randomUUID(), code: 'A' },
+          { id: randomUUID(), code: 'B' },
+        ];
         const gone = randomUUID();
         await store.bulkLoad(
           c,
@@ -248,22 +260,41 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
           { id: randomUUID(), code: 'P3', name: 'Unpositioned' },
         ];
         const loaded = [{ id: randomUUID(), code: 'P4', name: 'Positioned load' }];
-        await store.bulkLoad(c, loaded.map((d, i) => ({ id: d.id, version: 1, doc: d, position: BigInt(i + 1) })), 1n);
-        await store.applyBatch(c, [at(upsert(docs[0] ?? { id: '' }, 1), 2n ** 100n), at(upsert(docs[1] ?? { id: '' }, 1), 5n), upsert(docs[2] ?? { id: '' }, 1)], 5n);
+        await store.bulkLoad(
+          c,
+          loaded.map((d, i) => ({ id: d.id, version: 1, doc: d, position: BigInt(i + 1) })),
+          1n,
+        );
+        await store.applyBatch(
+          c,
+          [at(upsert(docs[0] ?? { id: '' }, 1), 2n ** 100n), at(upsert(docs[1] ?? { id: '' }, 1), 5n), upsert(docs[2] ?? { id: '' }, 1)],
+          5n,
+        );
         const all = [...docs, ...loaded];
         const byId = (x: Document, y: Document): number => binary(x.id, y.id);
         expect(await store.find(c, byCode, everything)).toStrictEqual(all);
         expect(await store.findIds(c, byCode, everything)).toStrictEqual(idsOf(all));
         expect(await store.scan(c, { limit: 10 })).toStrictEqual([...all].sort(byId));
         expect(await store.find(c, fixtureQuery({ filter: [{ column: 'code', value: 'P2' }] }), everything)).toStrictEqual([docs[1]]);
-        expect(await store.autocomplete(c, ['code', 'name'], 'pos', 10)).toEqual(['Positioned load', 'Positioned one', 'Positioned two', 'Unpositioned']);
+        expect(await store.autocomplete(c, ['code', 'name'], 'pos', 10)).toEqual([
+          'Positioned load',
+          'Positioned one',
+          'Positioned two',
+          'Unpositioned',
+        ]);
       });
 
       it('out of range fails the batch, leaving the checkpoint where it was', async () => {
         const c = fresh();
         await store.applyBatch(c, [], 3n);
         for (const position of [-1n, 10n ** 40n]) {
-          await expect(store.applyBatch(c, [upsert({ id: randomUUID(), code: 'OK' }, 1), at(upsert({ id: randomUUID(), code: 'BAD' }, 1), position)], 4n)).rejects.toThrow(RangeError);
+          await expect(
+            store.applyBatch(
+              c,
+              [upsert({ id: randomUUID(), code: 'OK' }, 1), at(upsert({ id: randomUUID(), code: 'BAD' }, 1), position)],
+              4n,
+            ),
+          ).rejects.toThrow(RangeError);
         }
         expect(await store.checkpoint(c)).toBe(3n);
         expect(await store.size(c)).toBe(0);
@@ -319,9 +350,7 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         await store.applyBatch(c, [], 3n);
         const circular: Document = { id: randomUUID(), code: 'LOOP' };
         circular.self = circular;
-        await expect(
-          store.applyBatch(c, [upsert({ id: randomUUID(), code: 'OK' }, 1), upsert(circular, 1)], 4n),
-        ).rejects.toThrow();
+        await expect(store.applyBatch(c, [upsert({ id: randomUUID(), code: 'OK' }, 1), upsert(circular, 1)], 4n)).rejects.toThrow();
         expect(await store.checkpoint(c)).toBe(3n);
       });
     });
@@ -351,7 +380,11 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         for (const fixture of runnable) {
           const query = fixtureQuery(fixture.body);
           const seen: Document[] = [];
-          for (let page = await store.scan(c, { limit: 2, query }); page.length > 0; page = await store.scan(c, { after: seen.at(-1)?.id ?? '', limit: 2, query })) {
+          for (
+            let page = await store.scan(c, { limit: 2, query });
+            page.length > 0;
+            page = await store.scan(c, { after: seen.at(-1)?.id ?? '', limit: 2, query })
+          ) {
             expect(page.length, fixture.name).toBeLessThanOrEqual(2);
             seen.push(...page);
           }
@@ -363,11 +396,15 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         expect(idsOf(await store.scan(c, { limit: 100, query: descending }))).toEqual(idsOf(await store.scan(c, { limit: 100 })));
       });
 
-      it('scanJson gives scan\'s pages as JSON text, with their count and last id', async () => {
+      it("scanJson gives scan's pages as JSON text, with their count and last id", async () => {
         for (const fixture of [...runnable, undefined]) {
           const query = fixture === undefined ? undefined : fixtureQuery(fixture.body);
           const name = fixture?.name ?? 'no query';
-          const asked = (after?: string) => ({ ...(after === undefined ? {} : { after }), limit: 2, ...(query === undefined ? {} : { query }) });
+          const asked = (after?: string) => ({
+            ...(after === undefined ? {} : { after }),
+            limit: 2,
+            ...(query === undefined ? {} : { query }),
+          });
           for (let after: string | undefined, pages = 0; pages < 100; pages++) {
             const page = await store.scan(c, asked(after));
             const text = await store.scanJson(c, asked(after));
@@ -515,10 +552,18 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         const b = randomUUID();
         const c = fresh();
         await store.ensureCollection(c, ['code', 'name']);
-        await store.applyBatch(c, [upsert({ id: a, code: 'A', name: 'Quartz falcon' }, 1), upsert({ id: b, code: 'B', name: 'Amber' }, 1)], 1n);
+        await store.applyBatch(
+          c,
+          [upsert({ id: a, code: 'A', name: 'Quartz falcon' }, 1), upsert({ id: b, code: 'B', name: 'Amber' }, 1)],
+          1n,
+        );
         const named = async (pattern: string): Promise<string[]> => idsOf(await store.find(c, like('name', pattern), everything));
         expect(await named('%falcon%')).toEqual([a]);
-        await store.applyBatch(c, [upsert({ id: a, code: 'A', name: 'Harbor ember' }, 2), upsert({ id: b, code: 'B', name: 'Amber', note: 'edited' }, 2)], 2n);
+        await store.applyBatch(
+          c,
+          [upsert({ id: a, code: 'A', name: 'Harbor ember' }, 2), upsert({ id: b, code: 'B', name: 'Amber', note: 'edited' }, 2)],
+          2n,
+        );
         expect(await named('%falcon%')).toEqual([]);
         expect(await named('%mber%')).toEqual([a, b]);
         expect(await named('harb%')).toEqual([a]);
@@ -537,9 +582,16 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         const docs = Array.from({ length: 23 }, (_, i) => ({ id: randomUUID(), code: `S${String(i)}` }));
         const c = await collectionWith(docs);
         await store.applyBatch(c, [remove(docs[4]?.id ?? '', 2)], 2n);
-        const live = docs.filter((_, i) => i !== 4).map((d) => d.id).sort(binary);
+        const live = docs
+          .filter((_, i) => i !== 4)
+          .map((d) => d.id)
+          .sort(binary);
         const seen: string[] = [];
-        for (let page = await store.scan(c, { limit: 5 }); page.length > 0; page = await store.scan(c, { after: seen.at(-1) ?? '', limit: 5 })) {
+        for (
+          let page = await store.scan(c, { limit: 5 });
+          page.length > 0;
+          page = await store.scan(c, { after: seen.at(-1) ?? '', limit: 5 })
+        ) {
           expect(page.length).toBeLessThanOrEqual(5);
           seen.push(...idsOf(page));
         }
@@ -600,7 +652,11 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         await store.ensureCollection(c, ['code', 'name']);
         const old = { id: randomUUID(), code: 'OLD', name: 'Old one' };
         await store.applyBatch(c, [upsert(old, 1)], 5n);
-        const loaded = ['Quartz falcon', 'Amber harbor', 'quartz Ember'].map((name, i) => ({ id: randomUUID(), code: `L${String(i)}`, name }));
+        const loaded = ['Quartz falcon', 'Amber harbor', 'quartz Ember'].map((name, i) => ({
+          id: randomUUID(),
+          code: `L${String(i)}`,
+          name,
+        }));
         const gone = randomUUID();
         await store.bulkLoad(c, [...loaded.map((d) => versioned(d, 3)), { id: gone, version: 7, doc: null }], 42n);
         expect(await store.checkpoint(c)).toBe(42n);
@@ -612,7 +668,11 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         expect(idsOf(await store.find(c, like('name', '%harb%'), everything))).toEqual([loaded[1]?.id]);
         expect(await store.autocomplete(c, ['code', 'name'], 'quartz', 10)).toEqual(['quartz Ember', 'Quartz falcon']);
         // Writes after the load: the version guard holds for tombstones, the indexes follow.
-        await store.applyBatch(c, [upsert({ id: gone, code: 'BACK' }, 6), upsert({ ...loaded[1], id: loaded[1]?.id ?? '', name: 'Harbor moved' }, 4)], 43n);
+        await store.applyBatch(
+          c,
+          [upsert({ id: gone, code: 'BACK' }, 6), upsert({ ...loaded[1], id: loaded[1]?.id ?? '', name: 'Harbor moved' }, 4)],
+          43n,
+        );
         expect((await store.getMany(c, [gone])).get(gone)).toEqual({ version: 7, doc: null });
         expect(idsOf(await store.find(c, like('name', '%moved%'), everything))).toEqual([loaded[1]?.id]);
         expect(await store.find(c, like('name', '%amber%'), everything)).toEqual([]);

@@ -389,11 +389,7 @@ export const filteringFixtures: readonly FilteringFixture[] = [
     ids: [D1, D4, D6],
   },
 
-  {
-    name: 'conditions are ANDed',
-    body: { filter: [where('active', 'EQ', true), where('age', 'GTE', 30)] },
-    ids: [D1, D6, D7],
-  },
+  { name: 'conditions are ANDed', body: { filter: [where('active', 'EQ', true), where('age', 'GTE', 30)] }, ids: [D1, D6, D7] },
   {
     name: 'field and nested conditions together',
     body: { filter: [where('tags', 'EQ', 'blue'), nested('regions', 'role', 'EQ', 'editor')] },
@@ -404,7 +400,12 @@ export const filteringFixtures: readonly FilteringFixture[] = [
   { name: 'sort ASC puts nulls first, then id', body: { sort: [{ column: 'age', order: 'asc' }] }, ids: [D3, D5, D2, D1, D6, D4, D7] },
   {
     name: 'sort on two keys',
-    body: { sort: [{ column: 'score', order: 'DESC' }, { column: 'name', order: 'ASC' }] },
+    body: {
+      sort: [
+        { column: 'score', order: 'DESC' },
+        { column: 'name', order: 'ASC' },
+      ],
+    },
     ids: [D5, D6, D1, D2, D7, D4, D3],
   },
   {

@@ -11,7 +11,8 @@ import { modules } from '../../modules/index.ts';
 export const allResources: readonly ResourceDefinition[] = modules.flatMap((m) => m.resources ?? []).map((r) => r.definition);
 
 /** A fresh runtime over a log: its own folds, queues, locks and services. */
-export const runtimeOver = (eventStore: EventStore, extra: readonly ResourceDefinition[] = []): Runtime => new Runtime({ eventStore, resources: [...allResources, ...extra] });
+export const runtimeOver = (eventStore: EventStore, extra: readonly ResourceDefinition[] = []): Runtime =>
+  new Runtime({ eventStore, resources: [...allResources, ...extra] });
 
 const runtimes = new WeakMap<EventStore, Runtime>();
 

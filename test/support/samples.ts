@@ -5,7 +5,14 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { ResourceDefinition } from '../../domain/resource/defineResource.ts';
 
-type Def = { type: string; format?: string; innerType?: z.core.$ZodType; entries?: Record<string, string>; shape?: Record<string, z.core.$ZodType>; element?: z.core.$ZodType };
+type Def = {
+  type: string;
+  format?: string;
+  innerType?: z.core.$ZodType;
+  entries?: Record<string, string>;
+  shape?: Record<string, z.core.$ZodType>;
+  element?: z.core.$ZodType;
+};
 
 function sample(schema: z.core.$ZodType, key: string): unknown {
   const def = schema._zod.def as unknown as Def;
@@ -58,7 +65,13 @@ const referenced = (def: ResourceDefinition, refs: SampleReferences | undefined)
 export function sampleBody(def: ResourceDefinition, code: string, refs?: SampleReferences): Record<string, unknown> {
   // Notifications are made from a template: their create payload is not their stored form.
   if (def.path === 'notifications' && refs !== undefined) {
-    return { ownerType: 'SAMPLE', ownerId: code, templateCode: refs.notificationTemplate, notificationTo: [{ email: 'sample@example.com' }], data: { code } };
+    return {
+      ownerType: 'SAMPLE',
+      ownerId: code,
+      templateCode: refs.notificationTemplate,
+      notificationTo: [{ email: 'sample@example.com' }],
+      data: { code },
+    };
   }
   const body = sample(def.fields, def.name) as Record<string, unknown>;
   const shape = def.fields.shape;
@@ -77,19 +90,29 @@ const SETTLED: Readonly<Record<string, Record<string, unknown>>> = { 'formatter-
 
 /** The records samples of every resource name: a user type for each kind of user, a group type,
  * a group and a job. */
-export async function makeSampleReferences(call: (o: { method: 'POST'; url: string; payload: unknown }) => Promise<{ statusCode: number; body: string; json: () => unknown }>): Promise<SampleReferences> {
+export async function makeSampleReferences(
+  call: (o: { method: 'POST'; url: string; payload: unknown }) => Promise<{ statusCode: number; body: string; json: () => unknown }>,
+): Promise<SampleReferences> {
   const made = async (url: string, payload: unknown): Promise<{ id: string }> => {
     const res = await call({ method: 'POST', url, payload });
     if (res.statusCode !== 201) throw new Error(`${url}: ${String(res.statusCode)} ${res.body}`);
     return res.json() as { id: string };
   };
   const suffix = uniqueCode('S');
-  for (const type of ['INDIVIDUAL', 'WORK_GROUP', 'ORGANIZATION', 'EXTERNAL']) await made('/api/v1/user-types', { code: `${suffix}_${type}`, name: type, type });
+  for (const type of ['INDIVIDUAL', 'WORK_GROUP', 'ORGANIZATION', 'EXTERNAL'])
+    await made('/api/v1/user-types', { code: `${suffix}_${type}`, name: type, type });
   await made('/api/v1/user-group-types', { code: `${suffix}_TEAM`, name: 'Team', registry: {} });
   const group = await made('/api/v1/user-groups', { code: `${suffix}_GROUP`, name: 'Group', type: `${suffix}_TEAM`, chars: {} });
   const job = await made('/api/v1/jobs', { startDate: '2026-03-01T10:00:00.000Z', status: 'NEW', jobType: 'SAMPLE' });
   const notificationTemplate = `${suffix}_NOTE`;
-  await made('/api/v1/notification-templates', { code: notificationTemplate, name: 'Note', configTypeId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5', status: 'ACTIVE', subject: 'About {{code}}', content: 'Hello' });
+  await made('/api/v1/notification-templates', {
+    code: notificationTemplate,
+    name: 'Note',
+    configTypeId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5',
+    status: 'ACTIVE',
+    subject: 'About {{code}}',
+    content: 'Hello',
+  });
   await made('/api/v1/log-types', { code: `${suffix}_LOG`, name: 'Log' });
   return { userGroupType: `${suffix}_TEAM`, userGroupId: group.id, jobId: job.id, notificationTemplate, logType: `${suffix}_LOG` };
 }

@@ -14,7 +14,18 @@ export type ServiceProcess = { child: ChildProcess; url: string; token: string; 
  * say (an empty value is unset to the service; `.env` never overrides a variable that is set). */
 export function defaultServiceEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')));
-  const defaults = { AUTH_JWT_SECRET: '', AUTH_ISSUER: '', AUTH_AUDIENCE: '', AUTH_JWKS_URL: '', EVENTSTORE_URL: '', MONGODB_URL: '', KAFKA_BROKERS: '', ROLE: 'all', PORT: '0', LOG_LEVEL: 'warn' };
+  const defaults = {
+    AUTH_JWT_SECRET: '',
+    AUTH_ISSUER: '',
+    AUTH_AUDIENCE: '',
+    AUTH_JWKS_URL: '',
+    EVENTSTORE_URL: '',
+    MONGODB_URL: '',
+    KAFKA_BROKERS: '',
+    ROLE: 'all',
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+  };
   return { ...inherited, ...defaults, ...env };
 }
 

@@ -50,10 +50,7 @@ export type TestApp = {
 /** A clock that moves only when told, so tests can place writes in time without sleeping. */
 export function manualClock(start = new Date('2026-01-01T00:00:00.000Z')): Clock & { advance(ms: number): Date } {
   let now = start.getTime();
-  return {
-    now: () => new Date(now),
-    advance: (ms) => new Date((now += ms)),
-  };
+  return { now: () => new Date(now), advance: (ms) => new Date((now += ms)) };
 }
 
 export async function startTestApp(
@@ -76,9 +73,10 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
   // Tests that bring their own stores to watch them fail keep the embedded blob store.
-  const stores = options.stores === undefined
-    ? openEmbeddedStores(dataDir)
-    : { blobStore: options.stores.blobStore ?? openSqliteBlobStore(join(dataDir, BLOBS_FILE)), ...options.stores };
+  const stores =
+    options.stores === undefined
+      ? openEmbeddedStores(dataDir)
+      : { blobStore: options.stores.blobStore ?? openSqliteBlobStore(join(dataDir, BLOBS_FILE)), ...options.stores };
   const service = await composeService({
     ...stores,
     verifyToken: hs256Verifier(TEST_SECRET),
@@ -104,7 +102,8 @@ export async function startTestApp(
   const call = async ({ as = 'admin', headers = {}, method, url, payload }: CallOptions): Promise<TestResponse> => {
     const allHeaders: Record<string, string> = { ...(as === null ? {} : { authorization: `Bearer ${tokens[as]}` }), ...headers };
     const body = payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload);
-    if (body !== undefined && !Object.keys(allHeaders).some((h) => h.toLowerCase() === 'content-type')) allHeaders['content-type'] = 'application/json';
+    if (body !== undefined && !Object.keys(allHeaders).some((h) => h.toLowerCase() === 'content-type'))
+      allHeaders['content-type'] = 'application/json';
     if (baseUrl === undefined) return app.inject({ method, url, headers: allHeaders, ...(body === undefined ? {} : { payload: body }) });
     const res = await fetch(baseUrl + url, { method, headers: allHeaders, ...(body === undefined ? {} : { body }) });
     const rawPayload = Buffer.from(await res.arrayBuffer());
@@ -115,7 +114,7 @@ export async function startTestApp(
       body: text,
       rawPayload,
       // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- same signature as inject's json<T>()
-      json: <T,>() => JSON.parse(text) as T,
+      json: <T>() => JSON.parse(text) as T,
     };
   };
   return {
@@ -150,7 +149,7 @@ export async function startIdentityApp(): Promise<TestApp> {
 export async function readModelDocuments(t: TestApp, model: string): Promise<Document[]> {
   const name = t.service.readModels.collectionOf(model);
   const docs: Document[] = [];
-  for (let after: string | undefined; ; ) {
+  for (let after: string | undefined; ;) {
     const page = await t.service.readStore.scan(name, { ...(after === undefined ? {} : { after }), limit: 500 });
     docs.push(...page);
     if (page.length < 500) return docs;

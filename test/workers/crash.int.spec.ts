@@ -42,7 +42,14 @@ afterAll(() => {
  * with `atListen` as soon as it listens, before its projectors start (fastify's own log line). */
 async function startService(options: { batchSize?: number; atListen?: boolean } = {}): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, 'api/main.ts'], {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: options.atListen === true ? 'info' : 'silent', PROJECTION_BATCH_SIZE: String(options.batchSize ?? 1000) },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: '0',
+      AUTH_JWT_SECRET: SECRET,
+      LOG_LEVEL: options.atListen === true ? 'info' : 'silent',
+      PROJECTION_BATCH_SIZE: String(options.batchSize ?? 1000),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -70,7 +77,9 @@ const seed = async (count: number, then?: (readStore: ReadStore) => Promise<void
     const service = runtimeOver(eventStore).service(def);
     const ctx = { actor: 'seed', now: new Date(), newId: randomUUID };
     for (let made = 0; made < count; made += 1000) {
-      await Promise.all(Array.from({ length: Math.min(1000, count - made) }, () => service.create(sampleBody(def, uniqueCode('SEED')), ctx)));
+      await Promise.all(
+        Array.from({ length: Math.min(1000, count - made) }, () => service.create(sampleBody(def, uniqueCode('SEED')), ctx)),
+      );
     }
     await then?.(readStore);
   } finally {
@@ -99,7 +108,8 @@ const rebuildUnderway = async (url: string): Promise<bigint> => {
   for (;;) {
     const body = await readiness(url);
     const model = body.readModels.find((m) => m.name === def.collection);
-    if (model?.position === body.head) throw new Error(`rebuild finished before it could be interrupted: ${JSON.stringify(body).slice(0, 300)}`);
+    if (model?.position === body.head)
+      throw new Error(`rebuild finished before it could be interrupted: ${JSON.stringify(body).slice(0, 300)}`);
     if (model !== undefined && BigInt(model.position) > 0n) return BigInt(body.head);
   }
 };
@@ -144,7 +154,11 @@ async function expectReadModelsEqualFold(): Promise<void> {
       const states = new Map<string, RecordState>();
       for (const e of events) states.set(e.stream, evolve(d, states.get(e.stream) ?? initialState(), e));
       const expected = [...states.values()].flatMap((s) => (s.status === 'active' ? [toRecord(s)] : []));
-      const actual = await readStore.find(await liveCollection(readStore, d.collection), toQuery({ filter: [], sort: [] }, d.columns, ['id']), { offset: 0, limit: 10_000_000 });
+      const actual = await readStore.find(
+        await liveCollection(readStore, d.collection),
+        toQuery({ filter: [], sort: [] }, d.columns, ['id']),
+        { offset: 0, limit: 10_000_000 },
+      );
       expect(actual, d.collection).toEqual(expected.sort((a, b) => (a.id < b.id ? -1 : 1)));
     }
   } finally {
@@ -169,7 +183,7 @@ describe('crash safety', () => {
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
           body: JSON.stringify(sampleBody(def, uniqueCode('LOAD'))),
         }).catch(() => undefined);
-        if (res?.status === 201) acknowledged.push((await res.json() as { id: string }).id);
+        if (res?.status === 201) acknowledged.push(((await res.json()) as { id: string }).id);
         else break;
       }
       writing -= 1;
@@ -212,7 +226,9 @@ describe('crash safety', () => {
     const first = await startService({ batchSize: 10, atListen: true });
     const head = await rebuildUnderway(first.url);
     // Where the rebuild stands when it dies: a batch of it folded and not written.
-    const killedAt = await killUnderWriteLock(first.child, (db) => BigInt(db.prepare('SELECT position FROM checkpoints WHERE projection = ?').get(def.collection)?.position as number));
+    const killedAt = await killUnderWriteLock(first.child, (db) =>
+      BigInt(db.prepare('SELECT position FROM checkpoints WHERE projection = ?').get(def.collection)?.position as number),
+    );
     expect(killedAt).toBeGreaterThan(0n);
     expect(killedAt).toBeLessThan(head);
 
@@ -230,11 +246,16 @@ describe('crash safety', () => {
     const token = await signHs256(new TextEncoder().encode(SECRET), { sub: 'operator', roles: ['admin'] });
     const auth = { authorization: `Bearer ${token}` };
     const documents = async (url: string) => {
-      const res = await fetch(`${url}/api/v1/${def.path}/count`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{}' });
+      const res = await fetch(`${url}/api/v1/${def.path}/count`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: '{}',
+      });
       return res.status === 200 ? ((await res.json()) as number) : res.status;
     };
     type Model = { name: string; generation: number | null; building: number | null; state: string };
-    const modelOf = async (url: string) => ((await (await fetch(`${url}/api/v1/indexes`, { headers: auth })).json()) as Model[]).find((m) => m.name === def.collection);
+    const modelOf = async (url: string) =>
+      ((await (await fetch(`${url}/api/v1/indexes`, { headers: auth })).json()) as Model[]).find((m) => m.name === def.collection);
     await caughtUp(first.url);
     const before = await documents(first.url);
     expect(before).toBeGreaterThan(RECREATED);

@@ -61,7 +61,12 @@ const note = (type: string, text: string): NewEvent => ({
 describe('projector', () => {
   it('catches up, follows live appends, and answers waits for a position', async () => {
     const { eventStore, readStore } = setup();
-    for (let i = 0; i < 25; i++) await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Noted', `early ${String(i)}`)] });
+    for (let i = 0; i < 25; i++)
+      await eventStore.append({
+        stream: `${category}-${randomUUID()}`,
+        expected: 'no_stream',
+        events: [note('Noted', `early ${String(i)}`)],
+      });
     const projector = new Projector(notes, eventStore, readStore, { batchSize: 10 });
     await projector.start();
     cleanups.unshift(() => projector.stop());
@@ -80,14 +85,37 @@ describe('projector', () => {
     const projector = new Projector(notes, eventStore, readStore);
     await projector.start();
     cleanups.unshift(() => projector.stop());
-    const after = await eventStore.append({ stream: `${category}-${randomUUID()}`, expected: 'no_stream', events: [note('Noted', 'after')] });
+    const after = await eventStore.append({
+      stream: `${category}-${randomUUID()}`,
+      expected: 'no_stream',
+      events: [note('Noted', 'after')],
+    });
     expect(await projector.waitFor(after.position, 2000)).toBe(true);
 
-    const texts = (await readStore.find(collection, toQuery({ filter: [], sort: [] }, { columns: new Map([['id', { path: 'id', type: 'uuid', array: false }], ['text', { path: 'text', type: 'string', array: false }]]), maps: new Set(), nested: new Map() }, ['text']), { offset: 0, limit: 100 })).map((d) => d.text);
+    const texts = (
+      await readStore.find(
+        collection,
+        toQuery(
+          { filter: [], sort: [] },
+          {
+            columns: new Map([
+              ['id', { path: 'id', type: 'uuid', array: false }],
+              ['text', { path: 'text', type: 'string', array: false }],
+            ]),
+            maps: new Set(),
+            nested: new Map(),
+          },
+          ['text'],
+        ),
+        { offset: 0, limit: 100 },
+      )
+    ).map((d) => d.text);
     expect(texts).toEqual(['after', 'n0', 'n1', 'n3', 'n4']);
     const status = projector.status();
     expect(status.lag).toBe(0);
-    expect(status.failures).toEqual([expect.objectContaining({ stream: `${collection}/${streams[2]?.slice(category.length + 1) ?? ''}`, type: 'document upsert' })]);
+    expect(status.failures).toEqual([
+      expect.objectContaining({ stream: `${collection}/${streams[2]?.slice(category.length + 1) ?? ''}`, type: 'document upsert' }),
+    ]);
   });
 
   it('lets one of two instances write a model; the other stands by, follows, and takes over', async () => {
@@ -209,4 +237,3 @@ describe('projector clocks and waits', () => {
     expect(() => set.waitFor('no_such_model', 1n, 10)).toThrow(/no read model "no_such_model"/);
   });
 });
-

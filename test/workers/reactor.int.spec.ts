@@ -45,7 +45,9 @@ const mirror = (events: EventStore): Reactor => ({
   eventTypes: ['UserGroupTypeCreated'],
   async react(event, commandFor) {
     const code = String(event.data.code);
-    await runtimeOf(events).service(worklogType).create({ code, name: code.startsWith('BAD') ? 'x'.repeat(300) : `Work of ${code}` }, commandFor());
+    await runtimeOf(events)
+      .service(worklogType)
+      .create({ code, name: code.startsWith('BAD') ? 'x'.repeat(300) : `Work of ${code}` }, commandFor());
   },
 });
 
@@ -74,7 +76,12 @@ describe('a reactor', () => {
       const made = await worklogs.getByCode(code);
       const [created] = await events.readStream(`${worklogType.category}-${made.id}`);
       const source = (await events.readStream(`${userGroupType.category}-${(await groups.getByCode(code)).id}`))[0];
-      expect(created?.metadata).toMatchObject({ actor: reactorActor('mirror-group-types'), causationId: source?.id, correlationId: 'corr-1', idempotencyKey: source?.id });
+      expect(created?.metadata).toMatchObject({
+        actor: reactorActor('mirror-group-types'),
+        causationId: source?.id,
+        correlationId: 'corr-1',
+        idempotencyKey: source?.id,
+      });
     }
     await first.stop();
 
@@ -97,7 +104,9 @@ describe('a reactor', () => {
     const last = (await groups.create({ code: good, name: good, registry: {} }, ctx())).position ?? 0n;
     const processor = await run(mirror(events), events, readStoreIn(dir));
     expect(await processor.waitFor(last, 5000)).toBe(true);
-    expect(processor.status().failures).toEqual([expect.objectContaining({ type: 'UserGroupTypeCreated', error: 'Request does not match the schema' })]);
+    expect(processor.status().failures).toEqual([
+      expect.objectContaining({ type: 'UserGroupTypeCreated', error: 'Request does not match the schema' }),
+    ]);
     expect((await runtimeOf(events).service(worklogType).getByCode(good)).code).toBe(good);
   });
 });
@@ -132,7 +141,7 @@ async function until(check: () => boolean | Promise<boolean>): Promise<void> {
 }
 
 describe('a reactor with slow events', () => {
-  it('handles a newer event of another owner while one owner\'s slow events run, and checkpoints no further than the first not handled', async () => {
+  it("handles a newer event of another owner while one owner's slow events run, and checkpoints no further than the first not handled", async () => {
     const dir = folder();
     const events = openSqliteEventStore(join(dir, 'events.db'));
     cleanups.push(() => events.close());

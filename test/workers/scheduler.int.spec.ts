@@ -42,7 +42,7 @@ function storesFor() {
 }
 
 describe('scheduler', () => {
-  it('runs at most a batch per tick, up to the schedule\'s concurrency at once', async () => {
+  it("runs at most a batch per tick, up to the schedule's concurrency at once", async () => {
     const stores = storesFor();
     const work = backlog(250, 4);
     const scheduler = new Scheduler([work.schedule], stores.readStore, { clock: { now: () => new Date() }, batch: 100 });

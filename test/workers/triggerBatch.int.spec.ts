@@ -20,13 +20,22 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const message = (offset: number, value: string, key = `K-${String(offset)}`): IncomingMessage => ({ topic: 'triggers', partition: 0, offset: String(offset), key, headers: {}, value: Buffer.from(value) });
+const message = (offset: number, value: string, key = `K-${String(offset)}`): IncomingMessage => ({
+  topic: 'triggers',
+  partition: 0,
+  offset: String(offset),
+  key,
+  headers: {},
+  value: Buffer.from(value),
+});
 const trigger = (i: number) => JSON.stringify({ ruleCode: 'BATCH', ownerType: 'TICKET', ownerId: `T-${String(i)}`, data: { ticket: i } });
 
 describe('the Kafka trigger batch handler', () => {
   it('takes a batch into the log an appendMany per 500, writes a copy (across steps) and a redelivered batch once, and dead-letters what is no trigger', async () => {
     const log = openSqliteEventStore(join(dir, 'events.db'));
-    await runtimeOf(log).service(notificationRule).create({ code: 'BATCH', name: 'batch', eventType: 'KAFKA' }, { actor: 'tester', now: new Date(), newId: randomUUID });
+    await runtimeOf(log)
+      .service(notificationRule)
+      .create({ code: 'BATCH', name: 'batch', eventType: 'KAFKA' }, { actor: 'tester', now: new Date(), newId: randomUUID });
     // The real log, its calls counted.
     const calls = { append: 0, appendMany: 0 };
     const counted = new Proxy(log, {
@@ -41,12 +50,19 @@ describe('the Kafka trigger batch handler', () => {
     }) as EventStore;
     const handle = triggerBatchHandler({ runtime: runtimeOf(counted), now: () => new Date(), newId: randomUUID });
     // 1,100 triggers, then a copy of the first (in the third step, the first's append sent before it) and one that is no trigger.
-    const batch = [...Array.from({ length: 1100 }, (_, i) => message(i, trigger(i))), message(1100, trigger(0), 'K-0'), message(1101, '{not json')];
+    const batch = [
+      ...Array.from({ length: 1100 }, (_, i) => message(i, trigger(i))),
+      message(1100, trigger(0), 'K-0'),
+      message(1101, '{not json'),
+    ];
 
     const outcomes = await handle(batch);
     expect(outcomes.map((o) => o.kind)).toEqual([...batch.slice(0, 1101).map(() => 'handled'), 'dead']);
     expect(calls).toEqual({ append: 0, appendMany: 3 });
-    const triggered = async () => (await log.readAll({ after: 0n, limit: 5000, categories: [notificationTrigger.category] })).filter((e) => e.type === notificationTrigger.createdEvent);
+    const triggered = async () =>
+      (await log.readAll({ after: 0n, limit: 5000, categories: [notificationTrigger.category] })).filter(
+        (e) => e.type === notificationTrigger.createdEvent,
+      );
     const first = await triggered();
     expect(first).toHaveLength(1100);
     expect(new Set(first.map((e) => (e.data as { ownerId: string }).ownerId)).size).toBe(1100);

@@ -40,30 +40,39 @@ const TURN_BYTES = 256 * 1024;
 
 const AuditEventSchema = z
   .object({
-    position: z.string().meta({ description: 'global log position: opaque decimal digits; pass the last one received as `after` (or `Last-Event-ID`)' }),
-    stream: z.string().meta({ description: 'the record\'s stream, `<category>-<id>` (e.g. `user-6f1c…`)' }),
-    version: z.int().meta({ description: 'the stream revision this event made (the record\'s `auditInfo.version` after it; 0 = created)' }),
+    position: z
+      .string()
+      .meta({ description: 'global log position: opaque decimal digits; pass the last one received as `after` (or `Last-Event-ID`)' }),
+    stream: z.string().meta({ description: "the record's stream, `<category>-<id>` (e.g. `user-6f1c…`)" }),
+    version: z.int().meta({ description: "the stream revision this event made (the record's `auditInfo.version` after it; 0 = created)" }),
     type: z.string().meta({ description: 'event type, e.g. `UserCreated`, `UserPatched`, `UserDeleted`, `UserPasswordChanged`' }),
     at: z.string().meta({ description: 'when it was written (date-time)' }),
-    actor: z.string().meta({ description: 'who wrote it: the token\'s subject, or `system:<worker>`' }),
-    requestId: z.string().optional().meta({ description: 'X-Request-Id of the request that wrote it (absent for events written by workers without one)' }),
+    actor: z.string().meta({ description: "who wrote it: the token's subject, or `system:<worker>`" }),
+    requestId: z
+      .string()
+      .optional()
+      .meta({ description: 'X-Request-Id of the request that wrote it (absent for events written by workers without one)' }),
     correlationId: z.string().optional().meta({ description: 'X-Correlation-Id of that request' }),
     causationId: z.string().optional().meta({ description: 'the id of the event that caused it, for events written by reactors' }),
-    data: z.record(z.string(), z.unknown()).meta({
-      description:
-        'as in history: the record after the change (Created, Replaced), the merge patch (`{ patch }`, Patched), `{}` (Deleted), or the own event\'s data, ' +
-        'in its current shape; hidden parts (a password hash, a thumbnail) are never shown, and events of a category no module declares show `{}`',
-    }),
+    data: z
+      .record(z.string(), z.unknown())
+      .meta({
+        description:
+          "as in history: the record after the change (Created, Replaced), the merge patch (`{ patch }`, Patched), `{}` (Deleted), or the own event's data, " +
+          'in its current shape; hidden parts (a password hash, a thumbnail) are never shown, and events of a category no module declares show `{}`',
+      }),
   })
   .meta({ id: 'AuditEvent' });
 
 const AuditPageSchema = z
   .object({
     events: z.array(AuditEventSchema),
-    next: z.string().meta({
-      description:
-        'pass as `after` for the next page. A page of `limit` events may have more behind it; a shorter page reached the end of the log (then `next` is the log\'s head as read before the page, so filtered reads skip what they already passed)',
-    }),
+    next: z
+      .string()
+      .meta({
+        description:
+          "pass as `after` for the next page. A page of `limit` events may have more behind it; a shorter page reached the end of the log (then `next` is the log's head as read before the page, so filtered reads skip what they already passed)",
+      }),
   })
   .meta({ id: 'AuditEventPage' });
 
@@ -71,17 +80,34 @@ const SSE_DESCRIPTION =
   'With `Accept: text/event-stream`: a live stream (Server-Sent Events). It opens with `retry: 2000` and `id: <start position>` (no `data`: it only sets the ' +
   'resume point), then one message per event: `id: <position>` and one `data:` line holding the event as JSON (the AuditEvent of the JSON page), and a blank line. ' +
   'A comment line `: heartbeat` comes after `AUDIT_HEARTBEAT_MS` (15 s) without events. It starts after `Last-Event-ID` (sent by a reconnecting EventSource), else after `after`, else at the ' +
-  'log\'s head (new events only); every event after that position arrives once, in log order, whatever the disconnections. `limit` does not apply.';
+  "log's head (new events only); every event after that position arrives once, in log order, whatever the disconnections. `limit` does not apply.";
 
 const querystring = z.strictObject({
-  after: position.optional().meta({ description: 'the position to read after (exclusive): a `position` or `next` received before; default 0 (the whole log) for JSON, the head for a stream' }),
-  limit: queryInteger(1, AUDIT_MAX_LIMIT).default(AUDIT_DEFAULT_LIMIT).meta({ description: `events per page: default ${String(AUDIT_DEFAULT_LIMIT)}, at most ${String(AUDIT_MAX_LIMIT)}` }),
+  after: position
+    .optional()
+    .meta({
+      description:
+        'the position to read after (exclusive): a `position` or `next` received before; default 0 (the whole log) for JSON, the head for a stream',
+    }),
+  limit: queryInteger(1, AUDIT_MAX_LIMIT)
+    .default(AUDIT_DEFAULT_LIMIT)
+    .meta({ description: `events per page: default ${String(AUDIT_DEFAULT_LIMIT)}, at most ${String(AUDIT_MAX_LIMIT)}` }),
   // Bounded so that the longest valid request line fits Node's 16 KiB limit of the request head.
-  types: z.string().max(4000).regex(/^\w+(,\w+)*$/, { error: 'event type names, comma-separated, none empty' }).optional().meta({ description: 'event types, comma-separated (e.g. `UserCreated,UserDeleted`); an unknown type is a 400' }),
-  streams: z.string().max(7000).regex(/^[\w-]+(,[\w-]+)*$/, { error: 'categories, paths or stream names, comma-separated, none empty' }).optional().meta({
-    description:
-      'comma-separated: a category (`user`, or the resource\'s path `users`: every stream of it) or a whole stream (`user-6f1c…`, one record); both kinds may be mixed. An unknown category is a 400',
-  }),
+  types: z
+    .string()
+    .max(4000)
+    .regex(/^\w+(,\w+)*$/, { error: 'event type names, comma-separated, none empty' })
+    .optional()
+    .meta({ description: 'event types, comma-separated (e.g. `UserCreated,UserDeleted`); an unknown type is a 400' }),
+  streams: z
+    .string()
+    .max(7000)
+    .regex(/^[\w-]+(,[\w-]+)*$/, { error: 'categories, paths or stream names, comma-separated, none empty' })
+    .optional()
+    .meta({
+      description:
+        "comma-separated: a category (`user`, or the resource's path `users`: every stream of it) or a whole stream (`user-6f1c…`, one record); both kinds may be mixed. An unknown category is a 400",
+    }),
 });
 
 type Query = z.infer<typeof querystring>;
@@ -99,7 +125,11 @@ function documentedQuery(catalog: Catalog) {
 }
 
 /** What the feed knows of the modules: each category's resource, and every event type they write. */
-type Catalog = { byCategory: ReadonlyMap<string, ResourceDefinition>; byPath: ReadonlyMap<string, ResourceDefinition>; types: ReadonlySet<string> };
+type Catalog = {
+  byCategory: ReadonlyMap<string, ResourceDefinition>;
+  byPath: ReadonlyMap<string, ResourceDefinition>;
+  types: ReadonlySet<string>;
+};
 
 function catalogOf(modules: readonly Module[]): Catalog {
   const defs = modules.flatMap((m) => m.resources ?? []).map((r) => r.definition);
@@ -148,8 +178,10 @@ function auditEventOf(catalog: Catalog, e: RecordedEvent): AuditEvent {
 function listOf(name: string, value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
   const items = value.split(',').map((s) => s.trim());
-  if (items.some((s) => s === '')) throw validationFailed(`Invalid ${name}`, [`query.${name}: a comma-separated list without empty entries`]);
-  if (items.length > MAX_FILTER_ITEMS) throw validationFailed(`Invalid ${name}`, [`query.${name}: at most ${String(MAX_FILTER_ITEMS)} entries`]);
+  if (items.some((s) => s === ''))
+    throw validationFailed(`Invalid ${name}`, [`query.${name}: a comma-separated list without empty entries`]);
+  if (items.length > MAX_FILTER_ITEMS)
+    throw validationFailed(`Invalid ${name}`, [`query.${name}: at most ${String(MAX_FILTER_ITEMS)} entries`]);
   return [...new Set(items)];
 }
 
@@ -158,7 +190,10 @@ function filterOf(catalog: Catalog, query: Pick<Query, 'types' | 'streams'>): Fe
   const types = listOf('types', query.types);
   const unknownTypes = (types ?? []).filter((t) => !catalog.types.has(t));
   if (unknownTypes.length > 0) {
-    throw validationFailed('Unknown event type', unknownTypes.slice(0, 20).map((t) => `query.types: no resource writes events of type ${JSON.stringify(t.slice(0, 100))}`));
+    throw validationFailed(
+      'Unknown event type',
+      unknownTypes.slice(0, 20).map((t) => `query.types: no resource writes events of type ${JSON.stringify(t.slice(0, 100))}`),
+    );
   }
   // A resource's path (`users`, `user-groups`) names its category.
   const entries = listOf('streams', query.streams)?.map((s) => catalog.byPath.get(s)?.category ?? s);
@@ -167,7 +202,12 @@ function filterOf(catalog: Catalog, query: Pick<Query, 'types' | 'streams'>): Fe
   if (unknown.length > 0) {
     throw validationFailed(
       'Unknown category or stream',
-      unknown.slice(0, 20).map((s) => `query.streams: ${JSON.stringify(s.slice(0, 100))} is neither a category (or a resource's path) nor a stream <category>-<id> of one; categories: ${[...catalog.byCategory.keys()].join(', ')}`),
+      unknown
+        .slice(0, 20)
+        .map(
+          (s) =>
+            `query.streams: ${JSON.stringify(s.slice(0, 100))} is neither a category (or a resource's path) nor a stream <category>-<id> of one; categories: ${[...catalog.byCategory.keys()].join(', ')}`,
+        ),
     );
   }
   const categories = entries.filter((s) => !s.includes('-'));
@@ -187,7 +227,9 @@ async function startOf(store: EventStore, request: FastifyRequest, after: string
   if (given === undefined) return undefined;
   const at = BigInt(given);
   if (at > (await store.headPosition())) {
-    throw validationFailed('The position is ahead of the log', [`${lastEventId === undefined ? 'query.after' : 'header.Last-Event-ID'}: ${given} is past the newest event; use a position received from the feed`]);
+    throw validationFailed('The position is ahead of the log', [
+      `${lastEventId === undefined ? 'query.after' : 'header.Last-Event-ID'}: ${given} is past the newest event; use a position received from the feed`,
+    ]);
   }
   return at;
 }
@@ -195,7 +237,13 @@ async function startOf(store: EventStore, request: FastifyRequest, after: string
 /** A JSON page, read from the log a sub-page at a time as it is sent, so that a page of large
  * events is never held whole; `first` is its first sub-page, read before the answer starts so that
  * a store failure still gets its error body. Pages on exactly as one read of `limit` would. */
-async function* pageText(store: EventStore, first: FeedPage, limit: number, filter: FeedFilter, show: (e: RecordedEvent) => AuditEvent): AsyncGenerator<string> {
+async function* pageText(
+  store: EventStore,
+  first: FeedPage,
+  limit: number,
+  filter: FeedFilter,
+  show: (e: RecordedEvent) => AuditEvent,
+): AsyncGenerator<string> {
   yield '{"events":[';
   let page = first;
   let sent = 0;
@@ -223,10 +271,20 @@ export type StreamOptions = { heartbeatMs: number; signal: AbortSignal };
 /** The body of a live stream: SSE text, made only as fast as it is read (one message per item,
  * at most STREAM_AHEAD of them ahead of the reader). JSON.stringify escapes line breaks, so each
  * event is one `data:` line. */
-export function auditStream(store: EventStore, start: Position, filter: FeedFilter, show: (e: RecordedEvent) => AuditEvent, options: StreamOptions): Readable {
+export function auditStream(
+  store: EventStore,
+  start: Position,
+  filter: FeedFilter,
+  show: (e: RecordedEvent) => AuditEvent,
+  options: StreamOptions,
+): Readable {
   async function* text(): AsyncGenerator<string> {
     yield `retry: ${String(RETRY_MS)}\nid: ${start.toString()}\n\n`;
-    for await (const item of followFeed(store, start, filter, { pageSize: STREAM_PAGE, heartbeatMs: options.heartbeatMs, signal: options.signal })) {
+    for await (const item of followFeed(store, start, filter, {
+      pageSize: STREAM_PAGE,
+      heartbeatMs: options.heartbeatMs,
+      signal: options.signal,
+    })) {
       if (item.kind === 'heartbeat') {
         yield ': heartbeat\n\n';
         continue;
@@ -263,11 +321,21 @@ class Streams {
   /** Takes a slot for the caller, or refuses: 503 when the process is full, 429 when the caller is. */
   admit({ caller, reply, allowed, checkMs, stallMs }: Admission): AbortSignal {
     if (this.#open.size >= this.#limits.maxStreams) {
-      throw new DomainError('AUDIT.TOO_MANY_STREAMS', `This instance serves at most ${String(this.#limits.maxStreams)} audit streams at once (AUDIT_STREAMS_MAX); retry later or page with JSON`, [], { retryAfterSeconds: 5 });
+      throw new DomainError(
+        'AUDIT.TOO_MANY_STREAMS',
+        `This instance serves at most ${String(this.#limits.maxStreams)} audit streams at once (AUDIT_STREAMS_MAX); retry later or page with JSON`,
+        [],
+        { retryAfterSeconds: 5 },
+      );
     }
     const own = [...this.#open].filter((s) => s.caller === caller).length;
     if (own >= this.#limits.maxStreamsPerCaller) {
-      throw new DomainError('AUDIT.TOO_MANY_STREAMS_OF_CALLER', `A caller may hold at most ${String(this.#limits.maxStreamsPerCaller)} audit streams open at once (AUDIT_STREAMS_PER_CALLER); close one first`, [], { retryAfterSeconds: 5 });
+      throw new DomainError(
+        'AUDIT.TOO_MANY_STREAMS_OF_CALLER',
+        `A caller may hold at most ${String(this.#limits.maxStreamsPerCaller)} audit streams open at once (AUDIT_STREAMS_PER_CALLER); close one first`,
+        [],
+        { retryAfterSeconds: 5 },
+      );
     }
     const abort = new AbortController();
     const raw = reply.raw;
@@ -356,11 +424,17 @@ export function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
           'before until a page has fewer than `limit` events. `types` and `streams` narrow it. Secrets (password hashes) are never in it. ' +
           SSE_DESCRIPTION +
           ' Streams are capped per instance (`AUDIT_STREAMS_MAX`, 503 `AUDIT.TOO_MANY_STREAMS` beyond) and per caller (`AUDIT_STREAMS_PER_CALLER`, 429 ' +
-          '`AUDIT.TOO_MANY_STREAMS_OF_CALLER`), both with `Retry-After`; a client that stops reading is disconnected after `AUDIT_STALL_MS` (60 s); the stream ends when the caller\'s token ' +
+          "`AUDIT.TOO_MANY_STREAMS_OF_CALLER`), both with `Retry-After`; a client that stops reading is disconnected after `AUDIT_STALL_MS` (60 s); the stream ends when the caller's token " +
           'expires or its login session ends (checked every heartbeat interval), and when the server shuts down.',
         querystring: documentedQuery(catalog),
         headers: z.object({
-          'last-event-id': z.string().optional().meta({ pattern: '^\\d{1,40}$', description: 'the `id` of the last message received: a stream resumes after it (wins over `after`)' }),
+          'last-event-id': z
+            .string()
+            .optional()
+            .meta({
+              pattern: '^\\d{1,40}$',
+              description: 'the `id` of the last message received: a stream resumes after it (wins over `after`)',
+            }),
           accept: z.string().optional().meta({ description: '`text/event-stream` for a live stream; JSON otherwise' }),
         }),
         response: {
@@ -381,7 +455,10 @@ export function auditRoutes(app: FastifyInstance, deps: AppDeps): void {
       if (!wantsStream(request)) {
         const { limit } = request.query;
         const first = await readFeed(deps.eventStore, after ?? 0n, Math.min(STREAM_PAGE, limit), filter);
-        return sendBody(reply.type('application/json; charset=utf-8'), Readable.from(pageText(deps.eventStore, first, limit, filter, show)));
+        return sendBody(
+          reply.type('application/json; charset=utf-8'),
+          Readable.from(pageText(deps.eventStore, first, limit, filter, show)),
+        );
       }
       const authorization = request.raw.headers.authorization;
       const signal = streams.admit({

@@ -29,7 +29,14 @@ const STREAM_CHUNK = 200;
 
 /** The events of a stream after `after` (positions grow with revisions), at most `limit` of the
  * types asked. `hints` remembers per stream the first revision not yet passed, for a follower. */
-async function streamAfter(store: EventStore, stream: string, after: Position, limit: number, types: readonly string[] | undefined, hints?: Map<string, number>): Promise<RecordedEvent[]> {
+async function streamAfter(
+  store: EventStore,
+  stream: string,
+  after: Position,
+  limit: number,
+  types: readonly string[] | undefined,
+  hints?: Map<string, number>,
+): Promise<RecordedEvent[]> {
   const found: RecordedEvent[] = [];
   let from = hints?.get(stream) ?? 0;
   for (;;) {
@@ -47,7 +54,13 @@ async function streamAfter(store: EventStore, stream: string, after: Position, l
   }
 }
 
-async function matching(store: EventStore, after: Position, limit: number, filter: FeedFilter, hints?: Map<string, number>): Promise<RecordedEvent[]> {
+async function matching(
+  store: EventStore,
+  after: Position,
+  limit: number,
+  filter: FeedFilter,
+  hints?: Map<string, number>,
+): Promise<RecordedEvent[]> {
   const { types, categories, streams } = filter;
   const typed = types === undefined ? {} : { types };
   if (categories === undefined && streams === undefined) return store.readAll({ after, limit, ...typed });
@@ -60,11 +73,20 @@ async function matching(store: EventStore, after: Position, limit: number, filte
   if (parts.length === 1) return parts[0] ?? [];
   // Each part holds the first `limit` matches of its own after `after`: the first `limit` of their
   // union by position are the first `limit` matches of the whole filter.
-  return parts.flat().sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0)).slice(0, limit);
+  return parts
+    .flat()
+    .sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0))
+    .slice(0, limit);
 }
 
 /** One page of the feed: the first `limit` events after `after` that the filter lets through. */
-export async function readFeed(store: EventStore, after: Position, limit: number, filter: FeedFilter, hints?: Map<string, number>): Promise<FeedPage> {
+export async function readFeed(
+  store: EventStore,
+  after: Position,
+  limit: number,
+  filter: FeedFilter,
+  hints?: Map<string, number>,
+): Promise<FeedPage> {
   const head = await store.headPosition();
   const events = await matching(store, after, limit, filter, hints);
   const last = events.at(-1)?.position ?? after;
@@ -89,7 +111,12 @@ export type FeedItem = { kind: 'events'; events: RecordedEvent[] } | { kind: 'he
  * the consumer asks for it, so a slow consumer holds at most one page here. Ends when `signal`
  * aborts.
  */
-export async function* followFeed(store: EventStore, after: Position, filter: FeedFilter, options: FollowOptions): AsyncGenerator<FeedItem> {
+export async function* followFeed(
+  store: EventStore,
+  after: Position,
+  filter: FeedFilter,
+  options: FollowOptions,
+): AsyncGenerator<FeedItem> {
   const now = options.now ?? Date.now;
   const { signal, pageSize, heartbeatMs } = options;
   let pending = true;

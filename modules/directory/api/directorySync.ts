@@ -11,7 +11,13 @@ import { DirectorySync, type SyncEnv } from '../workers/directorySync.ts';
 import type { DirectoryAuthentication } from '../domain/sync.ts';
 
 /** What the sync takes of an app's or a worker's dependencies. */
-export function syncEnvOf(deps: Pick<AppDeps, 'eventStore' | 'readStore' | 'readModels' | 'runtime' | 'clock' | 'newId' | 'directory'> & { resources: SyncEnv['resources']; settings?: ModuleSettings | undefined }, logger: SyncEnv['logger']): SyncEnv | undefined {
+export function syncEnvOf(
+  deps: Pick<AppDeps, 'eventStore' | 'readStore' | 'readModels' | 'runtime' | 'clock' | 'newId' | 'directory'> & {
+    resources: SyncEnv['resources'];
+    settings?: ModuleSettings | undefined;
+  },
+  logger: SyncEnv['logger'],
+): SyncEnv | undefined {
   if (deps.directory === undefined) return undefined;
   const settings = deps.settings?.directory;
   return {

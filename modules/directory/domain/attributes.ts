@@ -32,7 +32,8 @@ export function parseAttributeMapping(text: string | undefined): { mapping: Attr
   if (text.trim().startsWith('{')) {
     try {
       const parsed: unknown = JSON.parse(text);
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { problems: ['a JSON mapping is an object of field to attribute'] };
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+        return { problems: ['a JSON mapping is an object of field to attribute'] };
       pairs = Object.entries(parsed);
     } catch {
       return { problems: ['neither field=attribute pairs nor a JSON object'] };
@@ -46,8 +47,10 @@ export function parseAttributeMapping(text: string | undefined): { mapping: Attr
   const mapping: Record<string, string> = { ...OPENLDAP_ATTRIBUTES };
   const problems: string[] = [];
   for (const [field, attribute] of pairs) {
-    if (!(MappedFields as readonly string[]).includes(field)) problems.push(`${JSON.stringify(field)} is not one of ${MappedFields.join(', ')}`);
-    else if (typeof attribute !== 'string' || !ATTRIBUTE.test(attribute)) problems.push(`${field}: ${JSON.stringify(attribute)} is not an attribute name`);
+    if (!(MappedFields as readonly string[]).includes(field))
+      problems.push(`${JSON.stringify(field)} is not one of ${MappedFields.join(', ')}`);
+    else if (typeof attribute !== 'string' || !ATTRIBUTE.test(attribute))
+      problems.push(`${field}: ${JSON.stringify(attribute)} is not an attribute name`);
     else mapping[field] = attribute;
   }
   return problems.length > 0 ? { problems } : { mapping: mapping as AttributeMapping };
@@ -73,8 +76,15 @@ const first = (attributes: EntryAttributes, name: string): string | undefined =>
 
 /** A directory entry as a person: each field from its attribute's first value (absent when the
  * entry has none); `groups` from memberOf, or the DNs a group search found when given. */
-export function personOf(entry: { dn: string; attributes: EntryAttributes }, mapping: AttributeMapping, searchedGroups?: readonly string[]): DirectoryPerson {
-  const person: { -readonly [K in keyof DirectoryPerson]: DirectoryPerson[K] } = { dn: entry.dn, groups: searchedGroups ?? valuesOf(entry.attributes, mapping.memberOf) };
+export function personOf(
+  entry: { dn: string; attributes: EntryAttributes },
+  mapping: AttributeMapping,
+  searchedGroups?: readonly string[],
+): DirectoryPerson {
+  const person: { -readonly [K in keyof DirectoryPerson]: DirectoryPerson[K] } = {
+    dn: entry.dn,
+    groups: searchedGroups ?? valuesOf(entry.attributes, mapping.memberOf),
+  };
   for (const field of ['code', 'givenName', 'familyName', 'email', 'phoneNumber'] as const) {
     const value = first(entry.attributes, mapping[field]);
     if (value !== undefined) person[field] = value;

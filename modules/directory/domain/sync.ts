@@ -12,7 +12,8 @@ import { normalizeDn } from '../../identity/domain/userGroup.ts';
 export const DirectoryAuthentications = ['LDAP', 'AD'] as const;
 export type DirectoryAuthentication = (typeof DirectoryAuthentications)[number];
 
-export const isDirectoryUser = (fields: JsonObject): boolean => (DirectoryAuthentications as readonly unknown[]).includes(fields.authentication);
+export const isDirectoryUser = (fields: JsonObject): boolean =>
+  (DirectoryAuthentications as readonly unknown[]).includes(fields.authentication);
 
 /** The actor of every write the sync makes. */
 export const SYNC_ACTOR = 'directory-sync';
@@ -47,7 +48,8 @@ export function groupCodesOf(dns: readonly string[], groups: readonly SyncGroup[
 }
 
 const codesIn = (value: unknown): string[] => (Array.isArray(value) ? value.filter((c): c is string => typeof c === 'string') : []);
-const sameSet = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && new Set([...a, ...b]).size === new Set(a).size;
+const sameSet = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && new Set([...a, ...b]).size === new Set(a).size;
 
 /** The user's groups with its directory-backed ones as the directory says: the others kept, in
  * their order, then the directory's. */
@@ -69,7 +71,8 @@ function peopleByCode(people: readonly DirectoryPerson[], skipped: SyncDecision[
   const byCode = new Map<string, DirectoryPerson>();
   for (const p of people) {
     if (p.code === undefined) skipped.push({ dn: p.dn, reason: 'the entry has no value for the code attribute' });
-    else if (!CODE.test(p.code)) skipped.push({ dn: p.dn, code: p.code, reason: 'not a user code (printable ASCII without spaces, at most 255)' });
+    else if (!CODE.test(p.code))
+      skipped.push({ dn: p.dn, code: p.code, reason: 'not a user code (printable ASCII without spaces, at most 255)' });
     else if ((counts.get(p.code) ?? 0) > 1) skipped.push({ dn: p.dn, code: p.code, reason: 'several directory entries have this code' });
     else byCode.set(p.code, p);
   }
@@ -81,7 +84,12 @@ function peopleByCode(people: readonly DirectoryPerson[], skipped: SyncDecision[
  * directory users (LDAP, AD) or have a code a person has. A person whose code a user of another
  * authentication holds is skipped: the sync never takes over a local account.
  */
-export function decideSync(people: readonly DirectoryPerson[], users: readonly SyncUser[], groups: readonly SyncGroup[], options: SyncOptions): SyncDecision {
+export function decideSync(
+  people: readonly DirectoryPerson[],
+  users: readonly SyncUser[],
+  groups: readonly SyncGroup[],
+  options: SyncOptions,
+): SyncDecision {
   const skipped: SyncDecision['skipped'] = [];
   const commands: SyncCommand[] = [];
   let unchanged = 0;
@@ -94,12 +102,26 @@ export function decideSync(people: readonly DirectoryPerson[], users: readonly S
     const found = usersByCode.get(code);
     if (found === undefined) {
       const named = person.givenName !== undefined || person.familyName !== undefined;
-      const input = withPerson({ code, type: options.userType, authentication: options.authentication, status: 'ENABLE', chars: {}, ...(named ? {} : { name: code }) }, person);
+      const input = withPerson(
+        {
+          code,
+          type: options.userType,
+          authentication: options.authentication,
+          status: 'ENABLE',
+          chars: {},
+          ...(named ? {} : { name: code }),
+        },
+        person,
+      );
       commands.push({ type: 'Create', code, input: mapped.length === 0 ? input : { ...input, groups: mapped } });
       continue;
     }
     if (!isDirectoryUser(found.fields)) {
-      skipped.push({ dn: person.dn, code, reason: `a user of authentication ${String(found.fields.authentication)} has this code: the sync leaves it` });
+      skipped.push({
+        dn: person.dn,
+        code,
+        reason: `a user of authentication ${String(found.fields.authentication)} has this code: the sync leaves it`,
+      });
       continue;
     }
     const current = codesIn(found.fields.groups);

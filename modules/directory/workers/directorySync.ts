@@ -19,7 +19,15 @@ import type { Schedule } from '../../../workers/scheduler.ts';
 import { job, jobStep } from '../../jobs/domain/jobs.ts';
 import { user } from '../../identity/domain/user.ts';
 import { userGroup } from '../../identity/domain/userGroup.ts';
-import { decideSync, isDirectoryUser, SYNC_ACTOR, type DirectoryAuthentication, type SyncCommand, type SyncGroup, type SyncUser } from '../domain/sync.ts';
+import {
+  decideSync,
+  isDirectoryUser,
+  SYNC_ACTOR,
+  type DirectoryAuthentication,
+  type SyncCommand,
+  type SyncGroup,
+  type SyncUser,
+} from '../domain/sync.ts';
 
 export const DIRECTORY_SYNC_JOB = 'DIRECTORY_SYNC';
 const LEASE = 'directory-sync';
@@ -59,7 +67,7 @@ async function documentsOf(env: SyncEnv, def: ResourceDefinition): Promise<Docum
   await waitForReadModelAt(env, def.collection, await env.eventStore.headPosition());
   const collection = env.readModels.collectionOf(def.collection);
   const docs: Document[] = [];
-  for (let after: string | undefined; ; ) {
+  for (let after: string | undefined; ;) {
     const page = await env.readStore.scan(collection, { ...(after === undefined ? {} : { after }), limit: PAGE });
     docs.push(...page);
     if (page.length < PAGE) return docs;
@@ -148,10 +156,21 @@ export class DirectorySync {
         const found = await this.#read();
         return { result: found, data: { people: found.people.length, users: found.users.length, groups: found.groups.length } };
       });
-      const decision = decideSync(read.people, read.users, read.groups, { userType: this.#env.userType, authentication: this.#env.authentication });
+      const decision = decideSync(read.people, read.users, read.groups, {
+        userType: this.#env.userType,
+        authentication: this.#env.authentication,
+      });
       const tally: Tally = { created: 0, updated: 0, disabled: 0, failed: 0 };
       const failures: JsonObject[] = [];
-      const progress = () => jobs.execute(jobId, { type: 'Progress', progress: { people: read.people.length, ...tally, unchanged: decision.unchanged, skipped: decision.skipped.length } }, this.#ctx());
+      const progress = () =>
+        jobs.execute(
+          jobId,
+          {
+            type: 'Progress',
+            progress: { people: read.people.length, ...tally, unchanged: decision.unchanged, skipped: decision.skipped.length },
+          },
+          this.#ctx(),
+        );
       await progress();
       for (const type of ['Create', 'Update', 'Disable'] as const) {
         const commands = decision.commands.filter((c) => c.type === type);
@@ -163,7 +182,8 @@ export class DirectorySync {
               tally[TALLY_OF[type]]++;
             } catch (error) {
               tally.failed++;
-              if (failures.length < LISTED) failures.push({ code: command.code, type, error: error instanceof Error ? error.message : String(error) });
+              if (failures.length < LISTED)
+                failures.push({ code: command.code, type, error: error instanceof Error ? error.message : String(error) });
             }
             if (++done % PROGRESS_EVERY === 0) await progress();
           }
@@ -171,12 +191,25 @@ export class DirectorySync {
         });
         await progress();
       }
-      const result = { people: read.people.length, ...tally, unchanged: decision.unchanged, skipped: decision.skipped.length, failures, skippedPeople: decision.skipped.slice(0, LISTED) };
+      const result = {
+        people: read.people.length,
+        ...tally,
+        unchanged: decision.unchanged,
+        skipped: decision.skipped.length,
+        failures,
+        skippedPeople: decision.skipped.slice(0, LISTED),
+      };
       return { type: 'Complete', result };
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      const detail = typeof error === 'object' && error !== null && 'errors' in error && Array.isArray(error.errors) ? `: ${error.errors.join('; ')}` : '';
-      if (current !== undefined) await this.#services.steps.patch(stepIds.get(current) ?? '', { status: 'FAILED', log: `${reason}${detail}` }, this.#ctx()).catch(() => undefined);
+      const detail =
+        typeof error === 'object' && error !== null && 'errors' in error && Array.isArray(error.errors)
+          ? `: ${error.errors.join('; ')}`
+          : '';
+      if (current !== undefined)
+        await this.#services.steps
+          .patch(stepIds.get(current) ?? '', { status: 'FAILED', log: `${reason}${detail}` }, this.#ctx())
+          .catch(() => undefined);
       return { type: 'Fail', reason: `${reason}${detail}` };
     }
   }
@@ -192,9 +225,13 @@ export class DirectorySync {
       if (live !== undefined) users.push({ id: live.id, version: live.version, fields: live.fields });
     }
     if (people.length === 0 && users.some((u) => isDirectoryUser(u.fields) && u.fields.status === 'ENABLE')) {
-      throw new Error('the directory answered no person under LDAP_USER_BASE with the sync filter: nothing was changed (a sync never disables every directory user at once; check LDAP_USER_BASE and LDAP_SYNC_FILTER)');
+      throw new Error(
+        'the directory answered no person under LDAP_USER_BASE with the sync filter: nothing was changed (a sync never disables every directory user at once; check LDAP_USER_BASE and LDAP_SYNC_FILTER)',
+      );
     }
-    const groups = (await documentsOf(this.#env, userGroup)).flatMap((g) => (typeof g.ldapMemberOf === 'string' ? [{ code: String(g.code), ldapMemberOf: g.ldapMemberOf }] : []));
+    const groups = (await documentsOf(this.#env, userGroup)).flatMap((g) =>
+      typeof g.ldapMemberOf === 'string' ? [{ code: String(g.code), ldapMemberOf: g.ldapMemberOf }] : [],
+    );
     return { people, users, groups };
   }
 

@@ -23,7 +23,7 @@ const tags = ['formatter'];
 /** What the routes that evaluate templates say about a caller's share of the template threads (and
  * of the PDF pages and LibreOffice, for documents). */
 const SHARE =
-  'A caller (the token\'s subject) may have at most TEMPLATE_JOBS_PER_CALLER (2) template evaluations waiting or running at once, and as many ' +
+  "A caller (the token's subject) may have at most TEMPLATE_JOBS_PER_CALLER (2) template evaluations waiting or running at once, and as many " +
   'PDF renders and as many office conversions: beyond, 429 `FORMATTER.TOO_MANY_RENDERS_OF_CALLER` with `Retry-After`; a full queue is a 503 ' +
   '`FORMATTER.RENDERER_BUSY` with `Retry-After`.';
 /** The largest template text a preview takes (as a stored template's content). */
@@ -34,12 +34,20 @@ const templateVersion = z
   .regex(/^\d{1,9}$/, { error: 'expected a version: decimal digits' })
   .transform(Number)
   .optional()
-  .meta({ description: 'render the template as it stood at this version of its stream (its auditInfo.version then): the same data gives the same output' });
+  .meta({
+    description:
+      'render the template as it stood at this version of its stream (its auditInfo.version then): the same data gives the same output',
+  });
 
 const data = z.record(z.string(), z.unknown()).meta({ description: 'the data the template is rendered over (a JSON object)' });
 
 /** The text a stored template gives for some data, and the content type it is sent with. */
-async function renderTemplate(template: TemplateVersion, input: unknown, deps: AppDeps, caller: TemplateCaller): Promise<{ text: string; type: string }> {
+async function renderTemplate(
+  template: TemplateVersion,
+  input: unknown,
+  deps: AppDeps,
+  caller: TemplateCaller,
+): Promise<{ text: string; type: string }> {
   const type = template.documentType === 'SOURCE' ? 'text/plain; charset=utf-8' : 'text/html; charset=utf-8';
   return { text: await templateText(template, input, deps.documents ?? {}, caller), type };
 }
@@ -59,13 +67,19 @@ function previewRoute(r: ZodRoutes, deps: AppDeps): void {
           'fails on the data (a bad time zone) a 422. ' +
           SHARE,
         body: z.strictObject({ data: data.optional(), content: z.string().max(MAX_TEMPLATE_CHARS) }),
-        response: { 200: { description: 'The rendered HTML', content: { 'text/html': { schema: z.string() } } }, ...errors(400, 413, 422, 429, 503) },
+        response: {
+          200: { description: 'The rendered HTML', content: { 'text/html': { schema: z.string() } } },
+          ...errors(400, 413, 422, 429, 503),
+        },
       },
     },
     async (request, reply) => {
       const { content } = request.body;
       const key = `preview:${createHash('sha256').update(content).digest('hex')}`;
-      const html = await (deps.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key, version: 0, source: content, data: request.body.data ?? {}, mode: 'html' }, templateCallerOf(request));
+      const html = await (deps.documents?.templates ?? inProcessTemplates).text(
+        { kind: 'handlebars', key, version: 0, source: content, data: request.body.data ?? {}, mode: 'html' },
+        templateCallerOf(request),
+      );
       await reply.type('text/html; charset=utf-8').send(html);
     },
   );
@@ -107,7 +121,10 @@ function renderRoute(r: ZodRoutes, deps: AppDeps): void {
         querystring: z.strictObject({ templateVersion }),
         body: data,
         response: {
-          200: { description: 'The rendered text: text/plain for SOURCE documents, else text/html', content: { 'text/html': { schema: z.string() }, 'text/plain': { schema: z.string() } } },
+          200: {
+            description: 'The rendered text: text/plain for SOURCE documents, else text/html',
+            content: { 'text/html': { schema: z.string() }, 'text/plain': { schema: z.string() } },
+          },
           ...errors(400, 404, 413, 422, 429, 503),
         },
       },
@@ -128,7 +145,7 @@ export const MAX_BATCH_DOCUMENTS = 100;
 /** Documents of one batch rendered at once: a batch takes no more of the renderers than this. */
 const BATCH_PARALLELISM = 2;
 
-const format = z.enum(DocumentFormats).default('pdf').meta({ description: 'the document\'s format (default pdf)' });
+const format = z.enum(DocumentFormats).default('pdf').meta({ description: "the document's format (default pdf)" });
 
 const sha256Tag = (bytes: Uint8Array): string => `"${createHash('sha256').update(bytes).digest('hex')}"`;
 const wantsJson = (request: FastifyRequest): boolean => /^\s*application\/json\s*(;|,|$)/i.test(request.headers.accept ?? '');
@@ -136,7 +153,12 @@ const wantsJson = (request: FastifyRequest): boolean => /^\s*application\/json\s
 /** A document's answer: its bytes in the format's content type, or their base64 as JSON. */
 const documentContent: Record<string, { schema: z.ZodType }> = {
   'application/json': { schema: z.string().meta({ description: 'the document in base64' }) },
-  ...Object.fromEntries([...new Set(Object.values(CONTENT_TYPES))].map((type) => [type.split(';')[0] ?? type, { schema: z.string().meta({ format: 'binary' }) }])),
+  ...Object.fromEntries(
+    [...new Set(Object.values(CONTENT_TYPES))].map((type) => [
+      type.split(';')[0] ?? type,
+      { schema: z.string().meta({ format: 'binary' }) },
+    ]),
+  ),
 };
 
 function documentRoute(r: ZodRoutes, deps: AppDeps): void {
@@ -152,13 +174,14 @@ function documentRoute(r: ZodRoutes, deps: AppDeps): void {
         description:
           'HTML and SCRIPT templates render their text (see the render route), which is the document for `html`, printed by Chromium for `pdf` ' +
           '(paper from documentSize: A4, LETTER, B5 = ISO B5 176 × 250 mm, PORTRAIT/LANDSCAPE = A4 in that orientation, AUTO = A4), and converted by ' +
-          'LibreOffice for `docx`, `doc`, `odt` and, from the HTML\'s tables, `xlsx`, `xls`, `ods`. FILE templates hold a DOCX, XLSX, ODT or ODS in base64 ' +
+          "LibreOffice for `docx`, `doc`, `odt` and, from the HTML's tables, `xlsx`, `xls`, `ods`. FILE templates hold a DOCX, XLSX, ODT or ODS in base64 " +
           'whose `{{placeholders}}` are filled from the data (a DOCX by docxtemplater, with `{{#list}}…{{/list}}` loops; an XLSX cell by cell as ' +
           'handlebars; ODT and ODS through DOCX and XLSX), then converted when the format differs. ' +
           'Nothing in a template can fetch anything: no script runs and no URL but `data:` loads. The answer is the file with its content type and ' +
           'a `Content-Disposition` file name, or with `Accept: application/json` a JSON string of its base64. `X-Template-Version` is the version ' +
           'rendered and `ETag` the SHA-256 of the bytes: the same version and data give the same bytes, and `?templateVersion=` regenerates a ' +
-          'document as an older version made it. Limits: data ' + `${String(MAX_DOCUMENT_DATA_BYTES / 1024 / 1024)} MiB (413). ` +
+          'document as an older version made it. Limits: data ' +
+          `${String(MAX_DOCUMENT_DATA_BYTES / 1024 / 1024)} MiB (413). ` +
           'A busy renderer or one past its time limit answers 503 with `Retry-After`; a format whose renderer is not installed, 503 saying how to install it. ' +
           SHARE,
         params: z.strictObject({ documentTemplateCode: z.string().min(1).max(255) }),
@@ -166,7 +189,7 @@ function documentRoute(r: ZodRoutes, deps: AppDeps): void {
         body: data,
         response: {
           200: {
-            description: 'The document in its format\'s content type, or with `Accept: application/json` its base64 as a JSON string',
+            description: "The document in its format's content type, or with `Accept: application/json` its base64 as a JSON string",
             content: documentContent,
           },
           ...errors(400, 404, 413, 422, 429, 503),
@@ -175,9 +198,16 @@ function documentRoute(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const template = await templateAt(request, request.params.documentTemplateCode, request.query.templateVersion);
-      const document = await generateDocument(template, request.body, request.query.format, deps.documents ?? {}, templateCallerOf(request));
+      const document = await generateDocument(
+        template,
+        request.body,
+        request.query.format,
+        deps.documents ?? {},
+        templateCallerOf(request),
+      );
       void reply.header('x-template-version', String(template.auditInfo.version)).header('etag', sha256Tag(document.bytes));
-      if (wantsJson(request)) return reply.type('application/json; charset=utf-8').send(JSON.stringify(Buffer.from(document.bytes).toString('base64')));
+      if (wantsJson(request))
+        return reply.type('application/json; charset=utf-8').send(JSON.stringify(Buffer.from(document.bytes).toString('base64')));
       void reply.header('content-disposition', `attachment; filename="${document.fileName}"`).header('x-content-type-options', 'nosniff');
       return reply.type(document.contentType).send(Buffer.from(document.bytes));
     },
@@ -185,7 +215,7 @@ function documentRoute(r: ZodRoutes, deps: AppDeps): void {
 }
 
 const batchItem = z.strictObject({
-  documentId: z.string().min(1).max(255).meta({ description: 'the caller\'s name for the document, answered with it' }),
+  documentId: z.string().min(1).max(255).meta({ description: "the caller's name for the document, answered with it" }),
   documentTemplateCode: z.string().min(1).max(255),
   data: data.optional(),
   templateVersion: z.number().int().min(0).optional().meta({ description: 'the template as it stood at this version' }),
@@ -202,7 +232,9 @@ const batchResult = z.union([
   }),
   z.strictObject({
     documentId: z.string(),
-    error: z.strictObject({ status: z.string(), code: z.string(), message: z.string(), errors: z.array(z.string()) }).meta({ description: 'why this document was not made; the others still were' }),
+    error: z
+      .strictObject({ status: z.string(), code: z.string(), message: z.string(), errors: z.array(z.string()) })
+      .meta({ description: 'why this document was not made; the others still were' }),
   }),
 ]);
 
@@ -218,7 +250,7 @@ function batchRoute(r: ZodRoutes, deps: AppDeps): void {
         summary: 'Generate several documents in one format',
         description:
           `Each item is made as by the single-document route, ${String(BATCH_PARALLELISM)} at a time, and answered in the order asked with its ` +
-          'document in base64, or with an `error` (the error body\'s status, code, message and errors) when that one failed: an unknown template, ' +
+          "document in base64, or with an `error` (the error body's status, code, message and errors) when that one failed: an unknown template, " +
           `data it cannot render, a busy renderer. At most ${String(MAX_BATCH_DOCUMENTS)} items (413 beyond) and ${String(MAX_DOCUMENT_DATA_BYTES / 1024 / 1024)} MiB of JSON.`,
         querystring: z.strictObject({ format }),
         body: z.array(batchItem),
@@ -228,12 +260,21 @@ function batchRoute(r: ZodRoutes, deps: AppDeps): void {
     async (request) => {
       const items = request.body;
       if (items.length > MAX_BATCH_DOCUMENTS) {
-        throw new DomainError('FORMATTER.BATCH_TOO_LARGE', `At most ${String(MAX_BATCH_DOCUMENTS)} documents per batch, got ${String(items.length)}`);
+        throw new DomainError(
+          'FORMATTER.BATCH_TOO_LARGE',
+          `At most ${String(MAX_BATCH_DOCUMENTS)} documents per batch, got ${String(items.length)}`,
+        );
       }
       return mapBounded(items, BATCH_PARALLELISM, async (item) => {
         try {
           const template = await templateAt(request, item.documentTemplateCode, item.templateVersion);
-          const document = await generateDocument(template, item.data ?? {}, request.query.format, deps.documents ?? {}, templateCallerOf(request));
+          const document = await generateDocument(
+            template,
+            item.data ?? {},
+            request.query.format,
+            deps.documents ?? {},
+            templateCallerOf(request),
+          );
           return {
             documentId: item.documentId,
             data: Buffer.from(document.bytes).toString('base64'),
@@ -244,7 +285,8 @@ function batchRoute(r: ZodRoutes, deps: AppDeps): void {
           };
         } catch (error) {
           const e = toDomainError(error);
-          if (e.httpStatus >= 500 && e.retryAfterSeconds === undefined) request.log.error({ err: error, documentId: item.documentId }, 'document failed');
+          if (e.httpStatus >= 500 && e.retryAfterSeconds === undefined)
+            request.log.error({ err: error, documentId: item.documentId }, 'document failed');
           return { documentId: item.documentId, error: { status: e.status, code: e.code, message: e.message, errors: [...e.errors] } };
         }
       });

@@ -44,7 +44,11 @@ export function paperOf(documentSize: unknown): Paper {
 /** The file name a document is offered under: the template's code made safe for a header, and
  * the format's extension. */
 export function fileNameOf(code: string, format: DocumentFormat): string {
-  const base = code.normalize('NFKD').replace(/[^\w.-]+/g, '_').replace(/^[._]+/, '').slice(0, 100);
+  const base = code
+    .normalize('NFKD')
+    .replace(/[^\w.-]+/g, '_')
+    .replace(/^[._]+/, '')
+    .slice(0, 100);
   return `${base === '' ? 'document' : base}.${format}`;
 }
 
@@ -107,14 +111,25 @@ export function reproduciblePdf(pdf: Uint8Array, date: Date): Uint8Array {
     const first = m[1] ?? '';
     const second = m[2] ?? '';
     const at = trailerAt + m.index + m[0].indexOf(`<${first}>`) + 1;
-    return [{ at, length: first.length }, { at: trailerAt + m.index + m[0].lastIndexOf(`<${second}>`) + 1, length: second.length }];
+    return [
+      { at, length: first.length },
+      { at: trailerAt + m.index + m[0].lastIndexOf(`<${second}>`) + 1, length: second.length },
+    ];
   });
   // LibreOffice's checksum of the file as it first wrote it (with its own dates).
-  for (const m of trailer.matchAll(/\/DocChecksum\s*\/([0-9A-Fa-f]+)/g)) ids.push({ at: trailerAt + m.index + m[0].length - (m[1] ?? '').length, length: (m[1] ?? '').length });
+  for (const m of trailer.matchAll(/\/DocChecksum\s*\/([0-9A-Fa-f]+)/g))
+    ids.push({ at: trailerAt + m.index + m[0].length - (m[1] ?? '').length, length: (m[1] ?? '').length });
   if (ids.length > 0) {
     for (const id of ids) write(id.at, '0'.repeat(id.length));
     const digest = sha256Hex(out);
-    for (const id of ids) write(id.at, digest.repeat(Math.ceil(id.length / digest.length)).slice(0, id.length).toUpperCase());
+    for (const id of ids)
+      write(
+        id.at,
+        digest
+          .repeat(Math.ceil(id.length / digest.length))
+          .slice(0, id.length)
+          .toUpperCase(),
+      );
   }
   return out;
 }

@@ -81,14 +81,21 @@ function fieldProblem(instruction: string): string | undefined {
   if (FETCHING_FIELDS.has(type)) return `field ${shown(instruction.trim())} reads from outside the document`;
   if (type !== 'HYPERLINK') return undefined;
   // The address is the first argument that is neither a switch nor a switch's argument.
-  const tokens = [...instruction.trim().slice(type.length).matchAll(/"([^"]*)"|(\S+)/g)].map((m) => ({ text: m[1] ?? m[2] ?? '', quoted: m[1] !== undefined }));
+  const tokens = [
+    ...instruction
+      .trim()
+      .slice(type.length)
+      .matchAll(/"([^"]*)"|(\S+)/g),
+  ].map((m) => ({ text: m[1] ?? m[2] ?? '', quoted: m[1] !== undefined }));
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i] ?? { text: '', quoted: false };
     if (!token.quoted && token.text.startsWith('\\')) {
       if (HYPERLINK_ARGUMENTS.has(token.text.toLowerCase())) i += 1;
       continue;
     }
-    return isClickable(token.text) ? undefined : `field ${shown(instruction.trim())} links to something other than an http(s) or mailto address`;
+    return isClickable(token.text)
+      ? undefined
+      : `field ${shown(instruction.trim())} links to something other than an http(s) or mailto address`;
   }
   return undefined;
 }
@@ -117,7 +124,12 @@ function fieldProblems(xml: string): string[] {
 }
 
 /** A complex field's begin, separate or end. */
-function fieldChar(kind: string | undefined, open: OpenField[], collecting: OpenField | undefined, check: (field: OpenField) => void): void {
+function fieldChar(
+  kind: string | undefined,
+  open: OpenField[],
+  collecting: OpenField | undefined,
+  check: (field: OpenField) => void,
+): void {
   if (kind === 'begin') {
     // A field nested where its parent's type should be.
     if (collecting?.code.trim() === '') collecting.computed = true;
@@ -153,11 +165,13 @@ function ooxmlPartProblems(xml: string): string[] {
   for (const e of elementsOf(xml)) {
     for (const key of ['src', 'href']) {
       const value = e.attributes.get(key);
-      if (value !== undefined && (leavesPackage(value) || value.trim().startsWith('/'))) problems.push(`${e.name} refers to ${shown(value)} outside the file`);
+      if (value !== undefined && (leavesPackage(value) || value.trim().startsWith('/')))
+        problems.push(`${e.name} refers to ${shown(value)} outside the file`);
     }
     if (MAIL_MERGE_SOURCES.has(e.name)) problems.push(`a mail-merge data source (${e.name})`);
     if (e.name === 'altChunk') problems.push('an imported chunk (altChunk)');
-    if (['f', 'definedName', 'formula', 'formula1', 'formula2'].includes(e.name) && FETCHING_FUNCTIONS.test(e.text ?? '')) problems.push(`formula ${shown(e.text ?? '')} fetches from outside the file`);
+    if (['f', 'definedName', 'formula', 'formula1', 'formula2'].includes(e.name) && FETCHING_FUNCTIONS.test(e.text ?? ''))
+      problems.push(`formula ${shown(e.text ?? '')} fetches from outside the file`);
   }
   return problems;
 }
@@ -168,11 +182,13 @@ function odfPartProblems(xml: string): string[] {
   const problems: string[] = [];
   for (const e of elementsOf(xml)) {
     const href = e.attributes.get('href');
-    if (href !== undefined && outsidePackage(href) && !(e.name === 'a' && isClickable(href))) problems.push(`${e.name} refers to ${shown(href)} outside the file`);
+    if (href !== undefined && outsidePackage(href) && !(e.name === 'a' && isClickable(href)))
+      problems.push(`${e.name} refers to ${shown(href)} outside the file`);
     if (/^dde-(source|connection-decl|link)$/.test(e.name)) problems.push(`a DDE link (${e.name})`);
     for (const key of ['formula', 'condition', 'expression']) {
       const formula = e.attributes.get(key);
-      if (formula !== undefined && (FETCHING_FUNCTIONS.test(formula) || FILE_IN_FORMULA.test(formula))) problems.push(`formula ${shown(formula)} fetches from outside the file`);
+      if (formula !== undefined && (FETCHING_FUNCTIONS.test(formula) || FILE_IN_FORMULA.test(formula)))
+        problems.push(`formula ${shown(formula)} fetches from outside the file`);
     }
   }
   return problems;

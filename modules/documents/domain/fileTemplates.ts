@@ -44,8 +44,16 @@ export function officeKindOf(bytes: Uint8Array): OfficeKind | undefined {
 export function isRaster(bytes: Uint8Array): boolean {
   const hex = Array.from(bytes.subarray(0, 12), (b) => b.toString(16).padStart(2, '0')).join('');
   return (
-    hex.startsWith('89504e470d0a1a0a') || hex.startsWith('ffd8ff') || hex.startsWith('474946383') || (hex.startsWith('52494646') && hex.slice(16, 24) === '57454250') ||
-    hex.startsWith('424d') || hex.startsWith('49492a00') || hex.startsWith('4d4d002a') || hex.startsWith('01000000') || hex.startsWith('d7cdc69a') || hex.startsWith('01000900')
+    hex.startsWith('89504e470d0a1a0a') ||
+    hex.startsWith('ffd8ff') ||
+    hex.startsWith('474946383') ||
+    (hex.startsWith('52494646') && hex.slice(16, 24) === '57454250') ||
+    hex.startsWith('424d') ||
+    hex.startsWith('49492a00') ||
+    hex.startsWith('4d4d002a') ||
+    hex.startsWith('01000000') ||
+    hex.startsWith('d7cdc69a') ||
+    hex.startsWith('01000900')
   );
 }
 
@@ -56,7 +64,9 @@ export function svgPartsOf(bytes: Uint8Array): string[] {
   try {
     const zip = new PizZip(bytes);
     return Object.values(zip.files)
-      .filter((f) => !f.dir && (/\.svgz?$/i.test(f.name) || (/^(word|xl|ppt)\/media\/|^Pictures\//.test(f.name) && !isRaster(f.asUint8Array()))))
+      .filter(
+        (f) => !f.dir && (/\.svgz?$/i.test(f.name) || (/^(word|xl|ppt)\/media\/|^Pictures\//.test(f.name) && !isRaster(f.asUint8Array()))),
+      )
       .map((f) => f.name);
   } catch {
     return [];
@@ -71,17 +81,26 @@ const MAX_REFUSED_LINES = 20;
 export function refusedContentOf(bytes: Uint8Array, kind: OfficeKind): string[] {
   const svg = svgPartsOf(bytes);
   const lines = [
-    ...(svg.length === 0 ? [] : [`only raster images (PNG, JPEG, GIF, WebP, BMP, TIFF, EMF, WMF) are allowed in a FILE template, not ${svg.slice(0, 3).join(', ')}`]),
+    ...(svg.length === 0
+      ? []
+      : [
+          `only raster images (PNG, JPEG, GIF, WebP, BMP, TIFF, EMF, WMF) are allowed in a FILE template, not ${svg.slice(0, 3).join(', ')}`,
+        ]),
     ...externalReferencesOf(new PizZip(bytes), kind === 'odt' || kind === 'ods'),
   ];
-  return lines.length <= MAX_REFUSED_LINES ? lines : [...lines.slice(0, MAX_REFUSED_LINES), `… and ${String(lines.length - MAX_REFUSED_LINES)} more`];
+  return lines.length <= MAX_REFUSED_LINES
+    ? lines
+    : [...lines.slice(0, MAX_REFUSED_LINES), `… and ${String(lines.length - MAX_REFUSED_LINES)} more`];
 }
 
 type TemplateErrorDetail = { properties?: { explanation?: string; file?: string; offset?: number } };
 const explanationsOf = (error: unknown): string[] => {
   const e = error as { properties?: { errors?: TemplateErrorDetail[]; explanation?: string }; message?: string };
   const details: TemplateErrorDetail[] = e.properties?.errors ?? [e];
-  return details.map((d) => `${d.properties?.explanation ?? (error as Error).message}${d.properties?.file === undefined ? '' : ` (in ${d.properties.file})`}`);
+  return details.map(
+    (d) =>
+      `${d.properties?.explanation ?? (error as Error).message}${d.properties?.file === undefined ? '' : ` (in ${d.properties.file})`}`,
+  );
 };
 
 const OPTIONS = {
@@ -149,7 +168,12 @@ function datedZip(zip: PizZip, date: Date): Uint8Array {
 /** A cell that is one placeholder and nothing else: its value keeps its type (a number stays a number). */
 const SOLE_PLACEHOLDER = /^\{\{\s*([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*\}\}$/;
 const own = (data: unknown, path: string): unknown =>
-  path.split('.').reduce<unknown>((v, k) => (typeof v === 'object' && v !== null && Object.hasOwn(v, k) ? (v as Record<string, unknown>)[k] : undefined), data);
+  path
+    .split('.')
+    .reduce<unknown>(
+      (v, k) => (typeof v === 'object' && v !== null && Object.hasOwn(v, k) ? (v as Record<string, unknown>)[k] : undefined),
+      data,
+    );
 
 /** An XLSX with every text cell that holds `{{` rendered as a handlebars template (as text) over the
  * data; a cell that is a single `{{path}}` to a number, boolean or date-less value keeps its type.
@@ -165,7 +189,9 @@ export async function fillXlsx(
   try {
     await workbook.xlsx.load(Buffer.from(bytes) as unknown as ArrayBuffer);
   } catch (error) {
-    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'The XLSX template could not be read', [`content: ${error instanceof Error ? error.message : String(error)}`]);
+    throw new DomainError('FORMATTER.NOT_RENDERABLE', 'The XLSX template could not be read', [
+      `content: ${error instanceof Error ? error.message : String(error)}`,
+    ]);
   }
   workbook.eachSheet((sheet) => {
     sheet.eachRow((row) => {
@@ -179,10 +205,20 @@ export async function fillXlsx(
           return;
         }
         try {
-          cell.value = renderHandlebars(compiled, { key: `${template.key}:${sheet.name}!${cell.address}`, version: template.version }, text, data, 'text');
+          cell.value = renderHandlebars(
+            compiled,
+            { key: `${template.key}:${sheet.name}!${cell.address}`, version: template.version },
+            text,
+            data,
+            'text',
+          );
         } catch (error) {
           const e = error as DomainError;
-          throw new DomainError(e.code, `Cell ${sheet.name}!${cell.address}: ${e.message}`, e.errors.map((l) => `${sheet.name}!${cell.address}: ${l}`));
+          throw new DomainError(
+            e.code,
+            `Cell ${sheet.name}!${cell.address}: ${e.message}`,
+            e.errors.map((l) => `${sheet.name}!${cell.address}: ${l}`),
+          );
         }
       });
     });

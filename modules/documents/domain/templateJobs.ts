@@ -11,7 +11,6 @@ import { CompiledTemplates, renderHandlebars, renderJsonata } from './templates.
 /** The largest text a template may make from its data (characters). */
 export const MAX_DOCUMENT_CHARS = 16 * 1024 * 1024;
 
-
 /** Evaluates one job; `compiled` is the evaluator's own cache of compiled handlebars templates. */
 export async function runTemplateJob(job: TemplateJob, compiled: CompiledTemplates): Promise<string | Uint8Array> {
   let result: string | Uint8Array;

@@ -37,8 +37,13 @@ export const HELPERS: Readonly<Record<string, (...args: unknown[]) => unknown>> 
     const date = new Date(typeof value === 'number' ? value : asText(value));
     if (Number.isNaN(date.getTime())) return asText(value);
     const dateStyle = (text(hash.dateStyle) ?? 'medium') as Intl.DateTimeFormatOptions['dateStyle'];
-    const timeStyle = hash.timeStyle === 'none' ? undefined : ((text(hash.timeStyle) ?? 'short') as Intl.DateTimeFormatOptions['timeStyle']);
-    return new Intl.DateTimeFormat(text(locale) ?? 'en-GB', { timeZone: text(timeZone) ?? 'UTC', dateStyle, ...(timeStyle === undefined ? {} : { timeStyle }) }).format(date);
+    const timeStyle =
+      hash.timeStyle === 'none' ? undefined : ((text(hash.timeStyle) ?? 'short') as Intl.DateTimeFormatOptions['timeStyle']);
+    return new Intl.DateTimeFormat(text(locale) ?? 'en-GB', {
+      timeZone: text(timeZone) ?? 'UTC',
+      dateStyle,
+      ...(timeStyle === undefined ? {} : { timeStyle }),
+    }).format(date);
   },
   /** {{formatNumber value "cs-CZ" minimumFractionDigits=2 style="currency" currency="CZK"}} */
   formatNumber: (...args) => {
@@ -82,11 +87,19 @@ export function handlebarsProblems(source: string, field = 'content'): string[] 
     const ast = engine.parse(source);
     const problems: string[] = [];
     walkAst(ast, (node) => {
-      if (node.type === 'PartialStatement' || node.type === 'PartialBlockStatement') problems.push(`${field}: line ${String(node.loc.start.line)}, column ${String(node.loc.start.column + 1)}: partials are not available`);
-      if (node.type === 'Decorator' || node.type === 'DecoratorBlock') problems.push(`${field}: line ${String(node.loc.start.line)}, column ${String(node.loc.start.column + 1)}: decorators are not available`);
+      if (node.type === 'PartialStatement' || node.type === 'PartialBlockStatement')
+        problems.push(
+          `${field}: line ${String(node.loc.start.line)}, column ${String(node.loc.start.column + 1)}: partials are not available`,
+        );
+      if (node.type === 'Decorator' || node.type === 'DecoratorBlock')
+        problems.push(
+          `${field}: line ${String(node.loc.start.line)}, column ${String(node.loc.start.column + 1)}: decorators are not available`,
+        );
       const helper = helperCalled(node);
       if (helper !== undefined && !Object.hasOwn(KNOWN, helper)) {
-        problems.push(`${field}: line ${String(node.loc.start.line)}, column ${String(node.loc.start.column + 1)}: no helper ${JSON.stringify(helper)} (available: ${Object.keys(KNOWN).join(', ')})`);
+        problems.push(
+          `${field}: line ${String(node.loc.start.line)}, column ${String(node.loc.start.column + 1)}: no helper ${JSON.stringify(helper)} (available: ${Object.keys(KNOWN).join(', ')})`,
+        );
       }
     });
     if (problems.length === 0) engine.precompile(source, { knownHelpers: KNOWN, knownHelpersOnly: true, strict: false });
@@ -94,7 +107,8 @@ export function handlebarsProblems(source: string, field = 'content'): string[] 
   } catch (error) {
     const e = error as Error & { lineNumber?: number; column?: number };
     // The parser's lexer (not in the type declarations) keeps where it stopped.
-    const loc = (Handlebars as unknown as { Parser?: { lexer?: { yylloc?: { first_line?: number; first_column?: number } } } }).Parser?.lexer?.yylloc;
+    const loc = (Handlebars as unknown as { Parser?: { lexer?: { yylloc?: { first_line?: number; first_column?: number } } } }).Parser
+      ?.lexer?.yylloc;
     const line = e.lineNumber ?? loc?.first_line ?? 1;
     const column = e.column !== undefined ? e.column + 1 : (loc?.first_column ?? 0) + 1;
     const reason = e.message.split('\n').find((l) => l.startsWith('Expecting')) ?? e.message.split('\n')[0] ?? 'does not compile';
@@ -155,7 +169,8 @@ export class CompiledTemplates {
     const problems = handlebarsProblems(source);
     if (problems.length > 0) throw new DomainError('FORMATTER.TEMPLATE_INVALID', 'The template does not compile', problems);
     const fn = engine.compile(source, { knownHelpers: KNOWN, knownHelpersOnly: true, noEscape: mode === 'text', strict: false });
-    const run: Compiled = (data) => fn(data, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false });
+    const run: Compiled = (data) =>
+      fn(data, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false });
     this.#cache.delete(cacheKey);
     if (this.#cache.size >= CACHE_SIZE) this.#cache.delete(this.#cache.keys().next().value ?? '');
     this.#cache.set(cacheKey, { version: template.version, run });
@@ -168,8 +183,8 @@ const renderFailed = (error: unknown): DomainError =>
   error instanceof RangeError && error.message.startsWith('Invalid string length')
     ? documentTooLarge('longer than a string can be')
     : new DomainError('FORMATTER.RENDER_FAILED', 'The template could not be rendered with this data', [
-    error instanceof Error ? error.message.split('\n')[0] ?? 'render failed' : String(error),
-  ]);
+        error instanceof Error ? (error.message.split('\n')[0] ?? 'render failed') : String(error),
+      ]);
 
 /** Renders a handlebars template over data: HTML-escaped in 'html' mode. */
 export function renderHandlebars(
@@ -205,7 +220,8 @@ export async function renderJsonata(source: string, data: unknown): Promise<stri
   hook(Symbol.for('jsonata.__evaluate_entry'), () => {
     depth += 1;
     if (depth > JSONATA_LIMITS.maxDepth) throw new Error(`the expression nests deeper than ${String(JSONATA_LIMITS.maxDepth)} calls`);
-    if (Date.now() - started > JSONATA_LIMITS.timeoutMs) throw new Error(`the expression ran longer than ${String(JSONATA_LIMITS.timeoutMs)} ms`);
+    if (Date.now() - started > JSONATA_LIMITS.timeoutMs)
+      throw new Error(`the expression ran longer than ${String(JSONATA_LIMITS.timeoutMs)} ms`);
   });
   hook(Symbol.for('jsonata.__evaluate_exit'), () => {
     depth -= 1;
@@ -216,6 +232,7 @@ export async function renderJsonata(source: string, data: unknown): Promise<stri
   } catch (error) {
     throw renderFailed(error);
   }
-  if (typeof result !== 'string') throw renderFailed(new Error(`the expression gave ${result === undefined ? 'nothing' : typeof result}, not text`));
+  if (typeof result !== 'string')
+    throw renderFailed(new Error(`the expression gave ${result === undefined ? 'nothing' : typeof result}, not text`));
   return result;
 }

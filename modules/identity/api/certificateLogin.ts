@@ -29,7 +29,11 @@ export async function certificateCaller(request: FastifyRequest, deps: AppDeps):
   if (!(socket instanceof TLSSocket) || deps.settings?.identity?.clientCertificates !== true) return undefined;
   const code = certificateUser(
     // node types authorizationError as an Error; it is OpenSSL's code as a string (CERT_HAS_EXPIRED).
-    { certificate: socket.getPeerCertificate(), authorized: socket.authorized, authorizationError: socket.authorized ? undefined : String(socket.authorizationError) },
+    {
+      certificate: socket.getPeerCertificate(),
+      authorized: socket.authorized,
+      authorizationError: socket.authorized ? undefined : String(socket.authorizationError),
+    },
     userField(deps),
   );
   const found = await serviceOf(deps, user).live(code, true);

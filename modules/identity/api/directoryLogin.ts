@@ -46,14 +46,21 @@ export const directoryFor = (deps: AppDeps, found: LiveRecord | undefined): Dire
   found !== undefined && isDirectoryUser(found.fields) ? deps.directory : undefined;
 
 /** Whether a session token of a directory login works for the user as it is now. */
-export const directorySessionHolds = (found: LiveRecord, now: Date): boolean => isActiveUser(found.fields, now) && isDirectoryUser(found.fields);
+export const directorySessionHolds = (found: LiveRecord, now: Date): boolean =>
+  isActiveUser(found.fields, now) && isDirectoryUser(found.fields);
 
 /**
  * The session of a directory login, or undefined when the directory does not accept the password
  * for the user (or the user cannot act now: then the directory is not asked). Throws the
  * directory's 503 when it cannot answer: a directory user never falls back to a local password.
  */
-export async function directoryLogin(deps: AppDeps, directory: Directory, found: LiveRecord, password: string, now: Date): Promise<{ session: Session; groups: JsonObject[] } | undefined> {
+export async function directoryLogin(
+  deps: AppDeps,
+  directory: Directory,
+  found: LiveRecord,
+  password: string,
+  now: Date,
+): Promise<{ session: Session; groups: JsonObject[] } | undefined> {
   if (!directorySessionHolds(found, now)) return undefined;
   const person = await directory.authenticate(String(found.fields.code), password);
   if (person === undefined) return undefined;

@@ -24,9 +24,10 @@ export const LOGIN_LIMITS = { perUser: { limit: 10, windowMs: 5 * 60_000 }, perA
 export const TOKEN_TTL_SECONDS = 12 * 60 * 60;
 
 const tooMany = (ms: number): DomainError =>
-  Object.assign(new DomainError('AUTH.TOO_MANY_ATTEMPTS', 'Too many failed logins: try again later', [`retry after ${String(Math.ceil(ms / 1000))} s`]), {
-    retryAfterSeconds: Math.ceil(ms / 1000),
-  });
+  Object.assign(
+    new DomainError('AUTH.TOO_MANY_ATTEMPTS', 'Too many failed logins: try again later', [`retry after ${String(Math.ceil(ms / 1000))} s`]),
+    { retryAfterSeconds: Math.ceil(ms / 1000) },
+  );
 
 /** What a session token names of the password it was issued under: not the hash, a digest of it. */
 const fingerprint = (passwordHash: unknown): string => createHash('sha256').update(String(passwordHash)).digest('base64url').slice(0, 22);
@@ -38,11 +39,20 @@ export async function sessionCaller(caller: Caller, deps: AppDeps): Promise<Call
   const found = await serviceOf(deps, user).live(caller.sub, true);
   const now = deps.clock.now();
   const directory = caller.session.pwd === DIRECTORY_SESSION;
-  const holds = found !== undefined && (directory ? directorySessionHolds(found, now) : canLogIn(found, now) && fingerprint(found.hidden.passwordHash) === caller.session.pwd);
+  const holds =
+    found !== undefined &&
+    (directory ? directorySessionHolds(found, now) : canLogIn(found, now) && fingerprint(found.hidden.passwordHash) === caller.session.pwd);
   if (!holds) {
     throw unauthorized('The session has ended (the user was disabled or changed its password): log in again');
   }
-  return { ...caller, roles: await rolesOf(deps, found.fields, directory ? await directoryUserGroups(deps, found.fields, caller.session.groups ?? []) : undefined) };
+  return {
+    ...caller,
+    roles: await rolesOf(
+      deps,
+      found.fields,
+      directory ? await directoryUserGroups(deps, found.fields, caller.session.groups ?? []) : undefined,
+    ),
+  };
 }
 
 /** POST /api/v1/auth/token (only on the embedded HS256 secret). */
@@ -59,10 +69,10 @@ export function loginRoute(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         tags: ['auth'],
         security: [],
-        summary: 'Log in: a bearer token for a user\'s code and password',
+        summary: "Log in: a bearer token for a user's code and password",
         description:
           'For an ENABLE user with authentication PASSWORD, inside its validity window, whose password matches: an HS256 token (valid 12 h) ' +
-          'whose `sub` is the user\'s code and `roles` its effective roles. The token works while the user does: each request checks that it is still ' +
+          "whose `sub` is the user's code and `roles` its effective roles. The token works while the user does: each request checks that it is still " +
           'enabled, valid and on the same password, and takes its effective roles as they are then (401 once it is not). Every failure (unknown user, wrong password, disabled, outside its ' +
           `validity, another authentication) is the same 401. After ${String(LOGIN_LIMITS.perUser.limit)} failures for one user (the user the name resolves to; a name no user has, as typed), or ` +
           `${String(LOGIN_LIMITS.perAddress.limit)} from one address, within 5 minutes: 429 with Retry-After until the window ends. ` +
@@ -94,9 +104,12 @@ export function loginRoute(app: FastifyInstance, deps: AppDeps): void {
       const matches = await verifyPassword(request.body.password, found?.hidden.passwordHash as string | undefined);
       // A directory user's password is the directory's to judge (a 503 when it cannot answer).
       const directory = directoryFor(deps, found);
-      const granted = directory !== undefined && found !== undefined
-        ? await directoryLogin(deps, directory, found, request.body.password, now)
-        : matches && found !== undefined && canLogIn(found, now) ? { session: { pwd: fingerprint(found.hidden.passwordHash) }, groups: undefined } : undefined;
+      const granted =
+        directory !== undefined && found !== undefined
+          ? await directoryLogin(deps, directory, found, request.body.password, now)
+          : matches && found !== undefined && canLogIn(found, now)
+            ? { session: { pwd: fingerprint(found.hidden.passwordHash) }, groups: undefined }
+            : undefined;
       if (granted === undefined || found === undefined) {
         throw unauthorized('Invalid username or password');
       }
@@ -104,7 +117,9 @@ export function loginRoute(app: FastifyInstance, deps: AppDeps): void {
       perAddress.forgive(request.ip);
       const roles = await rolesOf(deps, found.fields, granted.groups);
       const token = await issue({ sub: String(found.fields.code), roles, session: granted.session });
-      return reply.header('cache-control', 'no-store').send({ access_token: token, token_type: 'Bearer' as const, expires_in: TOKEN_TTL_SECONDS, roles });
+      return reply
+        .header('cache-control', 'no-store')
+        .send({ access_token: token, token_type: 'Bearer' as const, expires_in: TOKEN_TTL_SECONDS, roles });
     },
   );
 }

@@ -10,7 +10,12 @@ import { isIn, recordsWhere, type QueryOptions } from '../../../api/readModelQue
 import { serviceOf } from '../../../api/services.ts';
 
 /** The groups of several users, from the groups' read model: { userId: [group] }. */
-export async function groupsOfUsers(deps: AppDeps, request: FastifyRequest, userIds: readonly string[], options: QueryOptions): Promise<Record<string, Document[]>> {
+export async function groupsOfUsers(
+  deps: AppDeps,
+  request: FastifyRequest,
+  userIds: readonly string[],
+  options: QueryOptions,
+): Promise<Record<string, Document[]>> {
   const users = serviceOf(deps, user);
   const codesByUser = new Map<string, string[]>();
   for (const id of new Set(userIds.map((u) => u.toLowerCase()))) {

@@ -28,7 +28,13 @@ const readModelNote = 'The group is read from the log; its assignments from the 
 const list = () => ({ 200: z.array(userGroupRegion.record), ...errors(400, 404, 503) });
 
 /** The assignments of one group (read from the log), each with the group. */
-async function ofGroup(deps: AppDeps, request: FastifyRequest, idOrCode: string, byCode: boolean, options: QueryOptions): Promise<JsonObject[]> {
+async function ofGroup(
+  deps: AppDeps,
+  request: FastifyRequest,
+  idOrCode: string,
+  byCode: boolean,
+  options: QueryOptions,
+): Promise<JsonObject[]> {
   const groups = serviceOf(deps, userGroup);
   // The group is another resource: a caller who may not read it learns nothing of it (404).
   const group = await assertReadable(deps, request, userGroup, byCode ? await groups.getByCode(idOrCode) : await groups.get(idOrCode));
@@ -38,7 +44,11 @@ async function ofGroup(deps: AppDeps, request: FastifyRequest, idOrCode: string,
 }
 
 /** The group to embed in an assignment: only for a caller who may read it. */
-async function embedding(deps: AppDeps, request: FastifyRequest, group: JsonObject | null | undefined): Promise<{ userGroup?: JsonObject }> {
+async function embedding(
+  deps: AppDeps,
+  request: FastifyRequest,
+  group: JsonObject | null | undefined,
+): Promise<{ userGroup?: JsonObject }> {
   return group !== undefined && group !== null && (await readable(deps, request, userGroup, group)) ? { userGroup: group } : {};
 }
 
@@ -51,7 +61,9 @@ export const userGroupRegionOperations: ResourceRouteOptions = {
     query: {},
     response: userGroupRegion.record,
     expand: () => async (deps, request, found) => {
-      const group = await serviceOf(deps, userGroup).get(String(found.userGroupId)).catch(() => undefined);
+      const group = await serviceOf(deps, userGroup)
+        .get(String(found.userGroupId))
+        .catch(() => undefined);
       return { ...found, ...(await embedding(deps, request, group)) };
     },
   },
@@ -67,7 +79,8 @@ function listRoute(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags: [userGroupRegion.path],
         summary: 'All user group regions, each with its group as it is now',
-        description: 'In id order, a page at a time, from the read models of assignments and groups (`minPosition` waits for a write to both).',
+        description:
+          'In id order, a page at a time, from the read models of assignments and groups (`minPosition` waits for a write to both).',
         querystring: z.strictObject({ minPosition: position.optional() }),
         response: list(),
       },
@@ -76,8 +89,11 @@ function listRoute(r: ZodRoutes, deps: AppDeps): void {
       await catchUpTo(deps, userGroupRegion.collection, request.query.minPosition);
       await catchUpTo(deps, userGroup.collection, request.query.minPosition);
       async function* all(): AsyncGenerator<Document> {
-        for (let after: string | undefined; ; ) {
-          const page = await deps.readStore.scan(deps.readModels.collectionOf(userGroupRegion.collection), { ...(after === undefined ? {} : { after }), limit: PAGE });
+        for (let after: string | undefined; ;) {
+          const page = await deps.readStore.scan(deps.readModels.collectionOf(userGroupRegion.collection), {
+            ...(after === undefined ? {} : { after }),
+            limit: PAGE,
+          });
           const groupIds = [...new Set(page.map((a) => String(a.userGroupId)))];
           const found = await deps.readStore.getMany(deps.readModels.collectionOf(userGroup.collection), groupIds);
           for (const a of page) {
@@ -101,18 +117,46 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
     '/api/v1/user-groups/:groupId/regions',
     {
       config: read,
-      schema: { tags: groupTags, summary: 'The region assignments of a group (by id or code)', description: readModelNote, params: z.strictObject({ groupId: idOrCode() }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
+      schema: {
+        tags: groupTags,
+        summary: 'The region assignments of a group (by id or code)',
+        description: readModelNote,
+        params: z.strictObject({ groupId: idOrCode() }),
+        querystring: z.strictObject({ minPosition: position.optional() }),
+        response: list(),
+      },
     },
-    async (request, reply) => sendItems(reply, await ofGroup(deps, request, request.params.groupId, false, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
+    async (request, reply) =>
+      sendItems(
+        reply,
+        await ofGroup(deps, request, request.params.groupId, false, {
+          minPosition: request.query.minPosition,
+          within: await readScope(deps, request, userGroupRegion),
+        }),
+      ),
   );
 
   r.get(
     '/api/v1/user-groups/by-code/:groupCode/regions',
     {
       config: read,
-      schema: { tags: groupTags, summary: 'The region assignments of a group by its code', description: readModelNote, params: z.strictObject({ groupCode: z.string().min(1).max(255) }), querystring: z.strictObject({ minPosition: position.optional() }), response: list() },
+      schema: {
+        tags: groupTags,
+        summary: 'The region assignments of a group by its code',
+        description: readModelNote,
+        params: z.strictObject({ groupCode: z.string().min(1).max(255) }),
+        querystring: z.strictObject({ minPosition: position.optional() }),
+        response: list(),
+      },
     },
-    async (request, reply) => sendItems(reply, await ofGroup(deps, request, request.params.groupCode, true, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroupRegion) })),
+    async (request, reply) =>
+      sendItems(
+        reply,
+        await ofGroup(deps, request, request.params.groupCode, true, {
+          minPosition: request.query.minPosition,
+          within: await readScope(deps, request, userGroupRegion),
+        }),
+      ),
   );
 
   r.get(
@@ -122,7 +166,7 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags: groupTags,
         summary: 'The assignment of one region to a group (404 when none)',
-        description: 'Read from the log (the pair\'s reservation): reflects every acknowledged write.',
+        description: "Read from the log (the pair's reservation): reflects every acknowledged write.",
         params: z.strictObject({ groupId: idOrCode(), regionId: uuid() }),
         response: { 200: userGroupRegion.record, ...errors(400, 404) },
       },

@@ -62,7 +62,11 @@ const expandedGroupSchema = z
     ...flatAudit,
     description: z.string().optional(),
     ldapMemberOf: z.string().optional(),
-    period: z.object({ validFrom: z.string().optional(), validTo: z.string().optional(), isValid: z.boolean().meta({ description: 'computed when read' }) }),
+    period: z.object({
+      validFrom: z.string().optional(),
+      validTo: z.string().optional(),
+      isValid: z.boolean().meta({ description: 'computed when read' }),
+    }),
     chars: freeMap.meta({ description: '`empty` (boolean) plus the characteristics' }),
     userGroupType: expandedTypeSchema.optional(),
     parentUserGroupId: z.string().optional(),
@@ -94,30 +98,42 @@ async function expandedGroup(deps: AppDeps, group: JsonObject, request: FastifyR
   const now = deps.clock.now();
   const readonlyAccess = !(await writable(deps, request, userGroup, group));
   const { auditInfo, validFrom, validTo, chars, type, ...fields } = group as JsonObject & { auditInfo: Audit; chars: JsonObject };
-  const typeRecord = await serviceOf(deps, userGroupType).getByCode(String(type)).catch(() => undefined);
+  const typeRecord = await serviceOf(deps, userGroupType)
+    .getByCode(String(type))
+    .catch(() => undefined);
   // The type is embedded only for a caller who may read user group types.
   const groupType = typeRecord !== undefined && (await readable(deps, request, userGroupType, typeRecord)) ? typeRecord : undefined;
-  return expandedGroupSchema.parse(defined({
-    ...fields,
-    readonlyAccess,
-    ...auditInfo,
-    period: defined({ validFrom, validTo, isValid: withinPeriod(validFrom, validTo, now) }),
-    chars: { ...chars, empty: Object.keys(chars).length === 0 },
-    userGroupType: groupType === undefined ? undefined : expandedType(groupType, !(await writable(deps, request, userGroupType, groupType)), now),
-  }));
+  return expandedGroupSchema.parse(
+    defined({
+      ...fields,
+      readonlyAccess,
+      ...auditInfo,
+      period: defined({ validFrom, validTo, isValid: withinPeriod(validFrom, validTo, now) }),
+      chars: { ...chars, empty: Object.keys(chars).length === 0 },
+      userGroupType:
+        groupType === undefined ? undefined : expandedType(groupType, !(await writable(deps, request, userGroupType, groupType)), now),
+    }),
+  );
 }
 
 /** A dotted path below `chars`: letters, digits, `_` and `-` per segment; never more. */
 const charsPath = z
   .string()
   .max(255)
-  .regex(/^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,15}$/, { error: 'expected dotted segments of letters, digits, _ and - (e.g. region.code)' });
+  .regex(/^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,15}$/, {
+    error: 'expected dotted segments of letters, digits, _ and - (e.g. region.code)',
+  });
 
 export const Convertors = ['CODE_TO_NAME', 'CODE_TO_ID', 'ID_TO_CODE', 'LDAP_TO_CODE'] as const;
 export const Scripts = ['HIERARCHY', 'EFFECTIVE_MEMBERS'] as const;
 
 /** One key through a convertor, from the log; undefined when no live group has it. */
-async function convert(deps: AppDeps, convertor: (typeof Convertors)[number], key: string, visible: (group: JsonObject) => Promise<boolean>): Promise<string | undefined> {
+async function convert(
+  deps: AppDeps,
+  convertor: (typeof Convertors)[number],
+  key: string,
+  visible: (group: JsonObject) => Promise<boolean>,
+): Promise<string | undefined> {
   const groups = serviceOf(deps, userGroup);
   const ldapKey = userGroup.unique.find((k) => k.name === 'ldapMemberOf');
   const found = await (async () => {
@@ -140,13 +156,16 @@ async function subtree(deps: AppDeps, root: JsonObject & { id: string }, options
   const all: Document[] = [root];
   // Visited groups are not walked again: a cycle (which writes prevent) cannot loop the walk.
   const seen = new Set([root.id]);
-  for (let level = [root.id]; level.length > 0 && all.length <= MAX_TREE; ) {
-    const children = (await recordsWhere(deps, userGroup, [isIn('parentUserGroupId', level)], { ...options, limit: MAX_TREE + 1 })).filter((c) => !seen.has(c.id));
+  for (let level = [root.id]; level.length > 0 && all.length <= MAX_TREE;) {
+    const children = (await recordsWhere(deps, userGroup, [isIn('parentUserGroupId', level)], { ...options, limit: MAX_TREE + 1 })).filter(
+      (c) => !seen.has(c.id),
+    );
     for (const c of children) seen.add(c.id);
     all.push(...children);
     level = children.map((c) => c.id);
   }
-  if (all.length > MAX_TREE) throw validationFailed(`The subtree has more than ${String(MAX_TREE)} groups`, ['scriptCode: the subtree is too large for a script']);
+  if (all.length > MAX_TREE)
+    throw validationFailed(`The subtree has more than ${String(MAX_TREE)} groups`, ['scriptCode: the subtree is too large for a script']);
   return all;
 }
 
@@ -168,7 +187,10 @@ function treeOf(groups: readonly Document[], rootId: string): TreeNode {
   return node(root);
 }
 
-const scriptBody = z.strictObject({ group: z.string().min(1).max(255).meta({ description: 'id or code of the group the script starts from' }), minPosition: position.optional() });
+const scriptBody = z.strictObject({
+  group: z.string().min(1).max(255).meta({ description: 'id or code of the group the script starts from' }),
+  minPosition: position.optional(),
+});
 
 /** Groups in their expanded form: by codes, by directory membership. */
 function expandedRoutes(r: ZodRoutes, deps: AppDeps): void {
@@ -180,7 +202,8 @@ function expandedRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'User groups by codes, in their expanded form (unknown codes left out)',
-        description: 'Read from the log: reflects every acknowledged write. `period.isValid`, `userGroupType.valid` and `readonlyAccess` are computed when read.',
+        description:
+          'Read from the log: reflects every acknowledged write. `period.isValid`, `userGroupType.valid` and `readonlyAccess` are computed when read.',
         body: z.array(z.string().min(1).max(255)).max(MAX_KEYS),
         response: { 200: z.array(expandedGroupSchema), ...errors(400) },
       },
@@ -212,7 +235,12 @@ function expandedRoutes(r: ZodRoutes, deps: AppDeps): void {
     async (request, reply) => {
       const key = userGroup.unique.find((k) => k.name === 'ldapMemberOf');
       if (key === undefined) throw new Error('UserGroup has no ldapMemberOf key');
-      const found = await assertReadable(deps, request, userGroup, await groups.getByKey(key, { ldapMemberOf: request.query.ldapMemberOf }));
+      const found = await assertReadable(
+        deps,
+        request,
+        userGroup,
+        await groups.getByKey(key, { ldapMemberOf: request.query.ldapMemberOf }),
+      );
       return reply.send(await expandedGroup(deps, found, request));
     },
   );
@@ -233,7 +261,11 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
         response: { 200: z.record(z.string(), z.array(userGroup.record)), ...errors(400, 503) },
       },
     },
-    async (request) => groupsOfUsers(deps, request, request.body.userIds, { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroup) }),
+    async (request) =>
+      groupsOfUsers(deps, request, request.body.userIds, {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, userGroup),
+      }),
   );
 
   r.get(
@@ -252,7 +284,10 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const within = await readScope(deps, request, userGroup);
-      const { collection, ids } = await idsWhere(deps, userGroup, [eq(`chars.${request.query.path}`, request.query.value)], { minPosition: request.query.minPosition, within });
+      const { collection, ids } = await idsWhere(deps, userGroup, [eq(`chars.${request.query.path}`, request.query.value)], {
+        minPosition: request.query.minPosition,
+        within,
+      });
       return sendDocuments(reply, deps.readStore, collection, ids);
     },
   );
@@ -272,7 +307,11 @@ function convertRoutes(r: ZodRoutes, deps: AppDeps): void {
           'Convertors: CODE_TO_NAME (group code → name), CODE_TO_ID (code → id), ID_TO_CODE (id → code), LDAP_TO_CODE (directory DN, compared normalised, → code). ' +
           'Keys no live group has are left out of the answer. `params` and `tqlParams` are accepted and unused by these convertors. Unknown convertor: 404. Read from the log.',
         params: z.strictObject({ convertorCode: z.string().max(255) }),
-        body: z.strictObject({ keys: z.array(z.strictObject({ key: z.string().max(1000) })).max(MAX_KEYS), params: freeMap.optional(), tqlParams: freeMap.optional() }),
+        body: z.strictObject({
+          keys: z.array(z.strictObject({ key: z.string().max(1000) })).max(MAX_KEYS),
+          params: freeMap.optional(),
+          tqlParams: freeMap.optional(),
+        }),
         response: { 200: z.record(z.string(), z.string()), ...errors(400, 404) },
       },
     },
@@ -310,7 +349,17 @@ function convertRoutes(r: ZodRoutes, deps: AppDeps): void {
       const root = await assertReadable(deps, request, userGroup, await groups.get(request.body.group));
       const tree = await subtree(deps, root, { minPosition: request.body.minPosition, within: await readScope(deps, request, userGroup) });
       if (script === 'HIERARCHY') return { root: treeOf(tree, root.id) };
-      const users = await recordsWhere(deps, user, [isIn('groups', tree.map((g) => String(g.code)))], { limit: 10_000, within: await readScope(deps, request, user) });
+      const users = await recordsWhere(
+        deps,
+        user,
+        [
+          isIn(
+            'groups',
+            tree.map((g) => String(g.code)),
+          ),
+        ],
+        { limit: 10_000, within: await readScope(deps, request, user) },
+      );
       return { users };
     },
   );
@@ -327,7 +376,8 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
         schema: {
           tags,
           summary: valid ? 'The valid users of a group: ENABLE, and now inside their validity window' : 'The users of a group',
-          description: 'The group is read from the log; its users from the read model (`minPosition` waits for a write). At most 10000, by code.',
+          description:
+            'The group is read from the log; its users from the read model (`minPosition` waits for a write). At most 10000, by code.',
           params: z.strictObject({ idOrCode: idOrCode() }),
           querystring: z.strictObject({ minPosition: position.optional() }),
           response: { 200: z.array(user.record), ...errors(400, 404, 503) },
@@ -337,7 +387,10 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
         // The group is another resource: a caller who may not read it learns nothing of it (404).
         const group = await assertReadable(deps, request, userGroup, await groups.get(request.params.idOrCode));
         const filter = [eq('groups', String(group.code)), ...(valid ? [eq('status', 'ENABLE')] : [])];
-        const members = await recordsWhere(deps, user, filter, { minPosition: request.query.minPosition, within: await readScope(deps, request, user) });
+        const members = await recordsWhere(deps, user, filter, {
+          minPosition: request.query.minPosition,
+          within: await readScope(deps, request, user),
+        });
         const now = deps.clock.now();
         return sendItems(reply, valid ? members.filter((m) => isActiveUser(m, now)) : members);
       },

@@ -120,14 +120,19 @@ export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuar
     const admin = caller !== undefined && allows(caller, 'admin');
     const unheld = admin ? [] : (await rolesOf(deps, before)).filter((role) => caller === undefined || !holds(caller, role));
     if (unheld.length > 0) {
-      throw forbidden(`The user holds ${unheld.join(', ')}, which you do not hold: changing, disabling or deleting a user takes every role it holds`);
+      throw forbidden(
+        `The user holds ${unheld.join(', ')}, which you do not hold: changing, disabling or deleting a user takes every role it holds`,
+      );
     }
     if (!admin && after !== undefined) {
       // Leaving a group that carries a role revokes the role: an admin's decision, as joining one
       // (domain/identity/user.ts) and setting a group's role are. The caller holding the role is
       // not enough: an editor holds every access rule's role.
-      const revoking = (await groupsOf(deps, { groups: codesLeft(before, after) })).filter((g) => typeof g.associatedUserRoleId === 'string');
-      if (revoking.length > 0) throw forbidden(`Only an admin may remove a user from ${revoking.map((g) => String(g.code)).join(', ')}: the group grants a role`);
+      const revoking = (await groupsOf(deps, { groups: codesLeft(before, after) })).filter(
+        (g) => typeof g.associatedUserRoleId === 'string',
+      );
+      if (revoking.length > 0)
+        throw forbidden(`Only an admin may remove a user from ${revoking.map((g) => String(g.code)).join(', ')}: the group grants a role`);
     }
     if (!isAdmin(before)) return undefined;
     const now = deps.clock.now();

@@ -35,14 +35,18 @@ const write = { permission: 'write', resource: user } as const;
 /** The largest thumbnail, decoded. */
 export const MAX_THUMBNAIL_BYTES = 1024 * 1024;
 
-
 const expandedRegion = z
   .object({
     regionId: z.string(),
     coefficient: z.number().optional(),
     validFrom: z.string().optional(),
     validTo: z.string().optional(),
-    source: z.enum(['USER', 'USER_GROUP']).optional().meta({ description: 'with expand=REGIONS: USER for the user\'s own regions, USER_GROUP for one assigned to one of its valid groups' }),
+    source: z
+      .enum(['USER', 'USER_GROUP'])
+      .optional()
+      .meta({
+        description: "with expand=REGIONS: USER for the user's own regions, USER_GROUP for one assigned to one of its valid groups",
+      }),
     userGroupId: z.string().optional(),
     userGroupCode: z.string().optional(),
     assignmentId: z.string().optional().meta({ description: 'the user group region record' }),
@@ -52,7 +56,13 @@ const expandedRegion = z
 const expandedUser = user.record.extend({ regions: z.array(expandedRegion).optional() }).meta({ id: 'UserExpanded' });
 
 /** The user's regions: its own, then those assigned to its valid groups (from the read model). */
-async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObject, ofUser: readonly JsonObject[], minPosition: string | undefined): Promise<JsonObject[]> {
+async function regionsOf(
+  deps: AppDeps,
+  request: FastifyRequest,
+  fields: JsonObject,
+  ofUser: readonly JsonObject[],
+  minPosition: string | undefined,
+): Promise<JsonObject[]> {
   const own = (Array.isArray(fields.regions) ? (fields.regions as JsonObject[]) : []).map((r) => ({ ...r, source: 'USER' }));
   const now = deps.clock.now();
   const groups = ofUser.filter((g) => isValidGroup(g, now));
@@ -65,24 +75,42 @@ async function regionsOf(deps: AppDeps, request: FastifyRequest, fields: JsonObj
   for (const a of assignments) {
     const group = byId.get(String(a.userGroupId));
     const code = group !== undefined && (await readable(deps, request, userGroup, group)) ? group.code : undefined;
-    shown.push({ regionId: a.regionId, source: 'USER_GROUP', userGroupId: a.userGroupId, ...(code === undefined ? {} : { userGroupCode: code }), assignmentId: a.id });
+    shown.push({
+      regionId: a.regionId,
+      source: 'USER_GROUP',
+      userGroupId: a.userGroupId,
+      ...(code === undefined ? {} : { userGroupCode: code }),
+      assignmentId: a.id,
+    });
   }
   return [...own, ...shown];
 }
 
-const photoBody = z.strictObject({ userId: uuid(), photoData: z.string().min(1).max(Math.ceil((MAX_THUMBNAIL_BYTES * 4) / 3) + 200) });
+const photoBody = z.strictObject({
+  userId: uuid(),
+  photoData: z
+    .string()
+    .min(1)
+    .max(Math.ceil((MAX_THUMBNAIL_BYTES * 4) / 3) + 200),
+});
 
 function thumbnailOf(photoData: string): { bytes: Buffer; contentType: string } {
   const bytes = decodeBase64(photoData);
   if (bytes === undefined) throw validationFailed('photoData is not base64', ['photoData: expected base64 (standard alphabet)']);
   if (bytes.length > MAX_THUMBNAIL_BYTES) {
-    throw new DomainError('USER.THUMBNAIL_TOO_LARGE', `The image is ${String(bytes.length)} bytes; at most ${String(MAX_THUMBNAIL_BYTES)} are accepted`, ['photoData: larger than 1 MiB decoded']);
+    throw new DomainError(
+      'USER.THUMBNAIL_TOO_LARGE',
+      `The image is ${String(bytes.length)} bytes; at most ${String(MAX_THUMBNAIL_BYTES)} are accepted`,
+      ['photoData: larger than 1 MiB decoded'],
+    );
   }
   const contentType = imageTypeOf(bytes);
-  if (contentType === undefined) throw validationFailed('photoData is not an image this service accepts', [`photoData: expected ${IMAGE_TYPES.join(', ')} (recognised by its first bytes)`]);
+  if (contentType === undefined)
+    throw validationFailed('photoData is not an image this service accepts', [
+      `photoData: expected ${IMAGE_TYPES.join(', ')} (recognised by its first bytes)`,
+    ]);
   return { bytes, contentType };
 }
-
 
 /** Users by type and by groups. */
 function listRoutes(r: ZodRoutes, deps: AppDeps): void {
@@ -101,7 +129,10 @@ function listRoutes(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const within = await readScope(deps, request, user);
-      const { collection, ids } = await idsWhere(deps, user, [eq('type', request.params.type)], { minPosition: request.query.minPosition, within });
+      const { collection, ids } = await idsWhere(deps, user, [eq('type', request.params.type)], {
+        minPosition: request.query.minPosition,
+        within,
+      });
       return sendDocuments(reply, deps.readStore, collection, ids);
     },
   );
@@ -113,7 +144,8 @@ function listRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'Users in any of several groups (by group ids), each once',
-        description: 'The groups are read from the log (unknown ids are left out); their users from the read model. At most 10000, by code.',
+        description:
+          'The groups are read from the log (unknown ids are left out); their users from the read model. At most 10000, by code.',
         querystring: z.strictObject({ minPosition: position.optional() }),
         body: z.strictObject({ ids: z.array(uuid()).min(1).max(1000) }),
         response: { 200: z.array(user.record), ...errors(400, 503) },
@@ -146,7 +178,8 @@ export const userOperations: ResourceRouteOptions = {
         // Both expansions start from the user's groups: read once.
         const groups = expand.length > 0 ? await groupsOf(deps, found) : [];
         if (expand.includes('ROLES')) answer.roles = await rolesOf(deps, found, groups);
-        if (expand.includes('REGIONS')) answer.regions = await regionsOf(deps, request, found, groups, query.minPosition as string | undefined);
+        if (expand.includes('REGIONS'))
+          answer.regions = await regionsOf(deps, request, found, groups, query.minPosition as string | undefined);
         return answer;
       };
     },
@@ -198,7 +231,10 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const found = await assertReadable(deps, request, user, await users.get(request.params.userId));
-      const answer = await groupsOfUsers(deps, request, [found.id], { minPosition: request.query.minPosition, within: await readScope(deps, request, userGroup) });
+      const answer = await groupsOfUsers(deps, request, [found.id], {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, userGroup),
+      });
       return sendItems(reply, answer[found.id] ?? []);
     },
   );
@@ -213,9 +249,9 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
       config: write,
       schema: {
         tags,
-        summary: 'Set a user\'s password',
+        summary: "Set a user's password",
         description:
-          'An admin sets any user\'s password; a user logged in through POST /auth/token sets its own; anyone else gets 403. ' +
+          "An admin sets any user's password; a user logged in through POST /auth/token sets its own; anyone else gets 403. " +
           `Policy: ${String(PASSWORD_MIN_LENGTH)} to ${String(PASSWORD_MAX_LENGTH)} characters, not the user's code or e-mail (400 naming the rule). ` +
           'Stored only as an argon2id hash (m = 19 MiB, t = 2, p = 1) in a UserPasswordChanged event; the plain text is never stored, echoed or logged.',
         params: z.strictObject({ idOrCode: idOrCode() }),
@@ -230,7 +266,7 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
       // a token minted without a session names no user, whatever its `sub`.
       const own = request.caller?.session !== undefined && request.caller.sub === target.code;
       if (!own && !(request.caller !== undefined && allows(request.caller, 'admin'))) {
-        throw forbidden('Only an admin may set another user\'s password (a user sets its own through a login session)');
+        throw forbidden("Only an admin may set another user's password (a user sets its own through a login session)");
       }
       await assertWritable(deps, request, user, target);
       const problems = passwordProblems(request.body.password, { code: target.code, email: target.email });
@@ -251,7 +287,7 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       config: write,
       schema: {
         tags,
-        summary: 'Upload a user\'s thumbnail',
+        summary: "Upload a user's thumbnail",
         description:
           '`photoData`: base64 of a PNG, JPEG, GIF or WebP image (recognised by its first bytes, 400 otherwise; a `data:` URL prefix is accepted), ' +
           'at most 1 MiB decoded (413). The user is named by its uuid (as the contract says), which `userId` repeats. The bytes go to the blob store; the event records their SHA-256, type and size.',
@@ -262,12 +298,18 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
     },
     async (request, reply) => {
       const { id } = request.params;
-      if (request.body.userId !== id.toLowerCase()) throw validationFailed('The body names another user', [`userId: must be ${id.toLowerCase()}`]);
+      if (request.body.userId !== id.toLowerCase())
+        throw validationFailed('The body names another user', [`userId: must be ${id.toLowerCase()}`]);
       const { bytes, contentType } = thumbnailOf(request.body.photoData);
       await assertWritable(deps, request, user, await users.get(id));
       const ref = await deps.blobStore.put(bytes, contentType);
       const thumbnail: ThumbnailRef = { sha256: ref.sha256, contentType, size: bytes.length };
-      const result = await users.execute(id, { type: 'SetThumbnail', thumbnail }, await writeContext(deps, request, user), ifMatchVersion(request));
+      const result = await users.execute(
+        id,
+        { type: 'SetThumbnail', thumbnail },
+        await writeContext(deps, request, user),
+        ifMatchVersion(request),
+      );
       return eventPosition(reply, result.position).code(204).send();
     },
   );
@@ -278,8 +320,9 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       config: read,
       schema: {
         tags,
-        summary: 'A user\'s thumbnail: the image with its content type',
-        description: 'The user by uuid or code. `ETag` is the image\'s SHA-256; `If-None-Match` with it answers 304. 404 when the user has none.',
+        summary: "A user's thumbnail: the image with its content type",
+        description:
+          "The user by uuid or code. `ETag` is the image's SHA-256; `If-None-Match` with it answers 304. 404 when the user has none.",
         params: z.strictObject({ id: idOrCode() }),
         response: { 200: z.any().meta({ description: 'the image bytes' }), 304: z.undefined(), ...errors(400, 404) },
       },
@@ -297,7 +340,10 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       const blob = await deps.blobStore.get(ref.sha256);
       if (blob === undefined) throw notFound('USER.THUMBNAIL', id);
       // Served as the image it was checked to be, never sniffed into something else.
-      void reply.header('x-content-type-options', 'nosniff').header('content-disposition', 'inline').header('content-security-policy', "default-src 'none'; sandbox");
+      void reply
+        .header('x-content-type-options', 'nosniff')
+        .header('content-disposition', 'inline')
+        .header('content-security-policy', "default-src 'none'; sandbox");
       return reply.type(ref.contentType).send(Buffer.from(blob.content));
     },
   );

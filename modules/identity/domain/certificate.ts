@@ -32,17 +32,19 @@ const REASONS: Readonly<Record<string, string>> = {
   UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the certificate is not issued by a trusted CA',
   SELF_SIGNED_CERT_IN_CHAIN: 'the certificate is not issued by a trusted CA',
   DEPTH_ZERO_SELF_SIGNED_CERT: 'the certificate is self-signed',
-  CERT_SIGNATURE_FAILURE: 'the certificate\'s signature does not verify',
+  CERT_SIGNATURE_FAILURE: "the certificate's signature does not verify",
   // OpenSSL goes on verifying after a first error and reports the last: a certificate from an
   // unknown issuer (a self-signed one) ends here too, for no CRL of that issuer is loaded.
-  UNABLE_TO_GET_CRL: 'the certificate is not issued by a trusted CA, or its issuer has no CRL in TLS_CLIENT_CRL: revocation cannot be checked',
+  UNABLE_TO_GET_CRL:
+    'the certificate is not issued by a trusted CA, or its issuer has no CRL in TLS_CLIENT_CRL: revocation cannot be checked',
   CRL_HAS_EXPIRED: 'the CRL has expired (its nextUpdate has passed): revocation cannot be checked until TLS_CLIENT_CRL is renewed',
   CRL_NOT_YET_VALID: 'the CRL is not valid yet: revocation cannot be checked',
   INVALID_PURPOSE: 'the certificate is not for client authentication',
 };
 
 /** The attribute's one value: an attribute given more than once names no one user. */
-const single = (value: string | readonly string[] | undefined): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+const single = (value: string | readonly string[] | undefined): string | undefined =>
+  typeof value === 'string' && value !== '' ? value : undefined;
 
 /** The e-mail addresses of a subject alternative name as node writes it (`email:a@b, DNS:c`; a
  * value holding a comma or quote is a JSON string since node 17.3 / 16.13.2 / 14.18.3). */
@@ -60,7 +62,12 @@ export function certificateUserName(certificate: PeerCertificate, field: Certifi
   if (field === 'SAN_EMAIL') {
     const emails = sanEmails(certificate.subjectaltname);
     if (emails.length === 1 && emails[0] !== '') return emails[0] as string;
-    return { missing: emails.length === 0 ? 'the certificate has no e-mail address in its subject alternative name' : 'the certificate has more than one e-mail address in its subject alternative name' };
+    return {
+      missing:
+        emails.length === 0
+          ? 'the certificate has no e-mail address in its subject alternative name'
+          : 'the certificate has more than one e-mail address in its subject alternative name',
+    };
   }
   return single(certificate.subject?.[field]) ?? { missing: `the certificate's subject has no single ${field}` };
 }
@@ -73,9 +80,12 @@ export function certificateUser(presented: Presented, field: CertificateUserFiel
   if (certificate?.subject === undefined) throw certificateRejected('No client certificate was presented', ['certificate: absent']);
   if (!authorized) {
     const code = authorizationError ?? 'UNKNOWN';
-    throw certificateRejected('The client certificate is not accepted', [`certificate: ${REASONS[code] ?? 'it does not verify'} (${code})`]);
+    throw certificateRejected('The client certificate is not accepted', [
+      `certificate: ${REASONS[code] ?? 'it does not verify'} (${code})`,
+    ]);
   }
   const name = certificateUserName(certificate, field);
-  if (typeof name !== 'string') throw certificateRejected('The client certificate names no user', [`certificate: ${name.missing} (TLS_CLIENT_USER_FIELD=${field})`]);
+  if (typeof name !== 'string')
+    throw certificateRejected('The client certificate names no user', [`certificate: ${name.missing} (TLS_CLIENT_USER_FIELD=${field})`]);
   return name;
 }

@@ -12,7 +12,11 @@ export const ARGON2 = { memory: 19_456, passes: 2, parallelism: 1, tagLength: 32
 
 const b64 = (b: Buffer): string => b.toString('base64').replace(/=+$/, '');
 
-function derive(password: string, salt: Buffer, params: { memory: number; passes: number; parallelism: number; tagLength: number }): Promise<Buffer> {
+function derive(
+  password: string,
+  salt: Buffer,
+  params: { memory: number; passes: number; parallelism: number; tagLength: number },
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     argon2('argon2id', { message: password, nonce: salt, ...params }, (error, key) => {
       if (error) reject(error);
@@ -41,7 +45,12 @@ export async function verifyPassword(password: string, phc: string | undefined):
   if (parsed === null) return false;
   const [, m, t, p, salt, hash] = parsed as unknown as [string, string, string, string, string, string];
   const expected = Buffer.from(hash, 'base64');
-  const key = await derive(password, Buffer.from(salt, 'base64'), { memory: Number(m), passes: Number(t), parallelism: Number(p), tagLength: expected.length });
+  const key = await derive(password, Buffer.from(salt, 'base64'), {
+    memory: Number(m),
+    passes: Number(t),
+    parallelism: Number(p),
+    tagLength: expected.length,
+  });
   return timingSafeEqual(key, expected) && phc !== undefined && PHC.test(phc);
 }
 
@@ -53,7 +62,7 @@ export function passwordProblems(password: string, user: { code?: unknown; email
   if (length < PASSWORD_MIN_LENGTH) problems.push(`password: must be at least ${String(PASSWORD_MIN_LENGTH)} characters`);
   if (length > PASSWORD_MAX_LENGTH) problems.push(`password: must be at most ${String(PASSWORD_MAX_LENGTH)} characters`);
   const lower = password.toLowerCase();
-  if (typeof user.code === 'string' && lower === user.code.toLowerCase()) problems.push('password: must not be the user\'s code');
-  if (typeof user.email === 'string' && lower === user.email.toLowerCase()) problems.push('password: must not be the user\'s e-mail');
+  if (typeof user.code === 'string' && lower === user.code.toLowerCase()) problems.push("password: must not be the user's code");
+  if (typeof user.email === 'string' && lower === user.email.toLowerCase()) problems.push("password: must not be the user's e-mail");
   return problems;
 }

@@ -17,7 +17,12 @@ export function groupRoleIds(groups: readonly JsonObject[], now: Date): string[]
 }
 
 /** `ruleCodes`: the code of each access rule a group names, by id (a rule not in it gives nothing). */
-export function effectiveRoles(user: JsonObject, groups: readonly JsonObject[], now: Date, ruleCodes: ReadonlyMap<string, string>): string[] {
+export function effectiveRoles(
+  user: JsonObject,
+  groups: readonly JsonObject[],
+  now: Date,
+  ruleCodes: ReadonlyMap<string, string>,
+): string[] {
   const roles = new Set<string>(Array.isArray(user.roles) ? user.roles.filter((r): r is string => typeof r === 'string') : []);
   for (const id of groupRoleIds(groups, now)) {
     const code = ruleCodes.get(id);

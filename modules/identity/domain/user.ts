@@ -4,7 +4,22 @@
 // hidden parts set by their own events: never in a record, a read model or the data of history.
 
 import { z } from 'zod';
-import { code, dayOrDateTime, dateTime, distinct, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid, webUrl, withinPeriod } from '../../../domain/shared/fields.ts';
+import {
+  code,
+  dayOrDateTime,
+  dateTime,
+  distinct,
+  email,
+  jsonMap,
+  longText,
+  periodRule,
+  phoneNumber,
+  stringList,
+  text,
+  uuid,
+  webUrl,
+  withinPeriod,
+} from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import {
   command,
@@ -40,7 +55,9 @@ const nameRule: FieldRule = (f) => {
 };
 
 const regionPeriods: FieldRule = (f) =>
-  Array.isArray(f.regions) ? f.regions.flatMap((r, i) => periodRule('validFrom', 'validTo')(r as Record<string, unknown>, ['regions', String(i)])) : [];
+  Array.isArray(f.regions)
+    ? f.regions.flatMap((r, i) => periodRule('validFrom', 'validTo')(r as Record<string, unknown>, ['regions', String(i)]))
+    : [];
 
 /** A name derived from given and family names follows them; one the client gave stays. */
 function withName(before: JsonObject | undefined, after: JsonObject): JsonObject {
@@ -62,12 +79,14 @@ const userEvents = {
   UserPatched: patched(),
   UserDeleted: deleted(),
   UserPasswordChanged: ownEvent({
-    meaning: 'The user\'s password was set (PUT /api/v1/users/{id}/password): its argon2id hash, hidden (never in reads, history or the audit feed).',
+    meaning:
+      "The user's password was set (PUT /api/v1/users/{id}/password): its argon2id hash, hidden (never in reads, history or the audit feed).",
     data: z.strictObject({ passwordHash: z.string() }),
     evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, passwordHash: d.passwordHash } }),
   }),
   UserThumbnailChanged: ownEvent({
-    meaning: 'The user\'s thumbnail was set: the blob holding the image (its bytes are in the blob store, never in an event); hidden from reads and history.',
+    meaning:
+      "The user's thumbnail was set: the blob holding the image (its bytes are in the blob store, never in an event); hidden from reads and history.",
     data: thumbnailRef,
     evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, thumbnail: { sha256: d.sha256, contentType: d.contentType, size: d.size } } }),
   }),
@@ -76,8 +95,11 @@ export type UserEvent = EventOf<typeof userEvents>;
 
 /** The user's own commands: its password (already hashed) and its thumbnail (already stored). */
 const userCommands = {
-  SetPassword: command('Set the user\'s password, hashed before the command.', z.strictObject({ passwordHash: z.string() })),
-  SetThumbnail: command('Set the user\'s thumbnail, stored in the blob store before the command.', z.strictObject({ thumbnail: thumbnailRef })),
+  SetPassword: command("Set the user's password, hashed before the command.", z.strictObject({ passwordHash: z.string() })),
+  SetThumbnail: command(
+    "Set the user's thumbnail, stored in the blob store before the command.",
+    z.strictObject({ thumbnail: thumbnailRef }),
+  ),
 };
 export type UserCommand = CommandOf<typeof userCommands>;
 
@@ -89,7 +111,7 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
   description:
     '`type` must be the `type` of an existing user type valid now (else 422). `name` is required for WORK_GROUP and ORGANIZATION; for INDIVIDUAL and ' +
     'EXTERNAL it may be left out and is then derived from givenName and familyName (and follows them while derived). `status` defaults to ENABLE. ' +
-    '`authentication` defaults to PASSWORD: SPEC.md\'s schema default, which the embedded login uses (its field text names AD, the two disagree; ' +
+    "`authentication` defaults to PASSWORD: SPEC.md's schema default, which the embedded login uses (its field text names AD, the two disagree; " +
     'PASSWORD is the one this service can honour without a directory). `groups` are codes of existing user groups, `supervisorId` an existing user ' +
     'that is not the user itself nor below it (422 otherwise). The password and thumbnail have their own routes and are never part of the record.',
   fields: z.strictObject({
@@ -97,7 +119,11 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
     type: z.enum(UserKinds),
     givenName: text().optional(),
     familyName: text().optional(),
-    name: text().optional().meta({ description: 'company or group name; required for WORK_GROUP and ORGANIZATION; derived from givenName and familyName when absent' }),
+    name: text()
+      .optional()
+      .meta({
+        description: 'company or group name; required for WORK_GROUP and ORGANIZATION; derived from givenName and familyName when absent',
+      }),
     email: email().optional(),
     phoneNumber: phoneNumber().optional(),
     webSite: webUrl().optional(),
@@ -106,13 +132,26 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
     validTo: dayOrDateTime('end').optional(),
     authentication: z.enum(Authentications).default('PASSWORD').meta({ description: 'default PASSWORD (see the resource description)' }),
     description: longText(4000).optional(),
-    groups: distinct(z.array(code()).max(1000)).optional().meta({ description: 'codes of existing user groups, each once; adding one whose associatedUserRoleId is set takes an admin' }),
-    roles: distinct(z.array(text()).max(1000)).optional().meta({ description: 'role codes, each once: built-in (admin, editor, viewer, auditor) or access rule codes; only an admin may change them' }),
+    groups: distinct(z.array(code()).max(1000))
+      .optional()
+      .meta({ description: 'codes of existing user groups, each once; adding one whose associatedUserRoleId is set takes an admin' }),
+    roles: distinct(z.array(text()).max(1000))
+      .optional()
+      .meta({
+        description: 'role codes, each once: built-in (admin, editor, viewer, auditor) or access rule codes; only an admin may change them',
+      }),
     dataTags: stringList(100).optional(),
     chars: jsonMap().meta({ description: 'characteristics by code; their shape depends on the user type' }),
     supervisorId: uuid().optional(),
     regions: z
-      .array(z.strictObject({ regionId: uuid(), coefficient: z.number().min(0).max(1e9).optional(), validFrom: dateTime().optional(), validTo: dateTime().optional() }))
+      .array(
+        z.strictObject({
+          regionId: uuid(),
+          coefficient: z.number().min(0).max(1e9).optional(),
+          validFrom: dateTime().optional(),
+          validTo: dateTime().optional(),
+        }),
+      )
       .max(1000)
       .optional(),
     notificationConfig: z
@@ -154,7 +193,8 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
 });
 
 /** Whether a user may act now: enabled and inside its validity window. */
-export const isActiveUser = (fields: JsonObject, now: Date): boolean => fields.status === 'ENABLE' && withinPeriod(fields.validFrom, fields.validTo, now);
+export const isActiveUser = (fields: JsonObject, now: Date): boolean =>
+  fields.status === 'ENABLE' && withinPeriod(fields.validFrom, fields.validTo, now);
 
 /** Whether a user can log in with this service's login now: active, on PASSWORD, and with a
  * password set. The login, its sessions and the last-admin check all judge by this one test. */
@@ -163,4 +203,5 @@ export const canLogIn = (user: { fields: JsonObject; hidden: JsonObject }, now: 
 
 /** Whether a user can log in with a TLS client certificate now (certificate.ts): active and on PKI.
  * A PKI user cannot log in with a password (canLogIn), nor a PASSWORD user with a certificate. */
-export const canLogInWithCertificate = (fields: JsonObject, now: Date): boolean => isActiveUser(fields, now) && fields.authentication === 'PKI';
+export const canLogInWithCertificate = (fields: JsonObject, now: Date): boolean =>
+  isActiveUser(fields, now) && fields.authentication === 'PKI';

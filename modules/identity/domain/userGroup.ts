@@ -4,14 +4,29 @@
 // still name cannot be deleted (409), nor its code changed while users name it.
 
 import { z } from 'zod';
-import { code, dateTime, email, jsonMap, longText, periodRule, phoneNumber, stringList, text, uuid } from '../../../domain/shared/fields.ts';
+import {
+  code,
+  dateTime,
+  email,
+  jsonMap,
+  longText,
+  periodRule,
+  phoneNumber,
+  stringList,
+  text,
+  uuid,
+} from '../../../domain/shared/fields.ts';
 import { created, defineResource, deleted, patched, replaced, type ResourceDefinition } from '../../../domain/resource/defineResource.ts';
 import { forbidden } from '../../../domain/shared/errors.ts';
 import { accessRule } from '../../../domain/access/accessRule.ts';
 import { userGroupType } from '../../registries/domain/userGroupType.ts';
 
 /** An LDAP distinguished name compared case-insensitively, spaces around `,` and `=` ignored. */
-export const normalizeDn = (dn: string): string => dn.trim().replace(/\s*([,=])\s*/g, '$1').toLowerCase();
+export const normalizeDn = (dn: string): string =>
+  dn
+    .trim()
+    .replace(/\s*([,=])\s*/g, '$1')
+    .toLowerCase();
 
 export const userGroup: ResourceDefinition = defineResource({
   name: 'UserGroup',
@@ -39,7 +54,7 @@ export const userGroup: ResourceDefinition = defineResource({
       .optional()
       .meta({
         description:
-          'the id of an access rule (422 when none has it): every member receives the rule\'s code as a role (in its effective roles, hence at login) ' +
+          "the id of an access rule (422 when none has it): every member receives the rule's code as a role (in its effective roles, hence at login) " +
           'while the group is valid; only an admin may set it, and the rule cannot be deleted while a group names it (409)',
       }),
   }),
@@ -60,7 +75,8 @@ export const userGroup: ResourceDefinition = defineResource({
       // A group's validity decides whether its role is granted: for a group that carries one, an admin's to change.
       const carries = typeof before?.associatedUserRoleId === 'string' || typeof after.associatedUserRoleId === 'string';
       const moved = before !== undefined && (before.validFrom !== after.validFrom || before.validTo !== after.validTo);
-      if (ctx.privileged === false && carries && moved) throw forbidden('Only an admin may change the validity of a group that grants a role');
+      if (ctx.privileged === false && carries && moved)
+        throw forbidden('Only an admin may change the validity of a group that grants a role');
       return after;
     },
   },

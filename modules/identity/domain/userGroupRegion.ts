@@ -9,13 +9,18 @@ import { userGroup } from './userGroup.ts';
 
 export const userGroupRegion: ResourceDefinition = defineResource({
   name: 'UserGroupRegion',
-  events: { UserGroupRegionCreated: created(), UserGroupRegionReplaced: replaced(), UserGroupRegionPatched: patched(), UserGroupRegionDeleted: deleted() },
+  events: {
+    UserGroupRegionCreated: created(),
+    UserGroupRegionReplaced: replaced(),
+    UserGroupRegionPatched: patched(),
+    UserGroupRegionDeleted: deleted(),
+  },
   path: 'user-group-regions',
   description:
     'A region assigned to a user group. (userGroupId, regionId) is unique: a second assignment of the pair is 409 USER_GROUP_REGION.USER_GROUP_REGION_TAKEN. ' +
     '`userGroupId` must name an existing group (422). `userGroup` is the group as it is now, in every read of the assignment.',
   fields: z.strictObject({
-    regionId: uuid().meta({ description: 'the region (kept by the platform\'s region registry, not checked here)' }),
+    regionId: uuid().meta({ description: "the region (kept by the platform's region registry, not checked here)" }),
     userGroupId: uuid(),
   }),
   unique: [{ name: 'userGroupRegion', fields: ['userGroupId', 'regionId'] }],
@@ -24,5 +29,7 @@ export const userGroupRegion: ResourceDefinition = defineResource({
   carried: ['userGroupId'],
   indexed: ['userGroupId', 'regionId'],
   operations: ['create', 'get', 'versions', 'history', 'delete', 'list', 'count'],
-  readOnly: { userGroup: { schema: userGroup.record.optional().meta({ description: 'Read-only: the group as it is now.' }), initial: undefined } },
+  readOnly: {
+    userGroup: { schema: userGroup.record.optional().meta({ description: 'Read-only: the group as it is now.' }), initial: undefined },
+  },
 });

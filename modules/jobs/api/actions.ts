@@ -32,18 +32,20 @@ const JobStateSchema = z
     jobId: z.uuid(),
     jobType: z.string(),
     status: z.enum(JobStatuses),
-    version: z.int().meta({ description: 'the job\'s auditInfo.version (also its ETag)' }),
+    version: z.int().meta({ description: "the job's auditInfo.version (also its ETag)" }),
     startDate: z.string(),
     endDate: z.string().optional().meta({ description: 'when it ended (COMPLETED or FAILED)' }),
     progress: z.record(z.string(), z.unknown()).optional().meta({ description: 'data.progress: how far its runner got' }),
     result: z.record(z.string(), z.unknown()).optional().meta({ description: 'data.result of a COMPLETED job the service ran' }),
-    cancelRequested: at.optional().meta({ description: 'a cancel asked of a job the service runs, which its runner has not reached a step boundary to act on yet' }),
+    cancelRequested: at
+      .optional()
+      .meta({ description: 'a cancel asked of a job the service runs, which its runner has not reached a step boundary to act on yet' }),
     retries: z.int().meta({ description: 'how often it was retried (data.retries lists each with the failure it ended)' }),
     error: ErrorBodySchema.optional().meta({
       description:
         'Only when FAILED: the error body of API.md. code JOB.CANCELLED (status CONFLICT) for a cancelled job, else JOB.FAILED (status ' +
         'INTERNAL_SERVER_ERROR) with its reason (data.failure) and its FAILED steps as the jobs read model has them; timestamp is when it ended, ' +
-        'traceId this request\'s.',
+        "traceId this request's.",
     }),
   })
   .meta({
@@ -137,15 +139,27 @@ async function failureOf(deps: AppDeps, live: LiveRecord, traceId: string): Prom
   const cancelled = data.cancelled as { at?: string; by?: string } | undefined;
   if (data.failure === CANCELLED && cancelled !== undefined) {
     const by = cancelled.by ?? 'unknown';
-    return errorBody(new DomainError('JOB.CANCELLED', `Job ${live.id} was cancelled by ${by}`, [`status: FAILED (cancelled at ${String(cancelled.at)} by ${by})`]), traceId, ended);
+    return errorBody(
+      new DomainError('JOB.CANCELLED', `Job ${live.id} was cancelled by ${by}`, [
+        `status: FAILED (cancelled at ${String(cancelled.at)} by ${by})`,
+      ]),
+      traceId,
+      ended,
+    );
   }
   const reason = typeof data.failure === 'string' ? data.failure : undefined;
   const steps = (await failedSteps(deps, live.id)).slice(0, FAILED_STEPS_SHOWN);
   const lines = [
     ...(reason === undefined ? [] : [`failure: ${reason}`]),
-    ...steps.map((s) => `jobSteps[${String(s.name)}]: FAILED${typeof s.log === 'string' && s.log !== '' ? `: ${s.log.slice(0, 200)}` : ''}`),
+    ...steps.map(
+      (s) => `jobSteps[${String(s.name)}]: FAILED${typeof s.log === 'string' && s.log !== '' ? `: ${s.log.slice(0, 200)}` : ''}`,
+    ),
   ];
-  return errorBody(new DomainError('JOB.FAILED', reason === undefined ? `Job ${live.id} failed` : `Job ${live.id} failed: ${reason}`, lines), traceId, ended);
+  return errorBody(
+    new DomainError('JOB.FAILED', reason === undefined ? `Job ${live.id} failed` : `Job ${live.id} failed: ${reason}`, lines),
+    traceId,
+    ended,
+  );
 }
 
 async function stateOf(deps: AppDeps, live: LiveRecord, traceId: string): Promise<JobState> {
@@ -177,7 +191,7 @@ function assertMayRead(request: FastifyRequest, live: LiveRecord): void {
 
 const ACTIONS =
   'Answers 202 with the job acknowledgement and `Location: /api/v1/jobs/{id}/state`, where the outcome shows. Needs the write role; ' +
-  'only an admin may act on a job another caller started (403). A move the job\'s status does not allow is 409 JOB.INVALID_TRANSITION.';
+  "only an admin may act on a job another caller started (403). A move the job's status does not allow is 409 JOB.INVALID_TRANSITION.";
 
 /** The live job a path names: 400 for a malformed id, 404 for none. */
 async function liveJob(deps: AppDeps, id: string): Promise<LiveRecord> {
@@ -199,7 +213,10 @@ type Action = {
 function actionRoute(app: FastifyInstance, deps: AppDeps, { path, tag, summary, description, act }: Action): void {
   zodRoutes(app).post(
     path,
-    { config: { permission: 'write' }, schema: { tags: [tag], summary, description, params: idParams, response: { 202: JobAckSchema, ...errors(400, 403, 404, 409) } } },
+    {
+      config: { permission: 'write' },
+      schema: { tags: [tag], summary, description, params: idParams, response: { 202: JobAckSchema, ...errors(400, 403, 404, 409) } },
+    },
     async (request, reply) => {
       const { jobId, result } = await act(request.params.id, commandContext(request, deps.clock, deps.newId));
       return acknowledge(reply, jobId, result);
@@ -234,7 +251,7 @@ export function jobActionRoutes(app: FastifyInstance, deps: AppDeps): void {
       'A job the service runs (READ_MODEL_*, DIFF_APPLY) that is IN_PROGRESS is asked to stop (`cancelRequested` in its state): its runner stops ' +
       'at its next step boundary (a batch of the fold, the load, a round of the catch-up, the swap; a page of a refresh; a window of 8 entries ' +
       'of an apply) and ends it FAILED with `data.failure` `cancelled`; a rebuild stopped so is never swapped in, and what it loaded is kept ' +
-      'for a retry. A runner that reached its end first completes it. Any other job ends FAILED `cancelled` at once (its client\'s next status ' +
+      "for a retry. A runner that reached its end first completes it. Any other job ends FAILED `cancelled` at once (its client's next status " +
       `move is then 409). A second cancel while one is asked changes nothing. ${ACTIONS}`,
     act: async (id, ctx) => {
       const found = await liveJob(deps, id);
@@ -247,7 +264,7 @@ export function jobActionRoutes(app: FastifyInstance, deps: AppDeps): void {
     summary: 'Retry a FAILED job step',
     description:
       'The step goes back to NEW for the client that runs it, without the startDate and endDate of its last attempt (its log and data stay); ' +
-      'its job is not changed. The acknowledgement names the step\'s job. Only an admin may retry a step another caller created (403); ' +
+      "its job is not changed. The acknowledgement names the step's job. Only an admin may retry a step another caller created (403); " +
       'a step that is not FAILED is 409 JOB_STEP.INVALID_TRANSITION.',
     act: async (id, ctx) => {
       const result = await steps.execute(uuidParam(id), { type: 'Retry' }, ctx);
@@ -266,7 +283,7 @@ function jobStateRoute(app: FastifyInstance, deps: AppDeps): void {
         tags: [job.path],
         summary: 'The state of a job; when FAILED, the error body saying why',
         description:
-          'Folded from the job\'s stream, so it reflects every acknowledged write. Readable by an admin and by the caller that started the job ' +
+          "Folded from the job's stream, so it reflects every acknowledged write. Readable by an admin and by the caller that started the job " +
           '(an editor following its own large diff apply); anyone else 403.',
         params: idParams,
         response: { 200: JobStateSchema, ...errors(400, 403, 404) },

@@ -33,7 +33,11 @@ const stepContext = (ctx: CommandContext, i: number): CommandContext =>
 function atStep(error: unknown, i: number): unknown {
   if (!(error instanceof DomainError)) return error;
   const at = `jobSteps[${String(i)}]`;
-  return new DomainError(error.code, `${at}: ${error.message}`, error.errors.map((l) => (l.startsWith('(body)') ? `${at}${l.slice(6)}` : `${at}.${l}`)));
+  return new DomainError(
+    error.code,
+    `${at}: ${error.message}`,
+    error.errors.map((l) => (l.startsWith('(body)') ? `${at}${l.slice(6)}` : `${at}.${l}`)),
+  );
 }
 
 /** What the checks of a request's steps have seen so far: the ids and pairs of earlier steps. */
@@ -41,14 +45,19 @@ type Seen = { ids: Map<string, number>; pairs: Map<string, number> };
 
 /** The stream of the step an earlier try of this request (same Idempotency-Key) made as its i-th. */
 const ownStream = (step: InlineStep, i: number, ctx: CommandContext): string | undefined =>
-  ctx.idempotencyKey === undefined ? undefined : streamOf(jobStep, step.id?.toLowerCase() ?? keyedRecordId(jobStep, ctx.actor, stepContext(ctx, i).idempotencyKey ?? ''));
+  ctx.idempotencyKey === undefined
+    ? undefined
+    : streamOf(jobStep, step.id?.toLowerCase() ?? keyedRecordId(jobStep, ctx.actor, stepContext(ctx, i).idempotencyKey ?? ''));
 
 /** A client-chosen step id: a UUIDv4, not another step's of the request, not an existing record's. */
 async function checkStepId(steps: ResourceService, step: InlineStep, i: number, seen: Seen, own: string | undefined): Promise<void> {
   if (step.id === undefined) return;
   const at = `jobSteps[${String(i)}]`;
   const id = step.id.toLowerCase();
-  if (!isUuidV4(id)) throw validationFailed('A client-chosen id must be a random UUID (version 4)', [`${at}.id: ${JSON.stringify(step.id)} is not a UUIDv4`]);
+  if (!isUuidV4(id))
+    throw validationFailed('A client-chosen id must be a random UUID (version 4)', [
+      `${at}.id: ${JSON.stringify(step.id)} is not a UUIDv4`,
+    ]);
   const twin = seen.ids.get(id);
   if (twin !== undefined) throw validationFailed('Two steps have one id', [`${at}.id: also the id of jobSteps[${String(twin)}]`]);
   seen.ids.set(id, i);
@@ -63,7 +72,14 @@ async function checkStepPair(deps: AppDeps, step: InlineStep, i: number, seen: S
   const taken = keyTaken(jobStep.errorPrefix, pair.name, Object.fromEntries(pair.fields.map((f) => [f, step[f]])));
   const twin = seen.pairs.get(value);
   if (twin !== undefined) {
-    throw atStep(new DomainError(taken.code, `Two steps have one (${pair.fields.join(', ')})`, pair.fields.map((f) => `${f}: also that of jobSteps[${String(twin)}]`)), i);
+    throw atStep(
+      new DomainError(
+        taken.code,
+        `Two steps have one (${pair.fields.join(', ')})`,
+        pair.fields.map((f) => `${f}: also that of jobSteps[${String(twin)}]`),
+      ),
+      i,
+    );
   }
   seen.pairs.set(value, i);
   const holder = await deps.eventStore.findCode({ scope: keyScope(jobStep, pair), code: value });
@@ -73,18 +89,31 @@ async function checkStepPair(deps: AppDeps, step: InlineStep, i: number, seen: S
 /** Every step checked as its own create would check it, before anything is written: its jobId, its
  * id, its fields, and its (chunkId, name) pair, unique within the request and in the log. An id or
  * a pair held by the very step an earlier try of this request made is its own. */
-async function checkSteps(deps: AppDeps, steps: ResourceService, body: JsonObject, given: readonly InlineStep[], ctx: CommandContext): Promise<void> {
+async function checkSteps(
+  deps: AppDeps,
+  steps: ResourceService,
+  body: JsonObject,
+  given: readonly InlineStep[],
+  ctx: CommandContext,
+): Promise<void> {
   const jobId = typeof body.id === 'string' ? body.id.toLowerCase() : undefined;
   const seen: Seen = { ids: new Map(), pairs: new Map() };
   for (const [i, step] of given.entries()) {
     if (step.jobId !== undefined && step.jobId.toLowerCase() !== jobId) {
-      throw validationFailed('A step given with its job belongs to that job', [`jobSteps[${String(i)}].jobId: must be the job's id (the body's id) or absent`]);
+      throw validationFailed('A step given with its job belongs to that job', [
+        `jobSteps[${String(i)}].jobId: must be the job's id (the body's id) or absent`,
+      ]);
     }
     const own = ownStream(step, i, ctx);
     await checkStepId(steps, step, i, seen, own);
     // Decided as its own create would be: 400 for a step that starts ended, 413 for one too large.
     try {
-      decide(jobStep, initialState(), { type: 'Create', id: step.id ?? ctx.newId(), input: { ...step, jobId: jobId ?? ctx.newId() } }, { now: ctx.now, actor: ctx.actor, refs: new Map() });
+      decide(
+        jobStep,
+        initialState(),
+        { type: 'Create', id: step.id ?? ctx.newId(), input: { ...step, jobId: jobId ?? ctx.newId() } },
+        { now: ctx.now, actor: ctx.actor, refs: new Map() },
+      );
     } catch (error) {
       throw atStep(error, i);
     }
@@ -95,7 +124,13 @@ async function checkSteps(deps: AppDeps, steps: ResourceService, body: JsonObjec
 /** The steps made so far and the job removed again: a step that could not be written after all
  * (a pair taken meanwhile, a store failing) leaves no half-made job. Best effort: a store that
  * fails here too leaves what it could not remove (see docs/api.md, Jobs). */
-async function undo(jobs: ResourceService, steps: ResourceService, jobId: string, made: readonly string[], ctx: CommandContext): Promise<void> {
+async function undo(
+  jobs: ResourceService,
+  steps: ResourceService,
+  jobId: string,
+  made: readonly string[],
+  ctx: CommandContext,
+): Promise<void> {
   const { idempotencyKey: _key, requestHash: _hash, ...plain } = ctx;
   for (const id of [...made].reverse()) await steps.remove(id, plain).catch(() => undefined);
   await jobs.remove(jobId, plain).catch(() => undefined);
@@ -115,7 +150,10 @@ async function createJobWithSteps(deps: AppDeps, input: unknown, ctx: CommandCon
   const record = made.record;
   if (record === undefined) throw new Error('create of Job left no record');
   if (made.written === false && given.length > 0 && (await jobs.live(record.id)) === undefined) {
-    throw new DomainError('JOB.UNDONE', 'The request under this Idempotency-Key failed and its job was undone: send it again under a new key');
+    throw new DomainError(
+      'JOB.UNDONE',
+      'The request under this Idempotency-Key failed and its job was undone: send it again under a new key',
+    );
   }
   const created: ResourceRecord[] = [];
   let position = made.position;
@@ -126,7 +164,14 @@ async function createJobWithSteps(deps: AppDeps, input: unknown, ctx: CommandCon
       created.push(result.record);
       position = result.position ?? position;
     } catch (error) {
-      if (made.written !== false) await undo(jobs, steps, record.id, created.map((c) => c.id), ctx);
+      if (made.written !== false)
+        await undo(
+          jobs,
+          steps,
+          record.id,
+          created.map((c) => c.id),
+          ctx,
+        );
       throw atStep(error, i);
     }
   }
@@ -158,7 +203,7 @@ export const jobOperations: ResourceRouteOptions = {
       summary: 'Get a Job, with its steps when expand=JOB_STEPS',
       description:
         'The job itself reflects every acknowledged write (its stream is folded); `asOf` answers it as it was at that time. Its steps come from the jobs read model: ' +
-        'pass the `X-Event-Position` of a step\'s write as `minPosition` to see that step (waits at most 5 s, then 503). ' +
+        "pass the `X-Event-Position` of a step's write as `minPosition` to see that step (waits at most 5 s, then 503). " +
         '`expand` may be repeated or comma-separated; without JOB_STEPS `jobSteps` is empty.',
       errors: [403, 503],
     },
@@ -177,7 +222,7 @@ export function jobStepByChunkRoute(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         tags: [jobStep.path],
         summary: 'The JobStep of a chunk with a name ((chunkId, name) is unique)',
-        description: 'Read from the log\'s reservation of the pair, so it reflects every acknowledged write.',
+        description: "Read from the log's reservation of the pair, so it reflects every acknowledged write.",
         querystring: z.strictObject({ chunkId: uuid(), name: z.string().min(1).max(255) }),
         response: { 200: jobStep.record, ...errors(400, 403, 404) },
       },

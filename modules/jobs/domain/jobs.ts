@@ -77,15 +77,20 @@ function assertMayAct(resource: string, action: string, starter: string, ctx: De
 function assertClientJob(before: JsonObject | undefined, after: JsonObject, ctx: DecideContext): void {
   const kind = [before?.jobType, after.jobType].find((t): t is string => typeof t === 'string' && t.startsWith(SERVICE_JOB));
   if (kind !== undefined && ctx.actor !== READ_MODEL_JOB_ACTOR) {
-    throw new DomainError('JOB.SERVICE_JOB', `${kind} jobs are run by the service: start them through /api/v1/indexes, and they end themselves`);
+    throw new DomainError(
+      'JOB.SERVICE_JOB',
+      `${kind} jobs are run by the service: start them through /api/v1/indexes, and they end themselves`,
+    );
   }
 }
 
 /** Dates set before stay when a change leaves them out; a record gets them when it starts or ends. */
 function withDates(before: JsonObject | undefined, after: JsonObject, startField: 'startDate' | undefined, now: Date): JsonObject {
   const next: JsonObject = { ...after };
-  if (startField !== undefined && after.status !== 'NEW' && next[startField] === undefined) next[startField] = before?.[startField] ?? now.toISOString();
-  if (isFinal(after.status) && next.endDate === undefined) next.endDate = (isFinal(before?.status) ? before?.endDate : undefined) ?? now.toISOString();
+  if (startField !== undefined && after.status !== 'NEW' && next[startField] === undefined)
+    next[startField] = before?.[startField] ?? now.toISOString();
+  if (isFinal(after.status) && next.endDate === undefined)
+    next.endDate = (isFinal(before?.status) ? before?.endDate : undefined) ?? now.toISOString();
   return next;
 }
 
@@ -107,9 +112,12 @@ function statusMoves(resource: string, startField: 'startDate' | undefined): Non
 }
 
 const status = () =>
-  z.enum(JobStatuses).meta({
-    description: 'NEW → IN_PROGRESS → COMPLETED | FAILED; any other move is 409 naming the allowed ones. A FAILED one moves again only through its retry action.',
-  });
+  z
+    .enum(JobStatuses)
+    .meta({
+      description:
+        'NEW → IN_PROGRESS → COMPLETED | FAILED; any other move is 409 naming the allowed ones. A FAILED one moves again only through its retry action.',
+    });
 
 /** Who asked for a retry or a cancel, and when. */
 const actedBy = { at: dateTime(), by: text().meta({ description: 'The actor.' }) };
@@ -182,7 +190,7 @@ export const jobStep: ResourceDefinition<typeof jobStepEvents, typeof jobStepCom
 
 /** A step given inline with its job (POST /api/v1/jobs): `jobId` is the new job's. */
 export const jobStepInline = jobStep.input
-  .extend({ jobId: uuid().optional().meta({ description: 'The new job\'s id, or absent: a step given with its job belongs to it.' }) })
+  .extend({ jobId: uuid().optional().meta({ description: "The new job's id, or absent: a step given with its job belongs to it." }) })
   .meta({ id: 'JobStepInline', description: 'A step created with its job, as POST /api/v1/job-steps would create it.' });
 
 /** Steps one create of a job may carry. */
@@ -197,10 +205,21 @@ const jobCommands = {
   Resume: command('The service takes a job up again after a restart, with the reason.', z.strictObject({ reason: z.string() })),
   Retry: command(
     'Retry a FAILED job (POST /api/v1/jobs/{id}/retry): an admin, or the caller that started it.',
-    z.strictObject({ unavailable: z.string().optional().meta({ description: 'Why the job\'s runner cannot resume it (a diff apply whose entries are gone): 409.' }) }),
+    z.strictObject({
+      unavailable: z
+        .string()
+        .optional()
+        .meta({ description: "Why the job's runner cannot resume it (a diff apply whose entries are gone): 409." }),
+    }),
   ),
-  Cancel: command('Cancel a job not yet ended: at once, or for a job the service runs that is IN_PROGRESS, asked of its runner.', z.strictObject({})),
-  ConfirmCancel: command('The runner of a job the service runs has stopped at a step boundary after a cancel was asked.', z.strictObject({})),
+  Cancel: command(
+    'Cancel a job not yet ended: at once, or for a job the service runs that is IN_PROGRESS, asked of its runner.',
+    z.strictObject({}),
+  ),
+  ConfirmCancel: command(
+    'The runner of a job the service runs has stopped at a step boundary after a cancel was asked.',
+    z.strictObject({}),
+  ),
 };
 export type JobCommand = CommandOf<typeof jobCommands>;
 
@@ -224,7 +243,9 @@ function decideCancel(record: LiveRecord, ctx: DecideContext): OwnJobEvent[] {
   const from = record.fields.status as JobStatus;
   if (isFinal(from)) throw actionNotAllowed('JOB', 'cancelled', from, ['NEW', 'IN_PROGRESS']);
   if (from === 'IN_PROGRESS' && isServiceRun(record.fields.jobType)) {
-    return cancelRequestOf(record.fields) === undefined ? [{ type: 'JobCancelRequested', data: { at: ctx.now.toISOString(), by: ctx.actor } }] : [];
+    return cancelRequestOf(record.fields) === undefined
+      ? [{ type: 'JobCancelRequested', data: { at: ctx.now.toISOString(), by: ctx.actor } }]
+      : [];
   }
   return [{ type: 'JobCancelled', data: { endDate: ctx.now.toISOString(), by: ctx.actor } }];
 }
@@ -233,7 +254,10 @@ function decideRetry(record: LiveRecord, unavailable: string | undefined, ctx: D
   assertMayAct('JOB', 'retry', startedBy(record), ctx);
   const from = record.fields.status as JobStatus;
   if (from !== 'FAILED') throw actionNotAllowed('JOB', 'retried', from, ['FAILED']);
-  if (unavailable !== undefined) throw new DomainError('JOB.NOT_RESUMABLE', `Job ${record.id} cannot be resumed: ${unavailable}`, [`jobType: ${String(record.fields.jobType)}`]);
+  if (unavailable !== undefined)
+    throw new DomainError('JOB.NOT_RESUMABLE', `Job ${record.id} cannot be resumed: ${unavailable}`, [
+      `jobType: ${String(record.fields.jobType)}`,
+    ]);
   const status: JobStatus = isServiceRun(record.fields.jobType) ? 'IN_PROGRESS' : 'NEW';
   return [{ type: 'JobRetried', data: { at: ctx.now.toISOString(), by: ctx.actor, status } }];
 }
@@ -263,11 +287,15 @@ const jobEvents = {
     data: z.strictObject({ at: dateTime(), reason: z.string() }),
     evolve: (r, d) => {
       const data = (r.fields.data as JsonObject | undefined) ?? {};
-      return { ...r, fields: mergeData(r.fields, { resumed: [...((data.resumed as unknown[] | undefined) ?? []), { at: d.at, reason: d.reason }] }) };
+      return {
+        ...r,
+        fields: mergeData(r.fields, { resumed: [...((data.resumed as unknown[] | undefined) ?? []), { at: d.at, reason: d.reason }] }),
+      };
     },
   }),
   JobCancelRequested: ownEvent({
-    meaning: 'A cancel of a job the service runs was asked while it is IN_PROGRESS: its runner stops at its next step boundary (`data.cancelRequested`).',
+    meaning:
+      'A cancel of a job the service runs was asked while it is IN_PROGRESS: its runner stops at its next step boundary (`data.cancelRequested`).',
     data: z.strictObject(actedBy),
     evolve: (r, d) => ({ ...r, fields: mergeData(r.fields, { cancelRequested: { at: d.at, by: d.by } }) }),
   }),
@@ -276,11 +304,20 @@ const jobEvents = {
     data: z.strictObject({ endDate: dateTime(), by: text().meta({ description: 'Who asked for the cancel.' }) }),
     evolve: (r, d) => {
       const { cancelRequested: _asked, ...data } = dataOf(r.fields);
-      return { ...r, fields: { ...r.fields, data: { ...data, failure: CANCELLED, cancelled: { at: d.endDate, by: d.by } }, status: 'FAILED', endDate: d.endDate } };
+      return {
+        ...r,
+        fields: {
+          ...r.fields,
+          data: { ...data, failure: CANCELLED, cancelled: { at: d.endDate, by: d.by } },
+          status: 'FAILED',
+          endDate: d.endDate,
+        },
+      };
     },
   }),
   JobRetried: ownEvent({
-    meaning: 'A FAILED job was retried: back to `status` (NEW for its runner, IN_PROGRESS for one the service runs, which resumes), the failed attempt moved into `data.retries`.',
+    meaning:
+      'A FAILED job was retried: back to `status` (NEW for its runner, IN_PROGRESS for one the service runs, which resumes), the failed attempt moved into `data.retries`.',
     data: z.strictObject({ ...actedBy, status: z.enum(JobStatuses) }),
     evolve: (r, d) => ({ ...r, fields: retried(r.fields, d) }),
   }),
@@ -292,7 +329,7 @@ export const job: ResourceDefinition<typeof jobEvents, typeof jobCommands> = def
   path: 'jobs',
   description:
     'A long action and its progress. `jobSteps` is filled by GET /api/v1/jobs/{id}?expand=JOB_STEPS and in searches, empty otherwise; ' +
-    'a create may give the job\'s first steps in it (each made a JobStep of the new job). ' +
+    "a create may give the job's first steps in it (each made a JobStep of the new job). " +
     'Jobs the service runs itself (READ_MODEL_RECREATE, READ_MODEL_REFRESH) record their progress in `data.progress`, ' +
     'and after a restart are resumed, or FAILED with `data.failure` saying why.',
   fields: z.strictObject({
@@ -302,7 +339,9 @@ export const job: ResourceDefinition<typeof jobEvents, typeof jobCommands> = def
     data: jsonMap().optional(),
     endDate: dateTime().optional(),
   }),
-  readOnly: { jobSteps: { schema: z.array(jobStep.record).meta({ description: 'Read-only: the job\'s steps, oldest first.' }), initial: [] } },
+  readOnly: {
+    jobSteps: { schema: z.array(jobStep.record).meta({ description: "Read-only: the job's steps, oldest first." }), initial: [] },
+  },
   indexed: ['status', 'jobType', 'startDate'],
   defaultSort: ['startDate'],
   operations: ['create', 'get', 'versions', 'history', 'replace', 'patch', 'byIds', 'list', 'search', 'searchPage', 'count'],
@@ -313,7 +352,8 @@ export const job: ResourceDefinition<typeof jobEvents, typeof jobCommands> = def
     decide(c, record, ctx) {
       const from = record.fields.status as JobStatus;
       const ending = (to: JobStatus) => {
-        if (from !== 'IN_PROGRESS' && !(from === 'NEW' && to === 'FAILED')) throw invalidTransition('JOB', 'status', from, to, STATUS_MOVES[from]);
+        if (from !== 'IN_PROGRESS' && !(from === 'NEW' && to === 'FAILED'))
+          throw invalidTransition('JOB', 'status', from, to, STATUS_MOVES[from]);
       };
       switch (c.type) {
         case 'Progress':

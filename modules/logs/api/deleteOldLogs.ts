@@ -63,7 +63,12 @@ async function idBlobs(blobs: BlobStore, ids: readonly string[]): Promise<BlobRe
 }
 
 /** An earlier deletion under the same Idempotency-Key: its answer again (409 for another filter). */
-async function earlierDeletion(deps: AppDeps, actor: string, key: string | undefined, filter: DeletionFilter): Promise<JsonObject | undefined> {
+async function earlierDeletion(
+  deps: AppDeps,
+  actor: string,
+  key: string | undefined,
+  filter: DeletionFilter,
+): Promise<JsonObject | undefined> {
   if (key === undefined) return undefined;
   try {
     const found = await serviceOf(deps, logDeletion).get(keyedRecordId(logDeletion, actor, key));
@@ -75,7 +80,11 @@ async function earlierDeletion(deps: AppDeps, actor: string, key: string | undef
   }
 }
 
-async function deleteOldLogs(deps: AppDeps, request: FastifyRequest, filter: DeletionFilter): Promise<{ deleted: number; at: Position | undefined }> {
+async function deleteOldLogs(
+  deps: AppDeps,
+  request: FastifyRequest,
+  filter: DeletionFilter,
+): Promise<{ deleted: number; at: Position | undefined }> {
   const ctx = await writeContext(deps, request, logDeletion);
   return asDeletion(deps.runtime, async () => {
     // Under the lock, so that a retry racing its first request finds it.
@@ -104,7 +113,7 @@ export function deleteOldLogsRoute(app: FastifyInstance, deps: AppDeps): void {
         description:
           'Deletes every log of log type `code`, owner `ownerType`/`ownerId`, whose `startDate` is before `olderThan` (all four required), ' +
           'as the log stands when the request is decided: a log created or replaced after that is kept. One `LogDeletionCreated` event records ' +
-          'who, when, the filter, that position and how many (readable at `/api/v1/log-deletions`); the logs\' read model folds it, and the ' +
+          "who, when, the filter, that position and how many (readable at `/api/v1/log-deletions`); the logs' read model folds it, and the " +
           'logs answer 404 from then on. Their own events stay in the log until the retention pass purges them (LOG_RETENTION_DAYS after). ' +
           'Answers once searches no longer show them (or after 5 s; `X-Event-Position` for `minPosition`). Honours `Idempotency-Key`.',
         querystring: z.strictObject({ code: text(), olderThan: dateTime(), ownerType: text(), ownerId: text() }),

@@ -25,22 +25,29 @@ import { serviceOf } from '../../../api/services.ts';
 
 /** What create and replace accept: the log's fields with `logTypeCode` optional, since `logType`
  * (its code or id) may name the type instead. */
-const logWrite = log.input.extend({ logTypeCode: text().optional() }).meta({ id: 'LogWrite', description: 'A log as written: `logTypeCode`, or `logType` with its `code` or `id`, names its log type.' });
+const logWrite = log.input
+  .extend({ logTypeCode: text().optional() })
+  .meta({ id: 'LogWrite', description: 'A log as written: `logTypeCode`, or `logType` with its `code` or `id`, names its log type.' });
 
 /** The body with `logTypeCode` set from `logType` when only that names the type. */
 async function withTypeCode(deps: AppDeps, body: JsonObject): Promise<JsonObject> {
   const named = body.logType as { code?: string; id?: string } | undefined;
   if (typeof body.logTypeCode === 'string') {
-    if (named?.code !== undefined && named.code !== body.logTypeCode) throw validationFailed('logType and logTypeCode name different log types', [`logType.code: ${named.code} is not logTypeCode ${body.logTypeCode}`]);
+    if (named?.code !== undefined && named.code !== body.logTypeCode)
+      throw validationFailed('logType and logTypeCode name different log types', [
+        `logType.code: ${named.code} is not logTypeCode ${body.logTypeCode}`,
+      ]);
     return body;
   }
   if (named?.code !== undefined) return { ...body, logTypeCode: named.code };
-  if (named?.id === undefined) throw validationFailed('A log needs its log type', ['logTypeCode: required (or logType with its code or id)']);
+  if (named?.id === undefined)
+    throw validationFailed('A log needs its log type', ['logTypeCode: required (or logType with its code or id)']);
   try {
     const found = await serviceOf(deps, logType).get(named.id);
     return { ...body, logTypeCode: String(found.code) };
   } catch (error) {
-    if (isDomainError(error) && error.status === 'NOT_FOUND') throw referenceMissing(log.errorPrefix, [`logType.id: no log type ${named.id}`]);
+    if (isDomainError(error) && error.status === 'NOT_FOUND')
+      throw referenceMissing(log.errorPrefix, [`logType.id: no log type ${named.id}`]);
     throw error;
   }
 }
@@ -53,7 +60,11 @@ async function refusePurgedId(deps: AppDeps, id: string | undefined): Promise<vo
   const stored = (await deps.readStore.getMany(deps.readModels.collectionOf(log.collection), [id])).get(id);
   if (stored?.doc !== null) return;
   if ((await deps.eventStore.readStream(streamOf(log, id), { limit: 1 })).length > 0) return;
-  throw new DomainError('LOG.ALREADY_EXISTS', `Log ${id} was deleted and its events purged by the retention pass: its id is not used again`, [`id: ${id} was a deleted log`]);
+  throw new DomainError(
+    'LOG.ALREADY_EXISTS',
+    `Log ${id} was deleted and its events purged by the retention pass: its id is not used again`,
+    [`id: ${id} was a deleted log`],
+  );
 }
 
 /** How logs are served by the shared operation set. */
@@ -62,15 +73,29 @@ export const logOperations: ResourceRouteOptions = {
   create: {
     run: async (deps, input, ctx) => {
       const body = input as JsonObject;
-      await refusePurgedId(deps, typeof body.id === 'string' ? body.id.toLowerCase() : ctx.idempotencyKey === undefined ? undefined : keyedRecordId(log, ctx.actor, ctx.idempotencyKey));
+      await refusePurgedId(
+        deps,
+        typeof body.id === 'string'
+          ? body.id.toLowerCase()
+          : ctx.idempotencyKey === undefined
+            ? undefined
+            : keyedRecordId(log, ctx.actor, ctx.idempotencyKey),
+      );
       return serviceOf(deps, log).create(body, ctx);
     },
   },
   present: (deps, record, asOf) => assertNotDeleted(deps.runtime, record, asOf),
   aroundReplace: (deps, replace) => asReplace(deps.runtime, replace),
   docs: {
-    create: { description: `${log.description} Honours \`Idempotency-Key\`; \`immediatelyRefresh=true\` waits until searches show it.`, errors: [413, 422] },
-    replace: { description: 'A log a deletion removed is a 404. `If-Match` is honoured (412 when stale).', errors: [413, 422], param: 'id' },
+    create: {
+      description: `${log.description} Honours \`Idempotency-Key\`; \`immediatelyRefresh=true\` waits until searches show it.`,
+      errors: [413, 422],
+    },
+    replace: {
+      description: 'A log a deletion removed is a 404. `If-Match` is honoured (412 when stale).',
+      errors: [413, 422],
+      param: 'id',
+    },
     get: {
       summary: 'Get a Log',
       description:
@@ -96,10 +121,12 @@ export function logsByOwnerRoute(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const { collection, ids } = await idsWhere(deps, log, [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)], {
-        minPosition: request.query.minPosition,
-        within: await readScope(deps, request, log),
-      });
+      const { collection, ids } = await idsWhere(
+        deps,
+        log,
+        [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)],
+        { minPosition: request.query.minPosition, within: await readScope(deps, request, log) },
+      );
       sendDocuments(reply, deps.readStore, collection, ids);
       return reply;
     },

@@ -7,7 +7,8 @@ import type { JsonObject } from '../../../domain/shared/json.ts';
 import { log, type DeletionFilter } from './log.ts';
 
 /** A deletion's filter as conditions on the logs' columns (as the read store evaluates them). */
-export const conditionsOf = (filter: FilterItem[]): readonly Condition[] => toQuery({ filter, sort: [] }, log.columns, log.defaultSort).conditions;
+export const conditionsOf = (filter: FilterItem[]): readonly Condition[] =>
+  toQuery({ filter, sort: [] }, log.columns, log.defaultSort).conditions;
 
 /** Whether a recorded deletion was made with this filter (a retry of it, not another request). */
 export const sameFilter = (a: JsonObject, f: DeletionFilter): boolean =>

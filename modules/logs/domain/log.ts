@@ -35,16 +35,17 @@ const payload = () => longText(200_000);
 
 /** What a log keeps of its log type: enough to read it without the registry. */
 export const logTypeSummary = z
-  .strictObject({
-    id: uuid().optional(),
-    code: text().optional(),
-    name: z.string().max(255).optional(),
-  })
-  .meta({ description: 'The log type: on create or replace, its `code` (or `id`) may name it instead of `logTypeCode`; stored as the type\'s id, code and name at that time.' });
+  .strictObject({ id: uuid().optional(), code: text().optional(), name: z.string().max(255).optional() })
+  .meta({
+    description:
+      "The log type: on create or replace, its `code` (or `id`) may name it instead of `logTypeCode`; stored as the type's id, code and name at that time.",
+  });
 
 /** `endDate` not before `startDate`; one line naming the field. */
 const endNotBeforeStart = (f: Record<string, unknown>): string[] =>
-  typeof f.startDate === 'string' && typeof f.endDate === 'string' && f.endDate < f.startDate ? [`endDate: ${f.endDate} is before startDate ${f.startDate}`] : [];
+  typeof f.startDate === 'string' && typeof f.endDate === 'string' && f.endDate < f.startDate
+    ? [`endDate: ${f.endDate} is before startDate ${f.startDate}`]
+    : [];
 
 /** Milliseconds from startDate to endDate (both normalised to UTC ISO strings). */
 export const durationMs = (startDate: string, endDate: string): number => Date.parse(endDate) - Date.parse(startDate);
@@ -86,7 +87,12 @@ export const log: ResourceDefinition = defineResource({
     // The duration is derived when absent; the log type summary follows the type named.
     onChange(before, after, ctx) {
       const type = ctx.refs.get('logTypeCode')?.[0];
-      const summary = type === undefined ? (before?.logTypeCode === after.logTypeCode ? before?.logType : undefined) : { id: type.id, code: type.code, ...(typeof type.name === 'string' ? { name: type.name } : {}) };
+      const summary =
+        type === undefined
+          ? before?.logTypeCode === after.logTypeCode
+            ? before?.logType
+            : undefined
+          : { id: type.id, code: type.code, ...(typeof type.name === 'string' ? { name: type.name } : {}) };
       const duration = typeof after.duration === 'number' ? after.duration : durationMs(String(after.startDate), String(after.endDate));
       return { ...after, duration, ...(summary === undefined ? {} : { logType: summary }) };
     },
@@ -99,14 +105,14 @@ export type DeletionFilter = { logTypeCode: string; olderThan: string; ownerType
 const logDeletionEvents = {
   LogDeletionCreated: created({
     meaning:
-      'Old logs were deleted (DELETE /api/v1/logs): the filter, the log position it was decided at (`upTo`) and how many. The logs\' read model ' +
+      "Old logs were deleted (DELETE /api/v1/logs): the filter, the log position it was decided at (`upTo`) and how many. The logs' read model " +
       'drops every log matching the filter last written at or before `upTo`; no event is written per log.',
   }),
   LogDeletionReplaced: replaced(),
   LogDeletionPatched: patched(),
   LogDeletionDeleted: deleted(),
   LogDeletionPurged: ownEvent({
-    meaning: 'The retention pass removed the deleted logs\' own events from the log for good: when, and how many streams and events.',
+    meaning: "The retention pass removed the deleted logs' own events from the log for good: when, and how many streams and events.",
     data: z.strictObject({ at: dateTime(), streams: z.int().min(0), events: z.int().min(0) }),
     evolve: (r, d) => ({ ...r, fields: { ...r.fields, purgedAt: d.at, purgedStreams: d.streams, purgedEvents: d.events } }),
   }),
@@ -114,7 +120,10 @@ const logDeletionEvents = {
 export type LogDeletionEvent = EventOf<typeof logDeletionEvents>;
 
 const logDeletionCommands = {
-  Purge: command('The retention pass records that it removed the deleted logs\' events (once: a purged deletion records nothing more).', z.strictObject({ streams: z.int().min(0), events: z.int().min(0) })),
+  Purge: command(
+    "The retention pass records that it removed the deleted logs' events (once: a purged deletion records nothing more).",
+    z.strictObject({ streams: z.int().min(0), events: z.int().min(0) }),
+  ),
 };
 export type LogDeletionCommand = CommandOf<typeof logDeletionCommands>;
 
@@ -123,14 +132,17 @@ export const logDeletion: ResourceDefinition<typeof logDeletionEvents, typeof lo
   path: 'log-deletions',
   description:
     'One "delete old logs" (DELETE /api/v1/logs): who asked and when (auditInfo), the filter, the log position it was decided at (`upTo`) and ' +
-    'how many logs it deleted. It stays after the logs are gone. `purgedAt` is set when the retention pass removed the deleted logs\' events ' +
+    "how many logs it deleted. It stays after the logs are gone. `purgedAt` is set when the retention pass removed the deleted logs' events " +
     'from the log for good.',
   fields: z.strictObject({
     logTypeCode: text().meta({ description: 'The `code` query parameter: the log type of the logs deleted.' }),
     olderThan: dateTime().meta({ description: 'Logs whose startDate is before this were deleted.' }),
     ownerType: text(),
     ownerId: text(),
-    upTo: z.string().regex(/^\d{1,40}$/).meta({ description: 'The log position the deletion was decided at: logs last written after it were kept.' }),
+    upTo: z
+      .string()
+      .regex(/^\d{1,40}$/)
+      .meta({ description: 'The log position the deletion was decided at: logs last written after it were kept.' }),
     deleted: z.int().min(0),
     deletedIds: z
       .array(z.strictObject({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.int().min(0), contentType: text() }))
@@ -175,9 +187,19 @@ export const deletedBy = (deletion: Deletion, record: JsonObject, lastPosition: 
   lastPosition <= deletion.upTo && matchesAll(record, deletion.conditions);
 
 /** The deletion an event's data describes (LogDeletionCreated holds the deletion's fields). */
-export function deletionOf(data: Record<string, unknown>, conditions: (filter: FilterItem[]) => readonly Condition[]): Deletion | undefined {
+export function deletionOf(
+  data: Record<string, unknown>,
+  conditions: (filter: FilterItem[]) => readonly Condition[],
+): Deletion | undefined {
   const { logTypeCode, olderThan, ownerType, ownerId, upTo } = data;
-  if (typeof logTypeCode !== 'string' || typeof olderThan !== 'string' || typeof ownerType !== 'string' || typeof ownerId !== 'string' || typeof upTo !== 'string') return undefined;
+  if (
+    typeof logTypeCode !== 'string' ||
+    typeof olderThan !== 'string' ||
+    typeof ownerType !== 'string' ||
+    typeof ownerId !== 'string' ||
+    typeof upTo !== 'string'
+  )
+    return undefined;
   const filter = { logTypeCode, olderThan, ownerType, ownerId };
   return { ...filter, upTo: BigInt(upTo), conditions: conditions(deletionFilter(filter)) };
 }

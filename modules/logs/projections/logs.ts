@@ -13,7 +13,8 @@ import { resourceProjection } from '../../../projections/resourceProjection.ts';
 
 const DELETION_EVENT = logDeletion.createdEvent;
 
-const conditionsOf = (filter: Parameters<typeof toQuery>[0]['filter']) => toQuery({ filter, sort: [] }, log.columns, log.defaultSort).conditions;
+const conditionsOf = (filter: Parameters<typeof toQuery>[0]['filter']) =>
+  toQuery({ filter, sort: [] }, log.columns, log.defaultSort).conditions;
 
 export function logsProjection(): Projection {
   const base = resourceProjection(log);

@@ -36,7 +36,12 @@ class DeletionLog {
 
   async #readOn(): Promise<void> {
     for (;;) {
-      const batch = await this.#store.readAll({ after: this.#after, limit: 500, categories: [logDeletion.category], types: [logDeletion.createdEvent] });
+      const batch = await this.#store.readAll({
+        after: this.#after,
+        limit: 500,
+        categories: [logDeletion.category],
+        types: [logDeletion.createdEvent],
+      });
       for (const e of batch) {
         const deletion = deletionOf(e.data, conditionsOf);
         if (deletion !== undefined) this.#list = [...this.#list, { ...deletion, at: e.metadata.at }];

@@ -39,8 +39,16 @@ export function retentionSchedule(ctx: ModuleContext): Schedule {
     name: 'log-retention',
     due: (now) => {
       const cutoff = new Date(now.getTime() - days * 86_400_000).toISOString();
-      const filter: FilterItem[] = [{ column: 'purgedAt', operator: 'IS_NULL' }, { column: 'auditInfo.whenInserted', operator: 'LTE', value: cutoff }];
-      return dueInReadModel(ctx.readStore, ctx.readModels, logDeletion.collection, toQuery({ filter, sort: [] }, logDeletion.columns, logDeletion.defaultSort));
+      const filter: FilterItem[] = [
+        { column: 'purgedAt', operator: 'IS_NULL' },
+        { column: 'auditInfo.whenInserted', operator: 'LTE', value: cutoff },
+      ];
+      return dueInReadModel(
+        ctx.readStore,
+        ctx.readModels,
+        logDeletion.collection,
+        toQuery({ filter, sort: [] }, logDeletion.columns, logDeletion.defaultSort),
+      );
     },
     run: async (item, now) => {
       const upTo = BigInt(String(item.upTo));
@@ -55,10 +63,17 @@ export function retentionSchedule(ctx: ModuleContext): Schedule {
       for (let i = 0; i < streams.length; i += PURGE_PART) {
         const part = streams.slice(i, i + PURGE_PART);
         events += await ctx.eventStore.purge(part);
-        forgetFolds(ctx.runtime, part.map((stream) => ({ resource: log.errorPrefix, stream })));
+        forgetFolds(
+          ctx.runtime,
+          part.map((stream) => ({ resource: log.errorPrefix, stream })),
+        );
         await turn();
       }
-      await deletions.execute(item.id, { type: 'Purge', streams: streams.length, events }, { actor: LOG_RETENTION_ACTOR, now, newId: ctx.newId, requestId: ctx.newId(), idempotencyKey: `purge:${item.id}` });
+      await deletions.execute(
+        item.id,
+        { type: 'Purge', streams: streams.length, events },
+        { actor: LOG_RETENTION_ACTOR, now, newId: ctx.newId, requestId: ctx.newId(), idempotencyKey: `purge:${item.id}` },
+      );
       return true;
     },
   };

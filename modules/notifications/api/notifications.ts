@@ -40,9 +40,9 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
           '`templateCode` must name an ACTIVE notification template (422 otherwise). Its `subject` and `content` are handlebars templates rendered ' +
           'over `data` (the content through its formatter template when it names one, with `formatterDocumentTemplateDataOverride` over the data; ' +
           'as text for SMS, HTML-escaped otherwise); a `subject` in the payload wins. Each notification starts PLAN, `created` now and ' +
-          '`expirationDate` the template\'s `expiration` days later. An array makes every notification or none of them when one cannot be ' +
+          "`expirationDate` the template's `expiration` days later. An array makes every notification or none of them when one cannot be " +
           `rendered (at most ${String(MAX_NOTIFICATIONS_PER_CREATE)}, 413 beyond). \`Idempotency-Key\` is honoured; for an array each item ` +
-          'is keyed by the key and its position. The templates are rendered within the caller\'s share of the template threads (as the formatter\'s ' +
+          "is keyed by the key and its position. The templates are rendered within the caller's share of the template threads (as the formatter's " +
           'previews: 429 `FORMATTER.TOO_MANY_RENDERS_OF_CALLER` beyond TEMPLATE_JOBS_PER_CALLER, 503 `FORMATTER.RENDERER_BUSY` when the queue is full, both with `Retry-After`).',
         body: z.union([createPayload, z.array(createPayload).min(1)]),
         response: { 201: z.union([notification.record, z.array(notification.record)]), ...errors(400, 409, 413, 422, 429, 503) },
@@ -52,10 +52,19 @@ function createRoute(r: ZodRoutes, deps: AppDeps): void {
       const many = Array.isArray(request.body);
       const payloads = Array.isArray(request.body) ? request.body : [request.body];
       if (payloads.length > MAX_NOTIFICATIONS_PER_CREATE) {
-        throw new DomainError('NOTIFICATION.TOO_MANY', `At most ${String(MAX_NOTIFICATIONS_PER_CREATE)} notifications per create, got ${String(payloads.length)}`);
+        throw new DomainError(
+          'NOTIFICATION.TOO_MANY',
+          `At most ${String(MAX_NOTIFICATIONS_PER_CREATE)} notifications per create, got ${String(payloads.length)}`,
+        );
       }
       // Every one rendered and checked before any is written: an array is made whole or not at all.
-      const env: RenderEnv = { records: deps.runtime, blobStore: deps.blobStore, documents: deps.documents, caller: templateCallerOf(request), readable: (def, record) => assertReadable(deps, request, def, record) };
+      const env: RenderEnv = {
+        records: deps.runtime,
+        blobStore: deps.blobStore,
+        documents: deps.documents,
+        caller: templateCallerOf(request),
+        readable: (def, record) => assertReadable(deps, request, def, record),
+      };
       const inputs: JsonObject[] = [];
       for (const [i, payload] of payloads.entries()) inputs.push(await renderNotification(env, payload, many ? `[${String(i)}].` : ''));
       const ctx = await writeContext(deps, request, notification);
@@ -103,7 +112,11 @@ function stateRoute(r: ZodRoutes, deps: AppDeps): void {
       const id = uuidParam(request.params.id);
       const record = await notifications.get(id);
       await assertWritable(deps, request, notification, record);
-      const command: ChangeState = { type: 'ChangeState', to: request.query.newState, ...(request.query.reason === undefined ? {} : { reason: request.query.reason }) };
+      const command: ChangeState = {
+        type: 'ChangeState',
+        to: request.query.newState,
+        ...(request.query.reason === undefined ? {} : { reason: request.query.reason }),
+      };
       const result = await notifications.execute(id, command, await writeContext(deps, request, notification));
       return eventPosition(reply, result.position).code(204).send();
     },
@@ -125,7 +138,10 @@ function readRoutes(r: ZodRoutes, deps: AppDeps, list: Record<number, z.ZodType>
       },
     },
     async (request) => {
-      const docs = await recordsWhere(deps, notification, [eq('ownerType', request.query.ownerType)], { minPosition: request.query.minPosition, within: await readScope(deps, request, notification) });
+      const docs = await recordsWhere(deps, notification, [eq('ownerType', request.query.ownerType)], {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, notification),
+      });
       return [...new Set(docs.map((d) => d.ownerId).filter((v): v is string => typeof v === 'string'))];
     },
   );
@@ -143,10 +159,12 @@ function readRoutes(r: ZodRoutes, deps: AppDeps, list: Record<number, z.ZodType>
       },
     },
     async (request, reply) => {
-      const { collection, ids } = await idsWhere(deps, notification, [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)], {
-        minPosition: request.query.minPosition,
-        within: await readScope(deps, request, notification),
-      });
+      const { collection, ids } = await idsWhere(
+        deps,
+        notification,
+        [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)],
+        { minPosition: request.query.minPosition, within: await readScope(deps, request, notification) },
+      );
       sendDocuments(reply, deps.readStore, collection, ids);
       return reply;
     },

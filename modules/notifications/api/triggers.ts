@@ -25,7 +25,9 @@ const notRest = (code: string, type: unknown) =>
     `eventType: ${typeof type === 'string' ? type : '(none)'} is not REST or DIRECT`,
   ]);
 const notValid = (code: string) =>
-  new DomainError('NOTIFICATION_RULE.NOT_VALID', `Notification rule ${JSON.stringify(code)} is not valid now`, [`validityFrom/validityTo: ${code} is not valid now`]);
+  new DomainError('NOTIFICATION_RULE.NOT_VALID', `Notification rule ${JSON.stringify(code)} is not valid now`, [
+    `validityFrom/validityTo: ${code} is not valid now`,
+  ]);
 
 /** POST /api/v1/notification-rules/{code}/trigger. */
 export function triggerRoute(app: FastifyInstance, deps: AppDeps): void {
@@ -41,7 +43,7 @@ export function triggerRoute(app: FastifyInstance, deps: AppDeps): void {
         description:
           'For rules of eventType REST or DIRECT that are valid now (422 otherwise; 404 for an unknown code). The trigger is appended to the log ' +
           '(NotificationTriggered) before the answer, so an acknowledged trigger is never lost; then each ACTIVE template of the rule makes a ' +
-          'notification for `targets` (the owner when absent), with the data `evalNotificationUrl` gathers under the trigger\'s own `data`. ' +
+          "notification for `targets` (the owner when absent), with the data `evalNotificationUrl` gathers under the trigger's own `data`. " +
           'Follow it at `Location` (GET /api/v1/notification-triggers/{triggerId}: RECEIVED, then PROCESSED with `notificationIds` or FAILED ' +
           'with `reason`). `Idempotency-Key` is honoured: the same key and body answer the same trigger.',
         params: z.strictObject({ code: z.string().min(1).max(255) }),
@@ -57,7 +59,9 @@ export function triggerRoute(app: FastifyInstance, deps: AppDeps): void {
       const input = { ...request.body, ruleCode: code, source: 'REST', status: 'RECEIVED' };
       const { record, position } = await triggers.create(input, await writeContext(deps, request, notificationTrigger));
       if (record === undefined) throw new Error('a trigger create answered no record');
-      return eventPosition(location(reply.code(202), `/api/v1/${notificationTrigger.path}/${record.id}`), position).send({ triggerId: record.id });
+      return eventPosition(location(reply.code(202), `/api/v1/${notificationTrigger.path}/${record.id}`), position).send({
+        triggerId: record.id,
+      });
     },
   );
 }

@@ -41,31 +41,52 @@ function proves(type: string, bytes: Uint8Array): boolean {
   return false;
 }
 
-export const ATTACHMENT_TYPES = ['application/pdf', 'image/png', 'image/jpeg', 'image/gif', ...ZIP_TYPES, ...OLE_TYPES, ...TEXT_TYPES, 'application/octet-stream'];
+export const ATTACHMENT_TYPES = [
+  'application/pdf',
+  'image/png',
+  'image/jpeg',
+  'image/gif',
+  ...ZIP_TYPES,
+  ...OLE_TYPES,
+  ...TEXT_TYPES,
+  'application/octet-stream',
+];
 
 export type AttachmentInput = { name: string; mimeType: string; data: string };
 
 /** The bytes of each attachment, checked: count and size (413), base64 and type (422). */
 export function checkedAttachments(attachments: readonly AttachmentInput[]): { name: string; mimeType: string; bytes: Uint8Array }[] {
   if (attachments.length > MAX_ATTACHMENTS) {
-    throw new DomainError('NOTIFICATION.TOO_MANY_ATTACHMENTS', `At most ${String(MAX_ATTACHMENTS)} attachments, got ${String(attachments.length)}`);
+    throw new DomainError(
+      'NOTIFICATION.TOO_MANY_ATTACHMENTS',
+      `At most ${String(MAX_ATTACHMENTS)} attachments, got ${String(attachments.length)}`,
+    );
   }
   return attachments.map((a, i) => {
     const field = `attachments[${String(i)}]`;
     const compact = a.data.replace(/\s+/g, '');
     if (!isBase64(compact)) {
-      throw new DomainError('NOTIFICATION.ATTACHMENT_INVALID', `Attachment ${JSON.stringify(a.name)} is not base64`, [`${field}.data: expected base64`]);
+      throw new DomainError('NOTIFICATION.ATTACHMENT_INVALID', `Attachment ${JSON.stringify(a.name)} is not base64`, [
+        `${field}.data: expected base64`,
+      ]);
     }
     const bytes = new Uint8Array(Buffer.from(compact, 'base64'));
     if (bytes.byteLength > MAX_ATTACHMENT_BYTES) {
-      throw new DomainError('NOTIFICATION.ATTACHMENT_TOO_LARGE', `Attachment ${JSON.stringify(a.name)} is ${String(bytes.byteLength)} bytes; at most ${String(MAX_ATTACHMENT_BYTES)}`);
+      throw new DomainError(
+        'NOTIFICATION.ATTACHMENT_TOO_LARGE',
+        `Attachment ${JSON.stringify(a.name)} is ${String(bytes.byteLength)} bytes; at most ${String(MAX_ATTACHMENT_BYTES)}`,
+      );
     }
     const type = (a.mimeType.split(';')[0] ?? '').trim().toLowerCase();
     if (!ATTACHMENT_TYPES.includes(type)) {
-      throw new DomainError('NOTIFICATION.ATTACHMENT_INVALID', `Attachments of type ${JSON.stringify(type)} are not accepted`, [`${field}.mimeType: one of ${ATTACHMENT_TYPES.join(', ')}`]);
+      throw new DomainError('NOTIFICATION.ATTACHMENT_INVALID', `Attachments of type ${JSON.stringify(type)} are not accepted`, [
+        `${field}.mimeType: one of ${ATTACHMENT_TYPES.join(', ')}`,
+      ]);
     }
     if (!proves(type, bytes)) {
-      throw new DomainError('NOTIFICATION.ATTACHMENT_INVALID', `Attachment ${JSON.stringify(a.name)} is not ${type} by its bytes`, [`${field}.data: its bytes are not ${type}`]);
+      throw new DomainError('NOTIFICATION.ATTACHMENT_INVALID', `Attachment ${JSON.stringify(a.name)} is not ${type} by its bytes`, [
+        `${field}.data: its bytes are not ${type}`,
+      ]);
     }
     return { name: a.name, mimeType: type, bytes };
   });

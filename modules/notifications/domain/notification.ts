@@ -50,7 +50,10 @@ export const notificationTarget = z
     address: jsonMap().optional(),
     notificationId: uuid().optional(),
   })
-  .meta({ description: 'Whom a notification is for: an address (email, phone) used as given, or an owner (a USER, a USER_GROUP) resolved at delivery.' });
+  .meta({
+    description:
+      'Whom a notification is for: an address (email, phone) used as given, or an owner (a USER, a USER_GROUP) resolved at delivery.',
+  });
 
 export const relatedEntity = z.strictObject({
   id: uuid().optional(),
@@ -70,15 +73,27 @@ export const relatedEntity = z.strictObject({
 const move = z.strictObject({ to: z.enum(NotificationStatuses), reason: z.string().optional() });
 
 const notificationCommands = {
-  ChangeState: command('Move the notification to a status (PUT /api/v1/notifications/{id}/state, the dispatcher, the expiry pass), with the reason.', move),
+  ChangeState: command(
+    'Move the notification to a status (PUT /api/v1/notifications/{id}/state, the dispatcher, the expiry pass), with the reason.',
+    move,
+  ),
   /** Moves made one after another as one change (one append): a channel that needs no attempt goes
    * from PLAN through SENDING to its outcome at once. Those up to where the notification is already
    * are made; each other is judged as a ChangeState from where the previous one left it. */
-  ChangeStates: command('Moves made one after another as one change (a channel that needs no attempt: PLAN through SENDING to its outcome).', z.strictObject({ moves: z.array(move).readonly() })),
+  ChangeStates: command(
+    'Moves made one after another as one change (a channel that needs no attempt: PLAN through SENDING to its outcome).',
+    z.strictObject({ moves: z.array(move).readonly() }),
+  ),
   /** The dispatcher's commands: an attempt recorded before it is made (outbox), a transient failure
    * deferring the next one. */
-  Attempt: command('The dispatcher records delivery attempt n before it makes it (n is the next one, else 409).', z.strictObject({ attempt: z.int().min(1) })),
-  Defer: command('The dispatcher defers the next attempt after a transient failure.', z.strictObject({ reason: z.string(), nextAttemptAt: dateTime() })),
+  Attempt: command(
+    'The dispatcher records delivery attempt n before it makes it (n is the next one, else 409).',
+    z.strictObject({ attempt: z.int().min(1) }),
+  ),
+  Defer: command(
+    'The dispatcher defers the next attempt after a transient failure.',
+    z.strictObject({ reason: z.string(), nextAttemptAt: dateTime() }),
+  ),
 };
 /** The commands of a notification: its state moves, and the dispatcher's delivery records. */
 export type DeliveryCommand = CommandOf<typeof notificationCommands>;
@@ -86,7 +101,9 @@ export type ChangeState = Extract<DeliveryCommand, { type: 'ChangeState' }>;
 export type ChangeStates = Extract<DeliveryCommand, { type: 'ChangeStates' }>;
 
 const notificationEvents = {
-  NotificationCreated: created({ meaning: 'A notification was made from a template (POST /api/v1/notifications, or a trigger): PLAN, its subject and contents rendered.' }),
+  NotificationCreated: created({
+    meaning: 'A notification was made from a template (POST /api/v1/notifications, or a trigger): PLAN, its subject and contents rendered.',
+  }),
   NotificationReplaced: replaced(),
   NotificationPatched: patched(),
   NotificationDeleted: deleted(),
@@ -94,19 +111,37 @@ const notificationEvents = {
     meaning:
       'The notification moved from one status to another, with the reason: the delivery log. SENT sets `sent`, SENDING makes it due for an attempt at once, ' +
       'FAILED keeps the reason as `lastError`. Published on the notifications topic.',
-    data: z.strictObject({ from: z.enum(NotificationStatuses), to: z.enum(NotificationStatuses), at: dateTime(), reason: z.string().optional() }),
+    data: z.strictObject({
+      from: z.enum(NotificationStatuses),
+      to: z.enum(NotificationStatuses),
+      at: dateTime(),
+      reason: z.string().optional(),
+    }),
     evolve: (r, d) => {
       const { nextAttemptAt: _next, ...fields } = r.fields;
       const reason = typeof d.reason === 'string' && d.to === 'FAILED' ? { lastError: d.reason } : {};
       // SENDING is due for its first attempt at once; any other state is not due at all.
-      return { ...r, fields: { ...fields, status: d.to, ...(d.to === 'SENT' ? { sent: d.at } : {}), ...(d.to === 'SENDING' ? { nextAttemptAt: d.at } : {}), ...reason } };
+      return {
+        ...r,
+        fields: {
+          ...fields,
+          status: d.to,
+          ...(d.to === 'SENT' ? { sent: d.at } : {}),
+          ...(d.to === 'SENDING' ? { nextAttemptAt: d.at } : {}),
+          ...reason,
+        },
+      };
     },
   }),
   NotificationDeliveryAttempted: ownEvent({
-    meaning: 'Delivery attempt `attempt` is about to be made (recorded first); it holds the notification until `holdUntil` (events written before holds carry none).',
+    meaning:
+      'Delivery attempt `attempt` is about to be made (recorded first); it holds the notification until `holdUntil` (events written before holds carry none).',
     data: z.strictObject({ attempt: z.int().min(1), at: dateTime(), holdUntil: dateTime().optional() }),
     // The attempt holds the notification (older events carry no hold: due as before).
-    evolve: (r, d) => ({ ...r, fields: { ...r.fields, attempts: d.attempt, ...(typeof d.holdUntil === 'string' ? { nextAttemptAt: d.holdUntil } : {}) } }),
+    evolve: (r, d) => ({
+      ...r,
+      fields: { ...r.fields, attempts: d.attempt, ...(typeof d.holdUntil === 'string' ? { nextAttemptAt: d.holdUntil } : {}) },
+    }),
   }),
   NotificationDeliveryDeferred: ownEvent({
     meaning: 'An attempt failed for a reason that may pass: the next one is due at `nextAttemptAt`, and `reason` is kept as `lastError`.',
@@ -121,7 +156,12 @@ export type NotificationEvent = EventOf<typeof notificationEvents>;
 function moved(from: NotificationStatus, c: z.output<typeof move>, now: Date): OwnEventOf<typeof notificationEvents>[] {
   if (from === c.to) return [];
   if (!STATE_MOVES[from].includes(c.to)) throw invalidTransition('NOTIFICATION', 'status', from, c.to, STATE_MOVES[from]);
-  return [{ type: 'NotificationStateChanged', data: { from, to: c.to, at: now.toISOString(), ...(c.reason === undefined ? {} : { reason: c.reason }) } }];
+  return [
+    {
+      type: 'NotificationStateChanged',
+      data: { from, to: c.to, at: now.toISOString(), ...(c.reason === undefined ? {} : { reason: c.reason }) },
+    },
+  ];
 }
 
 /** How long an attempt holds its notification: not due again (to this or another instance) until
@@ -149,7 +189,7 @@ export const notification: ResourceDefinition<typeof notificationEvents, typeof 
     'A message made from a notification template (POST /api/v1/notifications renders its subject and contents from the data). `status` ' +
     'starts PLAN and moves only through PUT /api/v1/notifications/{id}/state: PLAN → SENDING → SENT | FAILED; PLAN → CANCELLED; SENT → READ → ' +
     'ANSWERED; PLAN or SENT → EXPIRED; any other move is a 409 naming the allowed ones. Every move is an event with its actor and reason (the ' +
-    'history is the delivery log). `created` is when it was made, `expirationDate` that plus the template\'s `expiration` days, `sent` when it became SENT.',
+    "history is the delivery log). `created` is when it was made, `expirationDate` that plus the template's `expiration` days, `sent` when it became SENT.",
   fields: z.strictObject({
     ownerType: text(),
     ownerId: text(),
@@ -168,11 +208,16 @@ export const notification: ResourceDefinition<typeof notificationEvents, typeof 
       .meta({ description: 'The attachments given on create: their bytes are in the blob store under `sha256`, never in an event.' }),
     fromUserId: uuid().optional(),
     status: z.enum(NotificationStatuses),
-    params: jsonMap().optional().meta({ description: 'What the notification was made from: the template\'s version, delivery type and expiration days.' }),
+    params: jsonMap()
+      .optional()
+      .meta({ description: "What the notification was made from: the template's version, delivery type and expiration days." }),
     created: dateTime().optional(),
     expirationDate: dateTime().optional(),
     sent: dateTime().optional(),
-    deliveryType: z.enum(['SMS', 'EMAIL', 'LETTER', 'APPLICATION', 'USER_COMMENT']).optional().meta({ description: 'The channel, from the template.' }),
+    deliveryType: z
+      .enum(['SMS', 'EMAIL', 'LETTER', 'APPLICATION', 'USER_COMMENT'])
+      .optional()
+      .meta({ description: 'The channel, from the template.' }),
     attempts: z.int().min(0).optional().meta({ description: 'Delivery attempts made (each recorded before it is made).' }),
     nextAttemptAt: dateTime().optional().meta({ description: 'When a SENDING notification is next attempted.' }),
     lastError: longText(2000).optional().meta({ description: 'Why the last attempt failed.' }),
@@ -197,15 +242,27 @@ export const notification: ResourceDefinition<typeof notificationEvents, typeof 
       switch (own.type) {
         case 'Attempt': {
           // Only a SENDING notification is attempted: a dispatcher that read it stale sends nothing.
-          if (record.fields.status !== 'SENDING') throw invalidTransition('NOTIFICATION', 'status', String(record.fields.status), 'SENDING (an attempt)', []);
+          if (record.fields.status !== 'SENDING')
+            throw invalidTransition('NOTIFICATION', 'status', String(record.fields.status), 'SENDING (an attempt)', []);
           // Attempt n is made once: a second dispatcher (or a retried command) asking for it again
           // is refused, so it never sends what another is sending.
-          if (own.attempt !== attempts + 1) throw new DomainError('NOTIFICATION.ATTEMPT_TAKEN', `Attempt ${String(own.attempt)} is not the next one: ${String(attempts)} made`);
+          if (own.attempt !== attempts + 1)
+            throw new DomainError(
+              'NOTIFICATION.ATTEMPT_TAKEN',
+              `Attempt ${String(own.attempt)} is not the next one: ${String(attempts)} made`,
+            );
           const holdUntil = new Date(ctx.now.getTime() + ATTEMPT_HOLD_MS).toISOString();
           return [{ type: 'NotificationDeliveryAttempted', data: { attempt: own.attempt, at: ctx.now.toISOString(), holdUntil } }];
         }
         case 'Defer':
-          return record.fields.status === 'SENDING' ? [{ type: 'NotificationDeliveryDeferred', data: { attempt: attempts, reason: own.reason.slice(0, 2000), nextAttemptAt: own.nextAttemptAt } }] : [];
+          return record.fields.status === 'SENDING'
+            ? [
+                {
+                  type: 'NotificationDeliveryDeferred',
+                  data: { attempt: attempts, reason: own.reason.slice(0, 2000), nextAttemptAt: own.nextAttemptAt },
+                },
+              ]
+            : [];
         case 'ChangeState':
           return moved(record.fields.status as NotificationStatus, own, ctx.now);
         case 'ChangeStates': {

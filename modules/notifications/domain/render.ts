@@ -59,7 +59,9 @@ export type RenderEnv = {
 };
 
 export const missingTemplate = (code: string): DomainError =>
-  new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', `No notification template ${JSON.stringify(code)}`, [`templateCode: ${code} does not exist`]);
+  new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', `No notification template ${JSON.stringify(code)}`, [
+    `templateCode: ${code} does not exist`,
+  ]);
 
 const missingFormatterTemplate = (code: string, id: string): DomainError =>
   new DomainError('NOTIFICATION.REFERENCE_NOT_FOUND', `Notification template ${JSON.stringify(code)} names no formatter template`, [
@@ -67,7 +69,9 @@ const missingFormatterTemplate = (code: string, id: string): DomainError =>
   ]);
 
 const inactive = (code: string): DomainError =>
-  new DomainError('NOTIFICATION.TEMPLATE_NOT_ACTIVE', `Notification template ${JSON.stringify(code)} is not ACTIVE`, [`templateCode: ${code} is not ACTIVE`]);
+  new DomainError('NOTIFICATION.TEMPLATE_NOT_ACTIVE', `Notification template ${JSON.stringify(code)} is not ACTIVE`, [
+    `templateCode: ${code} is not ACTIVE`,
+  ]);
 
 const asMissing =
   (code: string) =>
@@ -99,11 +103,19 @@ async function contentsOf(env: RenderEnv, template: Template, payload: CreatePay
     };
     const found = await env.records.service(formatterTemplate).get(id).catch(missing);
     const document = env.readable === undefined ? found : await env.readable(formatterTemplate, found).catch(missing);
-    return templateText(document as unknown as TemplateVersion, { ...data, ...(payload.formatterDocumentTemplateDataOverride ?? {}) }, env.documents ?? {}, env.caller);
+    return templateText(
+      document as unknown as TemplateVersion,
+      { ...data, ...(payload.formatterDocumentTemplateDataOverride ?? {}) },
+      env.documents ?? {},
+      env.caller,
+    );
   }
   if (typeof template.content !== 'string') return undefined;
   const mode = template.deliveryType === 'SMS' ? 'text' : 'html';
-  return (env.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:content`, version: template.auditInfo.version, source: template.content, data, mode }, env.caller);
+  return (env.documents?.templates ?? inProcessTemplates).text(
+    { kind: 'handlebars', key: `${template.id}:content`, version: template.auditInfo.version, source: template.content, data, mode },
+    env.caller,
+  );
 }
 
 const optional = (key: string, value: unknown) => (value === undefined ? {} : { [key]: value });
@@ -116,7 +128,10 @@ export async function renderNotification(env: RenderEnv, payload: CreatePayload,
   const template = await activeTemplate(env, payload.templateCode);
   const version = template.auditInfo.version;
   const renderedSubject = async (source: string) =>
-    (env.documents?.templates ?? inProcessTemplates).text({ kind: 'handlebars', key: `${template.id}:subject`, version, source, data: { ...(payload.data ?? {}), ...extra }, mode: 'text' }, env.caller);
+    (env.documents?.templates ?? inProcessTemplates).text(
+      { kind: 'handlebars', key: `${template.id}:subject`, version, source, data: { ...(payload.data ?? {}), ...extra }, mode: 'text' },
+      env.caller,
+    );
   const subject = payload.subject ?? (typeof template.subject === 'string' ? await renderedSubject(template.subject) : undefined);
   const contents = await contentsOf(env, template, payload, extra);
   // Checked before anything is stored; each blob is written before the event that names it.
@@ -135,12 +150,20 @@ export async function renderNotification(env: RenderEnv, payload: CreatePayload,
     ...optional('from', payload.from ?? (typeof template.from === 'string' ? template.from : undefined)),
     ...optional('deliveryType', template.deliveryType),
     status: 'PLAN',
-    params: { templateVersion: version, ...optional('deliveryType', template.deliveryType), ...optional('expiration', template.expiration) },
+    params: {
+      templateVersion: version,
+      ...optional('deliveryType', template.deliveryType),
+      ...optional('expiration', template.expiration),
+    },
   };
   // A 422: the template made it so, not the request.
   const checked = notification.fields.safeParse(fields);
   if (!checked.success) {
-    throw new DomainError('NOTIFICATION.RENDERED_INVALID', 'The template made a notification that is not valid', checked.error.issues.map((issue) => `${at}${issue.path.join('.')}: ${issue.message}`));
+    throw new DomainError(
+      'NOTIFICATION.RENDERED_INVALID',
+      'The template made a notification that is not valid',
+      checked.error.issues.map((issue) => `${at}${issue.path.join('.')}: ${issue.message}`),
+    );
   }
   return { ...optional('id', id), ...fields };
 }

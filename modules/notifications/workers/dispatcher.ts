@@ -10,8 +10,27 @@
 import type { Runtime } from '../../../application/runtime.ts';
 import { isActiveUser, user } from '../../identity/domain/user.ts';
 import { userGroup } from '../../identity/domain/userGroup.ts';
-import { backoffMs, boundedReason as bounded, MAX_ATTEMPTS, notification, type DeliveryCommand, type NotificationEvent, type NotificationStatus } from '../domain/notification.ts';
-import { DeliveryFailed, type BlobStore, type Clock, type Document, type EventStore, type IdGenerator, type MailSender, type ReadStore, type RecordedEvent, type SmsSender } from '../../../domain/ports.ts';
+import {
+  backoffMs,
+  boundedReason as bounded,
+  MAX_ATTEMPTS,
+  notification,
+  type DeliveryCommand,
+  type NotificationEvent,
+  type NotificationStatus,
+} from '../domain/notification.ts';
+import {
+  DeliveryFailed,
+  type BlobStore,
+  type Clock,
+  type Document,
+  type EventStore,
+  type IdGenerator,
+  type MailSender,
+  type ReadStore,
+  type RecordedEvent,
+  type SmsSender,
+} from '../../../domain/ports.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { MAX_UNPAGED_SIZE, toQuery, type FilterItem } from '../../../domain/shared/filtering.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
@@ -51,7 +70,9 @@ type Attachment = { filename: string; contentType: string; content: Uint8Array }
 
 /** `; label: a; b; c` for a list, the first 20 and how many more. */
 const summary = (label: string, items: readonly string[]): string =>
-  items.length === 0 ? '' : `; ${label}: ${items.slice(0, 20).join('; ')}${items.length > 20 ? `; and ${String(items.length - 20)} more` : ''}`;
+  items.length === 0
+    ? ''
+    : `; ${label}: ${items.slice(0, 20).join('; ')}${items.length > 20 ? `; and ${String(items.length - 20)} more` : ''}`;
 /** A lookup that found nothing is undefined; a store that failed is an error (tried again). */
 const unlessMissing = (error: unknown): undefined => {
   if (error instanceof DomainError && error.status === 'NOT_FOUND') return undefined;
@@ -97,7 +118,11 @@ class Dispatcher {
       else to.push(String(fields[channel.userField]));
     };
     // The same target named twice is one target.
-    const targets = [...new Map(((item.notificationTo ?? []) as Target[]).map((t) => [JSON.stringify([t[channel.address], t.ownerType, t.ownerId]), t])).values()];
+    const targets = [
+      ...new Map(
+        ((item.notificationTo ?? []) as Target[]).map((t) => [JSON.stringify([t[channel.address], t.ownerType, t.ownerId]), t]),
+      ).values(),
+    ];
     for (const target of targets) {
       const given = target[channel.address];
       if (typeof given === 'string') to.push(given);
@@ -108,7 +133,9 @@ class Dispatcher {
       } else if (target.ownerType === 'USER_GROUP' && typeof target.ownerId === 'string') {
         const group = await this.#groups.live(target.ownerId).catch(unlessMissing);
         if (group === undefined) skipped.push(`group ${target.ownerId}: not found`);
-        else for (const member of await this.#members(String(group.fields.code))) consider(member, `user ${String(member.code)} of group ${String(group.fields.code)}`, String(group.fields.code));
+        else
+          for (const member of await this.#members(String(group.fields.code)))
+            consider(member, `user ${String(member.code)} of group ${String(group.fields.code)}`, String(group.fields.code));
       } else skipped.push(`${`${target.ownerType ?? 'target'} ${target.ownerId ?? ''}`.trim()}: no ${channel.noun}`);
     }
     return { to: [...new Set(to)], skipped: [...new Set(skipped)] };
@@ -148,7 +175,8 @@ class Dispatcher {
     const skips = summary('skipped', skipped);
     if (to.length === 0) return this.#move(item.id, 'FAILED', bounded(`no recipient with a ${channel.noun}${skips}`), now);
     const attachments = channel.type === 'EMAIL' ? await this.#attachments(item) : [];
-    if (typeof attachments === 'string') return this.#move(item.id, 'FAILED', `attachment ${attachments} is missing from the blob store`, now);
+    if (typeof attachments === 'string')
+      return this.#move(item.id, 'FAILED', `attachment ${attachments} is missing from the blob store`, now);
     const attempt = made + 1;
     // Outbox: the attempt is in the log before it is made. It names its number, so only one
     // dispatcher makes it (another is refused with a conflict and sends nothing), and it holds the
@@ -163,12 +191,18 @@ class Dispatcher {
     }
     const delivered = to.filter((address) => !rejected.includes(address));
     const noun = channel.type === 'EMAIL' ? 'e-mail' : 'SMS';
-    return this.#move(item.id, 'SENT', bounded(`${noun} to ${delivered.join(', ')} (attempt ${String(attempt)})${summary('refused by the server', rejected)}${skips}`), now);
+    return this.#move(
+      item.id,
+      'SENT',
+      bounded(`${noun} to ${delivered.join(', ')} (attempt ${String(attempt)})${summary('refused by the server', rejected)}${skips}`),
+      now,
+    );
   }
 
   /** Why a notification cannot be attempted at all: no port for its channel, out of attempts, expired. */
   #refusal(item: Document, channel: Channel, made: number, now: Date): string | undefined {
-    const unset = channel.type === 'EMAIL' ? this.#deps.mail === undefined && 'SMTP_URL' : this.#deps.sms === undefined && 'SMS_GATEWAY_URL';
+    const unset =
+      channel.type === 'EMAIL' ? this.#deps.mail === undefined && 'SMTP_URL' : this.#deps.sms === undefined && 'SMS_GATEWAY_URL';
     if (unset !== false) return `${unset} is not set: ${channel.type === 'EMAIL' ? 'e-mail' : 'SMS'} cannot be delivered`;
     if (made >= MAX_ATTEMPTS) return `no outcome recorded after ${String(made)} attempts`;
     if (typeof item.expirationDate === 'string' && item.expirationDate <= now.toISOString()) return 'expired before it could be delivered';
@@ -210,7 +244,10 @@ class Dispatcher {
     const channel = String(live.fields.deliveryType);
     if (ATTEMPTED.has(channel)) return this.#move(due.id, 'SENDING', channel === 'SMS' ? 'queued for SMS' : 'queued for e-mail', now);
     const outcome = outcomeOf(channel);
-    const moves = [{ to: 'SENDING' as const, reason: IN_APP.has(channel) ? 'in-app' : channel === 'LETTER' ? 'letter' : 'queued' }, ...(outcome === undefined ? [] : [outcome])];
+    const moves = [
+      { to: 'SENDING' as const, reason: IN_APP.has(channel) ? 'in-app' : channel === 'LETTER' ? 'letter' : 'queued' },
+      ...(outcome === undefined ? [] : [outcome]),
+    ];
     await this.#command(due.id, { type: 'ChangeStates', moves }, now);
   }
 
@@ -260,16 +297,23 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
       eventTypes: [notification.createdEvent, STATE_CHANGED],
       async react(events, now) {
         // As the due query: one made without a channel is not the dispatcher's.
-        const made = events.filter((e) => e.type === notification.createdEvent && e.data.status === 'PLAN' && typeof e.data.deliveryType === 'string');
+        const made = events.filter(
+          (e) => e.type === notification.createdEvent && e.data.status === 'PLAN' && typeof e.data.deliveryType === 'string',
+        );
         // All at once, so that their appends share group commits.
-        const taken = await Promise.allSettled(made.map((e) => dispatcher.take({ id: idIn(notification.category, e.stream) ?? '' }, now).catch(movedOn)));
+        const taken = await Promise.allSettled(
+          made.map((e) => dispatcher.take({ id: idIn(notification.category, e.stream) ?? '' }, now).catch(movedOn)),
+        );
         const failed = taken.find((t) => t.status === 'rejected');
         if (failed !== undefined) throw failed.reason;
         return leftSending(events);
       },
     },
     async due(now) {
-      const planned = await dueWhere([{ column: 'status', operator: 'EQ', value: 'PLAN' }, { column: 'deliveryType', operator: 'IS_NOT_NULL' }]);
+      const planned = await dueWhere([
+        { column: 'status', operator: 'EQ', value: 'PLAN' },
+        { column: 'deliveryType', operator: 'IS_NOT_NULL' },
+      ]);
       // E-mail and SMS wait in SENDING for an attempt; in-app ones and letters only when a crash
       // came between their two moves. A notification a client moved to SENDING without a channel
       // is not the dispatcher's.
@@ -279,7 +323,9 @@ export function dispatchSchedule(deps: DispatcherDeps): Schedule {
         { column: 'nextAttemptAt', operator: 'LTE', value: now.toISOString() },
       ]);
       // Interleaved, so a backlog of new notifications does not hold up due attempts, nor these it.
-      return Array.from({ length: Math.max(planned.length, sending.length) }, (_, i) => [sending[i], planned[i]]).flat().filter((d) => d !== undefined);
+      return Array.from({ length: Math.max(planned.length, sending.length) }, (_, i) => [sending[i], planned[i]])
+        .flat()
+        .filter((d) => d !== undefined);
     },
     async run(item, now) {
       if (item.status === 'PLAN') await dispatcher.take(item, now).catch(movedOn);

@@ -21,12 +21,23 @@ export function expirySchedule(ctx: ModuleContext): Schedule {
         { column: 'status', operator: 'IN', values: ['PLAN', 'SENT'] },
         { column: 'expirationDate', operator: 'LTE', value: now.toISOString() },
       ];
-      return dueInReadModel(ctx.readStore, ctx.readModels, notification.collection, toQuery({ filter, sort: [] }, notification.columns, notification.defaultSort));
+      return dueInReadModel(
+        ctx.readStore,
+        ctx.readModels,
+        notification.collection,
+        toQuery({ filter, sort: [] }, notification.columns, notification.defaultSort),
+      );
     },
     run: async (item, now) => {
       const command: ChangeState = { type: 'ChangeState', to: 'EXPIRED', reason: `expirationDate ${String(item.expirationDate)} passed` };
       try {
-        await service.execute(item.id, command, { actor: NOTIFICATION_EXPIRY_ACTOR, now, newId: ctx.newId, requestId: ctx.newId(), idempotencyKey: `expire:${item.id}` });
+        await service.execute(item.id, command, {
+          actor: NOTIFICATION_EXPIRY_ACTOR,
+          now,
+          newId: ctx.newId,
+          requestId: ctx.newId(),
+          idempotencyKey: `expire:${item.id}`,
+        });
       } catch (error) {
         // Moved on meanwhile (READ, CANCELLED): nothing to expire.
         if (!(error instanceof DomainError && error.status === 'CONFLICT')) throw error;

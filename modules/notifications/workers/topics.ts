@@ -22,7 +22,16 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { notification, type NotificationEvent } from '../domain/notification.ts';
 import { notificationTrigger, triggerPayload } from '../domain/trigger.ts';
-import type { BatchOutcome, IncomingMessage, MessageConsumer, MessageOutcome, MessagePublisher, PublishedMessage, ReadStore, RecordedEvent } from '../../../domain/ports.ts';
+import type {
+  BatchOutcome,
+  IncomingMessage,
+  MessageConsumer,
+  MessageOutcome,
+  MessagePublisher,
+  PublishedMessage,
+  ReadStore,
+  RecordedEvent,
+} from '../../../domain/ports.ts';
 import type { LiveRecord } from '../../../domain/resource/defineResource.ts';
 import { keyedRecordId } from '../../../domain/resource/service.ts';
 import { notificationRule } from '../../registries/domain/notificationRule.ts';
@@ -34,7 +43,9 @@ import { idIn } from '../../../domain/shared/streams.ts';
 import type { ProcessorHandler } from '../../../workers/processor.ts';
 
 /** A trigger message's value. */
-export const triggerMessage = triggerPayload.extend({ ruleCode: text().optional().meta({ description: 'The rule, unless the `ruleCode` header names it.' }) }).meta({ id: 'NotificationTriggerMessage' });
+export const triggerMessage = triggerPayload
+  .extend({ ruleCode: text().optional().meta({ description: 'The rule, unless the `ruleCode` header names it.' }) })
+  .meta({ id: 'NotificationTriggerMessage' });
 
 /** Rules a topic may trigger. */
 const TOPIC_RULE_TYPES = new Set(['KAFKA', 'DIRECT']);
@@ -74,7 +85,13 @@ function parsed(message: IncomingMessage): { payload: z.infer<typeof triggerMess
   }
   if (scan.errors.length > 0) return dead(`value cannot be stored exactly: ${scan.errors.join('; ')}`);
   const checked = triggerMessage.safeParse(json);
-  if (!checked.success) return dead(`value does not match NotificationTriggerMessage: ${checked.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(value)'}: ${i.message}`).join('; ')}`);
+  if (!checked.success)
+    return dead(
+      `value does not match NotificationTriggerMessage: ${checked.error.issues
+        .slice(0, 5)
+        .map((i) => `${i.path.join('.') || '(value)'}: ${i.message}`)
+        .join('; ')}`,
+    );
   const header = message.headers.ruleCode;
   if (header !== undefined && (header === '' || header.length > 255)) return dead('ruleCode header is empty or longer than 255 characters');
   const ruleCode = header ?? checked.data.ruleCode;
@@ -126,11 +143,20 @@ export function triggerBatchHandler(deps: TriggerMessageDeps): (messages: readon
     const steps: Promise<BatchOutcome[]>[] = [];
     for (let i = 0; i < messages.length; i += STEP) {
       const some = messages.slice(i, i + STEP);
-      const taken = await Promise.all(some.map((message) => takeTrigger(message, ruleOf, now).catch((error: unknown): BatchOutcome => ({ kind: 'retry', error }))));
+      const taken = await Promise.all(
+        some.map((message) => takeTrigger(message, ruleOf, now).catch((error: unknown): BatchOutcome => ({ kind: 'retry', error }))),
+      );
       const creates = taken.flatMap((t) => ('input' in t ? [t] : []));
-      const made = triggers.createMany(creates.map(({ input, key }) => ({ input, ctx: { actor: KAFKA_TRIGGER_ACTOR, now, newId: deps.newId, requestId: deps.newId(), correlationId: key, idempotencyKey: key } })));
+      const made = triggers.createMany(
+        creates.map(({ input, key }) => ({
+          input,
+          ctx: { actor: KAFKA_TRIGGER_ACTOR, now, newId: deps.newId, requestId: deps.newId(), correlationId: key, idempotencyKey: key },
+        })),
+      );
       const answered = made.then(async (settled) => {
-        const outcomes = new Map(await Promise.all(creates.map(async (c, n) => [c, await createdOutcome(settled[n], c.key, triggers)] as const)));
+        const outcomes = new Map(
+          await Promise.all(creates.map(async (c, n) => [c, await createdOutcome(settled[n], c.key, triggers)] as const)),
+        );
         return taken.map((t) => ('input' in t ? (outcomes.get(t) as BatchOutcome) : t));
       });
       // Settled as outcomes at once: a failed step must not be an unhandled rejection while the next is decided.
@@ -152,30 +178,47 @@ export function triggerMessageHandler(deps: TriggerMessageDeps): (message: Incom
 }
 
 /** A message's trigger to create under its key, or why it is a dead letter. Throws when a store fails. */
-async function takeTrigger(message: IncomingMessage, ruleOf: (code: string) => Promise<LiveRecord | undefined>, now: Date): Promise<MessageOutcome | { input: Record<string, unknown>; key: string }> {
+async function takeTrigger(
+  message: IncomingMessage,
+  ruleOf: (code: string) => Promise<LiveRecord | undefined>,
+  now: Date,
+): Promise<MessageOutcome | { input: Record<string, unknown>; key: string }> {
   const read = parsed(message);
   if ('kind' in read) return read;
   const { payload, ruleCode } = read;
   const rule = await ruleOf(ruleCode);
   if (rule === undefined) return dead(`no notification rule ${ruleCode}`);
   if (!withinPeriod(rule.fields.validityFrom, rule.fields.validityTo, now)) return dead(`notification rule ${ruleCode} is not valid now`);
-  if (!TOPIC_RULE_TYPES.has(String(rule.fields.eventType))) return dead(`notification rule ${ruleCode} has eventType ${typeof rule.fields.eventType === 'string' ? rule.fields.eventType : '(none)'}, not KAFKA or DIRECT`);
+  if (!TOPIC_RULE_TYPES.has(String(rule.fields.eventType)))
+    return dead(
+      `notification rule ${ruleCode} has eventType ${typeof rule.fields.eventType === 'string' ? rule.fields.eventType : '(none)'}, not KAFKA or DIRECT`,
+    );
   const { ruleCode: _code, ...fields } = payload;
-  const origin = { topic: message.topic, partition: message.partition, offset: message.offset, ...(message.key === null ? {} : { key: message.key.slice(0, 255) }) };
+  const origin = {
+    topic: message.topic,
+    partition: message.partition,
+    offset: message.offset,
+    ...(message.key === null ? {} : { key: message.key.slice(0, 255) }),
+  };
   return { input: { ...fields, ruleCode, source: 'KAFKA', origin, status: 'RECEIVED' }, key: idempotencyKeyOf(message, ruleCode) };
 }
 
 /** What a trigger's create means for its message: a message seen before (redelivered, or sent
  * again) names a trigger already in the log, which the create under its key answers as the first
  * one did, writing nothing. Throws (`retry`) when a store failed. */
-async function createdOutcome(made: PromiseSettledResult<unknown> | undefined, key: string, triggers: ResourceService): Promise<BatchOutcome> {
+async function createdOutcome(
+  made: PromiseSettledResult<unknown> | undefined,
+  key: string,
+  triggers: ResourceService,
+): Promise<BatchOutcome> {
   if (made === undefined) return { kind: 'retry', error: new Error('no outcome for the trigger') };
   if (made.status === 'fulfilled') return { kind: 'handled' };
   const error: unknown = made.reason;
   if (!isDomainError(error) || error.httpStatus >= 500) return { kind: 'retry', error };
   try {
     // A copy of it handled at the same moment (another partition): the trigger is there.
-    if (error.status === 'CONFLICT' && (await triggers.live(keyedRecordId(notificationTrigger, KAFKA_TRIGGER_ACTOR, key))) !== undefined) return { kind: 'handled' };
+    if (error.status === 'CONFLICT' && (await triggers.live(keyedRecordId(notificationTrigger, KAFKA_TRIGGER_ACTOR, key))) !== undefined)
+      return { kind: 'handled' };
   } catch (failed) {
     return { kind: 'retry', error: failed };
   }
@@ -200,7 +243,16 @@ function eventMessage(event: RecordedEvent): PublishedMessage | undefined {
     event.type === notification.createdEvent
       ? { to: 'PLAN', ownerType: d.ownerType, ownerId: d.ownerId, templateCode: d.templateCode, deliveryType: d.deliveryType }
       : { from: d.from, to: d.to, reason: d.reason };
-  const value = { eventId: event.id, type: event.type, notificationId: id, version: event.revision, position: event.position.toString(), at: event.metadata.at, actor: event.metadata.actor, ...change };
+  const value = {
+    eventId: event.id,
+    type: event.type,
+    notificationId: id,
+    version: event.revision,
+    position: event.position.toString(),
+    at: event.metadata.at,
+    actor: event.metadata.actor,
+    ...change,
+  };
   return { key: id, id: event.id, value: JSON.stringify(value), headers: { 'event-type': event.type } };
 }
 

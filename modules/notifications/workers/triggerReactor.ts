@@ -19,7 +19,16 @@ import { withinPeriod } from '../../../domain/shared/fields.ts';
 import { notification } from '../domain/notification.ts';
 import { renderNotification, type RenderEnv } from '../domain/render.ts';
 import { notificationTrigger, type TriggerOutcome } from '../domain/trigger.ts';
-import { OutboundFailed, type BlobStore, type Document, type DocumentRenderers, type EventStore, type OutboundClient, type ReadStore, type RecordedEvent } from '../../../domain/ports.ts';
+import {
+  OutboundFailed,
+  type BlobStore,
+  type Document,
+  type DocumentRenderers,
+  type EventStore,
+  type OutboundClient,
+  type ReadStore,
+  type RecordedEvent,
+} from '../../../domain/ports.ts';
 import type { ResourceDefinition } from '../../../domain/resource/defineResource.ts';
 import { keyedRecordId } from '../../../domain/resource/service.ts';
 import { notificationRule } from '../../registries/domain/notificationRule.ts';
@@ -67,7 +76,10 @@ function evalUrlOf(rule: JsonObject, urls: Readonly<Record<string, string>>): st
   if (!url.startsWith('/')) return url;
   const code = typeof rule.microserviceCode === 'string' ? rule.microserviceCode : undefined;
   const base = code === undefined ? undefined : urls[code];
-  if (base === undefined) return { reason: `evalNotificationUrl ${url} is relative and MICROSERVICE_URLS has no base for microservice ${code ?? '(none named)'}` };
+  if (base === undefined)
+    return {
+      reason: `evalNotificationUrl ${url} is relative and MICROSERVICE_URLS has no base for microservice ${code ?? '(none named)'}`,
+    };
   const root = new URL(base.endsWith('/') ? base : `${base}/`);
   const resolved = new URL(url.slice(1), root);
   if (resolved.origin !== root.origin || !resolved.pathname.startsWith(root.pathname) || /(^|\/)(\.|%2e){1,2}(\/|$)/i.test(url)) {
@@ -83,7 +95,11 @@ function evalUrlOf(rule: JsonObject, urls: Readonly<Record<string, string>>): st
  * read kept from then still is. Nothing is kept while the read model is being rebuilt (none is
  * served, and nothing is found).
  */
-function readsAtLeast<T>(readModels: ReadModels, readModel: string, query: (key: string) => Promise<T>): (key: string, position: bigint) => Promise<T> {
+function readsAtLeast<T>(
+  readModels: ReadModels,
+  readModel: string,
+  query: (key: string) => Promise<T>,
+): (key: string, position: bigint) => Promise<T> {
   const kept = new Map<string, { upTo: bigint; value: T }>();
   const serves = (): boolean => {
     try {
@@ -139,7 +155,8 @@ class TriggerProcessor {
     const code = String(trigger.ruleCode);
     const rule = await this.#rules.live(code, true);
     if (rule === undefined) return { type: 'Fail', reason: `no notification rule ${code}` };
-    if (!withinPeriod(rule.fields.validityFrom, rule.fields.validityTo, now)) return { type: 'Fail', reason: `notification rule ${code} is not valid now` };
+    if (!withinPeriod(rule.fields.validityFrom, rule.fields.validityTo, now))
+      return { type: 'Fail', reason: `notification rule ${code} is not valid now` };
     const data = await this.#data(rule.fields, trigger);
     if (typeof data === 'string') return { type: 'Fail', reason: data };
     // From their read model caught up with the trigger, so a template made ACTIVE just before it is seen.
@@ -148,7 +165,12 @@ class TriggerProcessor {
     const record = await this.#recordOf(trigger);
     // The service's own work: rendered in the lane no caller's template can delay, within the
     // share of whoever raised the trigger.
-    const env: RenderEnv = { records: this.#deps.runtime, blobStore: this.#deps.blobStore, documents: this.#deps.documents, caller: { serviceFor: actor } };
+    const env: RenderEnv = {
+      records: this.#deps.runtime,
+      blobStore: this.#deps.blobStore,
+      documents: this.#deps.documents,
+      caller: { serviceFor: actor },
+    };
     const notificationIds: string[] = [];
     const problems: string[] = [];
     for (const template of templates) {
@@ -161,7 +183,14 @@ class TriggerProcessor {
   }
 
   /** One template's notification: its id, or `!` and why it could not be made. */
-  async #notify(env: RenderEnv, trigger: JsonObject, data: JsonObject, templateCode: string, ctx: ReturnType<CommandFor>, record: JsonObject | undefined): Promise<string> {
+  async #notify(
+    env: RenderEnv,
+    trigger: JsonObject,
+    data: JsonObject,
+    templateCode: string,
+    ctx: ReturnType<CommandFor>,
+    record: JsonObject | undefined,
+  ): Promise<string> {
     // Made before (a replayed batch): the same key names the same record.
     const id = keyedRecordId(notification, ctx.actor, ctx.idempotencyKey ?? '');
     if ((await this.#notifications.live(id)) !== undefined) return id;
@@ -176,7 +205,12 @@ class TriggerProcessor {
       ...optional('from'),
     };
     try {
-      const input = await renderNotification(env, payload as Parameters<typeof renderNotification>[1], '', record === undefined ? {} : { record });
+      const input = await renderNotification(
+        env,
+        payload as Parameters<typeof renderNotification>[1],
+        '',
+        record === undefined ? {} : { record },
+      );
       const made = await this.#notifications.create(input, ctx);
       return made.record?.id ?? id;
     } catch (error) {
@@ -193,7 +227,8 @@ class TriggerProcessor {
     const def = this.#deps.resources?.find((r) => r.category === categoryOf(stream));
     const id = def === undefined ? undefined : idIn(def.category, stream);
     if (def === undefined || id === undefined) return undefined;
-    return this.#deps.runtime.service(def)
+    return this.#deps.runtime
+      .service(def)
       .get(id, { version: data.version })
       .catch((error: unknown) => {
         // Gone at that version (deleted since): rendered without the record.
@@ -264,9 +299,15 @@ export function systemRuleReactor(deps: TriggerDeps, resources: readonly Resourc
   const followed = resources.filter((r) => r !== notification && r !== notificationTrigger);
   const byCategory = new Map(followed.map((r) => [r.category, r]));
   const triggers = deps.runtime.service(notificationTrigger);
-  const rulesQuery = toQuery({ filter: [{ column: 'eventType', operator: 'EQ', value: 'SYSTEM' }], sort: [] }, notificationRule.columns, notificationRule.defaultSort);
+  const rulesQuery = toQuery(
+    { filter: [{ column: 'eventType', operator: 'EQ', value: 'SYSTEM' }], sort: [] },
+    notificationRule.columns,
+    notificationRule.defaultSort,
+  );
   // The SYSTEM rules, read once for a batch of events (a burst of log creates).
-  const rulesAt = readsAtLeast<readonly Document[]>(deps.readModels, notificationRule.collection, () => dueInReadModel(deps.readStore, deps.readModels, notificationRule.collection, rulesQuery, 1000));
+  const rulesAt = readsAtLeast<readonly Document[]>(deps.readModels, notificationRule.collection, () =>
+    dueInReadModel(deps.readStore, deps.readModels, notificationRule.collection, rulesQuery, 1000),
+  );
   const systemRulesAt = (position: bigint) => rulesAt('SYSTEM', position);
   return {
     name: SYSTEM_RULES,
@@ -282,7 +323,13 @@ export function systemRuleReactor(deps: TriggerDeps, resources: readonly Resourc
       const rules = (await systemRulesAt(event.position)).filter((rule) => {
         const types = isPlainObject(rule.config) ? rule.config.eventTypes : undefined;
         const made = (rule.auditInfo as { whenInserted?: string } | undefined)?.whenInserted;
-        return Array.isArray(types) && types.includes(event.type) && made !== undefined && made <= at && withinPeriod(rule.validityFrom, rule.validityTo, new Date(at));
+        return (
+          Array.isArray(types) &&
+          types.includes(event.type) &&
+          made !== undefined &&
+          made <= at &&
+          withinPeriod(rule.validityFrom, rule.validityTo, new Date(at))
+        );
       });
       // The trigger names the record at its version; the trigger reactor reads it when rendering,
       // so no trigger or notification keeps a copy readers of those could see.
@@ -290,7 +337,15 @@ export function systemRuleReactor(deps: TriggerDeps, resources: readonly Resourc
       let failure: Error | undefined;
       for (const rule of rules) {
         const origin = { eventId: event.id, eventType: event.type, stream: event.stream, actor: event.metadata.actor };
-        const input = { ruleCode: String(rule.code), source: 'SYSTEM', data, ownerType: def.errorPrefix, ownerId: recordId, origin, status: 'RECEIVED' };
+        const input = {
+          ruleCode: String(rule.code),
+          source: 'SYSTEM',
+          data,
+          ownerType: def.errorPrefix,
+          ownerId: recordId,
+          origin,
+          status: 'RECEIVED',
+        };
         // One rule refused does not keep the others from firing.
         await triggers.create(input, commandFor(`rule:${rule.id}`)).catch((error: unknown) => {
           if (!isDomainError(error) || error.httpStatus >= 500) throw error;

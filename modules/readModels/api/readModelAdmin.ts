@@ -19,16 +19,18 @@ const ReadModelSchema = z
     name: z.string(),
     documents: z.int().meta({ description: 'live documents of the serving generation (0 while none serves)' }),
     position: z.string().meta({ description: 'log position the serving generation has folded' }),
-    lag: z.int().meta({ description: 'how far the log is ahead: events on the embedded log, bytes of KurrentDB\'s log' }),
+    lag: z.int().meta({ description: "how far the log is ahead: events on the embedded log, bytes of KurrentDB's log" }),
     lagMs: z.number().meta({ description: 'how long the oldest event not folded yet has waited' }),
-    state: z.enum(['live', 'rebuilding', 'failed']).meta({ description: 'failed: no generation serves it and none is being built (its rebuild failed); recreate it' }),
+    state: z
+      .enum(['live', 'rebuilding', 'failed'])
+      .meta({ description: 'failed: no generation serves it and none is being built (its rebuild failed); recreate it' }),
     generation: z.int().nullable().meta({ description: 'the generation serving searches; null after a delete until its rebuild swaps in' }),
     building: z.int().nullable().meta({ description: 'the generation a rebuild is folding, if any' }),
     jobId: z.string().nullable().meta({ description: 'the job rebuilding it, if any' }),
     active: z.boolean().meta({ description: 'this instance folds it (holds its lease); false = another instance does' }),
-    skipped: z.array(z.object({ position: z.string(), stream: z.string(), type: z.string(), error: z.string(), at: z.string() })).meta({
-      description: 'events this instance skipped as poison since it started (at most 100)',
-    }),
+    skipped: z
+      .array(z.object({ position: z.string(), stream: z.string(), type: z.string(), error: z.string(), at: z.string() }))
+      .meta({ description: 'events this instance skipped as poison since it started (at most 100)' }),
   })
   .meta({ id: 'ReadModel' });
 
@@ -43,9 +45,14 @@ const RefreshResultSchema = z
   })
   .meta({ id: 'IndexRefreshResult' });
 
-
 const nameParams = z.strictObject({
-  indexName: z.string().min(1).max(255).meta({ description: 'the read model\'s name as GET /indexes lists it (`user_groups`), or the path of the resource it serves (`user-groups`)' }),
+  indexName: z
+    .string()
+    .min(1)
+    .max(255)
+    .meta({
+      description: "the read model's name as GET /indexes lists it (`user_groups`), or the path of the resource it serves (`user-groups`)",
+    }),
 });
 
 async function documentsOf(deps: AppDeps, name: string): Promise<number> {
@@ -112,7 +119,8 @@ function rebuildRoutes(app: FastifyInstance, deps: AppDeps, known: (name: string
       schema: {
         tags,
         summary: 'Drop a read model; it is rebuilt from the log at once',
-        description: 'Its searches, counts and lists answer 503 READ_MODEL.REBUILDING until the rebuild (a READ_MODEL_RECREATE job) has caught up.',
+        description:
+          'Its searches, counts and lists answer 503 READ_MODEL.REBUILDING until the rebuild (a READ_MODEL_RECREATE job) has caught up.',
         params: nameParams,
         response: { 204: z.undefined(), ...errors(403, 404, 409) },
       },
@@ -139,22 +147,31 @@ export function readModelAdminRoutes(app: FastifyInstance, deps: AppDeps): void 
 
   r.get(
     '/api/v1/indexes',
-    { config: { permission: 'admin' }, schema: { tags, summary: 'Every read model: documents, position, lag, state and generation', response: { 200: z.array(ReadModelSchema), ...errors(403) } } },
+    {
+      config: { permission: 'admin' },
+      schema: {
+        tags,
+        summary: 'Every read model: documents, position, lag, state and generation',
+        response: { 200: z.array(ReadModelSchema), ...errors(403) },
+      },
+    },
     async () =>
       Promise.all(
-        deps.readModels.statuses().map(async (s) => ({
-          name: s.name,
-          documents: await documentsOf(deps, s.name),
-          position: s.position,
-          lag: s.lag,
-          lagMs: s.lagMs,
-          state: s.state,
-          generation: s.generation,
-          building: s.building,
-          jobId: s.jobId,
-          active: s.active,
-          skipped: s.failures,
-        })),
+        deps.readModels
+          .statuses()
+          .map(async (s) => ({
+            name: s.name,
+            documents: await documentsOf(deps, s.name),
+            position: s.position,
+            lag: s.lag,
+            lagMs: s.lagMs,
+            state: s.state,
+            generation: s.generation,
+            building: s.building,
+            jobId: s.jobId,
+            active: s.active,
+            skipped: s.failures,
+          })),
       ),
   );
 
@@ -176,8 +193,20 @@ export function readModelAdminRoutes(app: FastifyInstance, deps: AppDeps): void 
           const started = Date.now();
           const caughtUp = s.generation !== null && (await deps.readModels.waitFor(s.name, head, REFRESH_WAIT_MS));
           const failures = s.failures.map((f) => ({ id: `${f.stream}@${f.position}`, error: f.error }));
-          if (!caughtUp) failures.push({ id: s.name, error: s.generation === null ? 'rebuilding: no generation serves it yet' : `did not reach position ${head.toString()} in time` });
-          return { task: s.name, indexed: await documentsOf(deps, s.name), failed: failures.length, failures, deleted: 0, took: `${String(Date.now() - started)} ms` };
+          if (!caughtUp)
+            failures.push({
+              id: s.name,
+              error:
+                s.generation === null ? 'rebuilding: no generation serves it yet' : `did not reach position ${head.toString()} in time`,
+            });
+          return {
+            task: s.name,
+            indexed: await documentsOf(deps, s.name),
+            failed: failures.length,
+            failures,
+            deleted: 0,
+            took: `${String(Date.now() - started)} ms`,
+          };
         }),
       );
     },

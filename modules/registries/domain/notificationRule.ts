@@ -28,7 +28,12 @@ const evalUrl = z
 
 export const notificationRule = defineRegistry({
   name: 'NotificationRule',
-  events: { NotificationRuleCreated: created(), NotificationRuleReplaced: replaced(), NotificationRulePatched: patched(), NotificationRuleDeleted: deleted() },
+  events: {
+    NotificationRuleCreated: created(),
+    NotificationRuleReplaced: replaced(),
+    NotificationRulePatched: patched(),
+    NotificationRuleDeleted: deleted(),
+  },
   path: 'notification-rules',
   description: 'When and how notifications are raised: the event type, the sender and its configuration.',
   fields: codedValue({

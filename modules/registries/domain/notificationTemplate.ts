@@ -9,14 +9,23 @@ export const TemplateStatuses = ['ACTIVE', 'INACTIVE'] as const;
 
 export const notificationTemplate = defineRegistry({
   name: 'NotificationTemplate',
-  events: { NotificationTemplateCreated: created(), NotificationTemplateReplaced: replaced(), NotificationTemplatePatched: patched(), NotificationTemplateDeleted: deleted() },
+  events: {
+    NotificationTemplateCreated: created(),
+    NotificationTemplateReplaced: replaced(),
+    NotificationTemplatePatched: patched(),
+    NotificationTemplateDeleted: deleted(),
+  },
   path: 'notification-templates',
   description:
     'Text, channel and addressing of a notification; content is used when no formatter template is named. `subject` and `content` are handlebars ' +
-    'templates (the formatter\'s engine), checked when saved: one that does not compile is a 400 naming its line and column.',
+    "templates (the formatter's engine), checked when saved: one that does not compile is a 400 naming its line and column.",
   fields: codedValue({
     configTypeId: uuid(),
-    content: z.string().max(500_000).optional().meta({ description: 'At most 500,000 characters, and the whole record at most 512 KiB of JSON (UTF-8).' }),
+    content: z
+      .string()
+      .max(500_000)
+      .optional()
+      .meta({ description: 'At most 500,000 characters, and the whole record at most 512 KiB of JSON (UTF-8).' }),
     formatterDocumentTemplateId: uuid().optional(),
     deliveryTimeCode: z.string().max(255).optional(),
     deliveryType: z.enum(DeliveryTypes).optional(),
@@ -32,7 +41,10 @@ export const notificationTemplate = defineRegistry({
   }),
   rules: [
     validityRule,
-    (f) => [...(typeof f.subject === 'string' ? handlebarsProblems(f.subject, 'subject') : []), ...(typeof f.content === 'string' ? handlebarsProblems(f.content, 'content') : [])],
+    (f) => [
+      ...(typeof f.subject === 'string' ? handlebarsProblems(f.subject, 'subject') : []),
+      ...(typeof f.content === 'string' ? handlebarsProblems(f.content, 'content') : []),
+    ],
   ],
   indexed: ['notificationRuleCode', 'status'],
 });

@@ -18,8 +18,18 @@ const tags = [sharing.path];
 const base = `/api/v1/${sharing.path}`;
 const described = `At most ${String(MAX_UNPAGED_SIZE)} records, oldest first; served by the read model (\`minPosition\` waits for a write).`;
 
-async function answer(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, filter: FilterItem[], minPosition: string | undefined): Promise<void> {
-  const { collection, ids } = await idsWhere(deps, sharing, filter, { minPosition, limit: MAX_UNPAGED_SIZE, within: await readScope(deps, request, sharing) });
+async function answer(
+  deps: AppDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  filter: FilterItem[],
+  minPosition: string | undefined,
+): Promise<void> {
+  const { collection, ids } = await idsWhere(deps, sharing, filter, {
+    minPosition,
+    limit: MAX_UNPAGED_SIZE,
+    within: await readScope(deps, request, sharing),
+  });
   sendDocuments(reply, deps.readStore, collection, ids);
 }
 
@@ -34,10 +44,22 @@ export function sharingRoutes(app: FastifyInstance, deps: AppDeps): void {
     `${base}/by-ref`,
     {
       config: { permission: 'read', resource: sharing },
-      schema: { tags, summary: 'Sharings of an owner type with one referenced entity', description: described, querystring: z.strictObject({ ownerType: value(), refType: value(), refId: value(), minPosition: position.optional() }), response: list },
+      schema: {
+        tags,
+        summary: 'Sharings of an owner type with one referenced entity',
+        description: described,
+        querystring: z.strictObject({ ownerType: value(), refType: value(), refId: value(), minPosition: position.optional() }),
+        response: list,
+      },
     },
     async (request, reply) => {
-      await answer(deps, request, reply, [eq('ownerType', request.query.ownerType), eq('refType', request.query.refType), eq('refId', request.query.refId)], request.query.minPosition);
+      await answer(
+        deps,
+        request,
+        reply,
+        [eq('ownerType', request.query.ownerType), eq('refType', request.query.refType), eq('refId', request.query.refId)],
+        request.query.minPosition,
+      );
       return reply;
     },
   );
@@ -46,10 +68,22 @@ export function sharingRoutes(app: FastifyInstance, deps: AppDeps): void {
     `${base}/by-owner`,
     {
       config: { permission: 'read', resource: sharing },
-      schema: { tags, summary: 'Sharings of one owner', description: described, querystring: z.strictObject({ ownerType: value(), ownerId: value(), minPosition: position.optional() }), response: list },
+      schema: {
+        tags,
+        summary: 'Sharings of one owner',
+        description: described,
+        querystring: z.strictObject({ ownerType: value(), ownerId: value(), minPosition: position.optional() }),
+        response: list,
+      },
     },
     async (request, reply) => {
-      await answer(deps, request, reply, [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)], request.query.minPosition);
+      await answer(
+        deps,
+        request,
+        reply,
+        [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)],
+        request.query.minPosition,
+      );
       return reply;
     },
   );

@@ -25,7 +25,10 @@ export const sharing = defineResource({
     isPublic: z.boolean().optional().meta({ description: 'true: visible to every user' }),
   }),
   rules: [
-    (f) => ((f.refType === undefined) === (f.refId === undefined) ? [] : [`${f.refType === undefined ? 'refType' : 'refId'}: required with ${f.refType === undefined ? 'refId' : 'refType'}`]),
+    (f) =>
+      (f.refType === undefined) === (f.refId === undefined)
+        ? []
+        : [`${f.refType === undefined ? 'refType' : 'refId'}: required with ${f.refType === undefined ? 'refId' : 'refType'}`],
   ],
   indexed: ['ownerType', 'ownerId', 'refType', 'refId', 'sharingTypeCode'],
 });

@@ -10,12 +10,22 @@ import { ldapDirectory, type LdapSettings } from '../../../infra/ldap/ldapDirect
 import { manualClock, startTestApp, type TestApp } from '../../support/testApp.ts';
 import { ADMIN_DN, ADMIN_PASSWORD, BASE_DN, ldapUrl, openLdapSettings, titled } from '../../support/openldap.ts';
 
-type JobState = { status: string; progress?: Record<string, unknown>; result?: Record<string, unknown>; error?: { code: string; message: string; errors: string[] } };
+type JobState = {
+  status: string;
+  progress?: Record<string, unknown>;
+  result?: Record<string, unknown>;
+  error?: { code: string; message: string; errors: string[] };
+};
 type Ack = { acknowledge: boolean; jobId: string };
 type HistoryPage = { content?: { actor: string; type: string }[] } | { actor: string; type: string }[];
 
 /** A subtree of the directory of this test's own: people and groups it adds and removes. */
-async function subtree(): Promise<{ base: string; admin: Client; person: (uid: string, sn: string) => Promise<void>; group: (cn: string, uids: string[]) => Promise<void> }> {
+async function subtree(): Promise<{
+  base: string;
+  admin: Client;
+  person: (uid: string, sn: string) => Promise<void>;
+  group: (cn: string, uids: string[]) => Promise<void>;
+}> {
   const admin = new Client({ url: ldapUrl() ?? '' });
   await admin.bind(ADMIN_DN, ADMIN_PASSWORD);
   const base = `ou=sync-${randomUUID().slice(0, 8)},${BASE_DN}`;
@@ -23,7 +33,16 @@ async function subtree(): Promise<{ base: string; admin: Client; person: (uid: s
   return {
     base,
     admin,
-    person: (uid, sn) => admin.add(`uid=${uid},${base}`, { objectClass: 'inetOrgPerson', uid, cn: `${uid} ${sn}`, sn, givenName: uid.toUpperCase(), mail: `${uid}@example.org`, userPassword: `${uid}-secret` }),
+    person: (uid, sn) =>
+      admin.add(`uid=${uid},${base}`, {
+        objectClass: 'inetOrgPerson',
+        uid,
+        cn: `${uid} ${sn}`,
+        sn,
+        givenName: uid.toUpperCase(),
+        mail: `${uid}@example.org`,
+        userPassword: `${uid}-secret`,
+      }),
     group: (cn, uids) => admin.add(`cn=${cn},${base}`, { objectClass: 'groupOfNames', cn, member: uids.map((u) => `uid=${u},${base}`) }),
   };
 }
@@ -73,7 +92,14 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync on OpenLDAP'), (
       if (res.statusCode !== 201) throw new Error(`${url}: ${res.body}`);
     };
     await post('/api/v1/access-rules', { id: RULE, code: 'OPERATOR', name: 'Operators', entityName: 'users', fullAccess: true });
-    await post('/api/v1/user-groups', { code: 'OPS', name: 'Ops', type: 'TEAM', chars: {}, ldapMemberOf: `cn=ops,${dir.base}`, associatedUserRoleId: RULE });
+    await post('/api/v1/user-groups', {
+      code: 'OPS',
+      name: 'Ops',
+      type: 'TEAM',
+      chars: {},
+      ldapMemberOf: `cn=ops,${dir.base}`,
+      associatedUserRoleId: RULE,
+    });
     await post('/api/v1/user-groups', { code: 'LOCAL', name: 'Local', type: 'TEAM', chars: {} });
     await post('/api/v1/users', { code: 'old', type: 'INDIVIDUAL', givenName: 'Old', chars: {}, authentication: 'LDAP' });
     await post('/api/v1/users', { code: 'eve', type: 'INDIVIDUAL', givenName: 'Local Eve', chars: {}, authentication: 'PASSWORD' });
@@ -83,17 +109,31 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync on OpenLDAP'), (
     await dir.admin.unbind();
   });
 
-  it('creates the directory\'s people with their groups, disables who left, as a job with steps and progress', async () => {
+  it("creates the directory's people with their groups, disables who left, as a job with steps and progress", async () => {
     const state = await sync(t);
     expect(state.status, JSON.stringify(state)).toBe('COMPLETED');
     expect(state.result).toMatchObject({ people: 3, created: 2, updated: 0, disabled: 1, unchanged: 0, skipped: 1, failed: 0 });
     expect(state.progress).toMatchObject({ created: 2, disabled: 1 });
     const ann = (await t.call({ method: 'GET', url: '/api/v1/users/ann' })).json<Record<string, unknown>>();
-    expect(ann).toMatchObject({ code: 'ann', type: 'INDIVIDUAL', givenName: 'ANN', familyName: 'Adams', email: 'ann@example.org', authentication: 'LDAP', status: 'ENABLE', groups: ['OPS'] });
+    expect(ann).toMatchObject({
+      code: 'ann',
+      type: 'INDIVIDUAL',
+      givenName: 'ANN',
+      familyName: 'Adams',
+      email: 'ann@example.org',
+      authentication: 'LDAP',
+      status: 'ENABLE',
+      groups: ['OPS'],
+    });
     expect((await t.call({ method: 'GET', url: '/api/v1/users/old' })).json<{ status: string }>().status).toBe('DISABLE');
     // A local account with a directory person's code is never taken over.
-    expect((await t.call({ method: 'GET', url: '/api/v1/users/eve' })).json<{ authentication: string; givenName: string }>()).toMatchObject({ authentication: 'PASSWORD', givenName: 'Local Eve' });
-    const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${state.jobId}?expand=JOB_STEPS` })).json<{ jobType: string; jobSteps: { name: string; status: string }[] }>();
+    expect((await t.call({ method: 'GET', url: '/api/v1/users/eve' })).json<{ authentication: string; givenName: string }>()).toMatchObject(
+      { authentication: 'PASSWORD', givenName: 'Local Eve' },
+    );
+    const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${state.jobId}?expand=JOB_STEPS` })).json<{
+      jobType: string;
+      jobSteps: { name: string; status: string }[];
+    }>();
     expect(job.jobType).toBe('DIRECTORY_SYNC');
     expect(job.jobSteps.map((s) => [s.name, s.status])).toEqual([
       ['read the directory', 'COMPLETED'],
@@ -105,7 +145,12 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync on OpenLDAP'), (
     for (const code of ['ann', 'ben']) expect((await historyOf(t, code)).map((h) => h.actor)).toEqual(['directory-sync']);
     expect((await historyOf(t, 'old')).map((h) => h.actor)).toEqual(['alice-admin', 'directory-sync']);
     // The synced user logs in with the directory's password and its group's role.
-    const token = await t.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: 'ann', password: 'ann-secret' }, as: null });
+    const token = await t.call({
+      method: 'POST',
+      url: '/api/v1/auth/token',
+      payload: { username: 'ann', password: 'ann-secret' },
+      as: null,
+    });
     expect(token.json<{ roles: string[] }>().roles).toEqual(['OPERATOR']);
   });
 
@@ -118,12 +163,21 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync on OpenLDAP'), (
 
   it('updates the mapped fields and directory-backed groups, keeps the others, and disables a person removed', async () => {
     expect((await t.call({ method: 'PATCH', url: '/api/v1/users/ann', payload: { groups: ['OPS', 'LOCAL'] } })).statusCode).toBe(200);
-    await dir.admin.modify(`uid=ann,${dir.base}`, new Change({ operation: 'replace', modification: new Attribute({ type: 'sn', values: ['Archer'] }) }));
-    await dir.admin.modify(`cn=ops,${dir.base}`, new Change({ operation: 'replace', modification: new Attribute({ type: 'member', values: [`uid=ben,${dir.base}`] }) }));
+    await dir.admin.modify(
+      `uid=ann,${dir.base}`,
+      new Change({ operation: 'replace', modification: new Attribute({ type: 'sn', values: ['Archer'] }) }),
+    );
+    await dir.admin.modify(
+      `cn=ops,${dir.base}`,
+      new Change({ operation: 'replace', modification: new Attribute({ type: 'member', values: [`uid=ben,${dir.base}`] }) }),
+    );
     await dir.admin.del(`uid=eve,${dir.base}`);
     const state = await sync(t);
     expect(state.result).toMatchObject({ people: 2, created: 0, updated: 2, disabled: 0, skipped: 0, failed: 0 });
-    expect((await t.call({ method: 'GET', url: '/api/v1/users/ann' })).json<Record<string, unknown>>()).toMatchObject({ familyName: 'Archer', groups: ['LOCAL'] });
+    expect((await t.call({ method: 'GET', url: '/api/v1/users/ann' })).json<Record<string, unknown>>()).toMatchObject({
+      familyName: 'Archer',
+      groups: ['LOCAL'],
+    });
     expect((await t.call({ method: 'GET', url: '/api/v1/users/ben' })).json<Record<string, unknown>>()).toMatchObject({ groups: ['OPS'] });
     await dir.admin.del(`uid=ben,${dir.base}`);
     expect((await sync(t)).result).toMatchObject({ people: 1, disabled: 1 });
@@ -132,7 +186,10 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync on OpenLDAP'), (
   });
 
   it('runs one sync at a time: a second while one runs is 409', async () => {
-    const [a, b] = await Promise.all([t.call({ method: 'POST', url: '/api/v1/directory/sync' }), t.call({ method: 'POST', url: '/api/v1/directory/sync' })]);
+    const [a, b] = await Promise.all([
+      t.call({ method: 'POST', url: '/api/v1/directory/sync' }),
+      t.call({ method: 'POST', url: '/api/v1/directory/sync' }),
+    ]);
     expect([a.statusCode, b.statusCode].toSorted()).toEqual([202, 409]);
     const refused = a.statusCode === 409 ? a : b;
     expect(refused.json<{ code: string }>().code).toBe('DIRECTORY.SYNC_RUNNING');
@@ -143,7 +200,7 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync on OpenLDAP'), (
     await t.service.readStore.releaseLease('directory-sync', 'another-instance');
   });
 
-  it('is an admin\'s to start', async () => {
+  it("is an admin's to start", async () => {
     expect((await t.call({ method: 'POST', url: '/api/v1/directory/sync', as: 'editor' })).statusCode).toBe(403);
     expect((await t.call({ method: 'POST', url: '/api/v1/directory/sync', as: null })).statusCode).toBe(401);
   });
@@ -162,13 +219,18 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync on OpenLDAP'), (
 
   it('runs by itself every LDAP_SYNC_INTERVAL_MS', async () => {
     const clock = manualClock();
-    const timed = await seededApp(openLdapSettings(), { clock, extra: { manualScheduler: true, settings: { directory: { syncIntervalMs: 60_000 } } } });
+    const timed = await seededApp(openLdapSettings(), {
+      clock,
+      extra: { manualScheduler: true, settings: { directory: { syncIntervalMs: 60_000 } } },
+    });
     try {
       await timed.service.scheduler.tick();
       expect((await timed.call({ method: 'GET', url: '/api/v1/users/alice' })).statusCode).toBe(404);
       clock.advance(60_000);
       await timed.service.scheduler.tick();
-      const jobs = (await timed.call({ method: 'GET', url: '/api/v1/jobs' })).json<{ id: string; jobType: string; data: { requestedBy: string } }[]>();
+      const jobs = (await timed.call({ method: 'GET', url: '/api/v1/jobs' })).json<
+        { id: string; jobType: string; data: { requestedBy: string } }[]
+      >();
       const started = jobs.filter((j) => j.jobType === 'DIRECTORY_SYNC');
       expect(started.map((j) => j.data.requestedBy)).toEqual(['directory-sync']);
       expect((await stateOf(timed, started[0]?.id ?? '')).result).toMatchObject({ people: 4, created: 4 });

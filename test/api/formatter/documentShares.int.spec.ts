@@ -21,7 +21,10 @@ let base: string;
 beforeAll(async () => {
   t = await startTestApp({ documents: { pdf } });
   base = await t.listen();
-  for (const [code, content] of [['ONE_PAGE', '<h1>{{title}}</h1>'], ['HUGE', '<table>{{#each rows}}<tr>{{#each ../cols}}<td>{{this}}</td>{{/each}}</tr>{{/each}}</table>']]) {
+  for (const [code, content] of [
+    ['ONE_PAGE', '<h1>{{title}}</h1>'],
+    ['HUGE', '<table>{{#each rows}}<tr>{{#each ../cols}}<td>{{this}}</td>{{/each}}</tr>{{/each}}</table>'],
+  ]) {
     const res = await t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload: { code, inputType: 'HTML', content } });
     expect(res.statusCode, res.body).toBe(201);
   }
@@ -47,8 +50,8 @@ async function render(code: string, data: unknown, token: string): Promise<{ sta
 // 30,000 rows of 10 cells: far more than the time limit of layout and printing.
 const huge = { rows: Array.from({ length: 30_000 }, (_, i) => i), cols: Array.from({ length: 10 }, (_, i) => `cell ${String(i)}`) };
 
-describe('PDF documents under one caller\'s attack', () => {
-  it('leave another caller a page: its PDF is made while the viewer\'s run, and beyond its share the viewer gets 429', async () => {
+describe("PDF documents under one caller's attack", () => {
+  it("leave another caller a page: its PDF is made while the viewer's run, and beyond its share the viewer gets 429", async () => {
     const state = { answered: 0 };
     const attack = Promise.all(
       Array.from({ length: 6 }, async () => {
@@ -58,13 +61,18 @@ describe('PDF documents under one caller\'s attack', () => {
       }),
     );
     // Every request of the attack answered or at the pages (rendering or waiting for one).
-    for (let i = 0; i < 3000 && state.answered + pdf.queue.running + pdf.queue.waiting < 6; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    const other = await render('ONE_PAGE', { title: 'meanwhile' }, await signHs256(TEST_SECRET, { sub: 'another-viewer', roles: ['viewer'] }));
+    for (let i = 0; i < 3000 && state.answered + pdf.queue.running + pdf.queue.waiting < 6; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    const other = await render(
+      'ONE_PAGE',
+      { title: 'meanwhile' },
+      await signHs256(TEST_SECRET, { sub: 'another-viewer', roles: ['viewer'] }),
+    );
     const answers = await attack;
     expect(other.status).toBe(200);
     // The viewer's renders end only at the time limit: the other caller's PDF came back before.
     const firstHeavyEnd = Math.min(...answers.filter((a) => a.status === 503).map((a) => a.at));
-    expect(other.at, 'the other caller\'s PDF waited for the viewer\'s').toBeLessThan(firstHeavyEnd);
+    expect(other.at, "the other caller's PDF waited for the viewer's").toBeLessThan(firstHeavyEnd);
     expect(answers.map((a) => `${String(a.status)} ${a.code ?? ''}`).sort()).toEqual([
       ...Array<string>(4).fill('429 FORMATTER.TOO_MANY_RENDERS_OF_CALLER'),
       ...Array<string>(2).fill('503 FORMATTER.RENDER_TIMEOUT'),
@@ -73,14 +81,21 @@ describe('PDF documents under one caller\'s attack', () => {
 });
 
 const soffice = findLibreOffice(process.env.SOFFICE_PATH);
-if (soffice === undefined) process.stderr.write('[documentShares] skipping the office share test: LibreOffice (soffice with python3-uno) not found. Debian: apt-get install libreoffice-writer-nogui libreoffice-calc-nogui python3-uno\n');
+if (soffice === undefined)
+  process.stderr.write(
+    '[documentShares] skipping the office share test: LibreOffice (soffice with python3-uno) not found. Debian: apt-get install libreoffice-writer-nogui libreoffice-calc-nogui python3-uno\n',
+  );
 
 describe.skipIf(soffice === undefined)('office conversions of one caller', () => {
-  it('beyond its share are refused at once with 429, and another caller\'s still queue', async () => {
+  it("beyond its share are refused at once with 429, and another caller's still queue", async () => {
     const office = new LibreOfficeConverter({ jobsPerCaller: 2 });
     try {
       const html = new TextEncoder().encode('<p>x</p>');
-      const convert = (subject: string) => office.convert(html, 'html-text', 'docx', { caller: { subject } }).then(() => 'done', (error: unknown) => (error as { code?: string }).code ?? String(error));
+      const convert = (subject: string) =>
+        office.convert(html, 'html-text', 'docx', { caller: { subject } }).then(
+          () => 'done',
+          (error: unknown) => (error as { code?: string }).code ?? String(error),
+        );
       // Two take the caller's share (LibreOffice starts on the first: seconds); the third is refused
       // before any of them ends.
       const first = [convert('vera'), convert('vera')];

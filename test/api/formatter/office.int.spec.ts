@@ -18,7 +18,10 @@ import { startCanary, type Canary } from '../../support/canary.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 const office = findLibreOffice(process.env.SOFFICE_PATH);
-if (office === undefined) process.stderr.write('[office] skipping the office-format tests: LibreOffice (soffice with python3-uno) not found. Debian: apt-get install libreoffice-writer-nogui libreoffice-calc-nogui python3-uno\n');
+if (office === undefined)
+  process.stderr.write(
+    '[office] skipping the office-format tests: LibreOffice (soffice with python3-uno) not found. Debian: apt-get install libreoffice-writer-nogui libreoffice-calc-nogui python3-uno\n',
+  );
 
 let t: TestApp;
 let canary: Canary;
@@ -47,9 +50,15 @@ const generate = async (code: string, data: unknown, format: string) => {
 };
 
 const LETTER = '<html><body><h1>Dear {{name}}</h1><p>Your line {{line}} is active since {{since}}.</p></body></html>';
-const TABLE = '<table><tr><th>Service</th><th>Price</th></tr>{{#each rows}}<tr><td>{{service}}</td><td>{{price}}</td></tr>{{/each}}</table>';
+const TABLE =
+  '<table><tr><th>Service</th><th>Price</th></tr>{{#each rows}}<tr><td>{{service}}</td><td>{{price}}</td></tr>{{/each}}</table>';
 const letterData = { name: 'Grace Hopper', line: '+420 123 456 789', since: '2026-11-01' };
-const tableData = { rows: [{ service: 'Fibre', price: 49.9 }, { service: 'Static IP', price: 5 }] };
+const tableData = {
+  rows: [
+    { service: 'Fibre', price: 49.9 },
+    { service: 'Static IP', price: 5 },
+  ],
+};
 
 describe.skipIf(office === undefined)('office documents from HTML templates', () => {
   it('docx, doc and odt hold the rendered text, with their content types', async () => {
@@ -68,7 +77,7 @@ describe.skipIf(office === undefined)('office documents from HTML templates', ()
     expect(doc.rawPayload.toString('utf16le')).toContain('Grace Hopper');
   });
 
-  it('are set to the paper of the template\'s documentSize (AUTO: the document\'s own)', async () => {
+  it("are set to the paper of the template's documentSize (AUTO: the document's own)", async () => {
     const pgSz = (bytes: Buffer) => /<w:pgSz[^>]*>/.exec(new PizZip(bytes).file('word/document.xml')?.asText() ?? '')?.[0] ?? '';
     await save({ code: 'LETTER_US', inputType: 'HTML', documentSize: 'LETTER', content: LETTER });
     expect(pgSz((await generate('LETTER_US', letterData, 'docx')).rawPayload)).toMatch(/w:w="12240" w:h="15840"/);
@@ -80,7 +89,7 @@ describe.skipIf(office === undefined)('office documents from HTML templates', ()
     expect(Math.abs((page?.height ?? 0) - mmToPt(250))).toBeLessThanOrEqual(1);
   });
 
-  it('xlsx, xls and ods hold the cells of the HTML\'s table', async () => {
+  it("xlsx, xls and ods hold the cells of the HTML's table", async () => {
     await save({ code: 'PRICES', inputType: 'HTML', content: TABLE });
     const xlsx = await generate('PRICES', tableData, 'xlsx');
     expect(xlsx.headers['content-type']).toBe('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
@@ -94,7 +103,13 @@ describe.skipIf(office === undefined)('office documents from HTML templates', ()
   });
 
   it('gives the same bytes for the same template version and data', async () => {
-    for (const [code, data, format] of [['LETTER', letterData, 'docx'], ['PRICES', tableData, 'xlsx'], ['LETTER', letterData, 'doc'], ['LETTER', letterData, 'odt'], ['PRICES', tableData, 'ods']] as const) {
+    for (const [code, data, format] of [
+      ['LETTER', letterData, 'docx'],
+      ['PRICES', tableData, 'xlsx'],
+      ['LETTER', letterData, 'doc'],
+      ['LETTER', letterData, 'odt'],
+      ['PRICES', tableData, 'ods'],
+    ] as const) {
       const first = await generate(code, data, format);
       await new Promise((resolve) => setTimeout(resolve, 1100)); // a new second on every clock it could read
       const again = await generate(code, data, format);
@@ -104,11 +119,21 @@ describe.skipIf(office === undefined)('office documents from HTML templates', ()
 });
 
 describe.skipIf(office === undefined)('FILE templates', () => {
-  const template = docxOf(para('Contract for {{name}}') + para('{{#lines}}Line {{number}}: {{plan}}; {{/lines}}') + para('{{^discount}}No discount.{{/discount}}'));
+  const template = docxOf(
+    para('Contract for {{name}}') +
+      para('{{#lines}}Line {{number}}: {{plan}}; {{/lines}}') +
+      para('{{^discount}}No discount.{{/discount}}'),
+  );
 
-  it('fill a DOCX\'s placeholders from the data, and convert it to pdf and odt', async () => {
+  it("fill a DOCX's placeholders from the data, and convert it to pdf and odt", async () => {
     await save({ code: 'CONTRACT', inputType: 'FILE', content: base64(template) });
-    const data = { name: 'Ada <Lovelace>', lines: [{ number: 1, plan: 'Fibre' }, { number: 2, plan: 'Mobile' }] };
+    const data = {
+      name: 'Ada <Lovelace>',
+      lines: [
+        { number: 1, plan: 'Fibre' },
+        { number: 2, plan: 'Mobile' },
+      ],
+    };
     const docx = await generate('CONTRACT', data, 'docx');
     expect(isZip(docx.rawPayload)).toBe(true);
     const text = partText(docx.rawPayload, 'word/document.xml');
@@ -129,9 +154,15 @@ describe.skipIf(office === undefined)('FILE templates', () => {
   const field = (instruction: string) =>
     `<w:p><w:r><w:t xml:space="preserve">${instruction.split(' ')[0] ?? ''}: </w:t></w:r><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> ${instruction} </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>old</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>`;
 
-  it('show the template version\'s date and the document\'s name in date and file-name fields, not the conversion\'s', async () => {
-    await save({ code: 'DATED', inputType: 'FILE', content: base64(docxOf(para('Dated {{x}}') + field('DATE \\@ "yyyy-MM-dd"') + field('FILENAME'))) });
-    const version = (await t.call({ method: 'GET', url: '/api/v1/formatter-templates/DATED' })).json<{ auditInfo: { whenInserted: string } }>().auditInfo.whenInserted;
+  it("show the template version's date and the document's name in date and file-name fields, not the conversion's", async () => {
+    await save({
+      code: 'DATED',
+      inputType: 'FILE',
+      content: base64(docxOf(para('Dated {{x}}') + field('DATE \\@ "yyyy-MM-dd"') + field('FILENAME'))),
+    });
+    const version = (await t.call({ method: 'GET', url: '/api/v1/formatter-templates/DATED' })).json<{
+      auditInfo: { whenInserted: string };
+    }>().auditInfo.whenInserted;
     const text = (await readPdf((await generate('DATED', { x: 1 }, 'pdf')).rawPayload)).text;
     expect(text).toContain(`DATE: ${version.slice(0, 10)}`);
     expect(text).not.toContain('/tmp');
@@ -175,7 +206,12 @@ describe.skipIf(office === undefined)('FILE templates', () => {
     const filled = new ExcelJS.Workbook();
     await filled.xlsx.load(xlsx.rawPayload as unknown as ArrayBuffer);
     const out = filled.getWorksheet('Invoice');
-    expect([out?.getCell('A1').value, out?.getCell('B2').value, out?.getCell('A3').value, out?.getCell('A4').value]).toEqual(['Invoice INV-9 for ADA', 54.9, 'Fibre; IP; ', 42]);
+    expect([out?.getCell('A1').value, out?.getCell('B2').value, out?.getCell('A3').value, out?.getCell('A4').value]).toEqual([
+      'Invoice INV-9 for ADA',
+      54.9,
+      'Fibre; IP; ',
+      42,
+    ]);
     expect((await generate('SHEET', data, 'xlsx')).rawPayload.equals(xlsx.rawPayload)).toBe(true);
     expect((await readPdf((await generate('SHEET', data, 'pdf')).rawPayload)).text).toContain('Invoice INV-9 for ADA');
     expect(partText((await generate('SHEET', data, 'ods')).rawPayload, 'content.xml')).toContain('Fibre; IP;');
@@ -190,7 +226,11 @@ describe.skipIf(office === undefined)('FILE templates', () => {
 
   it('are refused when saved unless they are an office file with placeholders that parse', async () => {
     const refuse = async (content: string, pattern: RegExp) => {
-      const res = await t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload: { code: 'BAD_FILE', inputType: 'FILE', content } });
+      const res = await t.call({
+        method: 'POST',
+        url: '/api/v1/formatter-templates',
+        payload: { code: 'BAD_FILE', inputType: 'FILE', content },
+      });
       expect(res.statusCode, res.body).toBe(400);
       expect(res.json<ErrorBody>().errors.join('\n')).toMatch(pattern);
     };
@@ -199,7 +239,10 @@ describe.skipIf(office === undefined)('FILE templates', () => {
     await refuse(base64(docxOf(para('Hello {{name'))), /^content: The tag beginning with "\{\{name" is unclosed/);
     const withSvg = new PizZip(docxOf(para('logo')));
     withSvg.file('word/media/logo.svg', '<svg xmlns="http://www.w3.org/2000/svg"/>');
-    await refuse(base64(withSvg.generate({ type: 'uint8array' })), /^content: only raster images .* are allowed in a FILE template, not word\/media\/logo.svg/);
+    await refuse(
+      base64(withSvg.generate({ type: 'uint8array' })),
+      /^content: only raster images .* are allowed in a FILE template, not word\/media\/logo.svg/,
+    );
     // An SVG by its bytes under a raster name is refused the same way.
     const disguised = new PizZip(docxOf(para('logo')));
     disguised.file('word/media/image1.png', '<svg xmlns="http://www.w3.org/2000/svg"/>');
@@ -230,20 +273,32 @@ describe.skipIf(office === undefined)('LibreOffice fetches nothing', () => {
       `<object data="${u}/object"></object><embed src="${u}/embed"><base href="${u}/base/"><img src="relative.png">`,
       `<table background="${u}/table.png"><tr><td background="${u}/cell.png">cell {{x}}</td></tr></table>`,
     ].join('\n');
-    await save({ code: 'SSRF_OFFICE', inputType: 'HTML', content: `<html><head>${payloads}</head><body><p>canary {{x}}</p>${payloads}</body></html>` });
+    await save({
+      code: 'SSRF_OFFICE',
+      inputType: 'HTML',
+      content: `<html><head>${payloads}</head><body><p>canary {{x}}</p>${payloads}</body></html>`,
+    });
     for (const format of ['docx', 'odt', 'xlsx']) await generate('SSRF_OFFICE', { x: 1 }, format);
 
     // An SVG image may name a local file that LibreOffice's SVG renderer would draw into the document;
     // and raw-text elements (noembed, noframes) that LibreOffice reads as markup.
     const secret = join(mkdtempSync(join(tmpdir(), 'canary-')), 'secret.png');
-    writeFileSync(secret, Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64'));
-    const svg = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="50" height="50"><image xlink:href="file://${secret}" width="50" height="50"/><image xlink:href="${u}/svg-in-data.png" width="5" height="5"/></svg>`).toString('base64');
+    writeFileSync(
+      secret,
+      Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64'),
+    );
+    const svg = Buffer.from(
+      `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="50" height="50"><image xlink:href="file://${secret}" width="50" height="50"/><image xlink:href="${u}/svg-in-data.png" width="5" height="5"/></svg>`,
+    ).toString('base64');
     await save({ code: 'SSRF_RAW', inputType: 'HTML', documentType: 'SOURCE', content: '<p>raw</p>{{{markup}}}' });
     const markup = `<img src="data:image/svg+xml;base64,${svg}"><img src="data:image/png;base64,${svg}"><table style="background: url(file://${secret}"><tr><td>open url</td></tr></table><noembed><img src="file://${secret}"></noembed><noframes><img src="${u}/noframes.png"><img src="file://${secret}"></noframes><p style="background: url(data:image/svg+xml;base64,${svg})">x</p><table style="background: url(data:image/gif;base64,${svg})"><tr><td>y</td></tr></table>`;
     for (const format of ['docx', 'odt']) {
       const res = await generate('SSRF_RAW', { markup }, format);
       const parts = Object.keys(new PizZip(res.rawPayload).files);
-      expect(parts.filter((p) => /media|Pictures\/./.test(p)), format).toEqual([]);
+      expect(
+        parts.filter((p) => /media|Pictures\/./.test(p)),
+        format,
+      ).toEqual([]);
       expect(res.rawPayload.includes('secret.png'), format).toBe(false);
     }
 
@@ -256,13 +311,22 @@ describe.skipIf(office === undefined)('LibreOffice fetches nothing', () => {
     const field = (instruction: string) =>
       `<w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> ${instruction} </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>field</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>`;
     const linked = docxOf(
-      para('canary {{x}}') + image('rIdWeb') + image('rIdFile') + field(`INCLUDEPICTURE "${u}/field.png" \\d`) + field(`INCLUDETEXT "${u}/text.docx"`) + field('INCLUDETEXT "file:///etc/passwd"'),
+      para('canary {{x}}') +
+        image('rIdWeb') +
+        image('rIdFile') +
+        field(`INCLUDEPICTURE "${u}/field.png" \\d`) +
+        field(`INCLUDETEXT "${u}/text.docx"`) +
+        field('INCLUDETEXT "file:///etc/passwd"'),
       `<Relationship Id="rIdWeb" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="${u}/linked.png" TargetMode="External"/>` +
         '<Relationship Id="rIdFile" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="file:///usr/share/pixmaps/debian-logo.png" TargetMode="External"/>',
     );
     // Refused when saved (test/api/formatter/fileTemplateReferences.int.spec.ts); LibreOffice, given
     // such a file all the same, still fetches nothing.
-    const refused = await t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload: { code: 'SSRF_FILE', inputType: 'FILE', content: base64(linked) } });
+    const refused = await t.call({
+      method: 'POST',
+      url: '/api/v1/formatter-templates',
+      payload: { code: 'SSRF_FILE', inputType: 'FILE', content: base64(linked) },
+    });
     expect(refused.statusCode, refused.body).toBe(400);
     expect(refused.json<ErrorBody>().errors).toHaveLength(5);
     for (const format of ['pdf', 'odt', 'doc'] as const) {

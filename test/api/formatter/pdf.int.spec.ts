@@ -32,8 +32,16 @@ const save = async (payload: Record<string, unknown>) => {
 const generate = (code: string, data: unknown, query = 'format=pdf', headers: Record<string, string> = {}) =>
   t.call({ method: 'POST', url: `/api/v1/formatter/documents/${code}?${query}`, payload: data, headers, as: 'viewer' });
 
-const INVOICE = '<html><body><h1>Invoice {{number}}</h1><p>Customer: {{customer}}</p><table>{{#each lines}}<tr><td>{{item}}</td><td>{{formatNumber price "en-GB" minimumFractionDigits=2}}</td></tr>{{/each}}</table></body></html>';
-const invoiceData = { number: 'INV-2026-0042', customer: 'Ada Lovelace & Co', lines: [{ item: 'Fibre 1 Gbit/s', price: 49.9 }, { item: 'Static IP', price: 5 }] };
+const INVOICE =
+  '<html><body><h1>Invoice {{number}}</h1><p>Customer: {{customer}}</p><table>{{#each lines}}<tr><td>{{item}}</td><td>{{formatNumber price "en-GB" minimumFractionDigits=2}}</td></tr>{{/each}}</table></body></html>';
+const invoiceData = {
+  number: 'INV-2026-0042',
+  customer: 'Ada Lovelace & Co',
+  lines: [
+    { item: 'Fibre 1 Gbit/s', price: 49.9 },
+    { item: 'Static IP', price: 5 },
+  ],
+};
 
 describe('a PDF from an HTML template', () => {
   it('holds the rendered data, with its content type, file name, version and an ETag of its bytes', async () => {
@@ -52,8 +60,15 @@ describe('a PDF from an HTML template', () => {
     expect(pdf.text).toContain('49.90');
   });
 
-  it('prints on the paper of the template\'s documentSize, within 1 pt', async () => {
-    const sizes = { A4: [210, 297], LETTER: [215.9, 279.4], B5: [176, 250], PORTRAIT: [210, 297], LANDSCAPE: [297, 210], AUTO: [210, 297] } as const;
+  it("prints on the paper of the template's documentSize, within 1 pt", async () => {
+    const sizes = {
+      A4: [210, 297],
+      LETTER: [215.9, 279.4],
+      B5: [176, 250],
+      PORTRAIT: [210, 297],
+      LANDSCAPE: [297, 210],
+      AUTO: [210, 297],
+    } as const;
     for (const [size, [w, h]] of Object.entries(sizes)) {
       await save({ code: `PAPER_${size}`, inputType: 'HTML', documentSize: size, content: `<p>${size} {{x}}</p>` });
       const res = await generate(`PAPER_${size}`, { x: 1 });
@@ -71,7 +86,11 @@ describe('a PDF from an HTML template', () => {
     expect(again.rawPayload.equals(first.rawPayload)).toBe(true);
     expect(again.headers.etag).toBe(first.headers.etag);
 
-    const replaced = await t.call({ method: 'PATCH', url: '/api/v1/formatter-templates/INVOICE', payload: { content: INVOICE.replace('Invoice', 'Tax invoice') } });
+    const replaced = await t.call({
+      method: 'PATCH',
+      url: '/api/v1/formatter-templates/INVOICE',
+      payload: { content: INVOICE.replace('Invoice', 'Tax invoice') },
+    });
     expect(replaced.statusCode, replaced.body).toBe(200);
     const now = await generate('INVOICE', invoiceData);
     expect(now.headers['x-template-version']).toBe('1');
@@ -96,12 +115,16 @@ describe('a PDF from an HTML template', () => {
     expect(json.headers.etag).toBe(file.headers.etag);
   });
 
-  it('makes HTML documents and SCRIPT templates\' documents; FILE-only and unknown answers are clear', async () => {
+  it("makes HTML documents and SCRIPT templates' documents; FILE-only and unknown answers are clear", async () => {
     const html = await generate('INVOICE', invoiceData, 'format=html');
     expect(html.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(html.headers['content-disposition']).toBe('attachment; filename="INVOICE.html"');
     expect(html.body).toContain('Customer: Ada Lovelace &amp; Co');
-    await save({ code: 'SCRIPTED', inputType: 'SCRIPT', content: '"<h2>Order " & order.id & "</h2><p>" & $join(order.items, ", ") & "</p>"' });
+    await save({
+      code: 'SCRIPTED',
+      inputType: 'SCRIPT',
+      content: '"<h2>Order " & order.id & "</h2><p>" & $join(order.items, ", ") & "</p>"',
+    });
     const scripted = await generate('SCRIPTED', { order: { id: 'O-7', items: ['modem', 'router'] } });
     expect(scripted.statusCode, scripted.body).toBe(200);
     expect((await readPdf(scripted.rawPayload)).text).toContain('modem, router');
@@ -127,7 +150,10 @@ describe('a batch of documents', () => {
       ],
     });
     expect(res.statusCode, res.body).toBe(200);
-    const items = res.json<{ documentId: string; data?: string; error?: ErrorBody & { status: string }; templateVersion?: number; contentType?: string }[]>();
+    const items =
+      res.json<
+        { documentId: string; data?: string; error?: ErrorBody & { status: string }; templateVersion?: number; contentType?: string }[]
+      >();
     expect(items.map((i) => i.documentId)).toEqual(['a', 'b', 'c']);
     expect(items[1]?.error).toMatchObject({ status: 'NOT_FOUND', code: 'FORMATTER_TEMPLATE.NOT_FOUND' });
     expect(items[0]?.contentType).toBe('application/pdf');
@@ -164,7 +190,10 @@ describe('a template fetches nothing', () => {
     const all = payloads(canaryUrl).join('\n');
     await save({ code: 'SSRF_HTML', inputType: 'HTML', content: `<html><head>${all}</head><body><p>canary {{x}}</p>${all}</body></html>` });
     await save({ code: 'SSRF_SCRIPT', inputType: 'SCRIPT', content: '"<p>canary</p>" & payload' });
-    for (const [code, data] of [['SSRF_HTML', { x: 1 }], ['SSRF_SCRIPT', { payload: all }]] as const) {
+    for (const [code, data] of [
+      ['SSRF_HTML', { x: 1 }],
+      ['SSRF_SCRIPT', { payload: all }],
+    ] as const) {
       const res = await generate(code, data);
       expect(res.statusCode, res.body).toBe(200);
       expect((await readPdf(res.rawPayload)).text).toContain('canary');
@@ -178,7 +207,12 @@ describe('a template fetches nothing', () => {
   });
 
   it('reads no local file', async () => {
-    await save({ code: 'LOCAL_FILE', inputType: 'HTML', content: '<p>start</p><iframe src="file:///etc/passwd" width="600" height="400"></iframe><object data="file:///etc/passwd"></object><img src="file:///etc/hostname"><p>end</p>' });
+    await save({
+      code: 'LOCAL_FILE',
+      inputType: 'HTML',
+      content:
+        '<p>start</p><iframe src="file:///etc/passwd" width="600" height="400"></iframe><object data="file:///etc/passwd"></object><img src="file:///etc/hostname"><p>end</p>',
+    });
     const res = await generate('LOCAL_FILE', {});
     expect(res.statusCode).toBe(200);
     const text = (await readPdf(res.rawPayload)).text;

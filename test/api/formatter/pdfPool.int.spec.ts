@@ -18,7 +18,10 @@ beforeAll(async () => {
   t = await startTestApp({ documents: { pdf } });
   base = await t.listen();
   const two = '<h1>{{title}}</h1>' + '<p>{{body}}</p>'.repeat(20) + '<p style="page-break-before: always">second page</p>';
-  for (const [code, content] of [['TWO_PAGES', two], ['HUGE', '<table>{{#each rows}}<tr>{{#each ../cols}}<td>{{this}}</td>{{/each}}</tr>{{/each}}</table>']]) {
+  for (const [code, content] of [
+    ['TWO_PAGES', two],
+    ['HUGE', '<table>{{#each rows}}<tr>{{#each ../cols}}<td>{{this}}</td>{{/each}}</tr>{{/each}}</table>'],
+  ]) {
     const res = await t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload: { code, inputType: 'HTML', content } });
     expect(res.statusCode, res.body).toBe(201);
   }
@@ -37,12 +40,19 @@ const render = (code: string, data: unknown, token = t.tokens.viewer) =>
 
 describe('the PDF pool', () => {
   it('answers 200 concurrent requests of 200 callers with 200 or 503 + Retry-After, never a 500 or a hang', async () => {
-    const viewers = await Promise.all(Array.from({ length: 200 }, (_, i) => signHs256(TEST_SECRET, { sub: `viewer-${String(i)}`, roles: ['viewer'] })));
-    const answers = await Promise.all(viewers.map((token, i) => render('TWO_PAGES', { title: `doc ${String(i)}`, body: 'lorem ipsum' }, token)));
+    const viewers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => signHs256(TEST_SECRET, { sub: `viewer-${String(i)}`, roles: ['viewer'] })),
+    );
+    const answers = await Promise.all(
+      viewers.map((token, i) => render('TWO_PAGES', { title: `doc ${String(i)}`, body: 'lorem ipsum' }, token)),
+    );
     const statuses = new Map<number, number>();
     for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
     expect([...statuses.keys()].sort()).toEqual(expect.arrayContaining([200]));
-    expect([...statuses.keys()].every((s) => s === 200 || s === 503), JSON.stringify([...statuses])).toBe(true);
+    expect(
+      [...statuses.keys()].every((s) => s === 200 || s === 503),
+      JSON.stringify([...statuses]),
+    ).toBe(true);
     for (const a of answers.filter((x) => x.status === 503)) {
       expect(Number(a.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(((await a.json()) as { code: string }).code).toBe('FORMATTER.RENDERER_BUSY');
@@ -56,7 +66,10 @@ describe('the PDF pool', () => {
 
   it('stops a render past its time limit with a 503, and renders the next', async () => {
     // 30,000 rows of 10 cells: far more than 2 s of layout and printing.
-    const slow = await render('HUGE', { rows: Array.from({ length: 30_000 }, (_, i) => i), cols: Array.from({ length: 10 }, (_, i) => `cell ${String(i)}`) });
+    const slow = await render('HUGE', {
+      rows: Array.from({ length: 30_000 }, (_, i) => i),
+      cols: Array.from({ length: 10 }, (_, i) => `cell ${String(i)}`),
+    });
     expect(slow.status, await slow.clone().text()).toBe(503);
     expect(((await slow.json()) as { code: string }).code).toBe('FORMATTER.RENDER_TIMEOUT');
     expect(slow.headers.get('retry-after')).toBe('1');

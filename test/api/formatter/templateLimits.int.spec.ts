@@ -37,7 +37,8 @@ afterAll(async () => {
   await t.close();
 });
 
-const html = (code: string, data: unknown) => t.call({ method: 'POST', url: `/api/v1/formatter/documents/${code}?format=html`, payload: data, as: 'viewer' });
+const html = (code: string, data: unknown) =>
+  t.call({ method: 'POST', url: `/api/v1/formatter/documents/${code}?format=html`, payload: data, as: 'viewer' });
 
 describe('template evaluation', () => {
   it('stops nested loops at the time limit with a 422 while the service keeps answering', async () => {
@@ -53,7 +54,10 @@ describe('template evaluation', () => {
     await vi.advanceTimersByTimeAsync(1);
     const res = await rendering;
     expect(res.statusCode, res.body).toBe(422);
-    expect(res.json<{ code: string; message: string }>()).toMatchObject({ code: 'FORMATTER.RENDER_FAILED', message: expect.stringContaining('longer than 1500 ms') as string });
+    expect(res.json<{ code: string; message: string }>()).toMatchObject({
+      code: 'FORMATTER.RENDER_FAILED',
+      message: expect.stringContaining('longer than 1500 ms') as string,
+    });
     expect((await html('FINE', { name: 'next' })).body).toBe('<p>next</p>');
   });
 

@@ -17,8 +17,20 @@ const templates = new WorkerTemplateRunner({ timeoutMs: TIMEOUT_MS, queueLimit: 
 
 beforeAll(async () => {
   t = await startTestApp({ documents: { templates } });
-  expect((await t.call({ method: 'POST', url: '/api/v1/notification-rules', payload: { code: 'SHARES', name: 'Shares', eventType: 'REST' } })).statusCode).toBe(201);
-  const template = { code: 'SHARES_INAPP', name: 'Shares', configTypeId, status: 'ACTIVE', notificationRuleCode: 'SHARES', deliveryType: 'APPLICATION', subject: 'Ticket {{ticket}}', content: '<p>{{ticket}} closed</p>' };
+  expect(
+    (await t.call({ method: 'POST', url: '/api/v1/notification-rules', payload: { code: 'SHARES', name: 'Shares', eventType: 'REST' } }))
+      .statusCode,
+  ).toBe(201);
+  const template = {
+    code: 'SHARES_INAPP',
+    name: 'Shares',
+    configTypeId,
+    status: 'ACTIVE',
+    notificationRuleCode: 'SHARES',
+    deliveryType: 'APPLICATION',
+    subject: 'Ticket {{ticket}}',
+    content: '<p>{{ticket}} closed</p>',
+  };
   expect((await t.call({ method: 'POST', url: '/api/v1/notification-templates', payload: template })).statusCode).toBe(201);
   // A service in use: both lanes have loaded their threads (a cold thread takes a second or more
   // to load the engines on a busy machine, once per process).
@@ -76,7 +88,11 @@ async function runOut(state: { answered: number }, total: number): Promise<void>
 
 /** From a REST trigger to its PROCESSED outcome. */
 async function triggerProcessed(ticket: string): Promise<string> {
-  const res = await t.call({ method: 'POST', url: '/api/v1/notification-rules/SHARES/trigger', payload: { ownerType: 'TICKET', ownerId: ticket, data: { ticket } } });
+  const res = await t.call({
+    method: 'POST',
+    url: '/api/v1/notification-rules/SHARES/trigger',
+    payload: { ownerType: 'TICKET', ownerId: ticket, data: { ticket } },
+  });
   expect(res.statusCode, res.body).toBe(202);
   const { triggerId } = res.json<{ triggerId: string }>();
   for (;;) {
@@ -86,10 +102,11 @@ async function triggerProcessed(ticket: string): Promise<string> {
   }
 }
 
-const codes = (responses: readonly TestResponse[]) => responses.map((r) => `${String(r.statusCode)} ${r.json<{ code: string }>().code}`).sort();
+const codes = (responses: readonly TestResponse[]) =>
+  responses.map((r) => `${String(r.statusCode)} ${r.json<{ code: string }>().code}`).sort();
 
 describe('template work under attack', () => {
-  it('one viewer\'s twelve heavy previews leave an admin\'s preview and a trigger to run meanwhile; beyond its share the viewer gets 429', async () => {
+  it("one viewer's twelve heavy previews leave an admin's preview and a trigger to run meanwhile; beyond its share the viewer gets 429", async () => {
     const { state, responses } = attack(Array.from({ length: 12 }, () => t.tokens.viewer));
     await inPlace(state, 12);
     const [preview, trigger] = await Promise.all([
@@ -103,7 +120,12 @@ describe('template work under attack', () => {
     await runOut(state, 12);
     const answers = await responses;
     // The two of its share ran to the time limit; the other ten were refused at once.
-    expect(codes(answers)).toEqual([...Array<string>(10).fill('429 FORMATTER.TOO_MANY_RENDERS_OF_CALLER'), ...Array<string>(2).fill('422 FORMATTER.RENDER_FAILED')].sort());
+    expect(codes(answers)).toEqual(
+      [
+        ...Array<string>(10).fill('429 FORMATTER.TOO_MANY_RENDERS_OF_CALLER'),
+        ...Array<string>(2).fill('422 FORMATTER.RENDER_FAILED'),
+      ].sort(),
+    );
     const refused = answers.find((r) => r.statusCode === 429);
     expect(Number(refused?.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(refused?.json()).toMatchObject({ status: 'TOO_MANY_REQUESTS', message: expect.stringContaining('at most 2') as string });
@@ -119,24 +141,53 @@ describe('template work under attack', () => {
     await runOut(state, 5);
     const answers = await responses;
     // Two threads and two places in the queue: the fifth is refused as busy.
-    expect(codes(answers)).toEqual(['422 FORMATTER.RENDER_FAILED', '422 FORMATTER.RENDER_FAILED', '422 FORMATTER.RENDER_FAILED', '422 FORMATTER.RENDER_FAILED', '503 FORMATTER.RENDERER_BUSY']);
+    expect(codes(answers)).toEqual([
+      '422 FORMATTER.RENDER_FAILED',
+      '422 FORMATTER.RENDER_FAILED',
+      '422 FORMATTER.RENDER_FAILED',
+      '422 FORMATTER.RENDER_FAILED',
+      '503 FORMATTER.RENDERER_BUSY',
+    ]);
     expect(Number(answers.find((r) => r.statusCode === 503)?.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   });
 });
 
 describe('notification triggers under attack', () => {
-  it('an editor\'s six triggers of a heavy template leave an admin\'s trigger to run meanwhile; each of them FAILS at the time limit', async () => {
-    expect((await t.call({ method: 'POST', url: '/api/v1/notification-rules', as: 'editor', payload: { code: 'HEAVY', name: 'Heavy', eventType: 'REST' } })).statusCode).toBe(201);
-    const template = { code: 'HEAVY_INAPP', name: 'Heavy', configTypeId, status: 'ACTIVE', notificationRuleCode: 'HEAVY', deliveryType: 'APPLICATION', content: heavy.content };
+  it("an editor's six triggers of a heavy template leave an admin's trigger to run meanwhile; each of them FAILS at the time limit", async () => {
+    expect(
+      (
+        await t.call({
+          method: 'POST',
+          url: '/api/v1/notification-rules',
+          as: 'editor',
+          payload: { code: 'HEAVY', name: 'Heavy', eventType: 'REST' },
+        })
+      ).statusCode,
+    ).toBe(201);
+    const template = {
+      code: 'HEAVY_INAPP',
+      name: 'Heavy',
+      configTypeId,
+      status: 'ACTIVE',
+      notificationRuleCode: 'HEAVY',
+      deliveryType: 'APPLICATION',
+      content: heavy.content,
+    };
     expect((await t.call({ method: 'POST', url: '/api/v1/notification-templates', as: 'editor', payload: template })).statusCode).toBe(201);
     const attacks = await Promise.all(
       range(6).map(async (i) => {
-        const res = await t.call({ method: 'POST', url: '/api/v1/notification-rules/HEAVY/trigger', as: 'editor', payload: { ownerType: 'TICKET', ownerId: `H-${String(i)}`, data: heavy.data } });
+        const res = await t.call({
+          method: 'POST',
+          url: '/api/v1/notification-rules/HEAVY/trigger',
+          as: 'editor',
+          payload: { ownerType: 'TICKET', ownerId: `H-${String(i)}`, data: heavy.data },
+        });
         expect(res.statusCode, res.body).toBe(202);
         return res.json<{ triggerId: string }>().triggerId;
       }),
     );
-    const status = async (id: string) => (await t.call({ method: 'GET', url: `/api/v1/notification-triggers/${id}` })).json<{ status: string; reason?: string }>();
+    const status = async (id: string) =>
+      (await t.call({ method: 'GET', url: `/api/v1/notification-triggers/${id}` })).json<{ status: string; reason?: string }>();
     // The editor's triggers hold the service lane (their time limit waits for the fake clock).
     while (templates.load.service.running === 0) await pause(10);
     expect(await triggerProcessed('T-3')).toBe('PROCESSED');

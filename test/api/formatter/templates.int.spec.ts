@@ -16,7 +16,8 @@ afterAll(async () => {
 
 type ErrorBody = { code: string; errors: string[] };
 const template = (payload: Record<string, unknown>) => t.call({ method: 'POST', url: '/api/v1/formatter-templates', payload });
-const preview = (content: string, data: unknown = {}) => t.call({ method: 'POST', url: '/api/v1/formatter/preview', payload: { content, data }, as: 'viewer' });
+const preview = (content: string, data: unknown = {}) =>
+  t.call({ method: 'POST', url: '/api/v1/formatter/preview', payload: { content, data }, as: 'viewer' });
 
 describe('templates are checked when saved', () => {
   it('refuses an HTML template that does not compile, naming line and column (400)', async () => {
@@ -33,7 +34,11 @@ describe('templates are checked when saved', () => {
     const res = await template({ code: 'BADSCRIPT', inputType: 'SCRIPT', content: '"a" & (\n  name' });
     expect(res.statusCode).toBe(400);
     expect(res.json<ErrorBody>().errors[0]).toMatch(/^content: line 2, column \d+: /);
-    const note = await t.call({ method: 'POST', url: '/api/v1/notification-templates', payload: { code: 'N1', name: 'n', configTypeId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5', subject: 'Ticket {{code', content: 'ok' } });
+    const note = await t.call({
+      method: 'POST',
+      url: '/api/v1/notification-templates',
+      payload: { code: 'N1', name: 'n', configTypeId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5', subject: 'Ticket {{code', content: 'ok' },
+    });
     expect(note.statusCode).toBe(400);
     expect(note.json<ErrorBody>().errors[0]).toMatch(/^subject: line 1, column \d+: /);
   });
@@ -54,7 +59,9 @@ describe('preview', () => {
   });
 
   it('reaches nothing but the data: no prototypes, no lookups, no unknown helpers', async () => {
-    const res = await preview('[{{constructor}}][{{__proto__}}][{{name.constructor}}][{{#with this}}{{constructor.name}}{{/with}}]', { name: 'x' });
+    const res = await preview('[{{constructor}}][{{__proto__}}][{{name.constructor}}][{{#with this}}{{constructor.name}}{{/with}}]', {
+      name: 'x',
+    });
     expect(res.body).toBe('[][][][]');
     expect((await preview('{{lookup this "constructor"}}')).statusCode).toBe(400);
     expect((await preview('{{log "x"}}')).statusCode).toBe(400);
@@ -76,10 +83,16 @@ describe('render a stored template', () => {
     const changed = await t.call({ method: 'POST', url: '/api/v1/formatter/templates/GREET/render', payload: { name: 'C' } });
     expect([changed.body, changed.headers['x-template-version']]).toEqual(['<h2>Hi C</h2>', '1']);
     // An older version renders as it stood, byte for byte the same each time.
-    const old = await t.call({ method: 'POST', url: '/api/v1/formatter/templates/GREET/render?templateVersion=0', payload: { name: 'A&B' } });
+    const old = await t.call({
+      method: 'POST',
+      url: '/api/v1/formatter/templates/GREET/render?templateVersion=0',
+      payload: { name: 'A&B' },
+    });
     expect([old.body, old.headers['x-template-version'], old.headers.etag]).toEqual([html.body, '0', html.headers.etag]);
     expect(String(html.headers.etag)).toMatch(/^"[0-9a-f]{64}"$/);
-    expect((await t.call({ method: 'POST', url: '/api/v1/formatter/templates/GREET/render?templateVersion=7', payload: {} })).statusCode).toBe(404);
+    expect(
+      (await t.call({ method: 'POST', url: '/api/v1/formatter/templates/GREET/render?templateVersion=7', payload: {} })).statusCode,
+    ).toBe(404);
     await template({ code: 'SRC', inputType: 'HTML', documentType: 'SOURCE', content: 'id={{id}};name={{name}}' });
     const src = await t.call({ method: 'POST', url: '/api/v1/formatter/templates/SRC/render', payload: { id: 7, name: 'A&B' } });
     expect([src.headers['content-type'], src.body]).toEqual(['text/plain; charset=utf-8', 'id=7;name=A&B']);
@@ -88,7 +101,11 @@ describe('render a stored template', () => {
 
   it('evaluates a SCRIPT template as JSONata (text results only, bounded), never as code', async () => {
     await template({ code: 'SUM', inputType: 'SCRIPT', content: '"Total: " & $string($sum(items.price))' });
-    const sum = await t.call({ method: 'POST', url: '/api/v1/formatter/templates/SUM/render', payload: { items: [{ price: 2 }, { price: 3 }] } });
+    const sum = await t.call({
+      method: 'POST',
+      url: '/api/v1/formatter/templates/SUM/render',
+      payload: { items: [{ price: 2 }, { price: 3 }] },
+    });
     expect(sum.body).toBe('Total: 5');
     await template({ code: 'NUM', inputType: 'SCRIPT', content: '1 + 1' });
     expect((await t.call({ method: 'POST', url: '/api/v1/formatter/templates/NUM/render', payload: {} })).statusCode).toBe(422);

@@ -19,8 +19,18 @@ beforeAll(async () => {
   await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
   await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } });
   await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'G1', name: 'G1', type: 'TEAM', chars: {} } });
-  for (const [code, region] of [['n-ann', 'north'], ['n-bob', 'north'], ['s-cid', 'south'], ['s-dan', 'south'], ['x-eve', undefined]] as const) {
-    const res = await t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: code, chars: region === undefined ? {} : { region }, groups: ['G1'] } });
+  for (const [code, region] of [
+    ['n-ann', 'north'],
+    ['n-bob', 'north'],
+    ['s-cid', 'south'],
+    ['s-dan', 'south'],
+    ['x-eve', undefined],
+  ] as const) {
+    const res = await t.call({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { code, type: 'INDIVIDUAL', givenName: code, chars: region === undefined ? {} : { region }, groups: ['G1'] },
+    });
     expect(res.statusCode, res.body).toBe(201);
     ids[code] = res.json<{ id: string }>().id;
   }
@@ -43,7 +53,13 @@ afterAll(async () => {
 const as = async (roles: string[]) => {
   const token = await signHs256(TEST_SECRET, { sub: `caller-${roles.join('+')}`, roles });
   return (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = {}) =>
-    t.call({ method, url, ...(payload === undefined ? {} : { payload }), headers: { ...headers, authorization: `Bearer ${token}` }, as: null });
+    t.call({
+      method,
+      url,
+      ...(payload === undefined ? {} : { payload }),
+      headers: { ...headers, authorization: `Bearer ${token}` },
+      as: null,
+    });
 };
 const codes = (body: unknown) => (body as { code: string }[]).map((u) => u.code).sort();
 const filtering = { filter: [], sort: [] };
@@ -53,19 +69,30 @@ describe('access rules', () => {
     const notJson = await rule('BAD1', { entityName: 'users', expression: 'status = ENABLE' });
     expect(notJson.statusCode).toBe(400);
     expect(notJson.body).toMatch(/expression: not JSON/);
-    const unknownColumn = await rule('BAD2', { entityName: 'users', expression: JSON.stringify([{ column: 'salary', operator: 'GT', value: '1' }]) });
+    const unknownColumn = await rule('BAD2', {
+      entityName: 'users',
+      expression: JSON.stringify([{ column: 'salary', operator: 'GT', value: '1' }]),
+    });
     expect(unknownColumn.statusCode).toBe(400);
     expect(unknownColumn.body).toMatch(/expression: .*salary/);
-    expect((await rule('BAD3', { entityName: 'users', expression: JSON.stringify([{ column: 'status', operator: 'SOUNDS_LIKE', value: 'x' }]) })).statusCode).toBe(400);
+    expect(
+      (await rule('BAD3', { entityName: 'users', expression: JSON.stringify([{ column: 'status', operator: 'SOUNDS_LIKE', value: 'x' }]) }))
+        .statusCode,
+    ).toBe(400);
     // An entity this service does not serve: the JSON is still checked, the columns cannot be.
-    expect((await rule('OTHER', { entityName: 'ticket', expression: JSON.stringify([{ column: 'x', operator: 'EQ', value: '1' }]) })).statusCode).toBe(201);
+    expect(
+      (await rule('OTHER', { entityName: 'ticket', expression: JSON.stringify([{ column: 'x', operator: 'EQ', value: '1' }]) })).statusCode,
+    ).toBe(201);
   });
 
   it('a READ rule with an expression: exactly the covered users in search, count, list, get, by ids, autocomplete, history and module queries', async () => {
     const call = await as(['R_NORTH']);
     expect(codes((await call('POST', `/api/v1/users/search?minPosition=${at}`, filtering)).json())).toEqual(['n-ann', 'n-bob']);
     expect((await call('POST', '/api/v1/users/count', filtering)).json()).toBe(2);
-    const page = (await call('POST', '/api/v1/users/search/page', { ...filtering, size: 1 })).json<{ totalElements: number; content: unknown[] }>();
+    const page = (await call('POST', '/api/v1/users/search/page', { ...filtering, size: 1 })).json<{
+      totalElements: number;
+      content: unknown[];
+    }>();
     expect(page.totalElements).toBe(2);
     expect(codes((await call('GET', '/api/v1/users')).json())).toEqual(['n-ann', 'n-bob']);
     expect((await call('GET', '/api/v1/users/n-ann')).statusCode).toBe(200);
@@ -89,7 +116,9 @@ describe('access rules', () => {
   it('a READ rule allows no write (403), and nothing of other resources (403)', async () => {
     const call = await as(['R_NORTH']);
     expect((await call('PATCH', '/api/v1/users/n-ann', { description: 'x' })).statusCode).toBe(403);
-    expect((await call('POST', '/api/v1/users', { code: 'n-new', type: 'INDIVIDUAL', givenName: 'N', chars: { region: 'north' } })).statusCode).toBe(403);
+    expect(
+      (await call('POST', '/api/v1/users', { code: 'n-new', type: 'INDIVIDUAL', givenName: 'N', chars: { region: 'north' } })).statusCode,
+    ).toBe(403);
     expect((await call('DELETE', '/api/v1/users/n-bob')).statusCode).toBe(403);
     expect((await call('PUT', '/api/v1/users/n-ann/password', { password: 'a-long-enough-password' })).statusCode).toBe(403);
     expect((await call('POST', '/api/v1/user-groups/search', filtering)).statusCode).toBe(403);
@@ -108,18 +137,39 @@ describe('access rules', () => {
     expect((await call('DELETE', '/api/v1/users/s-dan')).statusCode).toBe(404);
     const created = await call('POST', '/api/v1/users', { code: 'n-new', type: 'INDIVIDUAL', givenName: 'N', chars: { region: 'north' } });
     expect(created.statusCode, created.body).toBe(201);
-    expect((await call('POST', '/api/v1/users', { code: 's-new', type: 'INDIVIDUAL', givenName: 'S', chars: { region: 'south' } })).statusCode).toBe(403);
+    expect(
+      (await call('POST', '/api/v1/users', { code: 's-new', type: 'INDIVIDUAL', givenName: 'S', chars: { region: 'south' } })).statusCode,
+    ).toBe(403);
     // Another user's password is an admin's to set; roles too.
     expect((await call('PUT', '/api/v1/users/n-new/password', { password: 'a-long-enough-password' })).statusCode).toBe(403);
     expect((await call('PATCH', '/api/v1/users/n-new', { roles: ['admin'] })).statusCode).toBe(403);
     // A reference to a record the caller may not read is as missing as one that does not exist.
-    const hidden = await call('POST', '/api/v1/users', { code: 'n-sub', type: 'INDIVIDUAL', givenName: 'N', chars: { region: 'north' }, supervisorId: ids['s-cid'] });
+    const hidden = await call('POST', '/api/v1/users', {
+      code: 'n-sub',
+      type: 'INDIVIDUAL',
+      givenName: 'N',
+      chars: { region: 'north' },
+      supervisorId: ids['s-cid'],
+    });
     expect(hidden.statusCode).toBe(422);
-    expect((await call('POST', '/api/v1/users', { code: 'n-sub', type: 'INDIVIDUAL', givenName: 'N', chars: { region: 'north' }, supervisorId: ids['n-bob'] })).statusCode).toBe(201);
+    expect(
+      (
+        await call('POST', '/api/v1/users', {
+          code: 'n-sub',
+          type: 'INDIVIDUAL',
+          givenName: 'N',
+          chars: { region: 'north' },
+          supervisorId: ids['n-bob'],
+        })
+      ).statusCode,
+    ).toBe(201);
     expect((await call('DELETE', '/api/v1/users/n-sub')).statusCode).toBe(204);
     expect((await call('DELETE', '/api/v1/users/n-new')).statusCode).toBe(204);
     // Unchanged by the refusals.
-    expect((await t.call({ method: 'GET', url: '/api/v1/users/n-ann' })).json()).toMatchObject({ chars: { region: 'north' }, description: 'seen' });
+    expect((await t.call({ method: 'GET', url: '/api/v1/users/n-ann' })).json()).toMatchObject({
+      chars: { region: 'north' },
+      description: 'seen',
+    });
   });
 
   it('honours validity at request time, adds rules up, and leaves built-in roles unnarrowed', async () => {
@@ -134,7 +184,9 @@ describe('access rules', () => {
     // readonlyAccess follows the caller's rights.
     const groups = await as(['ALL_GROUPS']);
     expect((await groups('POST', '/api/v1/user-groups/by-codes', ['G1'])).json()).toMatchObject([{ code: 'G1', readonlyAccess: true }]);
-    expect((await t.call({ method: 'POST', url: '/api/v1/user-groups/by-codes', payload: ['G1'] })).json()).toMatchObject([{ code: 'G1', readonlyAccess: false }]);
+    expect((await t.call({ method: 'POST', url: '/api/v1/user-groups/by-codes', payload: ['G1'] })).json()).toMatchObject([
+      { code: 'G1', readonlyAccess: false },
+    ]);
     // A rule changed takes effect at once: the rules are read from the log.
     await t.call({ method: 'PATCH', url: '/api/v1/access-rules/R_NORTH', payload: { validFor: { validTo: '2001-01-01T00:00:00Z' } } });
     expect((await (await as(['R_NORTH']))('GET', '/api/v1/users')).statusCode).toBe(403);
@@ -142,17 +194,35 @@ describe('access rules', () => {
 
   it('judges single records as search does (in the store), whatever their text', async () => {
     // Characters the in-memory and SQL evaluations of LIKE and ordering would read differently.
-    for (const [code, name] of [['k-kelvin', '\u212Aate'], ['k-nul', 'a\u0000secret'], ['k-private', '\uE000private']]) {
+    for (const [code, name] of [
+      ['k-kelvin', '\u212Aate'],
+      ['k-nul', 'a\u0000secret'],
+      ['k-private', '\uE000private'],
+    ]) {
       await t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', name, chars: {} } });
     }
     for (const [ruleCode, expression] of [
       ['LIKE_KAT', [{ column: 'name', operator: 'LIKE', value: 'kat%' }]],
-      ['NOT_SECRET', [{ column: 'name', operator: 'NOT_LIKE', value: '%secret%' }, { column: 'code', operator: 'LIKE', value: 'k-%' }]],
-      ['BELOW_EMOJI', [{ column: 'name', operator: 'LT', value: '\u{1F600}' }, { column: 'code', operator: 'LIKE', value: 'k-%' }]],
+      [
+        'NOT_SECRET',
+        [
+          { column: 'name', operator: 'NOT_LIKE', value: '%secret%' },
+          { column: 'code', operator: 'LIKE', value: 'k-%' },
+        ],
+      ],
+      [
+        'BELOW_EMOJI',
+        [
+          { column: 'name', operator: 'LT', value: '\u{1F600}' },
+          { column: 'code', operator: 'LIKE', value: 'k-%' },
+        ],
+      ],
     ] as const) {
       const saved = await rule(ruleCode, { entityName: 'users', accessRule: 'READ_WRITE', expression: JSON.stringify(expression) });
       const call = await as([ruleCode]);
-      const found = codes((await call('POST', `/api/v1/users/search?minPosition=${String(saved.headers['x-event-position'])}`, filtering)).json());
+      const found = codes(
+        (await call('POST', `/api/v1/users/search?minPosition=${String(saved.headers['x-event-position'])}`, filtering)).json(),
+      );
       for (const code of ['k-kelvin', 'k-nul', 'k-private']) {
         const got = (await call('GET', `/api/v1/users/${code}`)).statusCode;
         expect([ruleCode, code, got], 'a GET agrees with the search').toEqual([ruleCode, code, found.includes(code) ? 200 : 404]);
@@ -183,15 +253,32 @@ describe('access rules', () => {
     expect(byUsers[ids['s-cid'] ?? '']).toEqual([]);
     const expanded = (await groups('POST', '/api/v1/user-groups/by-codes', ['G1'])).json<Record<string, unknown>[]>();
     expect(expanded[0]).not.toHaveProperty('userGroupType');
-    expect((await t.call({ method: 'POST', url: '/api/v1/user-groups/by-codes', payload: ['G1'] })).json<Record<string, unknown>[]>()[0]).toHaveProperty('userGroupType');
+    expect(
+      (await t.call({ method: 'POST', url: '/api/v1/user-groups/by-codes', payload: ['G1'] })).json<Record<string, unknown>[]>()[0],
+    ).toHaveProperty('userGroupType');
   });
 
   it('a user who logs in gets exactly what its roles grant', async () => {
-    await t.call({ method: 'POST', url: '/api/v1/users', payload: { code: 'auditor', type: 'INDIVIDUAL', givenName: 'A', chars: {}, roles: ['RW_NORTH'] } });
+    await t.call({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { code: 'auditor', type: 'INDIVIDUAL', givenName: 'A', chars: {}, roles: ['RW_NORTH'] },
+    });
     await t.call({ method: 'PUT', url: '/api/v1/users/auditor/password', payload: { password: 'auditor-password-123' } });
-    const login = await t.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: 'auditor', password: 'auditor-password-123' }, as: null });
+    const login = await t.call({
+      method: 'POST',
+      url: '/api/v1/auth/token',
+      payload: { username: 'auditor', password: 'auditor-password-123' },
+      as: null,
+    });
     const token = login.json<{ access_token: string }>().access_token;
-    const res = await t.call({ method: 'POST', url: '/api/v1/users/search', payload: filtering, headers: { authorization: `Bearer ${token}` }, as: null });
+    const res = await t.call({
+      method: 'POST',
+      url: '/api/v1/users/search',
+      payload: filtering,
+      headers: { authorization: `Bearer ${token}` },
+      as: null,
+    });
     expect(codes(res.json())).toEqual(['n-ann', 'n-bob']);
   });
 });

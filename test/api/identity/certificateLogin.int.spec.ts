@@ -22,7 +22,11 @@ const missing = opensslMissing();
 if (missing !== undefined) process.stderr.write(`[pki] skipping the certificate login tests: ${missing}\n`);
 
 /** One request on a fresh connection (no agent: no pooled socket, no cached TLS session). */
-function call(port: number, ca: string, options: { method?: string; path: string; pair?: Pair | undefined; token?: string | undefined; body?: unknown }): Promise<Answer> {
+function call(
+  port: number,
+  ca: string,
+  options: { method?: string; path: string; pair?: Pair | undefined; token?: string | undefined; body?: unknown },
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
     const req = httpsRequest(
@@ -54,10 +58,18 @@ function call(port: number, ca: string, options: { method?: string; path: string
 }
 
 async function tlsApp(pki: Pki, certificateUserField?: string): Promise<{ t: TestApp; port: number }> {
-  const https = tlsServerOptions({ TLS_CERT: pki.files.serverCert, TLS_KEY: pki.files.serverKey, TLS_CLIENT_CA: pki.files.ca, TLS_CLIENT_CRL: pki.files.crl });
+  const https = tlsServerOptions({
+    TLS_CERT: pki.files.serverCert,
+    TLS_KEY: pki.files.serverKey,
+    TLS_CLIENT_CA: pki.files.ca,
+    TLS_CLIENT_CRL: pki.files.crl,
+  });
   if (https === undefined) throw new Error('no TLS options');
   const t = await startTestApp({
-    extra: { https, settings: { identity: { clientCertificates: true, ...(certificateUserField === undefined ? {} : { certificateUserField }) } } },
+    extra: {
+      https,
+      settings: { identity: { clientCertificates: true, ...(certificateUserField === undefined ? {} : { certificateUserField }) } },
+    },
   });
   await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
   await t.app.listen({ port: 0, host: '127.0.0.1' });
@@ -66,7 +78,15 @@ async function tlsApp(pki: Pki, certificateUserField?: string): Promise<{ t: Tes
   return { t, port: address.port };
 }
 
-const aUser = (code: string, extra: Record<string, unknown> = {}) => ({ code, type: 'INDIVIDUAL', givenName: code, chars: {}, roles: ['viewer'], authentication: 'PKI', ...extra });
+const aUser = (code: string, extra: Record<string, unknown> = {}) => ({
+  code,
+  type: 'INDIVIDUAL',
+  givenName: code,
+  chars: {},
+  roles: ['viewer'],
+  authentication: 'PKI',
+  ...extra,
+});
 
 describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subject CN)', () => {
   let pki: Pki;
@@ -101,12 +121,17 @@ describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subjec
     pki.remove();
   });
 
-  it('a certificate chained to the CA is its PKI user, with that user\'s roles, on every request and no token', async () => {
+  it("a certificate chained to the CA is its PKI user, with that user's roles, on every request and no token", async () => {
     const read = await get('/api/v1/users/pki_alice', certs.alice);
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ code: 'pki_alice', authentication: 'PKI' });
     // Its own roles (viewer): it reads, it does not write.
-    const write = await call(port, pki.caPem, { method: 'POST', path: '/api/v1/user-types', pair: certs.alice, body: { code: 'X', name: 'X', type: 'INDIVIDUAL' } });
+    const write = await call(port, pki.caPem, {
+      method: 'POST',
+      path: '/api/v1/user-types',
+      pair: certs.alice,
+      body: { code: 'X', name: 'X', type: 'INDIVIDUAL' },
+    });
     expect(write.status).toBe(403);
     expect((write.body as ErrorBody).message).toContain('[viewer]');
   });
@@ -125,9 +150,17 @@ describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subjec
     ['revoked in the CRL', 'revoked', 'the certificate is revoked (it is in the CRL) (CERT_REVOKED)'],
     ['from another CA', 'otherCa', 'the certificate is not issued by a trusted CA (UNABLE_TO_VERIFY_LEAF_SIGNATURE)'],
     // With a CRL loaded, OpenSSL's last word on a self-signed certificate is the CRL it lacks.
-    ['self-signed', 'selfSigned', 'the certificate is not issued by a trusted CA, or its issuer has no CRL in TLS_CLIENT_CRL: revocation cannot be checked (UNABLE_TO_GET_CRL)'],
+    [
+      'self-signed',
+      'selfSigned',
+      'the certificate is not issued by a trusted CA, or its issuer has no CRL in TLS_CLIENT_CRL: revocation cannot be checked (UNABLE_TO_GET_CRL)',
+    ],
   ])('a certificate %s answers 401 with the error body saying why', async (_, name, reason) => {
-    expect(refusal(await get('/api/v1/users/pki_alice', certs[name]))).toEqual({ status: 401, code: 'AUTH.CERTIFICATE_REJECTED', errors: [`certificate: ${reason}`] });
+    expect(refusal(await get('/api/v1/users/pki_alice', certs[name]))).toEqual({
+      status: 401,
+      code: 'AUTH.CERTIFICATE_REJECTED',
+      errors: [`certificate: ${reason}`],
+    });
   });
 
   it.each([
@@ -143,7 +176,11 @@ describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subjec
   });
 
   it('no certificate and no token: 401 with the error body', async () => {
-    expect(refusal(await get('/api/v1/users/pki_alice'))).toEqual({ status: 401, code: 'AUTH.CERTIFICATE_REJECTED', errors: ['certificate: absent'] });
+    expect(refusal(await get('/api/v1/users/pki_alice'))).toEqual({
+      status: 401,
+      code: 'AUTH.CERTIFICATE_REJECTED',
+      errors: ['certificate: absent'],
+    });
   });
 
   it('a bearer token decides where one is sent, certificate or not; the open routes stay open', async () => {
@@ -162,16 +199,29 @@ describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subjec
     // Setting a password on a PKI user may be refused (422) or stored; either way it logs no one in.
     const set = await t.call({ method: 'PUT', url: '/api/v1/users/pki_alice/password', payload: { password } });
     expect([204, 422]).toContain(set.statusCode);
-    expect((await call(port, pki.caPem, { method: 'POST', path: '/api/v1/auth/token', body: { username: 'pki_alice', password } })).status).toBe(401);
+    expect(
+      (await call(port, pki.caPem, { method: 'POST', path: '/api/v1/auth/token', body: { username: 'pki_alice', password } })).status,
+    ).toBe(401);
   });
 
   it('a new CRL file takes effect without a restart', async () => {
     const bob = pki.issue('pki_bob');
     await t.call({ method: 'POST', url: '/api/v1/users', payload: aUser('pki_bob') });
     expect((await get('/api/v1/users/pki_bob', bob)).status).toBe(200);
-    const https = tlsServerOptions({ TLS_CERT: pki.files.serverCert, TLS_KEY: pki.files.serverKey, TLS_CLIENT_CA: pki.files.ca, TLS_CLIENT_CRL: pki.files.crl });
+    const https = tlsServerOptions({
+      TLS_CERT: pki.files.serverCert,
+      TLS_KEY: pki.files.serverKey,
+      TLS_CLIENT_CA: pki.files.ca,
+      TLS_CLIENT_CRL: pki.files.crl,
+    });
     const logged: string[] = [];
-    const stop = watchClientCrl(t.app.server, https ?? {}, pki.files.crl, { info: (_, m) => logged.push(m), error: (_, m) => logged.push(m) }, 50);
+    const stop = watchClientCrl(
+      t.app.server,
+      https ?? {},
+      pki.files.crl,
+      { info: (_, m) => logged.push(m), error: (_, m) => logged.push(m) },
+      50,
+    );
     try {
       // A CRL that cannot be parsed leaves the one in force.
       const good = readFileSync(pki.files.crl);
@@ -183,7 +233,9 @@ describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subjec
       pki.revoke(bob);
       // The watch polls the file: wait for its verdict, not for a fixed time.
       await until(async () => (await get('/api/v1/users/pki_bob', bob)).status === 401);
-      expect(refusal(await get('/api/v1/users/pki_bob', bob)).errors).toEqual(['certificate: the certificate is revoked (it is in the CRL) (CERT_REVOKED)']);
+      expect(refusal(await get('/api/v1/users/pki_bob', bob)).errors).toEqual([
+        'certificate: the certificate is revoked (it is in the CRL) (CERT_REVOKED)',
+      ]);
       expect((await get('/api/v1/users/pki_alice', certs.alice)).status).toBe(200);
     } finally {
       stop();
@@ -214,15 +266,19 @@ describe.skipIf(missing !== undefined)('certificate login naming the user by ano
     pki.remove();
   });
 
-  it('SAN_EMAIL: the subject alternative name\'s e-mail is the user\'s code, whatever the CN', async () => {
+  it("SAN_EMAIL: the subject alternative name's e-mail is the user's code, whatever the CN", async () => {
     const carol = pki.issue('carol', { subject: '/CN=Carol Example', san: 'email:carol@pki.example, DNS:carol.example' });
     expect((await call(port, pki.caPem, { path: '/api/v1/users/carol@pki.example', pair: carol })).status).toBe(200);
     const none = pki.issue('carol-no-san', { subject: '/CN=carol@pki.example' });
     const refused = await call(port, pki.caPem, { path: '/api/v1/users/carol@pki.example', pair: none });
     expect(refused.status).toBe(401);
-    expect((refused.body as ErrorBody).errors).toEqual(['certificate: the certificate has no e-mail address in its subject alternative name (TLS_CLIENT_USER_FIELD=SAN_EMAIL)']);
+    expect((refused.body as ErrorBody).errors).toEqual([
+      'certificate: the certificate has no e-mail address in its subject alternative name (TLS_CLIENT_USER_FIELD=SAN_EMAIL)',
+    ]);
     const two = pki.issue('carol-two', { san: 'email:carol@pki.example, email:other@pki.example' });
-    expect(((await call(port, pki.caPem, { path: '/api/v1/users/carol@pki.example', pair: two })).body as ErrorBody).errors[0]).toContain('more than one e-mail address');
+    expect(((await call(port, pki.caPem, { path: '/api/v1/users/carol@pki.example', pair: two })).body as ErrorBody).errors[0]).toContain(
+      'more than one e-mail address',
+    );
   });
 });
 
@@ -242,7 +298,14 @@ describe.skipIf(missing !== undefined)('the service as `npm start` runs it, conf
     const dan = pki.issue('dan', { subject: '/CN=Dan/emailAddress=dan@pki.example' });
     const revoked = pki.issue('dan-revoked', { subject: '/CN=Dan/emailAddress=dan@pki.example' });
     pki.revoke(revoked);
-    const env = { DATA_DIR: dataDir, TLS_CERT: pki.files.serverCert, TLS_KEY: pki.files.serverKey, TLS_CLIENT_CA: pki.files.ca, TLS_CLIENT_CRL: pki.files.crl, TLS_CLIENT_USER_FIELD: 'emailAddress' };
+    const env = {
+      DATA_DIR: dataDir,
+      TLS_CERT: pki.files.serverCert,
+      TLS_KEY: pki.files.serverKey,
+      TLS_CLIENT_CA: pki.files.ca,
+      TLS_CLIENT_CRL: pki.files.crl,
+      TLS_CLIENT_USER_FIELD: 'emailAddress',
+    };
     const service = await startServiceProcess(defaultServiceEnv(env));
     try {
       expect(service.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
@@ -260,7 +323,7 @@ describe.skipIf(missing !== undefined)('the service as `npm start` runs it, conf
     }
   });
 
-  it('does not start on a key that is not the certificate\'s, naming the variable', async () => {
+  it("does not start on a key that is not the certificate's, naming the variable", async () => {
     const other = pki.issue('stranger');
     const env = { DATA_DIR: dataDir, TLS_CERT: pki.files.serverCert, TLS_KEY: other.key };
     await expect(startServiceProcess(defaultServiceEnv(env))).rejects.toThrow(/TLS_KEY \(.*stranger\.key\) is not the key of TLS_CERT/);

@@ -19,7 +19,8 @@ const LOCAL_PASSWORD = 'Local-Password-Never-Used-7781';
 
 const login = (t: TestApp, username: string, password: string): Promise<TestResponse> =>
   t.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username, password }, as: null });
-const asToken = (t: TestApp, token: string, url: string): Promise<TestResponse> => t.call({ method: 'GET', url, headers: { authorization: `Bearer ${token}` }, as: null });
+const asToken = (t: TestApp, token: string, url: string): Promise<TestResponse> =>
+  t.call({ method: 'GET', url, headers: { authorization: `Bearer ${token}` }, as: null });
 const claims = (token: string): { sub: string; roles: string[]; adm_session?: { pwd: string; groups?: string[] } } =>
   JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as never;
 
@@ -32,12 +33,39 @@ async function appWith(directory: Directory | undefined): Promise<TestApp> {
   };
   await post('/api/v1/user-types', { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' });
   await post('/api/v1/user-group-types', { code: 'TEAM', name: 'Team', registry: {} });
-  await post('/api/v1/access-rules', { id: OPERATOR_RULE, code: 'OPERATOR', name: 'Operators', entityName: 'user-groups', fullAccess: true });
+  await post('/api/v1/access-rules', {
+    id: OPERATOR_RULE,
+    code: 'OPERATOR',
+    name: 'Operators',
+    entityName: 'user-groups',
+    fullAccess: true,
+  });
   await post('/api/v1/access-rules', { id: AUDIT_RULE, code: 'AUDIT_READER', name: 'Auditors', entityName: 'users', fullAccess: true });
   // Spelled otherwise than the directory spells its DN: compared normalised.
-  await post('/api/v1/user-groups', { code: 'OPS', name: 'Operators', type: 'TEAM', chars: {}, ldapMemberOf: `CN=Operators, OU=groups, ${BASE_DN.toUpperCase()}`, associatedUserRoleId: OPERATOR_RULE });
-  await post('/api/v1/user-groups', { code: 'AUD', name: 'Auditors', type: 'TEAM', chars: {}, ldapMemberOf: `cn=auditors,ou=groups,${BASE_DN}`, associatedUserRoleId: AUDIT_RULE });
-  await post('/api/v1/user-groups', { code: 'ADA', name: 'AD admins', type: 'TEAM', chars: {}, ldapMemberOf: `cn=ad-admins,ou=groups,${BASE_DN}`, associatedUserRoleId: OPERATOR_RULE });
+  await post('/api/v1/user-groups', {
+    code: 'OPS',
+    name: 'Operators',
+    type: 'TEAM',
+    chars: {},
+    ldapMemberOf: `CN=Operators, OU=groups, ${BASE_DN.toUpperCase()}`,
+    associatedUserRoleId: OPERATOR_RULE,
+  });
+  await post('/api/v1/user-groups', {
+    code: 'AUD',
+    name: 'Auditors',
+    type: 'TEAM',
+    chars: {},
+    ldapMemberOf: `cn=auditors,ou=groups,${BASE_DN}`,
+    associatedUserRoleId: AUDIT_RULE,
+  });
+  await post('/api/v1/user-groups', {
+    code: 'ADA',
+    name: 'AD admins',
+    type: 'TEAM',
+    chars: {},
+    ldapMemberOf: `cn=ad-admins,ou=groups,${BASE_DN}`,
+    associatedUserRoleId: OPERATOR_RULE,
+  });
   for (const code of ['alice', 'bob', 'al*', '*', 'alice)(|(uid=*', 'd*ve', 'ghost']) {
     await post('/api/v1/users', { code, type: 'INDIVIDUAL', givenName: 'G', chars: {}, authentication: 'LDAP', roles: ['viewer'] });
   }
@@ -93,7 +121,11 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory login on OpenLDAP'), 
   });
 
   it('answers a wrong password, an unknown name and a user that left the directory with the same 401 as today', async () => {
-    for (const [name, password] of [['alice', 'wrong'], ['nobody', 'alice-secret'], ['ghost', 'ghost-secret']] as const) {
+    for (const [name, password] of [
+      ['alice', 'wrong'],
+      ['nobody', 'alice-secret'],
+      ['ghost', 'ghost-secret'],
+    ] as const) {
       const res = await login(t, name, password);
       expect(res.statusCode).toBe(401);
       const { code, message, errors } = res.json<ErrorBody>();
@@ -127,7 +159,7 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory login on OpenLDAP'), 
     expect((await login(t, 'd*ve', 'd*ve-secret')).statusCode).toBe(429);
   });
 
-  it('logs an AD user in with Active Directory\'s attribute names', async () => {
+  it("logs an AD user in with Active Directory's attribute names", async () => {
     const ad = await appWith(ldapDirectory(adSettings()));
     try {
       const res = await login(ad, 'ddane', 'ddane-secret');
@@ -161,10 +193,15 @@ describe('directory login when the directory cannot answer', () => {
     const t = await appWith(ldapDirectory(openLdapSettings({ url: dead.closedUrl })));
     try {
       // A local password set on the directory user is no way in.
-      expect((await t.call({ method: 'PUT', url: '/api/v1/users/alice/password', payload: { password: LOCAL_PASSWORD } })).statusCode).toBe(204);
+      expect((await t.call({ method: 'PUT', url: '/api/v1/users/alice/password', payload: { password: LOCAL_PASSWORD } })).statusCode).toBe(
+        204,
+      );
       const res = await login(t, 'alice', LOCAL_PASSWORD);
       expect(res.statusCode).toBe(503);
-      expect(res.json<ErrorBody>()).toMatchObject({ code: 'DIRECTORY.UNAVAILABLE', errors: ['the directory could not be reached (ECONNREFUSED)'] });
+      expect(res.json<ErrorBody>()).toMatchObject({
+        code: 'DIRECTORY.UNAVAILABLE',
+        errors: ['the directory could not be reached (ECONNREFUSED)'],
+      });
     } finally {
       await t.close();
     }
@@ -186,7 +223,9 @@ describe('directory login when the directory cannot answer', () => {
   it('leaves LDAP users out where no directory is configured: the same 401 as before', async () => {
     const t = await appWith(undefined);
     try {
-      expect((await t.call({ method: 'PUT', url: '/api/v1/users/alice/password', payload: { password: LOCAL_PASSWORD } })).statusCode).toBe(204);
+      expect((await t.call({ method: 'PUT', url: '/api/v1/users/alice/password', payload: { password: LOCAL_PASSWORD } })).statusCode).toBe(
+        204,
+      );
       expect((await login(t, 'alice', LOCAL_PASSWORD)).statusCode).toBe(401);
     } finally {
       await t.close();

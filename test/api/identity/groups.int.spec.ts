@@ -8,8 +8,13 @@ let t: TestApp;
 const ROLE_ID = '0b9e6c1a-1111-4a2b-8c3d-4e5f6a7b8c9d';
 beforeAll(async () => {
   t = await startTestApp();
-  expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } })).statusCode).toBe(201);
-  expect((await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } })).statusCode).toBe(201);
+  expect(
+    (await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } })).statusCode,
+  ).toBe(201);
+  expect(
+    (await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } }))
+      .statusCode,
+  ).toBe(201);
   const rule = { id: ROLE_ID, code: 'ADMINS_ROLE', name: 'Admins', entityName: 'users', fullAccess: true };
   expect((await t.call({ method: 'POST', url: '/api/v1/access-rules', payload: rule })).statusCode).toBe(201);
 });
@@ -21,17 +26,29 @@ type Group = { id: string; code: string; name: string; parentUserGroupId?: strin
 type ErrorBody = { status: string; code: string; errors: string[]; message: string };
 
 const group = async (code: string, extra: Record<string, unknown> = {}) => {
-  const res = await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code, name: `Group ${code}`, type: 'TEAM', chars: {}, ...extra } });
+  const res = await t.call({
+    method: 'POST',
+    url: '/api/v1/user-groups',
+    payload: { code, name: `Group ${code}`, type: 'TEAM', chars: {}, ...extra },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return { group: res.json<Group>(), at: String(res.headers['x-event-position']) };
 };
 
 describe('user groups', () => {
   it('refuses an unknown type or parent (422 naming the field) and a missing chars (400)', async () => {
-    const badType = await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'X1', name: 'x', type: 'NOPE', chars: {} } });
+    const badType = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-groups',
+      payload: { code: 'X1', name: 'x', type: 'NOPE', chars: {} },
+    });
     expect(badType.statusCode).toBe(422);
     expect(badType.json<ErrorBody>().errors).toEqual(['type: no UserGroupType "NOPE"']);
-    const badParent = await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'X2', name: 'x', type: 'TEAM', chars: {}, parentUserGroupId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' } });
+    const badParent = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-groups',
+      payload: { code: 'X2', name: 'x', type: 'TEAM', chars: {}, parentUserGroupId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' },
+    });
     expect(badParent.statusCode).toBe(422);
     expect(badParent.json<ErrorBody>().errors[0]).toMatch(/^parentUserGroupId: no UserGroup/);
     const noChars = await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'X3', name: 'x', type: 'TEAM' } });
@@ -50,15 +67,29 @@ describe('user groups', () => {
     expect(loop.json<ErrorBody>().errors[0]).toMatch(/^parentUserGroupId: .* would make a cycle/);
     // Moving a leaf under another branch is fine.
     const { group: d } = await group('CY-D');
-    expect((await t.call({ method: 'PATCH', url: `/api/v1/user-groups/${c.id}`, payload: { parentUserGroupId: d.id } })).statusCode).toBe(200);
+    expect((await t.call({ method: 'PATCH', url: `/api/v1/user-groups/${c.id}`, payload: { parentUserGroupId: d.id } })).statusCode).toBe(
+      200,
+    );
   });
 
   it('keeps ldapMemberOf unique as a normalised DN and finds a group by it (expanded form)', async () => {
-    await group('LDAP-1', { ldapMemberOf: 'CN=Admins, OU=Groups, DC=example, DC=com', chars: { region: 'north' }, associatedUserRoleId: ROLE_ID });
-    const dup = await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'LDAP-2', name: 'x', type: 'TEAM', chars: {}, ldapMemberOf: 'cn=admins,ou=groups,dc=example,dc=com' } });
+    await group('LDAP-1', {
+      ldapMemberOf: 'CN=Admins, OU=Groups, DC=example, DC=com',
+      chars: { region: 'north' },
+      associatedUserRoleId: ROLE_ID,
+    });
+    const dup = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-groups',
+      payload: { code: 'LDAP-2', name: 'x', type: 'TEAM', chars: {}, ldapMemberOf: 'cn=admins,ou=groups,dc=example,dc=com' },
+    });
     expect(dup.statusCode).toBe(409);
     expect(dup.json<ErrorBody>().code).toBe('USER_GROUP.LDAP_MEMBER_OF_TAKEN');
-    const found = await t.call({ method: 'GET', url: `/api/v1/user-groups/by-ldap?ldapMemberOf=${encodeURIComponent('cn = ADMINS ,ou=groups,dc=example,dc=com')}`, as: 'viewer' });
+    const found = await t.call({
+      method: 'GET',
+      url: `/api/v1/user-groups/by-ldap?ldapMemberOf=${encodeURIComponent('cn = ADMINS ,ou=groups,dc=example,dc=com')}`,
+      as: 'viewer',
+    });
     expect(found.statusCode, found.body).toBe(200);
     expect(found.json()).toMatchObject({
       code: 'LDAP-1',
@@ -75,7 +106,8 @@ describe('user groups', () => {
 
   it('finds groups by a characteristic path, validating the path', async () => {
     const { at } = await group('CH-1', { chars: { site: { city: 'Brno' }, floor: 3 } });
-    const byChars = async (query: string) => t.call({ method: 'GET', url: `/api/v1/user-groups/by-chars?${query}&minPosition=${at}`, as: 'viewer' });
+    const byChars = async (query: string) =>
+      t.call({ method: 'GET', url: `/api/v1/user-groups/by-chars?${query}&minPosition=${at}`, as: 'viewer' });
     expect((await byChars('path=site.city&value=Brno')).json<Group[]>().map((g) => g.code)).toEqual(['CH-1']);
     expect((await byChars('path=floor&value=3')).json<Group[]>().map((g) => g.code)).toEqual(['CH-1']);
     for (const bad of ['site..city', 'site.$where', "a'b", '']) {
@@ -99,21 +131,54 @@ describe('user groups', () => {
     const { group: root } = await group('H-ROOT');
     const { group: child } = await group('H-CHILD', { parentUserGroupId: root.id });
     await group('H-LEAF', { parentUserGroupId: child.id });
-    await t.call({ method: 'POST', url: '/api/v1/users', payload: { code: 'h-u1', type: 'INDIVIDUAL', givenName: 'H', chars: {}, groups: ['H-ROOT', 'H-LEAF'] } });
-    const last = await t.call({ method: 'POST', url: '/api/v1/users', payload: { code: 'h-u2', type: 'INDIVIDUAL', givenName: 'H', chars: {}, groups: ['H-CHILD'] } });
+    await t.call({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { code: 'h-u1', type: 'INDIVIDUAL', givenName: 'H', chars: {}, groups: ['H-ROOT', 'H-LEAF'] },
+    });
+    const last = await t.call({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { code: 'h-u2', type: 'INDIVIDUAL', givenName: 'H', chars: {}, groups: ['H-CHILD'] },
+    });
     const at = String(last.headers['x-event-position']);
-    const tree = await t.call({ method: 'POST', url: '/api/v1/user-groups/scripts/HIERARCHY', payload: { group: 'H-ROOT', minPosition: at } });
-    expect(tree.json()).toMatchObject({ root: { code: 'H-ROOT', children: [{ code: 'H-CHILD', children: [{ code: 'H-LEAF', children: [] }] }] } });
-    const members = await t.call({ method: 'POST', url: '/api/v1/user-groups/scripts/EFFECTIVE_MEMBERS', payload: { group: root.id, minPosition: at } });
-    expect(members.json<{ users: { code: string }[] }>().users.map((u) => u.code).sort()).toEqual(['h-u1', 'h-u2']);
-    expect((await t.call({ method: 'POST', url: '/api/v1/user-groups/scripts/rm%20-rf', payload: { group: 'H-ROOT' } })).statusCode).toBe(404);
+    const tree = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-groups/scripts/HIERARCHY',
+      payload: { group: 'H-ROOT', minPosition: at },
+    });
+    expect(tree.json()).toMatchObject({
+      root: { code: 'H-ROOT', children: [{ code: 'H-CHILD', children: [{ code: 'H-LEAF', children: [] }] }] },
+    });
+    const members = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-groups/scripts/EFFECTIVE_MEMBERS',
+      payload: { group: root.id, minPosition: at },
+    });
+    expect(
+      members
+        .json<{ users: { code: string }[] }>()
+        .users.map((u) => u.code)
+        .sort(),
+    ).toEqual(['h-u1', 'h-u2']);
+    expect((await t.call({ method: 'POST', url: '/api/v1/user-groups/scripts/rm%20-rf', payload: { group: 'H-ROOT' } })).statusCode).toBe(
+      404,
+    );
   });
 
   it('refuses to delete a group with members, children or regions (409 naming them), and to change the code of one with members', async () => {
     const { group: parent } = await group('DEL-P');
     const { group: child } = await group('DEL-C', { parentUserGroupId: parent.id });
-    await t.call({ method: 'POST', url: '/api/v1/users', payload: { code: 'del-u', type: 'INDIVIDUAL', givenName: 'D', chars: {}, groups: ['DEL-P'] } });
-    const region = await t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: parent.id, regionId: '7a1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' } });
+    await t.call({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { code: 'del-u', type: 'INDIVIDUAL', givenName: 'D', chars: {}, groups: ['DEL-P'] },
+    });
+    const region = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-group-regions',
+      payload: { userGroupId: parent.id, regionId: '7a1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' },
+    });
     expect(region.statusCode, region.body).toBe(201);
     const del = await t.call({ method: 'DELETE', url: `/api/v1/user-groups/${parent.id}` });
     expect(del.statusCode).toBe(409);
@@ -127,7 +192,9 @@ describe('user groups', () => {
     // Renaming is fine; once nothing names it, it goes.
     expect((await t.call({ method: 'PATCH', url: `/api/v1/user-groups/${parent.id}`, payload: { name: 'Renamed' } })).statusCode).toBe(200);
     expect((await t.call({ method: 'DELETE', url: `/api/v1/user-groups/${child.id}` })).statusCode).toBe(204);
-    expect((await t.call({ method: 'DELETE', url: `/api/v1/user-group-regions/${region.json<{ id: string }>().id}` })).statusCode).toBe(204);
+    expect((await t.call({ method: 'DELETE', url: `/api/v1/user-group-regions/${region.json<{ id: string }>().id}` })).statusCode).toBe(
+      204,
+    );
     expect((await t.call({ method: 'PATCH', url: '/api/v1/users/del-u', payload: { groups: [] } })).statusCode).toBe(200);
     expect((await t.call({ method: 'DELETE', url: `/api/v1/user-groups/${parent.id}` })).statusCode).toBe(204);
   });

@@ -44,10 +44,28 @@ beforeAll(async () => {
   await created('/api/v1/user-group-types', { code: 'TEAM', name: 'Team', registry: {} });
   await created('/api/v1/user-group-types', { code: 'T_USED', name: 'Used', registry: {} });
   ids.R_PUB = await created(base, { code: 'R_PUB', name: 'Public root', type: 'TEAM', chars: {} });
-  ids.R_PUB_CHILD = await created(base, { code: 'R_PUB_CHILD', name: 'Public child', type: 'TEAM', chars: {}, parentUserGroupId: ids.R_PUB });
-  ids.R_HIDDEN_CHILD = await created(base, { code: 'R_HIDDEN_CHILD', name: 'Secret child', type: 'TEAM', chars: {}, parentUserGroupId: ids.R_PUB });
+  ids.R_PUB_CHILD = await created(base, {
+    code: 'R_PUB_CHILD',
+    name: 'Public child',
+    type: 'TEAM',
+    chars: {},
+    parentUserGroupId: ids.R_PUB,
+  });
+  ids.R_HIDDEN_CHILD = await created(base, {
+    code: 'R_HIDDEN_CHILD',
+    name: 'Secret child',
+    type: 'TEAM',
+    chars: {},
+    parentUserGroupId: ids.R_PUB,
+  });
   ids.R_SECRET = await created(base, { code: 'R_SECRET', name: 'Secret', type: 'TEAM', chars: {}, description: 'the hidden one' });
-  ids.R_HIDDEN_USER = await created('/api/v1/users', { code: 'R_HIDDEN_USER', type: 'INDIVIDUAL', givenName: 'H', chars: {}, groups: ['R_PUB'] });
+  ids.R_HIDDEN_USER = await created('/api/v1/users', {
+    code: 'R_HIDDEN_USER',
+    type: 'INDIVIDUAL',
+    givenName: 'H',
+    chars: {},
+    groups: ['R_PUB'],
+  });
   ids.assignment = await created('/api/v1/user-group-regions', { userGroupId: ids.R_PUB, regionId: randomUUID() });
   // The type is named by two groups: one public, one hidden from a caller reading public groups.
   ids.T_PUB = await created(base, { code: 'T_PUB', name: 'Public typed', type: 'T_USED', chars: {} });
@@ -55,10 +73,15 @@ beforeAll(async () => {
   // Users some callers may read (V_…) and some they may not (H_…).
   ids.V_BOSS = await created('/api/v1/users', { code: 'V_BOSS', type: 'INDIVIDUAL', givenName: 'B', chars: {} });
   ids.V_SUB = await created('/api/v1/users', { code: 'V_SUB', type: 'INDIVIDUAL', givenName: 'S', chars: {}, supervisorId: ids.V_BOSS });
-  for (const code of ['H_SUB1', 'H_SUB2']) ids[code] = await created('/api/v1/users', { code, type: 'INDIVIDUAL', givenName: 'S', chars: {}, supervisorId: ids.V_BOSS });
+  for (const code of ['H_SUB1', 'H_SUB2'])
+    ids[code] = await created('/api/v1/users', { code, type: 'INDIVIDUAL', givenName: 'S', chars: {}, supervisorId: ids.V_BOSS });
   await rule('RW_PUBLIC_GROUPS', { entityName: 'user-groups', accessRule: 'READ_WRITE', expression: publicLike });
   await rule('RW_GROUP_TYPES', { entityName: 'user-group-types', accessRule: 'READ_WRITE', fullAccess: true });
-  await rule('RW_VISIBLE_USERS', { entityName: 'users', accessRule: 'READ_WRITE', expression: JSON.stringify([{ column: 'code', operator: 'LIKE', value: 'V_%' }]) });
+  await rule('RW_VISIBLE_USERS', {
+    entityName: 'users',
+    accessRule: 'READ_WRITE',
+    expression: JSON.stringify([{ column: 'code', operator: 'LIKE', value: 'V_%' }]),
+  });
   await rule('R_ALL_USERS', { entityName: 'users', accessRule: 'READ', fullAccess: true });
 });
 afterAll(async () => {
@@ -97,7 +120,7 @@ describe('409 STILL_REFERENCED counts every referrer and names only those the ca
     expectReferenced(res, 'USER_GROUP', lines, hiddenNames('R_HIDDEN_CHILD', 'R_HIDDEN_USER', 'assignment'));
   });
 
-  it('names what another resource\'s rule lets the caller read (users), and everything to a caller reading all', async () => {
+  it("names what another resource's rule lets the caller read (users), and everything to a caller reading all", async () => {
     const both = await as(['RW_PUBLIC_GROUPS', 'R_ALL_USERS']);
     const res = await both('DELETE', `${base}/R_PUB`);
     expect(res.json<ErrorBody>().errors).toContain('users.groups: 1 User record(s) name it (R_HIDDEN_USER)');
@@ -114,7 +137,12 @@ describe('409 STILL_REFERENCED counts every referrer and names only those the ca
     const call = await as(['RW_GROUP_TYPES']);
     const lines = ['user-groups.type: 2 UserGroup record(s) name it (2 you may not read)'];
     expectReferenced(await call('DELETE', '/api/v1/user-group-types/T_USED'), 'USER_GROUP_TYPE', lines, hiddenNames('T_PUB', 'T_HIDDEN'));
-    expectReferenced(await call('PATCH', '/api/v1/user-group-types/T_USED', { code: 'T_USED2' }), 'USER_GROUP_TYPE', lines, hiddenNames('T_PUB', 'T_HIDDEN'));
+    expectReferenced(
+      await call('PATCH', '/api/v1/user-group-types/T_USED', { code: 'T_USED2' }),
+      'USER_GROUP_TYPE',
+      lines,
+      hiddenNames('T_PUB', 'T_HIDDEN'),
+    );
     const withGroups = await as(['RW_GROUP_TYPES', 'RW_PUBLIC_GROUPS']);
     expect((await withGroups('DELETE', '/api/v1/user-group-types/T_USED')).json<ErrorBody>().errors).toEqual([
       'user-groups.type: 2 UserGroup record(s) name it (T_PUB; 1 you may not read)',
@@ -124,13 +152,20 @@ describe('409 STILL_REFERENCED counts every referrer and names only those the ca
   it('a delete of a user that hidden users name as their supervisor', async () => {
     const call = await as(['RW_VISIBLE_USERS']);
     const res = await call('DELETE', '/api/v1/users/V_BOSS');
-    expectReferenced(res, 'USER', ['users.supervisorId: 3 User record(s) name it (V_SUB; 2 you may not read)'], hiddenNames('H_SUB1', 'H_SUB2'));
+    expectReferenced(
+      res,
+      'USER',
+      ['users.supervisorId: 3 User record(s) name it (V_SUB; 2 you may not read)'],
+      hiddenNames('H_SUB1', 'H_SUB2'),
+    );
   });
 
   it('counts past the five it names', async () => {
     const boss = await created('/api/v1/users', { code: 'V_BIG_BOSS', type: 'INDIVIDUAL', givenName: 'B', chars: {} });
-    for (let i = 0; i < 7; i++) await created('/api/v1/users', { code: `V_M${String(i)}`, type: 'INDIVIDUAL', givenName: 'M', chars: {}, supervisorId: boss });
-    for (let i = 0; i < 3; i++) await created('/api/v1/users', { code: `H_M${String(i)}`, type: 'INDIVIDUAL', givenName: 'M', chars: {}, supervisorId: boss });
+    for (let i = 0; i < 7; i++)
+      await created('/api/v1/users', { code: `V_M${String(i)}`, type: 'INDIVIDUAL', givenName: 'M', chars: {}, supervisorId: boss });
+    for (let i = 0; i < 3; i++)
+      await created('/api/v1/users', { code: `H_M${String(i)}`, type: 'INDIVIDUAL', givenName: 'M', chars: {}, supervisorId: boss });
     const res = await (await as(['RW_VISIBLE_USERS']))('DELETE', '/api/v1/users/V_BIG_BOSS');
     expect(res.statusCode, res.body).toBe(409);
     const [line] = res.json<ErrorBody>().errors;
@@ -146,12 +181,24 @@ describe('the other errors about other records name only what the request sent',
     const secret = await created(base, { code: 'R_DN_HIDDEN', name: 'Secret directory', type: 'TEAM', chars: {}, ldapMemberOf: secretDn });
     const code = await call('PATCH', `${base}/R_PUB_CHILD`, { code: 'R_DN_HIDDEN' });
     expect([code.statusCode, code.json<ErrorBody>().code]).toEqual([409, 'USER_GROUP.CODE_TAKEN']);
-    const dn = await call('POST', base, { code: 'R_DN_MINE', name: 'Public directory', type: 'TEAM', chars: {}, ldapMemberOf: 'cn=hidden team,ou=secret' });
+    const dn = await call('POST', base, {
+      code: 'R_DN_MINE',
+      name: 'Public directory',
+      type: 'TEAM',
+      chars: {},
+      ldapMemberOf: 'cn=hidden team,ou=secret',
+    });
     expect([dn.statusCode, dn.json<ErrorBody>().code]).toEqual([409, 'USER_GROUP.LDAP_MEMBER_OF_TAKEN']);
     expect(dn.body).not.toContain(secretDn);
     const id = await call('POST', base, { id: secret, code: 'R_ID_MINE', name: 'Public id', type: 'TEAM', chars: {} });
     expect([id.statusCode, id.json<ErrorBody>().code]).toEqual([409, 'USER_GROUP.ALREADY_EXISTS']);
-    const parent = await call('POST', base, { code: 'R_UNDER_HIDDEN', name: 'Public under', type: 'TEAM', chars: {}, parentUserGroupId: secret });
+    const parent = await call('POST', base, {
+      code: 'R_UNDER_HIDDEN',
+      name: 'Public under',
+      type: 'TEAM',
+      chars: {},
+      parentUserGroupId: secret,
+    });
     expect([parent.statusCode, parent.json<ErrorBody>().code]).toEqual([422, 'USER_GROUP.REFERENCE_NOT_FOUND']);
     // Public top → Secret middle → Public bottom: moving top under bottom closes a cycle through the hidden group.
     const top = await created(base, { code: 'R_CY_TOP', name: 'Public top', type: 'TEAM', chars: {} });
@@ -179,7 +226,7 @@ describe('diff/apply, export/diff and import treat a record the caller may not r
     return item;
   }
 
-  it('NEW with the id of a hidden record, differing or equal to it: the plain create\'s 409, never the record', async () => {
+  it("NEW with the id of a hidden record, differing or equal to it: the plain create's 409, never the record", async () => {
     const hidden = await secret();
     const plain = await (await as(['RW_PUBLIC_GROUPS']))('POST', base, { ...hidden, name: 'Public now' });
     expect(plain.statusCode).toBe(409);
@@ -192,7 +239,7 @@ describe('diff/apply, export/diff and import treat a record the caller may not r
     expect((await secret()).auditInfo.version).toBe(hidden.auditInfo.version);
   });
 
-  it('NEW matched by the code of a hidden record: the plain create\'s 409 CODE_TAKEN', async () => {
+  it("NEW matched by the code of a hidden record: the plain create's 409 CODE_TAKEN", async () => {
     const hidden = await secret();
     const right = { code: hidden.code, name: 'Public too', type: 'TEAM', chars: {} };
     const plain = await (await as(['RW_PUBLIC_GROUPS']))('POST', base, right);
@@ -201,7 +248,7 @@ describe('diff/apply, export/diff and import treat a record the caller may not r
     expect(errorOf(item.error as ErrorBody)).toEqual(errorOf(plain.json<ErrorBody>()));
   });
 
-  it('CHANGE and REMOVE of a hidden record: the plain replace\'s and delete\'s 404, naming what the entry named', async () => {
+  it("CHANGE and REMOVE of a hidden record: the plain replace's and delete's 404, naming what the entry named", async () => {
     const hidden = await secret();
     const call = await as(['RW_PUBLIC_GROUPS']);
     const put = await call('PUT', `${base}/${hidden.id}`, { ...hidden, name: 'Public now' });
@@ -231,11 +278,17 @@ describe('diff/apply, export/diff and import treat a record the caller may not r
   });
 
   it('matching by a field a hidden record shares is no clash: only the records the caller may read are matched', async () => {
-    await rule('RW_OPEN_GROUPS', { entityName: 'user-groups', accessRule: 'READ_WRITE', expression: JSON.stringify([{ column: 'description', operator: 'EQ', value: 'open' }]) });
+    await rule('RW_OPEN_GROUPS', {
+      entityName: 'user-groups',
+      accessRule: 'READ_WRITE',
+      expression: JSON.stringify([{ column: 'description', operator: 'EQ', value: 'open' }]),
+    });
     const open = await created(base, { code: 'D_OPEN', name: 'Twin', description: 'open', type: 'TEAM', chars: {} });
     await created(base, { code: 'D_SHUT', name: 'Twin', description: 'shut', type: 'TEAM', chars: {} });
     const current = (await admin('GET', `${base}/${open}`)).json<Group>();
-    const res = await (await as(['RW_OPEN_GROUPS']))('POST', `${base}/diff/apply?compareField=name`, [
+    const res = await (
+      await as(['RW_OPEN_GROUPS'])
+    )('POST', `${base}/diff/apply?compareField=name`, [
       { diffType: 'DIFF_TYPE_CHANGE', left: current, right: { ...current, email: 'twin@example.com' } },
     ]);
     expect(res.statusCode, res.body).toBe(200);

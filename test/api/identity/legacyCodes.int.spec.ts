@@ -22,8 +22,13 @@ type ErrorBody = { code: string; errors: string[] };
 beforeAll(async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'legacy-codes-'));
   events = openSqliteEventStore(join(dataDir, EVENT_LOG_FILE));
-  t = await startTestApp({ dataDir, stores: { eventStore: events, readStore: openSqliteReadStore({ path: join(dataDir, READ_MODELS_FILE) }) } });
-  expect((await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } })).statusCode).toBe(201);
+  t = await startTestApp({
+    dataDir,
+    stores: { eventStore: events, readStore: openSqliteReadStore({ path: join(dataDir, READ_MODELS_FILE) }) },
+  });
+  expect(
+    (await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } })).statusCode,
+  ).toBe(201);
 });
 afterAll(async () => {
   await t.close();
@@ -42,7 +47,12 @@ async function storedBefore(category: string, like: { id: string }, changes: Rec
   if (first === undefined) throw new Error(`no record ${like.id}`);
   const id = randomUUID();
   const data: Record<string, unknown> = { ...first.data, id, ...changes };
-  const { position } = await events.append({ stream: `${category}-${id}`, expected: 'no_stream', events: [{ ...first, id: randomUUID(), data }], claim: [{ scope: category, code: String(data.code) }] });
+  const { position } = await events.append({
+    stream: `${category}-${id}`,
+    expected: 'no_stream',
+    events: [{ ...first, id: randomUUID(), data }],
+    claim: [{ scope: category, code: String(data.code) }],
+  });
   // Once the read models have it, as a record of long ago would be.
   await t.call({ method: 'POST', url: `/api/v1/access-rules/count?minPosition=${String(position)}`, payload: {} });
   await t.call({ method: 'POST', url: `/api/v1/user-groups/count?minPosition=${String(position)}`, payload: {} });
@@ -63,7 +73,10 @@ describe('an access rule whose code is shaped like a UUID, stored before such co
     // Set or changed to such a code: refused, on this record as on any other.
     const other = randomUUID();
     const changed = await t.call({ method: 'PATCH', url: `/api/v1/access-rules/${id}`, payload: { code: other } });
-    expect([changed.statusCode, changed.json<ErrorBody>().errors]).toEqual([400, [`code: ${JSON.stringify(other)} never has the form of a UUID (a UUID in a path names a record by its id)`]]);
+    expect([changed.statusCode, changed.json<ErrorBody>().errors]).toEqual([
+      400,
+      [`code: ${JSON.stringify(other)} never has the form of a UUID (a UUID in a path names a record by its id)`],
+    ]);
     expect((await t.call({ method: 'POST', url: '/api/v1/access-rules', payload: rule(other) })).statusCode).toBe(400);
     // It may leave it for a plain code, and not come back.
     expect((await t.call({ method: 'PATCH', url: `/api/v1/access-rules/${id}`, payload: { code: 'NOW_PLAIN' } })).statusCode).toBe(200);
@@ -74,13 +87,23 @@ describe('an access rule whose code is shaped like a UUID, stored before such co
     const shaped = randomUUID();
     await storedBefore(accessRule.category, await created('/api/v1/access-rules', rule('LIKE_OLD_2')), { code: shaped });
     // A reference by id is resolved by id: no rule has this one.
-    const named = await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'BY_SHAPED', name: 'g', type: 'TEAM', chars: {}, associatedUserRoleId: shaped } });
+    const named = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-groups',
+      payload: { code: 'BY_SHAPED', name: 'g', type: 'TEAM', chars: {}, associatedUserRoleId: shaped },
+    });
     expect([named.statusCode, named.json<ErrorBody>().code]).toEqual([422, 'USER_GROUP.REFERENCE_NOT_FOUND']);
     // A group stored naming it (as the old check let it) gives its members no role.
     const plain = await created('/api/v1/user-groups', { code: 'LIKE_OLD_GROUP', name: 'g', type: 'TEAM', chars: {} });
     await storedBefore(userGroup.category, plain, { code: 'OLD_GROUP', associatedUserRoleId: shaped });
     await created('/api/v1/user-types', { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' });
-    const member = await created('/api/v1/users', { code: 'old-member', type: 'INDIVIDUAL', givenName: 'm', chars: {}, groups: ['OLD_GROUP'] });
+    const member = await created('/api/v1/users', {
+      code: 'old-member',
+      type: 'INDIVIDUAL',
+      givenName: 'm',
+      chars: {},
+      groups: ['OLD_GROUP'],
+    });
     expect((await t.call({ method: 'GET', url: `/api/v1/users/${member.id}/roles` })).json()).toEqual([]);
     // A rule made later with that id is the one the id names.
     const later = await created('/api/v1/access-rules', { ...rule('LATER'), id: shaped });

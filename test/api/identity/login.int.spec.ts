@@ -20,7 +20,8 @@ const call = async (options: Parameters<TestApp['call']>[0]): Promise<TestRespon
   responses.push(JSON.stringify(res.headers), res.body);
   return res;
 };
-const login = (username: string, password: string) => call({ method: 'POST', url: '/api/v1/auth/token', payload: { username, password }, as: null });
+const login = (username: string, password: string) =>
+  call({ method: 'POST', url: '/api/v1/auth/token', payload: { username, password }, as: null });
 type ErrorBody = { status: string; code: string; errors: string[]; message: string };
 
 beforeAll(async () => {
@@ -33,9 +34,29 @@ beforeAll(async () => {
   t = await startTestApp({ logger: { level: 'trace', stream } });
   await call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
   await call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } });
-  await call({ method: 'POST', url: '/api/v1/access-rules', payload: { id: ROLE_ID, code: 'READERS_ROLE', name: 'Readers', entityName: 'user-groups', fullAccess: true } });
-  await call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'READERS', name: 'Readers', type: 'TEAM', chars: {}, associatedUserRoleId: ROLE_ID } });
-  const u = await call({ method: 'POST', url: '/api/v1/users', payload: { code: 'vera', type: 'INDIVIDUAL', givenName: 'Vera', email: 'vera@example.com', chars: {}, roles: ['viewer'], groups: ['READERS'] } });
+  await call({
+    method: 'POST',
+    url: '/api/v1/access-rules',
+    payload: { id: ROLE_ID, code: 'READERS_ROLE', name: 'Readers', entityName: 'user-groups', fullAccess: true },
+  });
+  await call({
+    method: 'POST',
+    url: '/api/v1/user-groups',
+    payload: { code: 'READERS', name: 'Readers', type: 'TEAM', chars: {}, associatedUserRoleId: ROLE_ID },
+  });
+  const u = await call({
+    method: 'POST',
+    url: '/api/v1/users',
+    payload: {
+      code: 'vera',
+      type: 'INDIVIDUAL',
+      givenName: 'Vera',
+      email: 'vera@example.com',
+      chars: {},
+      roles: ['viewer'],
+      groups: ['READERS'],
+    },
+  });
   userId = u.json<{ id: string }>().id;
 });
 afterAll(async () => {
@@ -48,12 +69,14 @@ describe('password', () => {
     const short = await put('Short-1');
     expect(short.statusCode).toBe(400);
     expect(short.json<ErrorBody>().errors).toEqual(['password: must be at least 12 characters']);
-    expect((await put('VERA@example.com')).json<ErrorBody>().errors).toEqual(['password: must not be the user\'s e-mail']);
+    expect((await put('VERA@example.com')).json<ErrorBody>().errors).toEqual(["password: must not be the user's e-mail"]);
     expect((await put('x'.repeat(257))).json<ErrorBody>().errors).toEqual(['password: must be at most 256 characters']);
     const bad = await call({ method: 'PUT', url: `/api/v1/users/${userId}/password`, payload: `{"password": "${PASSWORD}" oops}` });
     expect(bad.statusCode).toBe(400);
     expect(bad.body).not.toContain('Battery');
-    expect((await call({ method: 'PUT', url: `/api/v1/users/${userId}/password`, payload: { password: PASSWORD }, as: 'viewer' })).statusCode).toBe(403);
+    expect(
+      (await call({ method: 'PUT', url: `/api/v1/users/${userId}/password`, payload: { password: PASSWORD }, as: 'viewer' })).statusCode,
+    ).toBe(403);
   });
 
   it('keeps only the hash: 204, and history shows the change but no hash', async () => {
@@ -74,21 +97,45 @@ describe('login', () => {
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json<{ access_token: string; token_type: string; roles: string[] }>();
     expect(body).toMatchObject({ token_type: 'Bearer', roles: ['viewer', 'READERS_ROLE'] });
-    const claims = JSON.parse(Buffer.from(body.access_token.split('.')[1] ?? '', 'base64url').toString()) as { sub: string; roles: string[] };
+    const claims = JSON.parse(Buffer.from(body.access_token.split('.')[1] ?? '', 'base64url').toString()) as {
+      sub: string;
+      roles: string[];
+    };
     expect(claims).toMatchObject({ sub: 'vera', roles: ['viewer', 'READERS_ROLE'] });
     const headers = { authorization: `Bearer ${body.access_token}` };
     expect((await call({ method: 'GET', url: '/api/v1/users/vera', headers, as: null })).statusCode).toBe(200);
-    expect((await call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'X', name: 'X', type: 'EXTERNAL' }, headers, as: null })).statusCode).toBe(403);
+    expect(
+      (await call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'X', name: 'X', type: 'EXTERNAL' }, headers, as: null }))
+        .statusCode,
+    ).toBe(403);
   });
 
   it('answers every failure with the same 401', async () => {
-    await call({ method: 'POST', url: '/api/v1/users', payload: { code: 'off', type: 'INDIVIDUAL', givenName: 'Off', chars: {}, status: 'DISABLE' } });
+    await call({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { code: 'off', type: 'INDIVIDUAL', givenName: 'Off', chars: {}, status: 'DISABLE' },
+    });
     await call({ method: 'PUT', url: '/api/v1/users/off/password', payload: { password: PASSWORD } });
-    await call({ method: 'POST', url: '/api/v1/users', payload: { code: 'gone', type: 'INDIVIDUAL', givenName: 'Gone', chars: {}, validTo: '2020-01-01' } });
+    await call({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { code: 'gone', type: 'INDIVIDUAL', givenName: 'Gone', chars: {}, validTo: '2020-01-01' },
+    });
     await call({ method: 'PUT', url: '/api/v1/users/gone/password', payload: { password: PASSWORD } });
-    await call({ method: 'POST', url: '/api/v1/users', payload: { code: 'dir', type: 'INDIVIDUAL', givenName: 'Dir', chars: {}, authentication: 'LDAP' } });
+    await call({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { code: 'dir', type: 'INDIVIDUAL', givenName: 'Dir', chars: {}, authentication: 'LDAP' },
+    });
     await call({ method: 'PUT', url: '/api/v1/users/dir/password', payload: { password: PASSWORD } });
-    const failures = [await login('vera', `${PASSWORD}x`), await login('nobody', PASSWORD), await login('off', PASSWORD), await login('gone', PASSWORD), await login('dir', PASSWORD)];
+    const failures = [
+      await login('vera', `${PASSWORD}x`),
+      await login('nobody', PASSWORD),
+      await login('off', PASSWORD),
+      await login('gone', PASSWORD),
+      await login('dir', PASSWORD),
+    ];
     for (const f of failures) {
       expect(f.statusCode).toBe(401);
       const { message, code, errors } = f.json<ErrorBody>();
@@ -113,7 +160,9 @@ describe('login', () => {
   it('counts failures against the user the name resolves to: not another whose code differs in case, and still after a rename', async () => {
     const made: Record<string, string> = {};
     for (const code of ['U_PWD', 'u_pwd']) {
-      made[code] = (await call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: code, chars: {} } })).json<{ id: string }>().id;
+      made[code] = (
+        await call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: code, chars: {} } })
+      ).json<{ id: string }>().id;
       await call({ method: 'PUT', url: `/api/v1/users/${code}/password`, payload: { password: PASSWORD } });
     }
     for (let i = 0; i < 10; i++) expect((await login('U_PWD', `wrong-password-${String(i)}`)).statusCode).toBe(401);
@@ -129,7 +178,9 @@ describe('login', () => {
   it('has no login route when tokens come from an OIDC issuer', async () => {
     const oidc = await startTestApp({ login: false });
     try {
-      expect((await oidc.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: 'a', password: 'b' }, as: null })).statusCode).toBe(404);
+      expect(
+        (await oidc.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: 'a', password: 'b' }, as: null })).statusCode,
+      ).toBe(404);
     } finally {
       await oidc.close();
     }
@@ -137,7 +188,7 @@ describe('login', () => {
 });
 
 describe('the test password', () => {
-  it('is nowhere: not in the stores\' files, the server\'s output or any response', () => {
+  it("is nowhere: not in the stores' files, the server's output or any response", () => {
     const needle = Buffer.from(PASSWORD);
     const files = readdirSync(t.dataDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
     expect(files.length).toBeGreaterThan(0);

@@ -38,8 +38,15 @@ const createGroup = (c: string, parent: string | undefined): Cmd => ({
   run: async (m, r) => {
     const code = g(m, c);
     const parentId = parent === undefined ? undefined : m.groups.get(g(m, parent))?.id;
-    const res = await r.t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code, name: c, type: 'TEAM', chars: {}, ...(parentId === undefined ? {} : { parentUserGroupId: parentId }) } });
-    if (m.groups.has(code)) { expect(res.statusCode).toBe(409); return; }
+    const res = await r.t.call({
+      method: 'POST',
+      url: '/api/v1/user-groups',
+      payload: { code, name: c, type: 'TEAM', chars: {}, ...(parentId === undefined ? {} : { parentUserGroupId: parentId }) },
+    });
+    if (m.groups.has(code)) {
+      expect(res.statusCode).toBe(409);
+      return;
+    }
     expect(res.statusCode, res.body).toBe(201);
     m.groups.set(code, { id: res.json<{ id: string }>().id, parent: parentId === undefined ? undefined : g(m, parent ?? '') });
     r.last = String(res.headers['x-event-position']);
@@ -52,8 +59,15 @@ const moveGroup = (c: string, parent: string): Cmd => ({
   run: async (m, r) => {
     const child = g(m, c);
     const to = g(m, parent);
-    const res = await r.t.call({ method: 'PATCH', url: `/api/v1/user-groups/${child}`, payload: { parentUserGroupId: m.groups.get(to)?.id } });
-    if (closesCycle(m, child, to)) { expect(res.statusCode, res.body).toBe(422); return; }
+    const res = await r.t.call({
+      method: 'PATCH',
+      url: `/api/v1/user-groups/${child}`,
+      payload: { parentUserGroupId: m.groups.get(to)?.id },
+    });
+    if (closesCycle(m, child, to)) {
+      expect(res.statusCode, res.body).toBe(422);
+      return;
+    }
     expect(res.statusCode, res.body).toBe(200);
     const rec = m.groups.get(child);
     if (rec) rec.parent = to;
@@ -67,9 +81,15 @@ const deleteGroup = (c: string): Cmd => ({
   run: async (m, r) => {
     const code = g(m, c);
     const res = await r.t.call({ method: 'DELETE', url: `/api/v1/user-groups/${code}` });
-    if (!m.groups.has(code)) { expect(res.statusCode).toBe(404); return; }
+    if (!m.groups.has(code)) {
+      expect(res.statusCode).toBe(404);
+      return;
+    }
     const named = [...m.groups.values()].some((x) => x.parent === code) || [...m.users.values()].some((gs) => gs.includes(code));
-    if (named) { expect(res.statusCode, res.body).toBe(409); return; }
+    if (named) {
+      expect(res.statusCode, res.body).toBe(409);
+      return;
+    }
     expect(res.statusCode, res.body).toBe(204);
     m.groups.delete(code);
     r.last = String(res.headers['x-event-position']);
@@ -85,9 +105,16 @@ const setUser = (u: string, groups: string[]): Cmd => ({
     const exists = m.users.has(code);
     const res = exists
       ? await r.t.call({ method: 'PATCH', url: `/api/v1/users/${code}`, payload: { groups: codes } })
-      : await r.t.call({ method: 'POST', url: '/api/v1/users', payload: { code, type: 'INDIVIDUAL', givenName: u, chars: {}, groups: codes } });
+      : await r.t.call({
+          method: 'POST',
+          url: '/api/v1/users',
+          payload: { code, type: 'INDIVIDUAL', givenName: u, chars: {}, groups: codes },
+        });
     const before = m.users.get(code) ?? [];
-    if (codes.some((c) => !m.groups.has(c) && !before.includes(c))) { expect(res.statusCode, res.body).toBe(422); return; }
+    if (codes.some((c) => !m.groups.has(c) && !before.includes(c))) {
+      expect(res.statusCode, res.body).toBe(422);
+      return;
+    }
     expect(res.statusCode, res.body).toBe(exists ? 200 : 201);
     m.users.set(code, codes);
     r.last = String(res.headers['x-event-position']);
@@ -100,7 +127,10 @@ const deleteUser = (u: string): Cmd => ({
   run: async (m, r) => {
     const code = `${m.run}${u}`;
     const res = await r.t.call({ method: 'DELETE', url: `/api/v1/users/${code}` });
-    if (!m.users.has(code)) { expect(res.statusCode).toBe(404); return; }
+    if (!m.users.has(code)) {
+      expect(res.statusCode).toBe(404);
+      return;
+    }
     expect(res.statusCode).toBe(204);
     m.users.delete(code);
     r.last = String(res.headers['x-event-position']);
@@ -116,7 +146,18 @@ describe('groups and users against a reference model', () => {
     const moves = fc.tuple(group, group).map(([c, p]) => moveGroup(c, p));
     // Creates and moves weigh more, so that sequences build trees deep enough to close cycles.
     const commands = fc.commands(
-      [creates, creates, creates, moves, moves, moves, group.map((c) => deleteGroup(c)), sets, sets, fc.constantFrom(...USERS).map((u) => deleteUser(u))],
+      [
+        creates,
+        creates,
+        creates,
+        moves,
+        moves,
+        moves,
+        group.map((c) => deleteGroup(c)),
+        sets,
+        sets,
+        fc.constantFrom(...USERS).map((u) => deleteUser(u)),
+      ],
       { maxCommands: 40, size: 'max' },
     );
     let run = 0;
@@ -128,8 +169,17 @@ describe('groups and users against a reference model', () => {
         await fc.asyncModelRun(() => ({ model, real }), cmds);
         for (const [code, { id }] of model.groups) {
           const members = await t.call({ method: 'GET', url: `/api/v1/user-groups/${id}/users?minPosition=${real.last}` });
-          const expected = [...model.users].filter(([, gs]) => gs.includes(code)).map(([u]) => u).sort();
-          expect(members.json<{ code: string }[]>().map((u) => u.code).sort(), code).toEqual(expected);
+          const expected = [...model.users]
+            .filter(([, gs]) => gs.includes(code))
+            .map(([u]) => u)
+            .sort();
+          expect(
+            members
+              .json<{ code: string }[]>()
+              .map((u) => u.code)
+              .sort(),
+            code,
+          ).toEqual(expected);
         }
         for (const [code, gs] of model.users) {
           const got = await t.call({ method: 'GET', url: `/api/v1/users/${code}` });

@@ -13,16 +13,26 @@ beforeAll(async () => {
   t = await startTestApp();
   await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
   await t.call({ method: 'POST', url: '/api/v1/user-group-types', payload: { code: 'TEAM', name: 'Team', registry: {} } });
-  groupId = (await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'BIG', name: 'Before', type: 'TEAM', chars: {} } })).json<{ id: string }>().id;
+  groupId = (
+    await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'BIG', name: 'Before', type: 'TEAM', chars: {} } })
+  ).json<{ id: string }>().id;
   for (let i = 0; i < USERS; i += 50) {
     const made = await Promise.all(
       Array.from({ length: Math.min(50, USERS - i) }, (_, j) =>
-        t.call({ method: 'POST', url: '/api/v1/users', payload: { code: `member-${String(i + j)}`, type: 'INDIVIDUAL', givenName: 'M', chars: {}, groups: ['BIG'] } }),
+        t.call({
+          method: 'POST',
+          url: '/api/v1/users',
+          payload: { code: `member-${String(i + j)}`, type: 'INDIVIDUAL', givenName: 'M', chars: {}, groups: ['BIG'] },
+        }),
       ),
     );
     for (const m of made) userIds.push(m.json<{ id: string }>().id);
   }
-  await t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: groupId, regionId: '7a1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' } });
+  await t.call({
+    method: 'POST',
+    url: '/api/v1/user-group-regions',
+    payload: { userGroupId: groupId, regionId: '7a1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' },
+  });
 }, 120_000);
 afterAll(async () => {
   await t.close();
@@ -31,7 +41,7 @@ afterAll(async () => {
 type Group = { code: string; name: string };
 
 describe('a group renamed under 1,000 members', () => {
-  it('shows the new name in each user\'s groups, in by-users and in its region assignments', async () => {
+  it("shows the new name in each user's groups, in by-users and in its region assignments", async () => {
     expect(userIds).toHaveLength(USERS);
     const renamed = await t.call({ method: 'PATCH', url: `/api/v1/user-groups/${groupId}`, payload: { name: 'After' } });
     const at = String(renamed.headers['x-event-position']);

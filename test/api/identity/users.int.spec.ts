@@ -20,24 +20,50 @@ beforeAll(async () => {
     ['/api/v1/access-rules', { id: PAST_ROLE_ID, code: 'PAST_ROLE', name: 'Past', entityName: 'users', fullAccess: true }],
   ] as const;
   for (const [url, payload] of setup) expect((await t.call({ method: 'POST', url, payload })).statusCode).toBe(201);
-  const g = await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'OPS', name: 'Operations', type: 'TEAM', chars: {}, associatedUserRoleId: ROLE_ID } });
+  const g = await t.call({
+    method: 'POST',
+    url: '/api/v1/user-groups',
+    payload: { code: 'OPS', name: 'Operations', type: 'TEAM', chars: {}, associatedUserRoleId: ROLE_ID },
+  });
   ops = g.json();
-  await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'PAST', name: 'Past', type: 'TEAM', chars: {}, associatedUserRoleId: PAST_ROLE_ID, validTo: '2001-01-01T00:00:00Z' } });
+  await t.call({
+    method: 'POST',
+    url: '/api/v1/user-groups',
+    payload: { code: 'PAST', name: 'Past', type: 'TEAM', chars: {}, associatedUserRoleId: PAST_ROLE_ID, validTo: '2001-01-01T00:00:00Z' },
+  });
 });
 afterAll(async () => {
   await t.close();
 });
 
-type User = { id: string; code: string; name?: string; status: string; authentication: string; roles?: string[]; groups?: string[]; validFrom?: string; validTo?: string; regions?: { regionId: string; source?: string }[] };
+type User = {
+  id: string;
+  code: string;
+  name?: string;
+  status: string;
+  authentication: string;
+  roles?: string[];
+  groups?: string[];
+  validFrom?: string;
+  validTo?: string;
+  regions?: { regionId: string; source?: string }[];
+};
 type ErrorBody = { status: string; code: string; errors: string[]; message: string };
 
-const create = (payload: Record<string, unknown>) => t.call({ method: 'POST', url: '/api/v1/users', payload: { type: 'INDIVIDUAL', chars: {}, ...payload } });
+const create = (payload: Record<string, unknown>) =>
+  t.call({ method: 'POST', url: '/api/v1/users', payload: { type: 'INDIVIDUAL', chars: {}, ...payload } });
 
 describe('users', () => {
-  it('applies defaults and derives an individual\'s name; takes days or date-times for validity', async () => {
+  it("applies defaults and derives an individual's name; takes days or date-times for validity", async () => {
     const res = await create({ code: 'jan', givenName: 'Jan', familyName: 'Novák', validFrom: '2026-01-01', validTo: '2030-12-31' });
     expect(res.statusCode, res.body).toBe(201);
-    expect(res.json()).toMatchObject({ name: 'Jan Novák', status: 'ENABLE', authentication: 'PASSWORD', validFrom: '2026-01-01T00:00:00.000Z', validTo: '2030-12-31T23:59:59.999Z' });
+    expect(res.json()).toMatchObject({
+      name: 'Jan Novák',
+      status: 'ENABLE',
+      authentication: 'PASSWORD',
+      validFrom: '2026-01-01T00:00:00.000Z',
+      validTo: '2030-12-31T23:59:59.999Z',
+    });
     const renamed = await t.call({ method: 'PATCH', url: '/api/v1/users/jan', payload: { familyName: 'Dvořák' } });
     expect(renamed.json<User>().name).toBe('Jan Dvořák');
     const chosen = await t.call({ method: 'PATCH', url: '/api/v1/users/jan', payload: { name: 'J. D.' } });
@@ -52,7 +78,10 @@ describe('users', () => {
     expect((await create({ code: 'acme', type: 'ORGANIZATION', name: 'ACME' })).statusCode).toBe(201);
     const expired = await create({ code: 'wg', type: 'WORK_GROUP', name: 'WG' });
     expect(expired.statusCode).toBe(422);
-    expect(expired.json<ErrorBody>()).toMatchObject({ code: 'USER.REFERENCE_NOT_VALID', errors: ['type: no UserType with type "WORK_GROUP" is valid now'] });
+    expect(expired.json<ErrorBody>()).toMatchObject({
+      code: 'USER.REFERENCE_NOT_VALID',
+      errors: ['type: no UserType with type "WORK_GROUP" is valid now'],
+    });
     const none = await create({ code: 'ext', type: 'EXTERNAL', name: 'X' });
     expect(none.statusCode).toBe(422);
     expect(none.json<ErrorBody>().errors).toEqual(['type: no UserType with type "EXTERNAL"']);
@@ -71,14 +100,20 @@ describe('users', () => {
     expect((await create({ code: 'x1', givenName: 'X', supervisorId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' })).statusCode).toBe(422);
     expect((await create({ code: 'x2', givenName: 'X', email: 'not an email' })).statusCode).toBe(400);
     expect((await create({ code: 'x3', givenName: 'X', webSite: 'javascript:alert(1)' })).statusCode).toBe(400);
-    expect((await create({ code: 'x4', givenName: 'X', regions: [{ regionId: REGION, validFrom: '2026-02-01T00:00:00Z', validTo: '2026-01-01T00:00:00Z' }] })).json<ErrorBody>().errors).toEqual([
-      'regions.0.validTo: must not be before validFrom',
-    ]);
+    expect(
+      (
+        await create({
+          code: 'x4',
+          givenName: 'X',
+          regions: [{ regionId: REGION, validFrom: '2026-02-01T00:00:00Z', validTo: '2026-01-01T00:00:00Z' }],
+        })
+      ).json<ErrorBody>().errors,
+    ).toEqual(['regions.0.validTo: must not be before validFrom']);
     // A supervisor with subordinates cannot go.
     expect((await t.call({ method: 'DELETE', url: `/api/v1/users/${boss.id}` })).statusCode).toBe(409);
   });
 
-  it('answers effective roles: its own, then the codes of its valid groups\' access rules, each once', async () => {
+  it("answers effective roles: its own, then the codes of its valid groups' access rules, each once", async () => {
     const u = (await create({ code: 'roley', givenName: 'R', roles: ['viewer', 'OPS_ROLE'], groups: ['OPS', 'PAST'] })).json<User>();
     expect((await t.call({ method: 'GET', url: `/api/v1/users/${u.id}/roles`, as: 'viewer' })).json()).toEqual(['viewer', 'OPS_ROLE']);
     const other = (await create({ code: 'roley2', givenName: 'R', roles: ['editor'], groups: ['OPS'] })).json<User>();
@@ -88,20 +123,35 @@ describe('users', () => {
     expect((await t.call({ method: 'GET', url: '/api/v1/users/roley2?expand=EVERYTHING' })).statusCode).toBe(400);
   });
 
-  it('expands regions with those of the user\'s valid groups', async () => {
-    const assigned = await t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: ops.id, regionId: REGION } });
+  it("expands regions with those of the user's valid groups", async () => {
+    const assigned = await t.call({
+      method: 'POST',
+      url: '/api/v1/user-group-regions',
+      payload: { userGroupId: ops.id, regionId: REGION },
+    });
     expect(assigned.statusCode, assigned.body).toBe(201);
     const own = '8a1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
     await create({ code: 'regy', givenName: 'R', groups: ['OPS'], regions: [{ regionId: own, coefficient: 0.5 }] });
-    const res = await t.call({ method: 'GET', url: `/api/v1/users/regy?expand=REGIONS,ROLES&minPosition=${String(assigned.headers['x-event-position'])}` });
+    const res = await t.call({
+      method: 'GET',
+      url: `/api/v1/users/regy?expand=REGIONS,ROLES&minPosition=${String(assigned.headers['x-event-position'])}`,
+    });
     expect(res.json<User>().regions).toEqual([
       { regionId: own, coefficient: 0.5, source: 'USER' },
-      { regionId: REGION, source: 'USER_GROUP', userGroupId: ops.id, userGroupCode: 'OPS', assignmentId: assigned.json<{ id: string }>().id },
+      {
+        regionId: REGION,
+        source: 'USER_GROUP',
+        userGroupId: ops.id,
+        userGroupCode: 'OPS',
+        assignmentId: assigned.json<{ id: string }>().id,
+      },
     ]);
-    expect((await t.call({ method: 'GET', url: '/api/v1/users/regy' })).json<User>().regions).toEqual([{ regionId: own, coefficient: 0.5 }]);
+    expect((await t.call({ method: 'GET', url: '/api/v1/users/regy' })).json<User>().regions).toEqual([
+      { regionId: own, coefficient: 0.5 },
+    ]);
   });
 
-  it('lists users by type, by groups, a user\'s groups and several users\' groups', async () => {
+  it("lists users by type, by groups, a user's groups and several users' groups", async () => {
     const a = (await create({ code: 'q-a', givenName: 'A', groups: ['OPS'] })).json<User>();
     const last = await create({ code: 'q-b', type: 'ORGANIZATION', name: 'Org B', groups: ['OPS', 'PAST'] });
     const b = last.json<User>();
@@ -114,7 +164,11 @@ describe('users', () => {
     expect(byGroups.json<User[]>().map((u) => u.code)).toEqual(expect.arrayContaining(['q-a', 'q-b']));
     const groupsOfB = await t.call({ method: 'GET', url: `/api/v1/users/${b.id}/groups?minPosition=${at}` });
     expect(groupsOfB.json<{ code: string }[]>().map((g) => g.code)).toEqual(['OPS', 'PAST']);
-    const byUsers = await t.call({ method: 'POST', url: `/api/v1/user-groups/by-users?minPosition=${at}`, payload: { userIds: [a.id, b.id, '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5'] } });
+    const byUsers = await t.call({
+      method: 'POST',
+      url: `/api/v1/user-groups/by-users?minPosition=${at}`,
+      payload: { userIds: [a.id, b.id, '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5'] },
+    });
     const map = byUsers.json<Record<string, { code: string }[]>>();
     expect(map[a.id]?.map((g) => g.code)).toEqual(['OPS']);
     expect(map[b.id]?.map((g) => g.code)).toEqual(['OPS', 'PAST']);
@@ -122,7 +176,10 @@ describe('users', () => {
     const members = await t.call({ method: 'GET', url: `/api/v1/user-groups/OPS/users?minPosition=${at}` });
     expect(members.json<User[]>().map((u) => u.code)).toEqual(expect.arrayContaining(['q-a', 'q-b']));
     const disabled = await t.call({ method: 'PATCH', url: '/api/v1/users/q-a', payload: { status: 'DISABLE' } });
-    const valid = await t.call({ method: 'GET', url: `/api/v1/user-groups/OPS/users/valid?minPosition=${String(disabled.headers['x-event-position'])}` });
+    const valid = await t.call({
+      method: 'GET',
+      url: `/api/v1/user-groups/OPS/users/valid?minPosition=${String(disabled.headers['x-event-position'])}`,
+    });
     expect(valid.json<User[]>().map((u) => u.code)).not.toContain('q-a');
     expect(valid.json<User[]>().map((u) => u.code)).toContain('q-b');
   });
@@ -130,16 +187,25 @@ describe('users', () => {
   it('stores a thumbnail checked by its bytes, at most 1 MiB, and serves it with its type and an ETag', async () => {
     const u = (await create({ code: 'pic', givenName: 'P' })).json<User>();
     const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('rest of a png')]);
-    const put = (photoData: string, userId = u.id) => t.call({ method: 'PUT', url: `/api/v1/users/${u.id}/thumbnail`, payload: { userId, photoData } });
+    const put = (photoData: string, userId = u.id) =>
+      t.call({ method: 'PUT', url: `/api/v1/users/${u.id}/thumbnail`, payload: { userId, photoData } });
     expect((await t.call({ method: 'GET', url: `/api/v1/users/${u.id}/thumbnail` })).statusCode).toBe(404);
     expect((await put(png.toString('base64'))).statusCode).toBe(204);
-    const got = await t.app.inject({ method: 'GET', url: `/api/v1/users/${u.id}/thumbnail`, headers: { authorization: `Bearer ${t.tokens.viewer}` } });
+    const got = await t.app.inject({
+      method: 'GET',
+      url: `/api/v1/users/${u.id}/thumbnail`,
+      headers: { authorization: `Bearer ${t.tokens.viewer}` },
+    });
     expect(got.statusCode).toBe(200);
     expect(got.headers['content-type']).toBe('image/png');
     expect(got.headers['x-content-type-options']).toBe('nosniff');
     expect(got.rawPayload.equals(png)).toBe(true);
     const etag = String(got.headers.etag);
-    const again = await t.app.inject({ method: 'GET', url: `/api/v1/users/${u.id}/thumbnail`, headers: { authorization: `Bearer ${t.tokens.viewer}`, 'if-none-match': etag } });
+    const again = await t.app.inject({
+      method: 'GET',
+      url: `/api/v1/users/${u.id}/thumbnail`,
+      headers: { authorization: `Bearer ${t.tokens.viewer}`, 'if-none-match': etag },
+    });
     expect(again.statusCode).toBe(304);
     expect((await put(Buffer.from('GIF89a...').toString('base64'))).statusCode).toBe(204);
     expect((await put(Buffer.from('<svg onload=alert(1)>').toString('base64'))).statusCode).toBe(400);
@@ -156,29 +222,54 @@ describe('users', () => {
 
 describe('user group regions', () => {
   it('allows one assignment of a pair: of 16 concurrent, one 201 and fifteen 409', async () => {
-    const g = (await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'RACE', name: 'Race', type: 'TEAM', chars: {} } })).json<{ id: string }>();
+    const g = (
+      await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'RACE', name: 'Race', type: 'TEAM', chars: {} } })
+    ).json<{ id: string }>();
     const region = '9a1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
-    const answers = await Promise.all(Array.from({ length: 16 }, () => t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: g.id, regionId: region } })));
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, () =>
+        t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: g.id, regionId: region } }),
+      ),
+    );
     expect(answers.map((a) => a.statusCode).sort()).toEqual([201, ...Array<number>(15).fill(409)]);
     expect(answers.find((a) => a.statusCode === 409)?.json<ErrorBody>().code).toBe('USER_GROUP_REGION.USER_GROUP_REGION_TAKEN');
-    expect((await t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5', regionId: region } })).statusCode).toBe(422);
+    expect(
+      (
+        await t.call({
+          method: 'POST',
+          url: '/api/v1/user-group-regions',
+          payload: { userGroupId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5', regionId: region },
+        })
+      ).statusCode,
+    ).toBe(422);
   });
 
   it('serves assignments by group id, code, and pair, and lists all, each with the group as it is now', async () => {
-    const g = (await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'REG-G', name: 'Before', type: 'TEAM', chars: {} } })).json<{ id: string }>();
+    const g = (
+      await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'REG-G', name: 'Before', type: 'TEAM', chars: {} } })
+    ).json<{ id: string }>();
     const r1 = '1b1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
     const made = await t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: g.id, regionId: r1 } });
     expect(made.json()).toMatchObject({ userGroupId: g.id, regionId: r1 });
     const renamed = await t.call({ method: 'PATCH', url: `/api/v1/user-groups/${g.id}`, payload: { name: 'After' } });
     const at = String(renamed.headers['x-event-position']);
     type Assignment = { id: string; regionId: string; userGroup?: { name: string } };
-    for (const url of [`/api/v1/user-groups/${g.id}/regions`, '/api/v1/user-groups/REG-G/regions', '/api/v1/user-groups/by-code/REG-G/regions']) {
+    for (const url of [
+      `/api/v1/user-groups/${g.id}/regions`,
+      '/api/v1/user-groups/REG-G/regions',
+      '/api/v1/user-groups/by-code/REG-G/regions',
+    ]) {
       const res = await t.call({ method: 'GET', url: `${url}?minPosition=${at}`, as: 'viewer' });
-      expect(res.json<Assignment[]>().map((a) => [a.regionId, a.userGroup?.name]), url).toEqual([[r1, 'After']]);
+      expect(
+        res.json<Assignment[]>().map((a) => [a.regionId, a.userGroup?.name]),
+        url,
+      ).toEqual([[r1, 'After']]);
     }
     const pair = await t.call({ method: 'GET', url: `/api/v1/user-groups/${g.id}/regions/${r1}` });
     expect(pair.json<Assignment>().userGroup?.name).toBe('After');
-    expect((await t.call({ method: 'GET', url: `/api/v1/user-groups/${g.id}/regions/2b1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5` })).statusCode).toBe(404);
+    expect(
+      (await t.call({ method: 'GET', url: `/api/v1/user-groups/${g.id}/regions/2b1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5` })).statusCode,
+    ).toBe(404);
     const all = await t.call({ method: 'GET', url: `/api/v1/user-group-regions?minPosition=${at}` });
     expect(all.json<Assignment[]>().find((a) => a.regionId === r1)?.userGroup?.name).toBe('After');
     const one = await t.call({ method: 'GET', url: `/api/v1/user-group-regions/${made.json<Assignment>().id}` });
@@ -190,7 +281,9 @@ describe('user group regions', () => {
 // now, whose expansion embeds the group.
 describe('a user group region as of a time (the shared get)', () => {
   it('answers 404 before it existed and the assignment with its group after', async () => {
-    const g = (await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'REG-AS-OF', name: 'As of', type: 'TEAM', chars: {} } })).json<{ id: string }>();
+    const g = (
+      await t.call({ method: 'POST', url: '/api/v1/user-groups', payload: { code: 'REG-AS-OF', name: 'As of', type: 'TEAM', chars: {} } })
+    ).json<{ id: string }>();
     const made = await t.call({ method: 'POST', url: '/api/v1/user-group-regions', payload: { userGroupId: g.id, regionId: REGION } });
     expect(made.statusCode, made.body).toBe(201);
     const id = made.json<{ id: string }>().id;

@@ -55,17 +55,31 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
   mail = new SmtpMailSender({ url: `smtp://127.0.0.1:${String((smtp.server.address() as AddressInfo).port)}`, timeoutMs: 10_000 });
   t = await startTestApp({ clock, dataDir: dir, stores, mail, extra: { manualScheduler: true } });
-  const res = await t.call({ method: 'POST', url: '/api/v1/notification-templates', payload: { code: 'MAIL', name: 'm', configTypeId, status: 'ACTIVE', deliveryType: 'EMAIL', subject: 's', content: 'x' } });
+  const res = await t.call({
+    method: 'POST',
+    url: '/api/v1/notification-templates',
+    payload: { code: 'MAIL', name: 'm', configTypeId, status: 'ACTIVE', deliveryType: 'EMAIL', subject: 's', content: 'x' },
+  });
   expect(res.statusCode, res.body).toBe(201);
 });
 afterAll(async () => {
   await t.close();
-  await new Promise<void>((resolve) => { smtp.close(resolve); });
+  await new Promise<void>((resolve) => {
+    smtp.close(resolve);
+  });
   rmSync(dir, { recursive: true, force: true });
 });
 
 /** The other instance's dispatcher: the same stores and read models, its own schedule. */
-const otherInstance = (): Schedule => dispatchSchedule({ ...stores, runtime: runtimeOver(stores.eventStore), readModels: t.service.readModels, clock, newId: randomUUID, mail });
+const otherInstance = (): Schedule =>
+  dispatchSchedule({
+    ...stores,
+    runtime: runtimeOver(stores.eventStore),
+    readModels: t.service.readModels,
+    clock,
+    newId: randomUUID,
+    mail,
+  });
 
 const readModelDoc = async (id: string): Promise<Document> => {
   for (let i = 0; i < 100; i++) {
@@ -86,14 +100,20 @@ async function until(id: string, test: (d: Document) => boolean): Promise<Docume
 
 describe('two dispatchers', () => {
   it('send an e-mail once while its attempt is under way, whichever instance is offered it', async () => {
-    const res = await t.call({ method: 'POST', url: '/api/v1/notifications', payload: { templateCode: 'MAIL', ownerType: 'TICKET', ownerId: 'T-1', notificationTo: [{ email: 'slow@example.com' }] } });
+    const res = await t.call({
+      method: 'POST',
+      url: '/api/v1/notifications',
+      payload: { templateCode: 'MAIL', ownerType: 'TICKET', ownerId: 'T-1', notificationTo: [{ email: 'slow@example.com' }] },
+    });
     expect(res.statusCode, res.body).toBe(201);
     const id = res.json<{ id: string }>().id;
     await until(id, (d) => d.status === 'PLAN');
     await t.service.scheduler.tick();
     // SENDING and due: what both instances read before either attempts.
     const seen = await until(id, (d) => d.status === 'SENDING');
-    const started = new Promise<void>((resolve) => { dataStarted = resolve; });
+    const started = new Promise<void>((resolve) => {
+      dataStarted = resolve;
+    });
     const first = t.service.scheduler.tick();
     await started;
     // The first instance is mid-send. The other, offered the notification as it read it before
@@ -109,7 +129,11 @@ describe('two dispatchers', () => {
   });
 
   it('are held off by an attempt only until its hold passes: a crash mid-send is attempted again', async () => {
-    const res = await t.call({ method: 'POST', url: '/api/v1/notifications', payload: { templateCode: 'MAIL', ownerType: 'TICKET', ownerId: 'T-2', notificationTo: [{ email: 'after-crash@example.com' }] } });
+    const res = await t.call({
+      method: 'POST',
+      url: '/api/v1/notifications',
+      payload: { templateCode: 'MAIL', ownerType: 'TICKET', ownerId: 'T-2', notificationTo: [{ email: 'after-crash@example.com' }] },
+    });
     const id = res.json<{ id: string }>().id;
     await until(id, (d) => d.status === 'PLAN');
     await t.service.scheduler.tick();
@@ -119,7 +143,10 @@ describe('two dispatchers', () => {
     const ctx = () => ({ actor: 'test', now: clock.now(), newId: randomUUID, requestId: randomUUID() });
     await service.execute(id, { type: 'Attempt', attempt: 1 }, ctx());
     // Attempt 1 again (a retried command, a second dispatcher): refused.
-    const again = await service.execute(id, { type: 'Attempt', attempt: 1 }, ctx()).then(() => undefined, (error: unknown) => error);
+    const again = await service.execute(id, { type: 'Attempt', attempt: 1 }, ctx()).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(isDomainError(again) && again.code).toBe('NOTIFICATION.ATTEMPT_TAKEN');
     const held = await until(id, (d) => d.attempts === 1);
     expect(held.nextAttemptAt).toBe(new Date(clock.now().getTime() + ATTEMPT_HOLD_MS).toISOString());
@@ -131,7 +158,7 @@ describe('two dispatchers', () => {
   });
 });
 
-describe('the scheduler\'s lease', () => {
+describe("the scheduler's lease", () => {
   it('is renewed while a tick outlasts it, and a tick that lost it takes no further item', async () => {
     // On a fake clock (the timers, and Date, which the lease's expiry reads): the 100 ms lease, its
     // renewals every 33 ms and the 150 ms items come in the order the clock says, however loaded

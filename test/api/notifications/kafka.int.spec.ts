@@ -7,17 +7,33 @@
 
 import { expect, it } from 'vitest';
 import { kafkaMessaging } from '../../../infra/kafka/messaging.ts';
-import { describeKafka, FAST_GROUP, idempotentProducers, produceMessages, readTopic, requireKafkaBrokers, uniqueName, type TestMessage } from '../../support/kafka.ts';
+import {
+  describeKafka,
+  FAST_GROUP,
+  idempotentProducers,
+  produceMessages,
+  readTopic,
+  requireKafkaBrokers,
+  uniqueName,
+  type TestMessage,
+} from '../../support/kafka.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 const configTypeId = '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
 
 type Notification = { id: string; status: string; ownerId: string; subject?: string };
 
-function startApp(brokers: string[], topics: { triggerTopic: string; deadLetterTopic: string; eventsTopic: string; groupId: string }, dataDir?: string): Promise<TestApp> {
+function startApp(
+  brokers: string[],
+  topics: { triggerTopic: string; deadLetterTopic: string; eventsTopic: string; groupId: string },
+  dataDir?: string,
+): Promise<TestApp> {
   return startTestApp({
     ...(dataDir === undefined ? {} : { dataDir }),
-    extra: { messaging: kafkaMessaging({ brokers, clientId: 'kafka-e2e', ...FAST_GROUP, idempotentProducer: idempotentProducers() }), settings: { notifications: topics } },
+    extra: {
+      messaging: kafkaMessaging({ brokers, clientId: 'kafka-e2e', ...FAST_GROUP, idempotentProducer: idempotentProducers() }),
+      settings: { notifications: topics },
+    },
   });
 }
 
@@ -25,27 +41,48 @@ async function notificationsOfRule(app: TestApp, count: number, timeoutMs = 30_0
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     await app.service.scheduler.tick();
-    const res = await app.call({ method: 'POST', url: '/api/v1/notifications/search', payload: { filter: [{ column: 'templateCode', operator: 'EQ', value: 'KAFKA_APP' }] } });
+    const res = await app.call({
+      method: 'POST',
+      url: '/api/v1/notifications/search',
+      payload: { filter: [{ column: 'templateCode', operator: 'EQ', value: 'KAFKA_APP' }] },
+    });
     const found = res.json<Notification[]>();
     if ((found.length >= count && found.every((n) => n.status === 'SENT')) || Date.now() > deadline) return found;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-const trigger = (ownerId: string, extra: Record<string, unknown> = {}): string => JSON.stringify({ ownerType: 'TICKET', ownerId, data: { ticket: ownerId }, ...extra });
+const trigger = (ownerId: string, extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({ ownerType: 'TICKET', ownerId, data: { ticket: ownerId }, ...extra });
 
 describeKafka('notification triggers over Kafka', () => {
   it('make one notification per distinct message across a restart, dead-letter the others with the reason, and publish every state change', async () => {
     const brokers = requireKafkaBrokers();
-    const topics = { triggerTopic: uniqueName('triggers'), deadLetterTopic: uniqueName('dead'), eventsTopic: uniqueName('events'), groupId: uniqueName('group') };
+    const topics = {
+      triggerTopic: uniqueName('triggers'),
+      deadLetterTopic: uniqueName('dead'),
+      eventsTopic: uniqueName('events'),
+      groupId: uniqueName('group'),
+    };
     let app = await startApp(brokers, topics);
     try {
       const rules = [
         { code: 'FROM_KAFKA', eventType: 'KAFKA' },
         { code: 'ONLY_REST', eventType: 'REST' },
       ];
-      for (const rule of rules) expect((await app.call({ method: 'POST', url: '/api/v1/notification-rules', payload: { name: rule.code, ...rule } })).statusCode).toBe(201);
-      const template = { code: 'KAFKA_APP', name: 'k', configTypeId, status: 'ACTIVE', notificationRuleCode: 'FROM_KAFKA', deliveryType: 'APPLICATION', subject: 'Ticket {{ticket}}' };
+      for (const rule of rules)
+        expect(
+          (await app.call({ method: 'POST', url: '/api/v1/notification-rules', payload: { name: rule.code, ...rule } })).statusCode,
+        ).toBe(201);
+      const template = {
+        code: 'KAFKA_APP',
+        name: 'k',
+        configTypeId,
+        status: 'ACTIVE',
+        notificationRuleCode: 'FROM_KAFKA',
+        deliveryType: 'APPLICATION',
+        subject: 'Ticket {{ticket}}',
+      };
       expect((await app.call({ method: 'POST', url: '/api/v1/notification-templates', payload: template })).statusCode).toBe(201);
 
       // 30 distinct triggers (the rule named by field, by header, and the header winning), 5 of
@@ -59,10 +96,18 @@ describeKafka('notification triggers over Kafka', () => {
       const copies = valid.slice(0, 5);
       const invalid: (TestMessage & { reason: RegExp })[] = [
         { key: 'bad-json', value: '{not json', reason: /^value is not valid JSON$/ },
-        { key: 'bad-schema', value: JSON.stringify({ ownerType: 'TICKET', ruleCode: 'FROM_KAFKA' }), reason: /^value does not match NotificationTriggerMessage: ownerId/ },
+        {
+          key: 'bad-schema',
+          value: JSON.stringify({ ownerType: 'TICKET', ruleCode: 'FROM_KAFKA' }),
+          reason: /^value does not match NotificationTriggerMessage: ownerId/,
+        },
         { key: 'no-rule', value: trigger('X'), reason: /^no rule: neither a ruleCode header nor a ruleCode field$/ },
         { key: 'unknown-rule', value: trigger('X', { ruleCode: 'NOPE' }), reason: /^no notification rule NOPE$/ },
-        { key: 'rest-rule', value: trigger('X', { ruleCode: 'ONLY_REST' }), reason: /^notification rule ONLY_REST has eventType REST, not KAFKA or DIRECT$/ },
+        {
+          key: 'rest-rule',
+          value: trigger('X', { ruleCode: 'ONLY_REST' }),
+          reason: /^notification rule ONLY_REST has eventType REST, not KAFKA or DIRECT$/,
+        },
       ];
       await produceMessages(brokers, topics.triggerTopic, [...valid.slice(0, 20), ...invalid, ...copies]);
 
@@ -88,7 +133,11 @@ describeKafka('notification triggers over Kafka', () => {
 
       // PLAN, SENDING, SENT for each: 90 state changes, keyed by the notification, ids unique.
       const events = await readTopic(brokers, topics.eventsTopic, { count: 90 });
-      const values = events.map((e) => ({ key: e.key, id: e.headers['message-id'], ...(JSON.parse(e.value?.toString('utf8') ?? '{}') as { notificationId: string; to: string }) }));
+      const values = events.map((e) => ({
+        key: e.key,
+        id: e.headers['message-id'],
+        ...(JSON.parse(e.value?.toString('utf8') ?? '{}') as { notificationId: string; to: string }),
+      }));
       expect(new Set(values.map((v) => v.id)).size).toBe(90);
       for (const n of all) {
         const mine = values.filter((v) => v.key === n.id);

@@ -27,10 +27,14 @@ describeKafka('the service killed while it takes Kafka triggers', () => {
 
       const valid: TestMessage[] = Array.from({ length: VALID }, (_, i) => triggerMessage(i));
       const copies = valid.filter((_, i) => i % 50 === 7).slice(0, COPIES);
-      const invalid: TestMessage[] = Array.from({ length: INVALID }, (_, i) => ({ key: `BAD-${String(i)}`, value: i % 2 === 0 ? `{"broken": ${String(i)}` : JSON.stringify({ ruleCode: 'NOPE', ownerType: 'TICKET', ownerId: 'x' }) }));
+      const invalid: TestMessage[] = Array.from({ length: INVALID }, (_, i) => ({
+        key: `BAD-${String(i)}`,
+        value: i % 2 === 0 ? `{"broken": ${String(i)}` : JSON.stringify({ ruleCode: 'NOPE', ownerType: 'TICKET', ownerId: 'x' }),
+      }));
       // Interleaved: copies and invalid ones among the valid, in batches of 1,000.
       const all = [...valid];
-      for (const [i, m] of [...copies, ...invalid].entries()) all.splice(Math.floor(((i + 1) * all.length) / (copies.length + invalid.length + 1)), 0, m);
+      for (const [i, m] of [...copies, ...invalid].entries())
+        all.splice(Math.floor(((i + 1) * all.length) / (copies.length + invalid.length + 1)), 0, m);
       for (let i = 0; i < all.length; i += 1000) await produceMessages(brokers, topics.trigger, all.slice(i, i + 1000));
 
       const made = () => countOf(s, 'notifications');
@@ -41,7 +45,12 @@ describeKafka('the service killed while it takes Kafka triggers', () => {
       }
       await until(300_000, 'notifications made', made, (n) => n >= VALID);
       // Settled: all delivered (in-app), and the trigger log holds no more than one per distinct message.
-      await until(120_000, 'notifications SENT', () => countOf(s, 'notifications', [{ column: 'status', operator: 'EQ', value: 'SENT' }]), (n) => n >= VALID);
+      await until(
+        120_000,
+        'notifications SENT',
+        () => countOf(s, 'notifications', [{ column: 'status', operator: 'EQ', value: 'SENT' }]),
+        (n) => n >= VALID,
+      );
       await new Promise((resolve) => setTimeout(resolve, 2000));
       expect(await made()).toBe(VALID);
       expect(await countOf(s, 'notification-triggers')).toBe(VALID);
@@ -54,7 +63,12 @@ describeKafka('the service killed while it takes Kafka triggers', () => {
 
       // Every state change (PLAN, SENDING, SENT of each) published at least once.
       const events = await readTopic(brokers, topics.events, { timeoutMs: 120_000 });
-      const seen = new Set(events.map((e) => { const v = JSON.parse(e.value?.toString('utf8') ?? '{}') as { notificationId: string; to: string }; return `${v.notificationId}:${v.to}`; }));
+      const seen = new Set(
+        events.map((e) => {
+          const v = JSON.parse(e.value?.toString('utf8') ?? '{}') as { notificationId: string; to: string };
+          return `${v.notificationId}:${v.to}`;
+        }),
+      );
       expect(seen.size).toBe(VALID * 3);
       const ids = new Map<string, string>();
       for (const e of events) {

@@ -10,8 +10,26 @@
 
 import { rmSync } from 'node:fs';
 import { expect, it } from 'vitest';
-import { createTopic, describeKafkaBroker, FAST_GROUP, produceMessages, requireKafkaBrokers, testKafka, type TestMessage } from '../../support/kafka.ts';
-import { api, committedAheadOfLog, countOf, kafkaServiceSetup, makeKafkaRule, signal, startService, triggerMessage, until } from '../../support/kafkaService.ts';
+import {
+  createTopic,
+  describeKafkaBroker,
+  FAST_GROUP,
+  produceMessages,
+  requireKafkaBrokers,
+  testKafka,
+  type TestMessage,
+} from '../../support/kafka.ts';
+import {
+  api,
+  committedAheadOfLog,
+  countOf,
+  kafkaServiceSetup,
+  makeKafkaRule,
+  signal,
+  startService,
+  triggerMessage,
+  until,
+} from '../../support/kafkaService.ts';
 import type { ServiceProcess } from '../../support/serviceProcess.ts';
 
 const WAVE = 1000;
@@ -22,7 +40,9 @@ describeKafkaBroker('the service taking Kafka triggers while its group rebalance
     const brokers = requireKafkaBrokers();
     const setup = kafkaServiceSetup(brokers, 'kafka-rebalance');
     await createTopic(brokers, setup.topics.trigger, PARTITIONS);
-    const waves: TestMessage[][] = Array.from({ length: 4 }, (_, w) => Array.from({ length: WAVE }, (_, i) => triggerMessage(w * WAVE + i)));
+    const waves: TestMessage[][] = Array.from({ length: 4 }, (_, w) =>
+      Array.from({ length: WAVE }, (_, i) => triggerMessage(w * WAVE + i)),
+    );
     // A few messages sent twice (a producer's retry): still one trigger each.
     const copies = waves.map((wave) => wave.filter((_, i) => i % 100 === 3));
     const send = (w: number) => produceMessages(brokers, setup.topics.trigger, [...(waves[w] ?? []), ...(copies[w] ?? [])]);
@@ -51,7 +71,12 @@ describeKafkaBroker('the service taking Kafka triggers while its group rebalance
           return Promise.resolve();
         },
       });
-      await until(60_000, 'partitions given to the other member', () => Promise.resolve(assigned.length), (n) => n > 0);
+      await until(
+        60_000,
+        'partitions given to the other member',
+        () => Promise.resolve(assigned.length),
+        (n) => n > 0,
+      );
       await send(1);
       await until(120_000, 'triggers with the other member in the group', triggers, (n) => n >= WAVE + WAVE / 4);
       await member.disconnect();
@@ -77,7 +102,12 @@ describeKafkaBroker('the service taking Kafka triggers while its group rebalance
       s = await startService(setup);
 
       await until(240_000, 'triggers made', triggers, (n) => n >= total);
-      await until(240_000, 'notifications SENT', () => countOf(s, 'notifications', [{ column: 'status', operator: 'EQ', value: 'SENT' }]), (n) => n >= total);
+      await until(
+        240_000,
+        'notifications SENT',
+        () => countOf(s, 'notifications', [{ column: 'status', operator: 'EQ', value: 'SENT' }]),
+        (n) => n >= total,
+      );
       await new Promise((resolve) => setTimeout(resolve, 2000));
       expect(await triggers()).toBe(total);
       expect(await countOf(s, 'notifications')).toBe(total);

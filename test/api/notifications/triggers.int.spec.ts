@@ -14,10 +14,28 @@ const clock = manualClock(new Date('2026-11-23T10:00:00.000Z'));
 const configTypeId = '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5';
 let t: TestApp;
 
-type Trigger = { id: string; status: string; ruleCode: string; source: string; notificationIds?: string[]; problems?: string[]; reason?: string };
-type Notification = { id: string; status: string; templateCode: string; subject?: string; contents?: string; ownerType: string; ownerId: string; notificationTo: unknown[] };
+type Trigger = {
+  id: string;
+  status: string;
+  ruleCode: string;
+  source: string;
+  notificationIds?: string[];
+  problems?: string[];
+  reason?: string;
+};
+type Notification = {
+  id: string;
+  status: string;
+  templateCode: string;
+  subject?: string;
+  contents?: string;
+  ownerType: string;
+  ownerId: string;
+  notificationTo: unknown[];
+};
 
-const post = async (url: string, payload: unknown, headers: Record<string, string> = {}) => t.call({ method: 'POST', url, payload, headers });
+const post = async (url: string, payload: unknown, headers: Record<string, string> = {}) =>
+  t.call({ method: 'POST', url, payload, headers });
 
 // Waits poll until the work is seen done; the deadline only bounds how long a failure takes (a
 // loaded machine may take seconds to run a reactor), so it is wall-clock time, not a count of tries.
@@ -28,7 +46,7 @@ const waiting = () => {
 };
 
 async function settledTrigger(app: TestApp, id: string): Promise<Trigger> {
-  for (const more = waiting(); more(); ) {
+  for (const more = waiting(); more();) {
     const res = await app.call({ method: 'GET', url: `/api/v1/notification-triggers/${id}` });
     if (res.statusCode === 200 && res.json<Trigger>().status !== 'RECEIVED') return res.json<Trigger>();
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -40,8 +58,12 @@ const notificationsOf = async (app: TestApp, ids: readonly string[]) =>
   (await app.call({ method: 'POST', url: '/api/v1/notifications/by-ids', payload: ids })).json<Notification[]>();
 
 async function triggersOf(app: TestApp, ruleCode: string, count: number): Promise<Trigger[]> {
-  for (const more = waiting(); more(); ) {
-    const res = await app.call({ method: 'POST', url: '/api/v1/notification-triggers/search', payload: { filter: [{ column: 'ruleCode', operator: 'EQ', value: ruleCode }] } });
+  for (const more = waiting(); more();) {
+    const res = await app.call({
+      method: 'POST',
+      url: '/api/v1/notification-triggers/search',
+      payload: { filter: [{ column: 'ruleCode', operator: 'EQ', value: ruleCode }] },
+    });
     const found = res.json<Trigger[]>();
     if (found.length >= count && found.every((x) => x.status !== 'RECEIVED')) return found;
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -50,7 +72,8 @@ async function triggersOf(app: TestApp, ruleCode: string, count: number): Promis
 }
 
 /** The guarded client as npm start makes it, nothing allow-listed. */
-const startMain = (dataDir?: string) => startTestApp({ clock, ...(dataDir === undefined ? {} : { dataDir }), extra: { outbound: createGuardedClient({ allow: [] }) } });
+const startMain = (dataDir?: string) =>
+  startTestApp({ clock, ...(dataDir === undefined ? {} : { dataDir }), extra: { outbound: createGuardedClient({ allow: [] }) } });
 
 /** The microservice evalNotificationUrl asks: how many requests it saw. */
 let backend: Server;
@@ -60,7 +83,9 @@ let backendHits = 0;
 beforeAll(async () => {
   backend = createServer((req, res) => {
     backendHits++;
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ticket: 'FROM-BACKEND', note: `asked ${String(req.url)}`, name: 'Backend' }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ ticket: 'FROM-BACKEND', note: `asked ${String(req.url)}`, name: 'Backend' }));
   });
   await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
   backendUrl = `http://127.0.0.1:${String((backend.address() as AddressInfo).port)}`;
@@ -74,21 +99,44 @@ beforeAll(async () => {
   ];
   for (const rule of rules) expect((await post('/api/v1/notification-rules', { name: rule.code, ...rule })).statusCode).toBe(201);
   const templates = [
-    { code: 'CLOSED_INAPP', notificationRuleCode: 'TICKET_CLOSED', deliveryType: 'APPLICATION', subject: 'Ticket {{ticket}} closed', content: '<p>{{note}}</p>' },
-    { code: 'CLOSED_MAIL', notificationRuleCode: 'TICKET_CLOSED', deliveryType: 'EMAIL', subject: 'Closed: {{ticket}}', content: 'Dear {{name}}' },
+    {
+      code: 'CLOSED_INAPP',
+      notificationRuleCode: 'TICKET_CLOSED',
+      deliveryType: 'APPLICATION',
+      subject: 'Ticket {{ticket}} closed',
+      content: '<p>{{note}}</p>',
+    },
+    {
+      code: 'CLOSED_MAIL',
+      notificationRuleCode: 'TICKET_CLOSED',
+      deliveryType: 'EMAIL',
+      subject: 'Closed: {{ticket}}',
+      content: 'Dear {{name}}',
+    },
     { code: 'CLOSED_OLD', notificationRuleCode: 'TICKET_CLOSED', deliveryType: 'EMAIL', status: 'INACTIVE', subject: 'never' },
-    { code: 'WELCOME_MAIL', notificationRuleCode: 'WELCOME', deliveryType: 'APPLICATION', subject: 'Welcome {{record.givenName}}', content: 'Your login is {{record.code}}' },
+    {
+      code: 'WELCOME_MAIL',
+      notificationRuleCode: 'WELCOME',
+      deliveryType: 'APPLICATION',
+      subject: 'Welcome {{record.givenName}}',
+      content: 'Your login is {{record.code}}',
+    },
   ];
-  for (const tpl of templates) expect((await post('/api/v1/notification-templates', { name: tpl.code, configTypeId, status: 'ACTIVE', ...tpl })).statusCode).toBe(201);
+  for (const tpl of templates)
+    expect((await post('/api/v1/notification-templates', { name: tpl.code, configTypeId, status: 'ACTIVE', ...tpl })).statusCode).toBe(201);
   expect((await post('/api/v1/user-types', { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' })).statusCode).toBe(201);
 });
 afterAll(async () => {
   await t.close();
-  await new Promise<void>((resolve) => { backend.close(() => { resolve(); }); });
+  await new Promise<void>((resolve) => {
+    backend.close(() => {
+      resolve();
+    });
+  });
 });
 
 describe('REST triggers', () => {
-  it('answer 202 with the trigger, whose rule\'s ACTIVE templates each make a notification for the targets', async () => {
+  it("answer 202 with the trigger, whose rule's ACTIVE templates each make a notification for the targets", async () => {
     const res = await post('/api/v1/notification-rules/TICKET_CLOSED/trigger', {
       ownerType: 'TICKET',
       ownerId: 'T-7',
@@ -110,16 +158,25 @@ describe('REST triggers', () => {
     expect(made.find((n) => n.templateCode === 'CLOSED_INAPP')?.contents).toBe('<p>&lt;b&gt;fixed&lt;/b&gt;</p>');
     expect(made.every((n) => n.ownerType === 'TICKET' && n.ownerId === 'T-7')).toBe(true);
     // The trigger's history: received, then processed by the reactor.
-    const history = (await t.call({ method: 'GET', url: `/api/v1/notification-triggers/${triggerId}/history` })).json<{ type: string; actor: string }[]>();
+    const history = (await t.call({ method: 'GET', url: `/api/v1/notification-triggers/${triggerId}/history` })).json<
+      { type: string; actor: string }[]
+    >();
     expect(history.map((h) => h.type)).toEqual(['NotificationTriggered', 'NotificationTriggerProcessed']);
     expect(history[1]?.actor).toBe('reactor:notification-triggers');
   });
 
   it('address the owner when no target is given', async () => {
-    const res = await post('/api/v1/notification-rules/TICKET_CLOSED/trigger', { ownerType: 'USER', ownerId: 'someone', data: { ticket: 'T-8' } });
+    const res = await post('/api/v1/notification-rules/TICKET_CLOSED/trigger', {
+      ownerType: 'USER',
+      ownerId: 'someone',
+      data: { ticket: 'T-8' },
+    });
     const trigger = await settledTrigger(t, res.json<{ triggerId: string }>().triggerId);
     const made = await notificationsOf(t, trigger.notificationIds ?? []);
-    expect(made.map((n) => n.notificationTo)).toEqual([[{ ownerType: 'USER', ownerId: 'someone' }], [{ ownerType: 'USER', ownerId: 'someone' }]]);
+    expect(made.map((n) => n.notificationTo)).toEqual([
+      [{ ownerType: 'USER', ownerId: 'someone' }],
+      [{ ownerType: 'USER', ownerId: 'someone' }],
+    ]);
   });
 
   it('honour Idempotency-Key: the same key and body answer the same trigger, which made its notifications once', async () => {
@@ -129,7 +186,9 @@ describe('REST triggers', () => {
     expect(again.statusCode).toBe(202);
     expect(again.json()).toEqual(first.json());
     await settledTrigger(t, first.json<{ triggerId: string }>().triggerId);
-    const byOwner = (await t.call({ method: 'GET', url: '/api/v1/notifications/by-owner?ownerType=TICKET&ownerId=T-9&minPosition=0' })).json<Notification[]>();
+    const byOwner = (
+      await t.call({ method: 'GET', url: '/api/v1/notifications/by-owner?ownerType=TICKET&ownerId=T-9&minPosition=0' })
+    ).json<Notification[]>();
     expect(byOwner).toHaveLength(2);
   });
 
@@ -143,7 +202,9 @@ describe('REST triggers', () => {
     expect((await post('/api/v1/notification-rules/EXPIRED_RULE/trigger', body)).statusCode).toBe(422);
     expect((await post('/api/v1/notification-rules/TICKET_CLOSED/trigger', { ownerType: 'TICKET' })).statusCode).toBe(400);
     expect((await post('/api/v1/notification-rules/TICKET_CLOSED/trigger', { ...body, extra: 1 })).statusCode).toBe(400);
-    expect((await t.call({ as: 'viewer', method: 'POST', url: '/api/v1/notification-rules/TICKET_CLOSED/trigger', payload: body })).statusCode).toBe(403);
+    expect(
+      (await t.call({ as: 'viewer', method: 'POST', url: '/api/v1/notification-rules/TICKET_CLOSED/trigger', payload: body })).statusCode,
+    ).toBe(403);
   });
 
   it('record FAILED with the reason when the rule has no ACTIVE template', async () => {
@@ -157,12 +218,25 @@ describe('REST triggers', () => {
 describe('SYSTEM rules', () => {
   it('fire once for each domain event their config lists, with the record as data, across a restart', async () => {
     for (const code of ['new-1', 'new-2']) {
-      const res = await post('/api/v1/users', { code, type: 'INDIVIDUAL', chars: {}, givenName: `Given ${code}`, familyName: 'Tester', email: `${code}@example.com` });
+      const res = await post('/api/v1/users', {
+        code,
+        type: 'INDIVIDUAL',
+        chars: {},
+        givenName: `Given ${code}`,
+        familyName: 'Tester',
+        email: `${code}@example.com`,
+      });
       expect(res.statusCode, res.body).toBe(201);
     }
     const triggers = await triggersOf(t, 'WELCOME', 2);
-    expect(triggers.map((x) => [x.source, x.status])).toEqual([['SYSTEM', 'PROCESSED'], ['SYSTEM', 'PROCESSED']]);
-    const made = await notificationsOf(t, triggers.flatMap((x) => x.notificationIds ?? []));
+    expect(triggers.map((x) => [x.source, x.status])).toEqual([
+      ['SYSTEM', 'PROCESSED'],
+      ['SYSTEM', 'PROCESSED'],
+    ]);
+    const made = await notificationsOf(
+      t,
+      triggers.flatMap((x) => x.notificationIds ?? []),
+    );
     expect(made.map((n) => n.subject).sort()).toEqual(['Welcome Given new-1', 'Welcome Given new-2']);
     expect(made.map((n) => n.contents).sort()).toEqual(['Your login is new-1', 'Your login is new-2']);
     expect(made.every((n) => n.ownerType === 'USER')).toBe(true);
@@ -174,19 +248,46 @@ describe('SYSTEM rules', () => {
     expect(res.statusCode).toBe(201);
     const after = await triggersOf(t, 'WELCOME', 3);
     expect(after).toHaveLength(3);
-    const all = (await t.call({ method: 'POST', url: '/api/v1/notifications/search?minPosition=0', payload: { filter: [{ column: 'templateCode', operator: 'EQ', value: 'WELCOME_MAIL' }] } })).json<Notification[]>();
+    const all = (
+      await t.call({
+        method: 'POST',
+        url: '/api/v1/notifications/search?minPosition=0',
+        payload: { filter: [{ column: 'templateCode', operator: 'EQ', value: 'WELCOME_MAIL' }] },
+      })
+    ).json<Notification[]>();
     expect(all).toHaveLength(3);
   });
 });
 
 describe('evalNotificationUrl', () => {
   const ruleWith = async (app: TestApp, code: string, url: string, extra: Record<string, unknown> = {}) => {
-    expect((await app.call({ method: 'POST', url: '/api/v1/notification-rules', payload: { code, name: code, eventType: 'REST', evalNotificationUrl: url, ...extra } })).statusCode).toBe(201);
-    const template = { code: `${code}_T`, name: code, configTypeId, status: 'ACTIVE', notificationRuleCode: code, deliveryType: 'APPLICATION', subject: '{{ticket}} by {{name}}', content: '{{note}}' };
+    expect(
+      (
+        await app.call({
+          method: 'POST',
+          url: '/api/v1/notification-rules',
+          payload: { code, name: code, eventType: 'REST', evalNotificationUrl: url, ...extra },
+        })
+      ).statusCode,
+    ).toBe(201);
+    const template = {
+      code: `${code}_T`,
+      name: code,
+      configTypeId,
+      status: 'ACTIVE',
+      notificationRuleCode: code,
+      deliveryType: 'APPLICATION',
+      subject: '{{ticket}} by {{name}}',
+      content: '{{note}}',
+    };
     expect((await app.call({ method: 'POST', url: '/api/v1/notification-templates', payload: template })).statusCode).toBe(201);
   };
   const fire = async (app: TestApp, code: string, data: Record<string, unknown> = {}) => {
-    const res = await app.call({ method: 'POST', url: `/api/v1/notification-rules/${code}/trigger`, payload: { ownerType: 'TICKET', ownerId: 'T-3', data } });
+    const res = await app.call({
+      method: 'POST',
+      url: `/api/v1/notification-rules/${code}/trigger`,
+      payload: { ownerType: 'TICKET', ownerId: 'T-3', data },
+    });
     expect(res.statusCode, res.body).toBe(202);
     return settledTrigger(app, res.json<{ triggerId: string }>().triggerId);
   };
@@ -196,16 +297,22 @@ describe('evalNotificationUrl', () => {
     await ruleWith(t, 'LOOPBACK', `${backendUrl}/tickets/T-3`);
     await ruleWith(t, 'METADATA', 'http://169.254.169.254/latest/meta-data/');
     await ruleWith(t, 'PRIVATE', 'http://10.0.0.1/tickets');
-    expect(await fire(t, 'LOOPBACK')).toMatchObject({ status: 'FAILED', reason: `evalNotificationUrl ${backendUrl}/tickets/T-3: refused: 127.0.0.1 is a loopback address (allow it in OUTBOUND_ALLOW)` });
+    expect(await fire(t, 'LOOPBACK')).toMatchObject({
+      status: 'FAILED',
+      reason: `evalNotificationUrl ${backendUrl}/tickets/T-3: refused: 127.0.0.1 is a loopback address (allow it in OUTBOUND_ALLOW)`,
+    });
     expect((await fire(t, 'METADATA')).reason).toContain('169.254.169.254 is a link-local address');
     expect((await fire(t, 'PRIVATE')).reason).toContain('10.0.0.1 is a private address');
     expect(backendHits).toBe(hits);
   });
 
-  it('gathers data from an allow-listed address, the trigger\'s own data over it; a relative URL goes to its microservice', async () => {
+  it("gathers data from an allow-listed address, the trigger's own data over it; a relative URL goes to its microservice", async () => {
     const app = await startTestApp({
       clock,
-      extra: { outbound: createGuardedClient({ allow: ['127.0.0.1/32'] }), settings: { notifications: { microserviceUrls: { tickets: `${backendUrl}/api/` } } } },
+      extra: {
+        outbound: createGuardedClient({ allow: ['127.0.0.1/32'] }),
+        settings: { notifications: { microserviceUrls: { tickets: `${backendUrl}/api/` } } },
+      },
     });
     try {
       await ruleWith(app, 'GATHER', `${backendUrl}/tickets/T-3`);
@@ -220,7 +327,9 @@ describe('evalNotificationUrl', () => {
       expect(fromRelative?.contents).toBe('asked /api/tickets/T-4');
 
       await ruleWith(app, 'NOBASE', '/tickets/T-5', { microserviceCode: 'unknown' });
-      expect((await fire(app, 'NOBASE')).reason).toBe('evalNotificationUrl /tickets/T-5 is relative and MICROSERVICE_URLS has no base for microservice unknown');
+      expect((await fire(app, 'NOBASE')).reason).toBe(
+        'evalNotificationUrl /tickets/T-5 is relative and MICROSERVICE_URLS has no base for microservice unknown',
+      );
     } finally {
       await app.close();
     }

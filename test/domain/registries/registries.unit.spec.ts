@@ -32,7 +32,9 @@ describe('notification rule', () => {
     ['ftp://files.example/x', false],
     ['javascript:alert(1)', false],
   ])('evalNotificationUrl %s valid: %s', (url, valid) => {
-    expect(issues(notificationRule.fields, { code: 'R', name: 'R', evalNotificationUrl: url })).toEqual(valid ? [] : ['evalNotificationUrl']);
+    expect(issues(notificationRule.fields, { code: 'R', name: 'R', evalNotificationUrl: url })).toEqual(
+      valid ? [] : ['evalNotificationUrl'],
+    );
   });
 });
 
@@ -43,8 +45,14 @@ describe('user type', () => {
   });
 
   it('keeps localizationData to language codes with name and description', () => {
-    expect(issues(userType.fields, { code: 'U', name: 'U', type: 'INDIVIDUAL', localizationData: { cs: { name: 'Jednotlivec' } } })).toEqual([]);
-    expect(issues(userType.fields, { code: 'U', name: 'U', type: 'INDIVIDUAL', localizationData: { 'not a language': {} } })).toEqual(['localizationData.not a language']);
-    expect(issues(userType.fields, { code: 'U', name: 'U', type: 'INDIVIDUAL', localizationData: { en: { title: 'x' } } })).toEqual(['localizationData.en']);
+    expect(
+      issues(userType.fields, { code: 'U', name: 'U', type: 'INDIVIDUAL', localizationData: { cs: { name: 'Jednotlivec' } } }),
+    ).toEqual([]);
+    expect(issues(userType.fields, { code: 'U', name: 'U', type: 'INDIVIDUAL', localizationData: { 'not a language': {} } })).toEqual([
+      'localizationData.not a language',
+    ]);
+    expect(issues(userType.fields, { code: 'U', name: 'U', type: 'INDIVIDUAL', localizationData: { en: { title: 'x' } } })).toEqual([
+      'localizationData.en',
+    ]);
   });
 });

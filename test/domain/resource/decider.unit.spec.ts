@@ -34,10 +34,15 @@ describe('registry decider (user group type)', () => {
   it('creates, claiming the code and normalising date-times to UTC', () => {
     given([])
       .when({ type: 'Create', id: ID, input: { code: 'ADMINS', name: 'Admins', registry: {}, validityFrom: '2026-01-01T01:00:00+01:00' } })
-      .then([{ type: 'UserGroupTypeCreated', data: { id: ID, code: 'ADMINS', name: 'Admins', registry: {}, validityFrom: '2026-01-01T00:00:00.000Z' } }], {
-        claim: [{ scope: 'userGroupType', code: 'ADMINS' }],
-        release: [],
-      });
+      .then(
+        [
+          {
+            type: 'UserGroupTypeCreated',
+            data: { id: ID, code: 'ADMINS', name: 'Admins', registry: {}, validityFrom: '2026-01-01T00:00:00.000Z' },
+          },
+        ],
+        { claim: [{ scope: 'userGroupType', code: 'ADMINS' }], release: [] },
+      );
   });
 
   it('ignores a read-only auditInfo and a matching id on create', () => {
@@ -47,14 +52,24 @@ describe('registry decider (user group type)', () => {
   });
 
   it('refuses a second create, and any change of a missing record', () => {
-    given([created()]).when({ type: 'Create', id: ID, input: {} }).thenThrows({ status: 'CONFLICT', code: 'USER_GROUP_TYPE.ALREADY_EXISTS' });
-    given([]).when({ type: 'Patch', patch: { name: 'x' } }).thenThrows({ status: 'NOT_FOUND' });
-    given([created(), { type: 'UserGroupTypeDeleted', data: {} }]).when({ type: 'Delete' }).thenThrows({ status: 'NOT_FOUND' });
+    given([created()])
+      .when({ type: 'Create', id: ID, input: {} })
+      .thenThrows({ status: 'CONFLICT', code: 'USER_GROUP_TYPE.ALREADY_EXISTS' });
+    given([])
+      .when({ type: 'Patch', patch: { name: 'x' } })
+      .thenThrows({ status: 'NOT_FOUND' });
+    given([created(), { type: 'UserGroupTypeDeleted', data: {} }])
+      .when({ type: 'Delete' })
+      .thenThrows({ status: 'NOT_FOUND' });
   });
 
   it('refuses a validity that ends before it starts, naming the field', () => {
     given([])
-      .when({ type: 'Create', id: ID, input: { code: 'A', name: 'A', registry: {}, validityFrom: '2026-02-01T00:00:00Z', validityTo: '2026-01-01T00:00:00Z' } })
+      .when({
+        type: 'Create',
+        id: ID,
+        input: { code: 'A', name: 'A', registry: {}, validityFrom: '2026-02-01T00:00:00Z', validityTo: '2026-01-01T00:00:00Z' },
+      })
       .thenThrows({ status: 'BAD_REQUEST', errors: ['validityTo: must not be before validityFrom'] });
   });
 
@@ -68,8 +83,12 @@ describe('registry decider (user group type)', () => {
   });
 
   it('records nothing for a patch or replace that changes nothing', () => {
-    given([created()]).when({ type: 'Patch', patch: { name: 'Admins' } }).thenNothing();
-    given([created()]).when({ type: 'Replace', input: { code: 'ADMINS', name: 'Admins', registry: {} } }).thenNothing();
+    given([created()])
+      .when({ type: 'Patch', patch: { name: 'Admins' } })
+      .thenNothing();
+    given([created()])
+      .when({ type: 'Replace', input: { code: 'ADMINS', name: 'Admins', registry: {} } })
+      .thenNothing();
   });
 
   it('records a patch a merge patch cannot say (a JSON null inside a map) as a replace', () => {
@@ -79,11 +98,15 @@ describe('registry decider (user group type)', () => {
   });
 
   it('refuses read-only fields in a patch', () => {
-    given([created()]).when({ type: 'Patch', patch: { id: ID, auditInfo: {} } }).thenThrows({ errors: ['id: read-only', 'auditInfo: read-only'] });
+    given([created()])
+      .when({ type: 'Patch', patch: { id: ID, auditInfo: {} } })
+      .thenThrows({ errors: ['id: read-only', 'auditInfo: read-only'] });
   });
 
   it('deletes, releasing the code', () => {
-    given([created()]).when({ type: 'Delete' }).then([{ type: 'UserGroupTypeDeleted', data: {} }], { release: [{ scope: 'userGroupType', code: 'ADMINS' }] });
+    given([created()])
+      .when({ type: 'Delete' })
+      .then([{ type: 'UserGroupTypeDeleted', data: {} }], { release: [{ scope: 'userGroupType', code: 'ADMINS' }] });
   });
 
   it('derives auditInfo from the stream: version, first and last writer', () => {
@@ -104,7 +127,11 @@ describe('registry decider (access rule)', () => {
   const { given } = spec(accessRule);
   it('checks the nested validity period', () => {
     given([])
-      .when({ type: 'Create', id: ID, input: { code: 'R', name: 'R', fullAccess: true, validFor: { validFrom: '2026-02-01T00:00:00Z', validTo: '2026-01-01T00:00:00Z' } } })
+      .when({
+        type: 'Create',
+        id: ID,
+        input: { code: 'R', name: 'R', fullAccess: true, validFor: { validFrom: '2026-02-01T00:00:00Z', validTo: '2026-01-01T00:00:00Z' } },
+      })
       .thenThrows({ errors: ['validFor.validTo: must not be before validFrom'] });
   });
 });

@@ -4,11 +4,25 @@
 import { describe, expect, it } from 'vitest';
 import { userGroup } from '../../../modules/identity/domain/userGroup.ts';
 import { worklogType } from '../../../modules/registries/domain/worklogType.ts';
-import { checkCompareField, comparable, diffAgainst, entryKey, indexIncoming, parseExportObject, type DiffEntry } from '../../../domain/resource/exchange.ts';
+import {
+  checkCompareField,
+  comparable,
+  diffAgainst,
+  entryKey,
+  indexIncoming,
+  parseExportObject,
+  type DiffEntry,
+} from '../../../domain/resource/exchange.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 
-const audit = (version: number) => ({ version, whoInserted: 'a', whenInserted: '2026-01-01T00:00:00.000Z', whoEdited: 'b', whenEdited: '2026-01-02T00:00:00.000Z' });
+const audit = (version: number) => ({
+  version,
+  whoInserted: 'a',
+  whenInserted: '2026-01-01T00:00:00.000Z',
+  whoEdited: 'b',
+  whenEdited: '2026-01-02T00:00:00.000Z',
+});
 const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 const rec = (n: number, name: string, version = 0): JsonObject => ({ id: id(n), code: `C${String(n)}`, name, auditInfo: audit(version) });
 
@@ -22,7 +36,12 @@ const kinds = (entries: DiffEntry[]) => entries.map((e) => `${e.diffType}:${Stri
 describe('diffAgainst', () => {
   it('lists changes and removals in the order here, then new records in the incoming order; audit fields never differ', async () => {
     const incoming = [rec(5, 'five'), rec(1, 'one', 7), rec(2, 'two (changed)'), rec(4, 'four')];
-    const entries = await diffAgainst(worklogType, indexIncoming(incoming, 'id'), here(rec(1, 'one'), rec(2, 'two'), rec(3, 'three')), 'id');
+    const entries = await diffAgainst(
+      worklogType,
+      indexIncoming(incoming, 'id'),
+      here(rec(1, 'one'), rec(2, 'two'), rec(3, 'three')),
+      'id',
+    );
     expect(kinds(entries)).toEqual(['DIFF_TYPE_CHANGE:C2', 'DIFF_TYPE_REMOVE:C3', 'DIFF_TYPE_NEW:C5', 'DIFF_TYPE_NEW:C4']);
     expect(entries[0]).toMatchObject({ left: { name: 'two' }, right: { name: 'two (changed)' } });
   });
@@ -30,7 +49,10 @@ describe('diffAgainst', () => {
   it('ignores ids when matching by another field, and compares them when matching by id', async () => {
     const foreign = { ...rec(1, 'one'), id: id(99) };
     expect(await diffAgainst(worklogType, indexIncoming([foreign], 'code'), here(rec(1, 'one')), 'code')).toEqual([]);
-    expect(kinds(await diffAgainst(worklogType, indexIncoming([foreign], 'id'), here(rec(1, 'one')), 'id'))).toEqual(['DIFF_TYPE_REMOVE:C1', 'DIFF_TYPE_NEW:C1']);
+    expect(kinds(await diffAgainst(worklogType, indexIncoming([foreign], 'id'), here(rec(1, 'one')), 'id'))).toEqual([
+      'DIFF_TYPE_REMOVE:C1',
+      'DIFF_TYPE_NEW:C1',
+    ]);
   });
 
   it('refuses a compare field that repeats or is missing, on either side', async () => {
@@ -45,7 +67,8 @@ describe('checkCompareField', () => {
     expect(checkCompareField(worklogType, 'id')).toBe('id');
     expect(checkCompareField(worklogType, 'code')).toBe('code');
     expect(checkCompareField(userGroup, 'ldapMemberOf')).toBe('ldapMemberOf');
-    for (const field of ['auditInfo.version', 'dataTags', 'chars', 'nope']) expect(() => checkCompareField(userGroup, field), field).toThrow(DomainError);
+    for (const field of ['auditInfo.version', 'dataTags', 'chars', 'nope'])
+      expect(() => checkCompareField(userGroup, field), field).toThrow(DomainError);
   });
 });
 
@@ -58,7 +81,9 @@ describe('entryKey', () => {
   it('differs with the version it changes, the record it names and the resource', () => {
     const key = entryKey(worklogType, 'id', entry, id(1), 3);
     expect(entryKey(worklogType, 'id', entry, id(1), 4)).not.toBe(key);
-    expect(entryKey(worklogType, 'id', { diffType: 'DIFF_TYPE_REMOVE', left: rec(2, 'x') }, id(2), 3)).not.toBe(entryKey(worklogType, 'id', { diffType: 'DIFF_TYPE_REMOVE', left: rec(3, 'x') }, id(3), 3));
+    expect(entryKey(worklogType, 'id', { diffType: 'DIFF_TYPE_REMOVE', left: rec(2, 'x') }, id(2), 3)).not.toBe(
+      entryKey(worklogType, 'id', { diffType: 'DIFF_TYPE_REMOVE', left: rec(3, 'x') }, id(3), 3),
+    );
     expect(entryKey(userGroup, 'id', entry, id(1), 3)).not.toBe(key);
   });
 });

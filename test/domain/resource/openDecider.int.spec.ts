@@ -24,8 +24,16 @@ const widget = defineResource({
     WidgetReplaced: replaced(),
     WidgetPatched: patched(),
     WidgetDeleted: deleted(),
-    WidgetSecretSet: ownEvent({ meaning: 'a secret was set', data: z.strictObject({ secret: z.string() }), evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, secret: d.secret } }) }),
-    WidgetPainted: ownEvent({ meaning: 'painted', data: z.strictObject({ colour: z.string() }), evolve: (r, d) => ({ ...r, fields: { ...r.fields, colour: d.colour } }) }),
+    WidgetSecretSet: ownEvent({
+      meaning: 'a secret was set',
+      data: z.strictObject({ secret: z.string() }),
+      evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, secret: d.secret } }),
+    }),
+    WidgetPainted: ownEvent({
+      meaning: 'painted',
+      data: z.strictObject({ colour: z.string() }),
+      evolve: (r, d) => ({ ...r, fields: { ...r.fields, colour: d.colour } }),
+    }),
   },
   commands: {
     SetSecret: command('set the secret', z.strictObject({ secret: z.string() })),
@@ -59,7 +67,15 @@ describe('open decider', () => {
     await store.append({
       stream: `widget-${id}`,
       expected: 'no_stream',
-      events: [{ id: randomUUID(), type: 'WidgetCreated', schemaVersion: 1, data: { id, label: 'Old one' }, metadata: { actor: 'old-code', at: '2025-01-01T00:00:00.000Z' } }],
+      events: [
+        {
+          id: randomUUID(),
+          type: 'WidgetCreated',
+          schemaVersion: 1,
+          data: { id, label: 'Old one' },
+          metadata: { actor: 'old-code', at: '2025-01-01T00:00:00.000Z' },
+        },
+      ],
     });
     const service = runtimeOver(store, [widget]).service(widget);
     expect(await service.get(id)).toMatchObject({ id, name: 'Old one' });
@@ -102,7 +118,15 @@ describe('open decider', () => {
     const dir = mkdtempSync(join(tmpdir(), 'open-decider-'));
     dirs.push(dir);
     const store = openSqliteEventStore(join(dir, 'events.db'));
-    const dnKey = { name: 'ldapMemberOf', fields: ['dn'], normalize: (dn: string) => dn.toLowerCase().replace(/\s*([,=])\s*/g, '$1').trim() };
+    const dnKey = {
+      name: 'ldapMemberOf',
+      fields: ['dn'],
+      normalize: (dn: string) =>
+        dn
+          .toLowerCase()
+          .replace(/\s*([,=])\s*/g, '$1')
+          .trim(),
+    };
     const group = defineResource({
       name: 'Group',
       path: 'groups',
@@ -112,7 +136,10 @@ describe('open decider', () => {
     });
     const service = runtimeOver(store, [group]).service(group);
     const first = await service.create({ dn: 'CN=Ops, OU=Groups' }, ctx());
-    await expect(service.create({ dn: 'cn = ops,ou=groups' }, ctx())).rejects.toMatchObject({ status: 'CONFLICT', code: 'GROUP.LDAP_MEMBER_OF_TAKEN' });
+    await expect(service.create({ dn: 'cn = ops,ou=groups' }, ctx())).rejects.toMatchObject({
+      status: 'CONFLICT',
+      code: 'GROUP.LDAP_MEMBER_OF_TAKEN',
+    });
     expect((await service.getByKey(dnKey, { dn: 'cn=OPS , ou=GROUPS' })).id).toBe(first.record?.id);
     // Without the field, no value of the key is held.
     await service.create({}, ctx());

@@ -63,14 +63,18 @@ describe('Idempotency-Key event ids', () => {
     const retried = await handleCommand(counter(stream, 1), ctx('hash-of-body-1', 'key-2'), runtimeOf(store));
     expect(retried.written).toBe(false);
     expect(ids).toHaveLength(1);
-    await expect(handleCommand(counter(stream, 2), ctx('hash-of-body-2', 'key-2'), runtimeOf(store))).rejects.toMatchObject({ code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
+    await expect(handleCommand(counter(stream, 2), ctx('hash-of-body-2', 'key-2'), runtimeOf(store))).rejects.toMatchObject({
+      code: 'REQUEST.IDEMPOTENCY_KEY_REUSED',
+    });
   });
 
   it('refuse a key on another stream, even with the same body, and let another caller use it', async () => {
     const [log] = logs;
     const [first, second] = [`counter-${randomUUID()}`, `counter-${randomUUID()}`];
     await handleCommand(counter(first, 1), ctx('same-hash', 'key-3'), runtimeOf(log));
-    await expect(handleCommand(counter(second, 1), ctx('same-hash', 'key-3'), runtimeOf(log))).rejects.toMatchObject({ code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
+    await expect(handleCommand(counter(second, 1), ctx('same-hash', 'key-3'), runtimeOf(log))).rejects.toMatchObject({
+      code: 'REQUEST.IDEMPOTENCY_KEY_REUSED',
+    });
     const bob = await handleCommand(counter(second, 1), { ...ctx('same-hash', 'key-3'), actor: 'bob' }, runtimeOf(log));
     expect(bob.written).toBe(true);
   });
@@ -80,12 +84,13 @@ describe('Idempotency-Key event ids', () => {
     const streams = Array.from({ length: 8 }, () => `counter-${randomUUID()}`);
     const outcomes = await Promise.allSettled(streams.map((s) => handleCommand(counter(s, 1), ctx('same-hash', 'key-4'), runtimeOf(log))));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
-    for (const o of outcomes.filter((x) => x.status === 'rejected')) expect(o.reason).toMatchObject({ code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
+    for (const o of outcomes.filter((x) => x.status === 'rejected'))
+      expect(o.reason).toMatchObject({ code: 'REQUEST.IDEMPOTENCY_KEY_REUSED' });
   });
 });
 
 describe('If-Match', () => {
-  it('retries a conflict that left the record at the caller\'s version (a raced claim) instead of answering 409', async () => {
+  it("retries a conflict that left the record at the caller's version (a raced claim) instead of answering 409", async () => {
     const [log] = logs;
     const stream = `counter-${randomUUID()}`;
     await handleCommand(counter(stream, 1), { actor: 'alice', now: new Date(), newId: randomUUID }, runtimeOf(log));
@@ -97,7 +102,11 @@ describe('If-Match', () => {
       }
       return log.append(request);
     });
-    const result = await handleCommand({ ...counter(stream, 1), expectedVersion: 0 }, { actor: 'alice', now: new Date(), newId: randomUUID }, runtimeOf(flaky));
+    const result = await handleCommand(
+      { ...counter(stream, 1), expectedVersion: 0 },
+      { actor: 'alice', now: new Date(), newId: randomUUID },
+      runtimeOf(flaky),
+    );
     expect(result).toMatchObject({ state: 2, version: 1, written: true });
   });
 });

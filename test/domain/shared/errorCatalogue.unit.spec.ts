@@ -38,7 +38,8 @@ describe('the error catalogue', () => {
     // Codes built from parts: HTTP.<status> by the error handler, <store>.UNAVAILABLE by StoreUnavailableError.
     const raised = (code: string): boolean => {
       if (code.startsWith('HTTP.')) return source.includes('`HTTP.${name}`') || source.includes(`'${code}'`);
-      if (code.endsWith('_STORE.UNAVAILABLE')) return source.includes('`${store}.UNAVAILABLE`') && source.includes(`'${code.slice(0, -'.UNAVAILABLE'.length)}'`);
+      if (code.endsWith('_STORE.UNAVAILABLE'))
+        return source.includes('`${store}.UNAVAILABLE`') && source.includes(`'${code.slice(0, -'.UNAVAILABLE'.length)}'`);
       if (code === '<RESOURCE>.<KEY>_TAKEN') return source.includes('_TAKEN`');
       if (code.startsWith('<RESOURCE>.')) return source.includes(`}.${code.slice('<RESOURCE>.'.length)}\``);
       return source.includes(`'${code}'`);
@@ -55,7 +56,10 @@ describe('the error catalogue', () => {
 
   it('gives an error the status of its code, and of its resource for a per-resource code', () => {
     expect(new DomainError('USER.LAST_ADMIN', 'x').status).toBe('CONFLICT');
-    expect([new DomainError('USER.THUMBNAIL.NOT_FOUND', 'x').httpStatus, new DomainError('USER_GROUP.LDAP_MEMBER_OF_TAKEN', 'x').httpStatus]).toEqual([404, 409]);
+    expect([
+      new DomainError('USER.THUMBNAIL.NOT_FOUND', 'x').httpStatus,
+      new DomainError('USER_GROUP.LDAP_MEMBER_OF_TAKEN', 'x').httpStatus,
+    ]).toEqual([404, 409]);
     expect(new DomainError('READ_MODEL.REBUILDING', 'x', [], { status: 'CONFLICT' }).httpStatus).toBe(409);
     expect(unavailable('READ_MODEL.REBUILDING', 'x').httpStatus).toBe(503);
   });

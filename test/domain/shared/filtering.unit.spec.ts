@@ -14,24 +14,41 @@ const errorsOf = (body: unknown): string[] => {
 
 describe('Filtering', () => {
   it('refuses a date-time value finer than a millisecond, which stored values never are', () => {
-    expect(errorsOf({ filter: [{ column: 'auditInfo.whenEdited', operator: 'GT', value: '2020-01-01T00:00:00.123456789Z' }] })[0]).toMatch(/millisecond/);
+    expect(errorsOf({ filter: [{ column: 'auditInfo.whenEdited', operator: 'GT', value: '2020-01-01T00:00:00.123456789Z' }] })[0]).toMatch(
+      /millisecond/,
+    );
     expect(errorsOf({ filter: [{ column: 'auditInfo.whenEdited', operator: 'GT', value: '2020-01-01T00:00:00.123000Z' }] })).toEqual([]);
   });
 
   it('types values by their column and defaults the sort to code then id', () => {
-    const q = parse({ filter: [{ column: 'auditInfo.version', operator: 'gte', value: '2' }, { key: 'code', value: 'A' }, { column: 'auditInfo.whenEdited', operator: 'LT', value: '2026-01-01T01:00:00+01:00' }] });
+    const q = parse({
+      filter: [
+        { column: 'auditInfo.version', operator: 'gte', value: '2' },
+        { key: 'code', value: 'A' },
+        { column: 'auditInfo.whenEdited', operator: 'LT', value: '2026-01-01T01:00:00+01:00' },
+      ],
+    });
     expect(q.conditions).toMatchObject([
       { kind: 'field', op: 'GTE', value: 2, column: { type: 'integer' } },
       { kind: 'field', op: 'EQ', value: 'A' },
       { kind: 'field', op: 'LT', value: '2026-01-01T00:00:00.000Z' },
     ]);
-    expect(q.sort.map((s) => [s.column.path, s.order])).toEqual([['code', 'ASC'], ['id', 'ASC']]);
+    expect(q.sort.map((s) => [s.column.path, s.order])).toEqual([
+      ['code', 'ASC'],
+      ['id', 'ASC'],
+    ]);
   });
 
   it('accepts any path below a free-form map as an `any` column', () => {
-    const q = parse({ filter: [{ column: 'config.region.name', operator: 'EQ', value: 'north' }], sort: [{ column: 'name', order: 'desc' }] });
+    const q = parse({
+      filter: [{ column: 'config.region.name', operator: 'EQ', value: 'north' }],
+      sort: [{ column: 'name', order: 'desc' }],
+    });
     expect(q.conditions[0]).toMatchObject({ column: { path: 'config.region.name', type: 'any' } });
-    expect(q.sort.map((s) => [s.column.path, s.order])).toEqual([['name', 'DESC'], ['id', 'ASC']]);
+    expect(q.sort.map((s) => [s.column.path, s.order])).toEqual([
+      ['name', 'DESC'],
+      ['id', 'ASC'],
+    ]);
   });
 
   it('reports every problem at once, one line each, naming where', () => {
@@ -87,9 +104,14 @@ describe('Filtering', () => {
 
     it('are bounded: 255 characters and 32 unescaped wildcards, each refusal naming its item', () => {
       expect(errorsOf({ filter: [{ column: 'code', operator: 'LIKE', value: 'x'.repeat(255) }] })).toEqual([]);
-      expect(errorsOf({ filter: [{ column: 'code', operator: 'EQ', value: 'x' }, { column: 'code', operator: 'LIKE', value: 'x'.repeat(256) }] })).toEqual([
-        'filter[1].value: a LIKE value is at most 255 characters, not 256',
-      ]);
+      expect(
+        errorsOf({
+          filter: [
+            { column: 'code', operator: 'EQ', value: 'x' },
+            { column: 'code', operator: 'LIKE', value: 'x'.repeat(256) },
+          ],
+        }),
+      ).toEqual(['filter[1].value: a LIKE value is at most 255 characters, not 256']);
       expect(errorsOf({ filter: [{ column: 'code', operator: 'NOT_LIKE', value: '%_'.repeat(16) }] })).toEqual([]);
       expect(errorsOf({ filter: [{ column: 'code', operator: 'NOT_LIKE', value: `${'%_'.repeat(16)}%` }] })).toEqual([
         'filter[0].value: a NOT_LIKE value has at most 32 unescaped % and _, not 33 (\\% and \\_ are literal)',

@@ -9,9 +9,32 @@ const bigLine = 'registry.big: 12345678901234567890 cannot be stored exactly (in
 
 describe('numbers', () => {
   it.each([
-    '1.0', '1e2', '100', '0.1', '0.30000000000000004', '1.5E+3', '-5', '0', '0.0', '0e5', '9007199254740991', '-9007199254740991',
-    '9007199254740992', '1e21', '1000000000000000000000', '123456789012345.0', '1.7976931348623157e308', '5e-324', '2.2250738585072014e-308',
-    '0.000001', '1e-7', '1.2345678901234566e+25', '1.2345678901234566E25', '12345678901234567000', '0.10000000000000000000000', '4.35',
+    '1.0',
+    '1e2',
+    '100',
+    '0.1',
+    '0.30000000000000004',
+    '1.5E+3',
+    '-5',
+    '0',
+    '0.0',
+    '0e5',
+    '9007199254740991',
+    '-9007199254740991',
+    '9007199254740992',
+    '1e21',
+    '1000000000000000000000',
+    '123456789012345.0',
+    '1.7976931348623157e308',
+    '5e-324',
+    '2.2250738585072014e-308',
+    '0.000001',
+    '1e-7',
+    '1.2345678901234566e+25',
+    '1.2345678901234566E25',
+    '12345678901234567000',
+    '0.10000000000000000000000',
+    '4.35',
   ])('keeps %s', (n) => {
     expect(errors(`{"registry":{"n":${n}}}`)).toEqual([]);
     expect(errors(n)).toEqual([]);
@@ -56,7 +79,9 @@ describe('numbers', () => {
   it('finds one inexact number among thousands that need converting, by its place', () => {
     const many = Array.from({ length: 5000 }, (_, i) => String(i / 7));
     expect(errors(`{"v":[${many.join(',')}]}`)).toEqual([]);
-    expect(errors(`{"v":[${many.join(',')},-0,${many.join(',')}]}`)).toEqual(['v[5000]: -0 cannot be stored exactly (it reads back as 0; use a string)']);
+    expect(errors(`{"v":[${many.join(',')},-0,${many.join(',')}]}`)).toEqual([
+      'v[5000]: -0 cannot be stored exactly (it reads back as 0; use a string)',
+    ]);
     // Spelled otherwise than JavaScript prints them, the same values are still kept.
     expect(errors(`[${many.map((n) => n.replace(/^(\d)\.(\d+)$/, '$1.$2000E0')).join(',')}]`)).toEqual([]);
   });
@@ -81,8 +106,11 @@ describe('duplicate keys', () => {
     expect(errors('[{"a":1,"b":2},{"a":1,"b":2},{"b":1,"a":2},{"a":{"a":{"a":1}},"b":{"a":1}}]')).toEqual([]);
   });
 
-  it('are found after the keys stop following the previous object\'s, and in large objects', () => {
-    expect(errors('[{"a":1,"b":2,"c":3},{"a":1,"b":2,"a":3},{"a":1,"x":2,"b":3,"x":4}]')).toEqual(['[1]: duplicate key "a"', '[2]: duplicate key "x"']);
+  it("are found after the keys stop following the previous object's, and in large objects", () => {
+    expect(errors('[{"a":1,"b":2,"c":3},{"a":1,"b":2,"a":3},{"a":1,"x":2,"b":3,"x":4}]')).toEqual([
+      '[1]: duplicate key "a"',
+      '[2]: duplicate key "x"',
+    ]);
     const keys = Array.from({ length: 40 }, (_, i) => `"k${String(i)}":${String(i)}`);
     expect(errors(`[{${keys.join(',')}},{${keys.join(',')},"k3":0},{${[...keys].reverse().join(',')},"k39":0}]`)).toEqual([
       '[1]: duplicate key "k3"',
@@ -98,7 +126,9 @@ describe('duplicate keys', () => {
 
 describe('strings', () => {
   it('are skipped whatever they contain', () => {
-    expect(errors('{"s":"{\\"a\\":1e400,\\"a\\":2}","t":"[1,2,-0]","u":"\\\\","v":"\\\\\\"}","w":"e-0 12345678901234567890","a":1}')).toEqual([]);
+    expect(
+      errors('{"s":"{\\"a\\":1e400,\\"a\\":2}","t":"[1,2,-0]","u":"\\\\","v":"\\\\\\"}","w":"e-0 12345678901234567890","a":1}'),
+    ).toEqual([]);
     expect(errors('["\\\\", -0]')).toEqual(['[1]: -0 cannot be stored exactly (it reads back as 0; use a string)']);
     expect(errors('{"{\\"a\\":1}":1,"[":2,"]":3,",":4,":":5}')).toEqual([]);
   });
@@ -109,7 +139,11 @@ describe('nesting', () => {
   it('allows 32 levels and refuses 33, once', () => {
     expect(scan(nested(32))).toEqual({ errors: [], tooDeep: false, tooMany: false });
     expect(scan(nested(33))).toEqual({ errors: ['(body): at most 32 levels of nesting'], tooDeep: true, tooMany: false });
-    expect(scan(`{"registry":${nested(5000)}}`)).toEqual({ errors: ['(body): at most 32 levels of nesting'], tooDeep: true, tooMany: false });
+    expect(scan(`{"registry":${nested(5000)}}`)).toEqual({
+      errors: ['(body): at most 32 levels of nesting'],
+      tooDeep: true,
+      tooMany: false,
+    });
   });
 
   it('counts levels of objects and arrays alike', () => {
@@ -122,24 +156,35 @@ describe('nesting', () => {
 });
 
 describe('texts the parser refuses', () => {
-  it.each(['', '{"a":', '"unterminated', '[1,2', '{"a":1}}}}', '-', '1.', '1e', '{"a\\u00":1,"a\\u00":2}', '[--1]', '{"a":+1}', '{"a" "b"}', '\\', ']]][[['])(
-    'end without throwing: %j',
-    (text) => {
-      expect(() => scan(text)).not.toThrow();
-    },
-  );
+  it.each([
+    '',
+    '{"a":',
+    '"unterminated',
+    '[1,2',
+    '{"a":1}}}}',
+    '-',
+    '1.',
+    '1e',
+    '{"a\\u00":1,"a\\u00":2}',
+    '[--1]',
+    '{"a":+1}',
+    '{"a" "b"}',
+    '\\',
+    ']]][[[',
+  ])('end without throwing: %j', (text) => {
+    expect(() => scan(text)).not.toThrow();
+  });
 
   it('answers for a character it does not follow, so a text it misread is never let through', () => {
     expect(errors('{"a":+1}')).toEqual(['(body): unexpected character at offset 5']);
   });
 
-  it('skip a leading byte order mark as fastify\'s parser does', () => {
+  it("skip a leading byte order mark as fastify's parser does", () => {
     expect(errors('\uFEFF{"n":-0}')).toEqual(['n: -0 cannot be stored exactly (it reads back as 0; use a string)']);
   });
 });
 
-const depthOf = (v: unknown): number =>
-  typeof v === 'object' && v !== null ? 1 + Math.max(0, ...Object.values(v).map(depthOf)) : 0;
+const depthOf = (v: unknown): number => (typeof v === 'object' && v !== null ? 1 + Math.max(0, ...Object.values(v).map(depthOf)) : 0);
 
 /** Every character as a \u escape: another spelling of the same key. */
 const escapeAll = (key: string): string =>
@@ -155,7 +200,7 @@ describe('properties', () => {
     );
   });
 
-  it('keep every spelling of a double\'s printed value, and refuse them all for -0', () => {
+  it("keep every spelling of a double's printed value, and refuse them all for -0", () => {
     const moreZeros = (s: string) => (s.includes('.') ? s.replace('e', '0e') : s.replace('e', '.0e'));
     fc.assert(
       fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (d) => {
@@ -163,7 +208,9 @@ describe('properties', () => {
         const exponential = Math.abs(d).toExponential();
         for (const spelling of [String(Math.abs(d)), exponential, exponential.toUpperCase(), moreZeros(exponential)]) {
           const written = sign + spelling;
-          expect(errors(`[${written}]`)).toEqual(Object.is(d, -0) ? [`[0]: ${written} cannot be stored exactly (it reads back as 0; use a string)`] : []);
+          expect(errors(`[${written}]`)).toEqual(
+            Object.is(d, -0) ? [`[0]: ${written} cannot be stored exactly (it reads back as 0; use a string)`] : [],
+          );
         }
       }),
     );
@@ -182,7 +229,8 @@ describe('properties', () => {
         const exact = digitsOf(String(Number(n))) === String(n < 0n ? -n : n);
         const found = errors(`{"n":${String(n)}}`);
         if (exact) expect(found).toEqual([]);
-        else expect(found).toEqual([`n: ${String(n)} cannot be stored exactly (integers beyond ±9007199254740991 lose digits; use a string)`]);
+        else
+          expect(found).toEqual([`n: ${String(n)} cannot be stored exactly (integers beyond ±9007199254740991 lose digits; use a string)`]);
       }),
     );
   });
@@ -209,11 +257,16 @@ describe('properties', () => {
         fc.option(fc.stringMatching(/^\d{1,25}$/), { nil: undefined }),
         fc.option(fc.tuple(fc.constantFrom('e', 'E', 'e+', 'e-', 'E-'), fc.nat({ max: 400 })), { nil: undefined }),
       )
-      .map(([sign, whole, fraction, exponent]) => `${sign}${whole}${fraction === undefined ? '' : `.${fraction}`}${exponent === undefined ? '' : exponent.join('')}`);
+      .map(
+        ([sign, whole, fraction, exponent]) =>
+          `${sign}${whole}${fraction === undefined ? '' : `.${fraction}`}${exponent === undefined ? '' : exponent.join('')}`,
+      );
     fc.assert(
       fc.property(fc.array(token, { minLength: 1, maxLength: 30 }), (tokens) => {
         const refused = tokens.flatMap((t, i) => (value(t) === value(String(Number(t))) ? [] : [`[${String(i)}]: ${t}`]));
-        expect(errors(`[${tokens.join(',')}]`).map((line) => line.replace(/ cannot be stored exactly .*$/, ''))).toEqual(refused.slice(0, 20));
+        expect(errors(`[${tokens.join(',')}]`).map((line) => line.replace(/ cannot be stored exactly .*$/, ''))).toEqual(
+          refused.slice(0, 20),
+        );
       }),
       { numRuns: 500 },
     );
@@ -247,19 +300,27 @@ describe('member names that could reach a prototype, when asked to refuse them',
     ['{"__proto__":1}', ['__proto__: member name not allowed'], 1],
     ['{"a":{"\\u005f_proto__":1}}', ['a.__proto__: member name not allowed'], 6],
     ['{"registry":{"constructor":{"prototype":{}}}}', ['registry.constructor.prototype: member name not allowed'], 28],
-    ['[{"a":1,"__proto__":2},{"a":1,"__proto__":2}]', ['[0].__proto__: member name not allowed', '[1].__proto__: member name not allowed'], 8],
+    [
+      '[{"a":1,"__proto__":2},{"a":1,"__proto__":2}]',
+      ['[0].__proto__: member name not allowed', '[1].__proto__: member name not allowed'],
+      8,
+    ],
   ])('names each in %s, and where the first is', (text, lines, position) => {
     const report = refusing(text);
     expect(report.errors).toEqual(lines);
     expect(report.forbiddenMember).toEqual({ name: lines[0]?.includes('prototype:') === true ? 'prototype' : '__proto__', position });
   });
 
-  it.each(['{"constructor":1}', '{"constructor":[{"prototype":1}]}', '{"prototype":{}}', '{"proto":1,"__proto":2}', '["__proto__"]', '{"a":"__proto__"}'])(
-    'lets %s through (the JSON parser keeps it as data)',
-    (text) => {
-      expect(refusing(text).errors).toEqual([]);
-    },
-  );
+  it.each([
+    '{"constructor":1}',
+    '{"constructor":[{"prototype":1}]}',
+    '{"prototype":{}}',
+    '{"proto":1,"__proto":2}',
+    '["__proto__"]',
+    '{"a":"__proto__"}',
+  ])('lets %s through (the JSON parser keeps it as data)', (text) => {
+    expect(refusing(text).errors).toEqual([]);
+  });
 
   it('says nothing of them unless asked (an import file or a topic message holds them as data)', () => {
     expect(errors('{"registry":{"__proto__":{}}}')).toEqual([]);

@@ -52,7 +52,13 @@ describe('the fold cache', () => {
     const stream = `counter-${randomUUID()}`;
     const { store, reads } = counting(log);
     await handleCommand(counter(stream), ctx(), runtimeOf(store));
-    await log.append({ stream, expected: 0, events: [{ id: randomUUID(), type: 'Added', schemaVersion: 1, data: { by: 10 }, metadata: { actor: 'bob', at: new Date().toISOString() } }] });
+    await log.append({
+      stream,
+      expected: 0,
+      events: [
+        { id: randomUUID(), type: 'Added', schemaVersion: 1, data: { by: 10 }, metadata: { actor: 'bob', at: new Date().toISOString() } },
+      ],
+    });
     reads.length = 0;
     const result = await handleCommand(counter(stream), ctx(), runtimeOf(store));
     expect(result).toMatchObject({ state: 12, version: 2 });
@@ -70,7 +76,12 @@ describe('the fold cache', () => {
   it('keeps a stream read often and forgets the least recently used ones when over its 64 MB', async () => {
     // Each state is 1 MB of JSON (one shared string, so the test holds little memory).
     const big = 'x'.repeat(1024 * 1024);
-    const large = (stream: string): CommandSpec<string> => ({ ...counter(stream), initial: () => '', evolve: () => big, decide: () => ({ events: [{ type: 'Added', data: {} }] }) });
+    const large = (stream: string): CommandSpec<string> => ({
+      ...counter(stream),
+      initial: () => '',
+      evolve: () => big,
+      decide: () => ({ events: [{ type: 'Added', data: {} }] }),
+    });
     const { store, reads } = counting(log);
     const hot = `large-${randomUUID()}`;
     await handleCommand(large(hot), ctx(), runtimeOf(store));

@@ -89,7 +89,11 @@ afterEach(() => {
 
 afterAll(async () => {
   server.closeAllConnections();
-  await new Promise<void>((done) => server.close(() => { done(); }));
+  await new Promise<void>((done) =>
+    server.close(() => {
+      done();
+    }),
+  );
 });
 
 async function failure(promise: Promise<unknown>): Promise<OutboundFailed> {
@@ -149,10 +153,18 @@ describe('guarded client: refusals', () => {
   });
 
   it('refuses other schemes, URLs with credentials and what is not a URL', async () => {
-    for (const url of ['file:///etc/passwd', `ftp://127.0.0.1:${port}/`, 'gopher://example.com/', 'data:application/json,{}', 'javascript:1']) {
+    for (const url of [
+      'file:///etc/passwd',
+      `ftp://127.0.0.1:${port}/`,
+      'gopher://example.com/',
+      'data:application/json,{}',
+      'javascript:1',
+    ]) {
       expect((await failure(client.getJson(url))).message).toBe('refused: only http: and https: URLs are fetched');
     }
-    expect((await failure(local.getJson(`http://user:pw@127.0.0.1:${port}/json`))).message).toBe('refused: the URL carries credentials, and none are sent');
+    expect((await failure(local.getJson(`http://user:pw@127.0.0.1:${port}/json`))).message).toBe(
+      'refused: the URL carries credentials, and none are sent',
+    );
     expect((await failure(client.getJson('not a url'))).message).toBe('not a valid URL');
     expect((await failure(client.getJson('http://[::1/'))).message).toBe('not a valid URL');
     expect(connections).toBe(0);
@@ -162,7 +174,9 @@ describe('guarded client: refusals', () => {
     const onlyLocalhost = createGuardedClient({ allow: ['localhost'] });
     expect((await failure(onlyLocalhost.getJson(`http://127.0.0.1:${port}/json`))).message).toMatch(/^refused: 127\.0\.0\.1 is a loopback/);
     const onlyTen = createGuardedClient({ allow: ['10.1.0.0/16'], lookup: () => Promise.resolve([{ address: '10.2.0.1', family: 4 }]) });
-    expect((await failure(onlyTen.getJson(`http://ten.test:${port}/json`))).message).toMatch(/^refused: ten\.test resolves to 10\.2\.0\.1, a private/);
+    expect((await failure(onlyTen.getJson(`http://ten.test:${port}/json`))).message).toMatch(
+      /^refused: ten\.test resolves to 10\.2\.0\.1, a private/,
+    );
     expect(connections).toBe(0);
   });
 
@@ -201,7 +215,10 @@ describe('guarded client: allowed', () => {
 
   it('allows by single IP and by a wider CIDR too', async () => {
     for (const allow of ['127.0.0.1', '127.0.0.0/8', '::ffff:127.0.0.0/104']) {
-      await expect(createGuardedClient({ allow: [allow] }).getJson(`http://127.0.0.1:${port}/json`), allow).resolves.toEqual({ ok: true, items: [1, 2] });
+      await expect(createGuardedClient({ allow: [allow] }).getJson(`http://127.0.0.1:${port}/json`), allow).resolves.toEqual({
+        ok: true,
+        items: [1, 2],
+      });
     }
   });
 });
@@ -217,7 +234,11 @@ describe('guarded client: resolution is checked, then pinned', () => {
 
   it('refuses when any one of the addresses is refused', async () => {
     const client = createGuardedClient({
-      lookup: () => Promise.resolve([{ address: '93.184.215.14', family: 4 }, { address: '::ffff:169.254.169.254', family: 6 }]),
+      lookup: () =>
+        Promise.resolve([
+          { address: '93.184.215.14', family: 4 },
+          { address: '::ffff:169.254.169.254', family: 6 },
+        ]),
     });
     expect((await failure(client.getJson(`http://mixed.example:${port}/json`))).message).toMatch(
       /^refused: mixed\.example resolves to 169\.254\.169\.254, a link-local address/,
@@ -245,7 +266,9 @@ describe('guarded client: resolution is checked, then pinned', () => {
   });
 
   it('a host that does not exist says so', async () => {
-    const client = createGuardedClient({ lookup: () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' })) });
+    const client = createGuardedClient({
+      lookup: () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' })),
+    });
     expect((await failure(client.getJson('http://nowhere.invalid/'))).message).toBe('host not found: nowhere.invalid');
     const empty = createGuardedClient({ lookup: () => Promise.resolve([]) });
     expect((await failure(empty.getJson('http://nowhere.invalid/'))).message).toBe('host not found: nowhere.invalid');
@@ -253,7 +276,9 @@ describe('guarded client: resolution is checked, then pinned', () => {
 
   it('a lookup answering something that is not an address is refused', async () => {
     const client = createGuardedClient({ lookup: () => Promise.resolve([{ address: 'evil', family: 4 }]) });
-    expect((await failure(client.getJson('http://odd.example/'))).message).toMatch(/^refused: odd\.example resolved to something that is not an IP address/);
+    expect((await failure(client.getJson('http://odd.example/'))).message).toMatch(
+      /^refused: odd\.example resolved to something that is not an IP address/,
+    );
   });
 });
 
@@ -283,7 +308,9 @@ describe('guarded client: answers', () => {
   });
 
   it('refuses a compressed answer', async () => {
-    expect((await failure(local.getJson(`http://127.0.0.1:${port}/gzip`))).message).toBe('compressed answer refused (Content-Encoding gzip)');
+    expect((await failure(local.getJson(`http://127.0.0.1:${port}/gzip`))).message).toBe(
+      'compressed answer refused (Content-Encoding gzip)',
+    );
   });
 
   it('not JSON, and not UTF-8, are failures', async () => {
@@ -306,7 +333,11 @@ describe('guarded client: answers', () => {
     const closed = http.createServer();
     await new Promise<void>((done) => closed.listen(0, '127.0.0.1', done));
     const closedPort = (closed.address() as AddressInfo).port;
-    await new Promise<void>((done) => closed.close(() => { done(); }));
+    await new Promise<void>((done) =>
+      closed.close(() => {
+        done();
+      }),
+    );
     expect((await failure(local.getJson(`http://127.0.0.1:${closedPort}/`))).message).toBe('connection refused');
   });
 });
@@ -315,8 +346,27 @@ describe('guarded client: answers', () => {
 function selfSigned(): { key: Buffer; cert: Buffer } | undefined {
   const dir = mkdtempSync(join(tmpdir(), 'guarded-tls-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=pinned.example',
-      '-addext', 'subjectAltName=DNS:pinned.example', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=pinned.example',
+        '-addext',
+        'subjectAltName=DNS:pinned.example',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) };
   } catch {
     return undefined;
@@ -346,11 +396,17 @@ describe.skipIf(tls === undefined)('guarded client: https', () => {
     try {
       const client = createGuardedClient({ allow: ['127.0.0.1/32'], lookup: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]) });
       // The certificate is not one a public authority signed: refused, and said so without its words.
-      expect((await failure(client.getJson(`https://pinned.example:${securePort}/`))).message).toMatch(/^TLS failed \((DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)\)$/);
+      expect((await failure(client.getJson(`https://pinned.example:${securePort}/`))).message).toMatch(
+        /^TLS failed \((DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)\)$/,
+      );
       expect(servername).toBe('pinned.example'); // the name, though the connection went to the pinned 127.0.0.1
     } finally {
       secure.closeAllConnections();
-      await new Promise<void>((done) => secure.close(() => { done(); }));
+      await new Promise<void>((done) =>
+        secure.close(() => {
+          done();
+        }),
+      );
     }
   });
 });

@@ -101,9 +101,24 @@ describe('allow list', () => {
 
   it('accepts CIDRs, IPs and host names, and refuses what is none of these when the client is made', () => {
     expect(() =>
-      createGuardedClient({ allow: ['10.1.0.0/16', '::1/128', '[fd00::]/8', '127.0.0.1', '::1', '::ffff:10.0.0.0/104', 'localhost', 'Metrics.Internal'] }),
+      createGuardedClient({
+        allow: ['10.1.0.0/16', '::1/128', '[fd00::]/8', '127.0.0.1', '::1', '::ffff:10.0.0.0/104', 'localhost', 'Metrics.Internal'],
+      }),
     ).not.toThrow();
-    for (const entry of ['10.0.0.0/33', '::1/129', '10.0.0.0/', '10.0.0.0/8/8', 'host/8', 'a b', 'http://x', 'x:80', 'user@x', '::ffff:10.0.0.0/64', '10.0.0.0/-1', '10.0.0.0/0x8']) {
+    for (const entry of [
+      '10.0.0.0/33',
+      '::1/129',
+      '10.0.0.0/',
+      '10.0.0.0/8/8',
+      'host/8',
+      'a b',
+      'http://x',
+      'x:80',
+      'user@x',
+      '::ffff:10.0.0.0/64',
+      '10.0.0.0/-1',
+      '10.0.0.0/0x8',
+    ]) {
       expect(() => createGuardedClient({ allow: [entry] }), entry).toThrow(/OUTBOUND_ALLOW: ".*" is not a CIDR/);
     }
   });

@@ -9,7 +9,14 @@
 // eventStore.containers.spec.ts.
 
 import { randomUUID } from 'node:crypto';
-import { AccessDeniedError, DeadlineExceededError, KurrentDBClient, UnavailableError, jsonEvent, NO_STREAM } from '@kurrent/kurrentdb-client';
+import {
+  AccessDeniedError,
+  DeadlineExceededError,
+  KurrentDBClient,
+  UnavailableError,
+  jsonEvent,
+  NO_STREAM,
+} from '@kurrent/kurrentdb-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CodeTakenError, WrongExpectedRevisionError, type AppendRequest, type NewEvent } from '../../../domain/ports.ts';
 import { handleCommand } from '../../../application/commands.ts';
@@ -29,8 +36,19 @@ const CODE_STREAM = codeStreamName(X);
 const S = 'user-S';
 const T = 'user-T';
 
-const anEvent = (): NewEvent => ({ id: randomUUID(), type: 'UserCreated', schemaVersion: 1, data: {}, metadata: { actor: 'tester', at: 't' } });
-const claiming = (stream: string, expected: AppendRequest['expected'], event = anEvent()): AppendRequest => ({ stream, expected, events: [event], claim: [X] });
+const anEvent = (): NewEvent => ({
+  id: randomUUID(),
+  type: 'UserCreated',
+  schemaVersion: 1,
+  data: {},
+  metadata: { actor: 'tester', at: 't' },
+});
+const claiming = (stream: string, expected: AppendRequest['expected'], event = anEvent()): AppendRequest => ({
+  stream,
+  expected,
+  events: [event],
+  claim: [X],
+});
 /** The record append (not a claim) whose first event is `event`. */
 const recordOf = (event: NewEvent) => (call: AppendCall) => call.events[0]?.id === event.id;
 
@@ -239,13 +257,20 @@ describe('the KurrentDB claim protocol under interleavings (the real client agai
     await client.appendToStream(CODE_STREAM, jsonEvent({ type: CODE_RELEASED, data: { stream: S } }), { streamState: 0n });
     await expectHeldByS();
     // … or with a claim by S naming an event that never landed (the claim of the refused append).
-    await client.appendToStream(CODE_STREAM, jsonEvent({ type: CODE_CLAIMED, data: { stream: S, eventId: randomUUID(), at: 't' } }), { streamState: 1n });
+    await client.appendToStream(CODE_STREAM, jsonEvent({ type: CODE_CLAIMED, data: { stream: S, eventId: randomUUID(), at: 't' } }), {
+      streamState: 1n,
+    });
     await expectHeldByS();
   });
 
   it('reads from the leader whatever the protocol or a command relies on', async () => {
     await store.append(claiming(S, 'no_stream'));
-    await store.append({ stream: S, expected: 0, events: [{ ...anEvent(), metadata: { actor: 'tester', at: 't', idempotencyKey: 'k' } }], release: [X] });
+    await store.append({
+      stream: S,
+      expected: 0,
+      events: [{ ...anEvent(), metadata: { actor: 'tester', at: 't', idempotencyKey: 'k' } }],
+      release: [X],
+    });
     await store.append(claiming(T, 'no_stream'));
     await store.findCode(X);
     await store.readStream(S);
@@ -257,7 +282,12 @@ describe('the KurrentDB claim protocol under interleavings (the real client agai
 
   const Y = { scope: 'user', code: 'Y' };
   /** An event under idempotency key `k`, its id fixed as keyed ids are (same key, same id). */
-  const keyedEvent = (id: string, data: Record<string, unknown> = {}): NewEvent => ({ ...anEvent(), id, data, metadata: { actor: 'tester', at: 't', idempotencyKey: 'k' } });
+  const keyedEvent = (id: string, data: Record<string, unknown> = {}): NewEvent => ({
+    ...anEvent(),
+    id,
+    data,
+    metadata: { actor: 'tester', at: 't', idempotencyKey: 'k' },
+  });
   const foreignEvent = () => jsonEvent({ type: 'AuditNote', data: { stream: T, note: 'written by another tool' } });
 
   describe('a claim naming an event of another request under the same id (V1)', () => {
@@ -411,7 +441,14 @@ describe('the KurrentDB claim protocol under interleavings (the real client agai
       await expect(a).rejects.toBeInstanceOf(StoreUnavailableError);
       server = T0 + CLAIM_GRACE_MS + 1_000;
       await instanceAt(server).append(claiming(T, 'no_stream')); // fences S at revision 0
-      const spec: CommandSpec<number> = { resource: 'USER', stream: S, initial: () => 0, evolve: (n) => n + 1, decide: () => ({ events: [{ type: 'UserCreated', data: {} }] }), schemaVersion: 1 };
+      const spec: CommandSpec<number> = {
+        resource: 'USER',
+        stream: S,
+        initial: () => 0,
+        evolve: (n) => n + 1,
+        decide: () => ({ events: [{ type: 'UserCreated', data: {} }] }),
+        schemaVersion: 1,
+      };
       const ctx: CommandContext = { actor: 'alice', now: new Date(server), newId: randomUUID, idempotencyKey: 'k-1', requestHash: 'h-1' };
       expect(await handleCommand(spec, ctx, runtimeOf(instanceAt(server)))).toMatchObject({ version: 1, written: true });
       expect(await handleCommand(spec, ctx, runtimeOf(instanceAt(server)))).toMatchObject({ version: 1, written: false, state: 1 });
@@ -506,7 +543,12 @@ describe('the KurrentDB claim protocol under interleavings (the real client agai
 
     it('reads a record category whose name ends in Code, and never the reservation streams', async () => {
       const promo = `promoCode-${randomUUID()}`;
-      await store.append({ stream: promo, expected: 'no_stream', events: [{ ...anEvent(), type: 'PromoCodeCreated' }], claim: [{ scope: 'promo', code: 'SUMMER' }] });
+      await store.append({
+        stream: promo,
+        expected: 'no_stream',
+        events: [{ ...anEvent(), type: 'PromoCodeCreated' }],
+        claim: [{ scope: 'promo', code: 'SUMMER' }],
+      });
       expect((await store.readAll({ after: 0n, limit: 10 })).map((e) => e.stream)).toEqual([promo]);
       expect((await store.readAll({ after: 0n, limit: 10, categories: ['promoCode'] })).map((e) => e.type)).toEqual(['PromoCodeCreated']);
       expect(await store.readAll({ after: 0n, limit: 10, categories: ['promo'] })).toEqual([]);
@@ -525,7 +567,10 @@ describe('the KurrentDB claim protocol under interleavings (the real client agai
     it('answers 503 when an append is not answered within the deadline; the claims stay, and a late commit holds the code', async () => {
       const a1 = anEvent();
       const heldA = client.hold(recordOf(a1)); // the server never answers: the client waits without end
-      await expect(quick().append(claiming(S, 'no_stream', a1))).rejects.toMatchObject({ code: 'EVENT_STORE.UNAVAILABLE', retryAfterSeconds: 1 });
+      await expect(quick().append(claiming(S, 'no_stream', a1))).rejects.toMatchObject({
+        code: 'EVENT_STORE.UNAVAILABLE',
+        retryAfterSeconds: 1,
+      });
       expect(reservations().map((r) => r.type)).toEqual([CODE_CLAIMED]);
       await expect(store.append(claiming(T, 'no_stream'))).rejects.toBeInstanceOf(CodeTakenError);
       heldA.open();
@@ -665,9 +710,13 @@ describe('the KurrentDB claim protocol under interleavings (the real client agai
 describe('the in-memory stand-in itself', () => {
   it('applies the server’s expected-revision rules', async () => {
     const client = new InMemoryKurrentClient();
-    const event = () => jsonEvent({ type: 'T', data: {}, metadata: toStoredMetadata({ metadata: { actor: 'a', at: 't' }, schemaVersion: 1 }) });
+    const event = () =>
+      jsonEvent({ type: 'T', data: {}, metadata: toStoredMetadata({ metadata: { actor: 'a', at: 't' }, schemaVersion: 1 }) });
     await client.appendToStream('s-1', event(), { streamState: NO_STREAM });
-    await expect(client.appendToStream('s-1', event(), { streamState: NO_STREAM })).rejects.toMatchObject({ expectedState: 'no_stream', actualState: 0n });
+    await expect(client.appendToStream('s-1', event(), { streamState: NO_STREAM })).rejects.toMatchObject({
+      expectedState: 'no_stream',
+      actualState: 0n,
+    });
     await expect(client.appendToStream('s-1', event(), { streamState: 1n })).rejects.toMatchObject({ actualState: 0n });
     expect(await client.appendToStream('s-1', event(), { streamState: 0n })).toMatchObject({ success: true, nextExpectedRevision: 1n });
   });

@@ -62,7 +62,9 @@ if (plan.kind === 'skip') {
         // A claimant that crashed between its claim and its append. Its own clock (`at`, an hour
         // behind) is not what counts: the server's time of the claim is.
         const claim = { stream: `${scope}-${randomUUID()}`, eventId: randomUUID(), at: new Date(Date.now() - 3_600_000).toISOString() };
-        await client.appendToStream(codeStreamName({ scope, code: 'C' }), jsonEvent({ type: CODE_CLAIMED, data: claim }), { streamState: NO_STREAM });
+        await client.appendToStream(codeStreamName({ scope, code: 'C' }), jsonEvent({ type: CODE_CLAIMED, data: claim }), {
+          streamState: NO_STREAM,
+        });
       } finally {
         await client.dispose();
       }
@@ -89,7 +91,9 @@ if (plan.kind === 'skip') {
         // The holder's release, as the adapter writes it, without the reservation stream's CodeReleased.
         const release = anEvent();
         const metadata = toStoredMetadata(release, { claimed: [], released: [codeStreamName({ scope, code: 'R' })] });
-        await client.appendToStream(holder, jsonEvent({ id: release.id, type: release.type, data: release.data, metadata }), { streamState: 0n });
+        await client.appendToStream(holder, jsonEvent({ id: release.id, type: release.type, data: release.data, metadata }), {
+          streamState: 0n,
+        });
       } finally {
         await client.dispose();
       }

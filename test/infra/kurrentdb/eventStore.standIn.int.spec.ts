@@ -18,6 +18,9 @@ afterAll(async () => {
 });
 
 eventStoreContract('KurrentDB adapter against the gRPC stand-in', async () => {
-  opened ??= startGrpcStandIn().then((standIn) => ({ standIn, store: new KurrentEventStore(KurrentDBClient.connectionString(standIn.url())) }));
+  opened ??= startGrpcStandIn().then((standIn) => ({
+    standIn,
+    store: new KurrentEventStore(KurrentDBClient.connectionString(standIn.url())),
+  }));
   return (await opened).store;
 });

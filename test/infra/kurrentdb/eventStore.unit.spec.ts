@@ -26,7 +26,13 @@ import {
   type Filter,
 } from '@kurrent/kurrentdb-client';
 import { describe, expect, it } from 'vitest';
-import { CodeTakenError, WrongExpectedRevisionError, type EventMetadata, type NewEvent, type RecordedEvent } from '../../../domain/ports.ts';
+import {
+  CodeTakenError,
+  WrongExpectedRevisionError,
+  type EventMetadata,
+  type NewEvent,
+  type RecordedEvent,
+} from '../../../domain/ports.ts';
 import {
   CLAIM_GRACE_MS,
   claimDecision,
@@ -146,7 +152,8 @@ describe('streams and filters', () => {
   it('reads a category’s streams, not those of a category sharing its start nor its reservation streams', () => {
     // What the server keeps for a stream-name filter: names that start with one of the prefixes, or
     // that the regex matches.
-    const keeps = (f: Filter, stream: string) => ('prefixes' in f ? f.prefixes.some((p) => stream.startsWith(p)) : new RegExp(f.regex).test(stream));
+    const keeps = (f: Filter, stream: string) =>
+      'prefixes' in f ? f.prefixes.some((p) => stream.startsWith(p)) : new RegExp(f.regex).test(stream);
     const user = readAllFilter(['user']);
     expect(keeps(user, 'user-6f1c0a2e')).toBe(true);
     expect(keeps(user, 'userGroup-6f1c0a2e')).toBe(false);
@@ -190,15 +197,20 @@ describe('metadata', () => {
 
   it('round-trips through JSON with the schema version and the code marks, which readers do not see', () => {
     fc.assert(
-      fc.property(metadata, fc.integer({ min: 1, max: 99 }), fc.option(fc.record({ claimed: names, released: names }), { nil: undefined }), (m, v, marks) => {
-        const stored = JSON.parse(JSON.stringify(toStoredMetadata({ metadata: m, schemaVersion: v }, marks))) as unknown;
-        const read = fromStoredMetadata(stored);
-        expect(read.metadata).toEqual(m);
-        expect(read.schemaVersion).toBe(v);
-        expect(read.marks).toEqual(marks);
-        expect(read.metadata).not.toHaveProperty(CODE_MARKS_KEY);
-        expect(read.metadata).not.toHaveProperty('schemaVersion');
-      }),
+      fc.property(
+        metadata,
+        fc.integer({ min: 1, max: 99 }),
+        fc.option(fc.record({ claimed: names, released: names }), { nil: undefined }),
+        (m, v, marks) => {
+          const stored = JSON.parse(JSON.stringify(toStoredMetadata({ metadata: m, schemaVersion: v }, marks))) as unknown;
+          const read = fromStoredMetadata(stored);
+          expect(read.metadata).toEqual(m);
+          expect(read.schemaVersion).toBe(v);
+          expect(read.marks).toEqual(marks);
+          expect(read.metadata).not.toHaveProperty(CODE_MARKS_KEY);
+          expect(read.metadata).not.toHaveProperty('schemaVersion');
+        },
+      ),
     );
   });
 
@@ -218,10 +230,19 @@ describe('metadata', () => {
   });
 
   it('does not release a code the same append claims (a release-and-claim keeps it)', () => {
-    const request = { claim: [{ scope: 's', code: 'X' }], release: [{ scope: 's', code: 'X' }, { scope: 's', code: 'Z' }] };
+    const request = {
+      claim: [{ scope: 's', code: 'X' }],
+      release: [
+        { scope: 's', code: 'X' },
+        { scope: 's', code: 'Z' },
+      ],
+    };
     expect(releasedCodes(request)).toEqual([{ scope: 's', code: 'Z' }]);
     expect(codeMarksOf(request)).toEqual({ claimed: ['sCode-X'], released: ['sCode-Z'] });
-    expect(codeMarksOf({ claim: [{ scope: 's', code: 'X' }], release: [{ scope: 's', code: 'X' }] })).toEqual({ claimed: ['sCode-X'], released: [] });
+    expect(codeMarksOf({ claim: [{ scope: 's', code: 'X' }], release: [{ scope: 's', code: 'X' }] })).toEqual({
+      claimed: ['sCode-X'],
+      released: [],
+    });
   });
 
   it('turns a stored event into the port’s recorded event', () => {
@@ -254,7 +275,9 @@ describe('idempotent retries', () => {
   it('answers the first result when every id is already there in order, even after the stream moved on', () => {
     expect(duplicateOf(stream(['a', 'b', 'c']), ['a', 'b'])).toEqual({ revision: 1, position: 200n, duplicate: true });
     expect(duplicateOf(stream(['x', 'a', 'b']), ['a', 'b'])).toEqual({ revision: 2, position: 300n, duplicate: true });
-    expect(duplicateOf(stream(['6f1c0a2e-0000-4000-8000-00000000abcd']), ['6F1C0A2E-0000-4000-8000-00000000ABCD'])).toMatchObject({ duplicate: true });
+    expect(duplicateOf(stream(['6f1c0a2e-0000-4000-8000-00000000abcd']), ['6F1C0A2E-0000-4000-8000-00000000ABCD'])).toMatchObject({
+      duplicate: true,
+    });
   });
 
   it('is no retry when no id is there, and a conflict when only some are', () => {
@@ -285,10 +308,17 @@ describe('the claim protocol', () => {
   });
 
   const at4 = (last: Reservation | undefined): ReservationStream => ({ name: codeStream, last, revision: 4n });
-  const fence = (id: string, claimRevision = 3n, stream = codeStream): MarkedEvent => ({ event: { id } as RecordedEvent, marks: undefined, fence: { codeStream: stream, claimRevision } });
+  const fence = (id: string, claimRevision = 3n, stream = codeStream): MarkedEvent => ({
+    event: { id } as RecordedEvent,
+    marks: undefined,
+    fence: { codeStream: stream, claimRevision },
+  });
 
   it('claims an empty stream with no_stream, and its own release or a stream of other events at its revision', () => {
-    expect(claimDecision({ name: codeStream, last: undefined, revision: NO_STREAM }, 's-a')).toEqual({ kind: 'free', expected: 'no_stream' });
+    expect(claimDecision({ name: codeStream, last: undefined, revision: NO_STREAM }, 's-a')).toEqual({
+      kind: 'free',
+      expected: 'no_stream',
+    });
     expect(claimDecision(at4({ kind: 'released', stream: 's-a' }), 's-a')).toEqual({ kind: 'free', expected: 4n });
     expect(claimDecision(at4(undefined), 's-a')).toEqual({ kind: 'free', expected: 4n });
   });
@@ -402,14 +432,9 @@ describe('the claim protocol', () => {
     });
     // The claimant's clock only when the server's time is missing; claims of earlier adapters name no revision.
     expect(reservationOf({ ...at, type: 'CodeClaimed', data })).toMatchObject({ at: now - 3_600_000 });
-    expect(reservationOf({ ...at, type: 'CodeClaimed', data, created: new Date(Number.NaN) })).toMatchObject({
-      at: now - 3_600_000,
-    });
+    expect(reservationOf({ ...at, type: 'CodeClaimed', data, created: new Date(Number.NaN) })).toMatchObject({ at: now - 3_600_000 });
     expect(reservationOf({ ...at, type: 'CodeClaimed', data: { stream: 's-1', eventId: 'e' } })).not.toHaveProperty('landsAt');
-    expect(reservationOf({ ...at, type: 'CodeReleased', data: { stream: 's-1' } })).toEqual({
-      kind: 'released',
-      stream: 's-1',
-    });
+    expect(reservationOf({ ...at, type: 'CodeReleased', data: { stream: 's-1' } })).toEqual({ kind: 'released', stream: 's-1' });
     expect(reservationOf({ ...at, type: 'Other', data: { stream: 's-1' } })).toBeUndefined();
   });
 
@@ -489,7 +514,12 @@ describe('error translation', () => {
 
   it('makes a conflict answered as success: false (throwOnAppendFailure=false) the conflict the client throws otherwise', () => {
     const onMissing = refusedAppend('s-1', 0n, NO_STREAM);
-    expect(translateError(onMissing)).toMatchObject({ name: 'WrongExpectedRevisionError', stream: 's-1', expected: 0, actual: 'no_stream' });
+    expect(translateError(onMissing)).toMatchObject({
+      name: 'WrongExpectedRevisionError',
+      stream: 's-1',
+      expected: 0,
+      actual: 'no_stream',
+    });
     const moved = refusedAppend('s-1', 'no_stream', 3n);
     expect(translateError(moved)).toMatchObject({ expected: 'no_stream', actual: 3 });
   });
@@ -568,7 +598,9 @@ describe('opening (the gRPC stand-in, through the real client)', () => {
   it('refuses throwOnAppendFailure=false, under which the client reports every conflict at revision 1', async () => {
     const server = await startGrpcStandIn();
     try {
-      await expect(openKurrentEventStore(server.url('throwOnAppendFailure=false'))).rejects.toThrow(/throwOnAppendFailure=false .*remove the setting/);
+      await expect(openKurrentEventStore(server.url('throwOnAppendFailure=false'))).rejects.toThrow(
+        /throwOnAppendFailure=false .*remove the setting/,
+      );
       await expect(openKurrentEventStore(server.url('Throw_On_Append_Failure=FALSE'))).rejects.toThrow(/throwOnAppendFailure=false/);
       const store = await openKurrentEventStore(server.url('throwOnAppendFailure=true'));
       await store.close();
@@ -632,25 +664,28 @@ describe('an append the server refuses on the batch-append path (the gRPC stand-
     { kind: 'notReady', retryAfter: 1 },
     { kind: 'timeout', retryAfter: 1 },
     { kind: 'unknown', retryAfter: undefined },
-  ] as const)('answers $kind with 503 (Retry-After $retryAfter), not 500, and keeps the claims for the holder check', async ({ kind, retryAfter }) => {
-    const server = await startGrpcStandIn();
-    const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()));
-    try {
-      const event = anEvent();
-      const held = server.model.hold((call) => call.stream === 's-1');
-      void held.reached.then(() => {
-        held.fail(new StandInFault(kind));
-      });
-      const failed = store.append({ stream: 's-1', expected: 'no_stream', events: [event], claim: [{ scope: 's', code: 'X' }] });
-      await expect(failed).rejects.toBeInstanceOf(StoreUnavailableError);
-      await expect(failed).rejects.toMatchObject({ httpStatus: 503, retryAfterSeconds: retryAfter });
-      // The server may still commit a timed-out append: its claim stays, for the holder check.
-      expect(server.model.events(codeStreamName({ scope: 's', code: 'X' })).map((e) => e.type)).toEqual(['CodeClaimed']);
-    } finally {
-      await store.close();
-      await server.close();
-    }
-  });
+  ] as const)(
+    'answers $kind with 503 (Retry-After $retryAfter), not 500, and keeps the claims for the holder check',
+    async ({ kind, retryAfter }) => {
+      const server = await startGrpcStandIn();
+      const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()));
+      try {
+        const event = anEvent();
+        const held = server.model.hold((call) => call.stream === 's-1');
+        void held.reached.then(() => {
+          held.fail(new StandInFault(kind));
+        });
+        const failed = store.append({ stream: 's-1', expected: 'no_stream', events: [event], claim: [{ scope: 's', code: 'X' }] });
+        await expect(failed).rejects.toBeInstanceOf(StoreUnavailableError);
+        await expect(failed).rejects.toMatchObject({ httpStatus: 503, retryAfterSeconds: retryAfter });
+        // The server may still commit a timed-out append: its claim stays, for the holder check.
+        expect(server.model.events(codeStreamName({ scope: 's', code: 'X' })).map((e) => e.type)).toEqual(['CodeClaimed']);
+      } finally {
+        await store.close();
+        await server.close();
+      }
+    },
+  );
 
   const big = (kib: number): NewEvent => ({ ...anEvent(), data: { text: 'x'.repeat(kib * 1024) } });
   const X = { scope: 's', code: 'X' };
@@ -660,15 +695,31 @@ describe('an append the server refuses on the batch-append path (the gRPC stand-
     const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()));
     try {
       const failed = store.append({ stream: 's-1', expected: 'no_stream', events: [big(600), big(600)], claim: [X] });
-      await expect(failed).rejects.toMatchObject({ httpStatus: 413, code: 'EVENT_STORE.APPEND_TOO_LARGE', limit: 1024 * 1024, setting: 'EVENTSTORE_MAX_APPEND_BYTES' });
+      await expect(failed).rejects.toMatchObject({
+        httpStatus: 413,
+        code: 'EVENT_STORE.APPEND_TOO_LARGE',
+        limit: 1024 * 1024,
+        setting: 'EVENTSTORE_MAX_APPEND_BYTES',
+      });
       await expect(failed).rejects.toThrow(/EVENTSTORE_MAX_APPEND_BYTES: 1048576 bytes/);
       expect(server.model.appends).toEqual([]);
       // Counted as the server counts: under the limit by the type's length twice is taken.
       await store.append({ stream: 's-1', expected: 'no_stream', events: [big(600), big(300)] });
       // A command answers the resource's TOO_LARGE.
-      const spec: CommandSpec<number> = { resource: 'USER', stream: 's-2', initial: () => 0, evolve: (n) => n + 1, decide: () => ({ events: [big(600), big(600)] }), schemaVersion: 1 };
+      const spec: CommandSpec<number> = {
+        resource: 'USER',
+        stream: 's-2',
+        initial: () => 0,
+        evolve: (n) => n + 1,
+        decide: () => ({ events: [big(600), big(600)] }),
+        schemaVersion: 1,
+      };
       const ctx: CommandContext = { actor: 'a', now: new Date(), newId: () => crypto.randomUUID() };
-      await expect(handleCommand(spec, ctx, runtimeOf(store))).rejects.toMatchObject({ code: 'USER.TOO_LARGE', httpStatus: 413, message: expect.stringMatching(/EVENTSTORE_MAX_APPEND_BYTES/) as string });
+      await expect(handleCommand(spec, ctx, runtimeOf(store))).rejects.toMatchObject({
+        code: 'USER.TOO_LARGE',
+        httpStatus: 413,
+        message: expect.stringMatching(/EVENTSTORE_MAX_APPEND_BYTES/) as string,
+      });
     } finally {
       await store.close();
       await server.close();
@@ -676,8 +727,18 @@ describe('an append the server refuses on the batch-append path (the gRPC stand-
   });
 
   it.each([
-    { refusal: 'MaxAppendSize', options: { maxAppendSize: 512 * 1024 }, events: () => [big(300), big(300)], message: /KurrentDB's MaxAppendSize: 524288 bytes/ },
-    { refusal: 'MaxAppendEventSize', options: { maxAppendEventSize: 256 * 1024 }, events: () => [big(300)], message: /KurrentDB's MaxAppendEventSize/ },
+    {
+      refusal: 'MaxAppendSize',
+      options: { maxAppendSize: 512 * 1024 },
+      events: () => [big(300), big(300)],
+      message: /KurrentDB's MaxAppendSize: 524288 bytes/,
+    },
+    {
+      refusal: 'MaxAppendEventSize',
+      options: { maxAppendEventSize: 256 * 1024 },
+      events: () => [big(300)],
+      message: /KurrentDB's MaxAppendEventSize/,
+    },
   ])('answers the server’s refusal by its $refusal with a 413 and gives the claims back', async ({ options, events, message }) => {
     const server = await startGrpcStandIn(options);
     const store = new KurrentEventStore(KurrentDBClient.connectionString(server.url()), { maxAppendBytes: 64 * 1024 * 1024 });

@@ -154,7 +154,11 @@ export const sizeOnDisk = (type: string, data: Uint8Array, metadata: Uint8Array)
 
 type PendingAppend = { stream: string; streamState: AppendStreamState; deadline: number | undefined; events: EventData[]; size: number };
 
-function serveBatchAppend(model: InMemoryKurrentClient, options: GrpcStandInOptions, call: grpc.ServerDuplexStream<StreamsPb.BatchAppendReq, StreamsPb.BatchAppendResp>): void {
+function serveBatchAppend(
+  model: InMemoryKurrentClient,
+  options: GrpcStandInOptions,
+  call: grpc.ServerDuplexStream<StreamsPb.BatchAppendReq, StreamsPb.BatchAppendResp>,
+): void {
   const pending = new Map<string, PendingAppend>();
   const maxAppendSize = options.maxAppendSize ?? ONE_MIB;
   const maxEventSize = options.maxAppendEventSize ?? Number.MAX_SAFE_INTEGER;
@@ -178,7 +182,13 @@ function serveBatchAppend(model: InMemoryKurrentClient, options: GrpcStandInOpti
       const size = sizeOnDisk(event.type, bytes(message.getData()), bytes(message.getCustomMetadata()));
       if (size > maxEventSize) {
         pending.delete(correlation);
-        answer(status(Code.INVALID_ARGUMENT, 'MaximumAppendEventSizeExceeded', packed('event_store.client.MaximumAppendEventSizeExceeded', maxEventSizeDetails(event.id, size, maxEventSize))));
+        answer(
+          status(
+            Code.INVALID_ARGUMENT,
+            'MaximumAppendEventSizeExceeded',
+            packed('event_store.client.MaximumAppendEventSizeExceeded', maxEventSizeDetails(event.id, size, maxEventSize)),
+          ),
+        );
         return;
       }
       append.size += size;
@@ -188,13 +198,22 @@ function serveBatchAppend(model: InMemoryKurrentClient, options: GrpcStandInOpti
       pending.delete(correlation);
       const details = new sharedPb.MaximumAppendSizeExceeded();
       details.setMaxappendsize(maxAppendSize);
-      answer(status(Code.INVALID_ARGUMENT, 'MaximumAppendSizeExceeded', packed('event_store.client.MaximumAppendSizeExceeded', details.serializeBinary())));
+      answer(
+        status(
+          Code.INVALID_ARGUMENT,
+          'MaximumAppendSizeExceeded',
+          packed('event_store.client.MaximumAppendSizeExceeded', details.serializeBinary()),
+        ),
+      );
       return;
     }
     if (!request.getIsFinal()) return;
     pending.delete(correlation);
     model
-      .appendToStream(append.stream, append.events, { streamState: append.streamState, ...(append.deadline === undefined ? {} : { deadline: append.deadline }) })
+      .appendToStream(append.stream, append.events, {
+        streamState: append.streamState,
+        ...(append.deadline === undefined ? {} : { deadline: append.deadline }),
+      })
       .then(
         (result) => {
           const success = new streamsPb.BatchAppendResp.Success();
@@ -217,7 +236,13 @@ function serveBatchAppend(model: InMemoryKurrentClient, options: GrpcStandInOpti
 
 function startAppend(o: StreamsPb.BatchAppendReq.Options): PendingAppend {
   const stream = streamName(o.getStreamIdentifier());
-  const streamState: AppendStreamState = o.hasStreamPosition() ? BigInt(o.getStreamPosition()) : o.hasNoStream() ? NO_STREAM : o.hasStreamExists() ? STREAM_EXISTS : ANY;
+  const streamState: AppendStreamState = o.hasStreamPosition()
+    ? BigInt(o.getStreamPosition())
+    : o.hasNoStream()
+      ? NO_STREAM
+      : o.hasStreamExists()
+        ? STREAM_EXISTS
+        : ANY;
   const at = o.getDeadline21100()?.toDate().getTime();
   return { stream, streamState, deadline: at === undefined ? undefined : Math.max(0, at - Date.now()), events: [], size: 0 };
 }
@@ -231,7 +256,12 @@ function eventOf(message: StreamsPb.BatchAppendReq.ProposedMessage): EventData {
   const id = message.getId()?.getString() ?? '';
   if (contentType !== 'application/json') return { id, type, contentType: 'application/octet-stream', data, metadata };
   const text = (b: Uint8Array): unknown => (b.length === 0 ? undefined : JSON.parse(Buffer.from(b).toString('utf8')));
-  return jsonEvent({ id, type, data: text(data) as Record<string, unknown>, metadata: text(metadata) as Record<string, unknown> | undefined });
+  return jsonEvent({
+    id,
+    type,
+    data: text(data) as Record<string, unknown>,
+    metadata: text(metadata) as Record<string, unknown> | undefined,
+  });
 }
 
 /** An append's failure as Streams.BatchAppend.cs answers it. */
@@ -244,7 +274,11 @@ function appendError(error: unknown, append: PendingAppend): StatusPb.Status {
     else if (append.streamState === NO_STREAM) details.setExpectedNoStream(new ProtobufEmpty());
     else if (append.streamState === STREAM_EXISTS) details.setExpectedStreamExists(new ProtobufEmpty());
     else details.setExpectedAny(new ProtobufEmpty());
-    return status(Code.ALREADY_EXISTS, 'WrongExpectedVersion', packed('event_store.client.WrongExpectedVersion', details.serializeBinary()));
+    return status(
+      Code.ALREADY_EXISTS,
+      'WrongExpectedVersion',
+      packed('event_store.client.WrongExpectedVersion', details.serializeBinary()),
+    );
   }
   if (error instanceof StreamDeletedError) {
     const details = new sharedPb.StreamDeleted();
@@ -260,7 +294,11 @@ function appendError(error: unknown, append: PendingAppend): StatusPb.Status {
     case 'timeout':
       return status(Code.DEADLINE_EXCEEDED, 'Timeout', packed('event_store.client.Timeout', new sharedPb.Timeout().serializeBinary()));
     case 'accessDenied':
-      return status(Code.PERMISSION_DENIED, 'AccessDenied', packed('event_store.client.AccessDenied', new sharedPb.AccessDenied().serializeBinary()));
+      return status(
+        Code.PERMISSION_DENIED,
+        'AccessDenied',
+        packed('event_store.client.AccessDenied', new sharedPb.AccessDenied().serializeBinary()),
+      );
     case 'unknown':
       return status(Code.UNKNOWN, 'Unknown', packed('event_store.client.Unknown', new sharedPb.Unknown().serializeBinary()));
   }
@@ -307,7 +345,11 @@ function packed(typeName: string, serialized: Uint8Array): Any {
 // ---------------------------------------------------------------------------------------------
 // Reads
 
-async function serveRead(model: InMemoryKurrentClient, options: GrpcStandInOptions, call: grpc.ServerWritableStream<StreamsPb.ReadReq, StreamsPb.ReadResp>): Promise<void> {
+async function serveRead(
+  model: InMemoryKurrentClient,
+  options: GrpcStandInOptions,
+  call: grpc.ServerWritableStream<StreamsPb.ReadReq, StreamsPb.ReadResp>,
+): Promise<void> {
   const o = call.request.getOptions();
   if (o === undefined || o.hasSubscription()) {
     call.emit('error', grpcError(grpc.status.UNIMPLEMENTED, 'subscriptions are not part of the stand-in'));
@@ -322,12 +364,18 @@ async function serveRead(model: InMemoryKurrentClient, options: GrpcStandInOptio
       const name = streamName(stream.getStreamIdentifier());
       const fromRevision = stream.hasRevision() ? BigInt(stream.getRevision()) : stream.hasEnd() ? END : START;
       const read: ReadStreamOptions = { direction: backwards ? BACKWARDS : FORWARDS, fromRevision, maxCount, requiresLeader };
-      for await (const resolved of model.readStream(name, read)) if (resolved.event) call.write(readEvent(resolved.event as AllStreamRecordedEvent));
+      for await (const resolved of model.readStream(name, read))
+        if (resolved.event) call.write(readEvent(resolved.event as AllStreamRecordedEvent));
     } else {
       if (options.allowsAll === false) throw new StandInFault('accessDenied');
       const all = o.getAll();
       const position = all?.getPosition();
-      const fromPosition = position === undefined ? (all?.hasEnd() === true ? END : START) : { commit: BigInt(position.getCommitPosition()), prepare: BigInt(position.getPreparePosition()) };
+      const fromPosition =
+        position === undefined
+          ? all?.hasEnd() === true
+            ? END
+            : START
+          : { commit: BigInt(position.getCommitPosition()), prepare: BigInt(position.getPreparePosition()) };
       const read: ReadAllOptions = { direction: backwards ? BACKWARDS : FORWARDS, fromPosition, maxCount, requiresLeader, ...filterOf(o) };
       for await (const resolved of model.readAll(read)) if (resolved.event) call.write(readEvent(resolved.event));
     }
@@ -350,13 +398,18 @@ function filterOf(o: StreamsPb.ReadReq.Options): { filter?: Filter } {
   const expression = o.getFilter()?.getStreamIdentifier();
   if (expression === undefined) return {};
   const prefixes = expression.getPrefixList();
-  return { filter: prefixes.length > 0 ? { filterOn: 'streamName', prefixes } : { filterOn: 'streamName', regex: expression.getRegex() } } as { filter: Filter };
+  return {
+    filter: prefixes.length > 0 ? { filterOn: 'streamName', prefixes } : { filterOn: 'streamName', regex: expression.getRegex() },
+  } as { filter: Filter };
 }
 
 /** A read's failure as Streams.Read.cs and RpcExceptions.cs answer it. */
 function readError(error: unknown): grpc.ServiceError {
   if (error instanceof StreamDeletedError) {
-    return grpcError(grpc.status.FAILED_PRECONDITION, `Event stream '${error.streamName}' is deleted.`, { exception: 'stream-deleted', 'stream-name': error.streamName });
+    return grpcError(grpc.status.FAILED_PRECONDITION, `Event stream '${error.streamName}' is deleted.`, {
+      exception: 'stream-deleted',
+      'stream-name': error.streamName,
+    });
   }
   if (error instanceof UnavailableError) return grpcError(grpc.status.UNAVAILABLE, 'connection lost');
   switch (faultOf(error)) {
@@ -391,7 +444,8 @@ function readEvent(e: AllStreamRecordedEvent): StreamsPb.ReadResp {
   meta.set('type', e.type);
   meta.set('content-type', e.isJson ? 'application/json' : 'application/octet-stream');
   meta.set('created', (BigInt(e.created.getTime()) * 10_000n).toString());
-  const encode = (v: unknown): Uint8Array => (v === undefined ? new Uint8Array() : v instanceof Uint8Array ? v : Buffer.from(JSON.stringify(v), 'utf8'));
+  const encode = (v: unknown): Uint8Array =>
+    v === undefined ? new Uint8Array() : v instanceof Uint8Array ? v : Buffer.from(JSON.stringify(v), 'utf8');
   recorded.setData(encode(e.data));
   recorded.setCustomMetadata(encode(e.metadata));
   const read = new streamsPb.ReadResp.ReadEvent();

@@ -135,7 +135,12 @@ export class InMemoryKurrentClient implements KurrentClient {
   }
 
   async appendToStream(stream: string, events: EventData | EventData[], options: AppendToStreamOptions = {}): Promise<AppendResult> {
-    const call: AppendCall = { stream, events: Array.isArray(events) ? events : [events], streamState: options.streamState ?? ANY, deadline: options.deadline };
+    const call: AppendCall = {
+      stream,
+      events: Array.isArray(events) ? events : [events],
+      streamState: options.streamState ?? ANY,
+      deadline: options.deadline,
+    };
     this.appends.push(call);
     await turn();
     const index = this.#holds.findIndex((h) => h.match(call));
@@ -172,7 +177,8 @@ export class InMemoryKurrentClient implements KurrentClient {
   #apply({ stream, events, streamState }: AppendCall): AppendResult | WrongExpectedVersionError {
     const existing = this.#streams.get(stream);
     const current: CurrentStreamState = existing === undefined ? NO_STREAM : BigInt(existing.length - 1);
-    if (!accepts(streamState, current)) return new WrongExpectedVersionError(undefined, { streamName: stream, expected: streamState, current });
+    if (!accepts(streamState, current))
+      return new WrongExpectedVersionError(undefined, { streamName: stream, expected: streamState, current });
     const written = existing ?? [];
     if (stream.startsWith('$$')) this.#setMetadata(stream.slice(2), events);
     for (const e of events) {
@@ -192,7 +198,11 @@ export class InMemoryKurrentClient implements KurrentClient {
       this.#all.push(recorded);
     }
     this.#streams.set(stream, written);
-    return { success: true, nextExpectedRevision: BigInt(written.length - 1), position: { commit: this.#position, prepare: this.#position } };
+    return {
+      success: true,
+      nextExpectedRevision: BigInt(written.length - 1),
+      position: { commit: this.#position, prepare: this.#position },
+    };
   }
 
   readStream(stream: string, options: ReadStreamOptions = {}): AsyncIterableIterator<ResolvedEvent> {
@@ -238,7 +248,9 @@ export class InMemoryKurrentClient implements KurrentClient {
       const filter = options.filter;
       const selected = (backwards ? [...all].reverse() : [...all]).filter((e) => {
         const inRange = from === START || from === END || (backwards ? e.position.commit <= from.commit : e.position.commit >= from.commit);
-        const kept = filter === undefined || ('prefixes' in filter ? filter.prefixes.some((p) => e.streamId.startsWith(p)) : new RegExp(filter.regex).test(e.streamId));
+        const kept =
+          filter === undefined ||
+          ('prefixes' in filter ? filter.prefixes.some((p) => e.streamId.startsWith(p)) : new RegExp(filter.regex).test(e.streamId));
         return inRange && kept;
       });
       yield* selected.slice(0, Number(options.maxCount ?? selected.length)).map((event) => ({ event }));
@@ -247,8 +259,17 @@ export class InMemoryKurrentClient implements KurrentClient {
 
   /** Stream metadata, written as the client writes it (a `$metadata` event in `$$<stream>`). */
   setStreamMetadata(stream: string, metadata: StreamMetadata): Promise<AppendResult> {
-    const data = { ...(metadata.truncateBefore === undefined ? {} : { $tb: metadata.truncateBefore }), ...(metadata.maxCount === undefined ? {} : { $maxCount: metadata.maxCount }) };
-    return this.appendToStream(`$$${stream}`, { id: randomUUID(), type: '$metadata', contentType: 'application/json', data, metadata: undefined });
+    const data = {
+      ...(metadata.truncateBefore === undefined ? {} : { $tb: metadata.truncateBefore }),
+      ...(metadata.maxCount === undefined ? {} : { $maxCount: metadata.maxCount }),
+    };
+    return this.appendToStream(`$$${stream}`, {
+      id: randomUUID(),
+      type: '$metadata',
+      contentType: 'application/json',
+      data,
+      metadata: undefined,
+    });
   }
 
   /** A `$metadata` event's truncation, as the server reads it. */
@@ -257,8 +278,17 @@ export class InMemoryKurrentClient implements KurrentClient {
     const big = (v: unknown) => (typeof v === 'number' || typeof v === 'bigint' ? BigInt(v) : undefined);
     const truncateBefore = big(data?.$tb);
     const maxCount = big(data?.$maxCount);
-    this.metadataWrites.push({ stream, metadata: { ...(truncateBefore === undefined ? {} : { truncateBefore: Number(truncateBefore) }), ...(maxCount === undefined ? {} : { maxCount: Number(maxCount) }) } });
-    this.#metadata.set(stream, { ...(truncateBefore === undefined ? {} : { truncateBefore }), ...(maxCount === undefined ? {} : { maxCount }) });
+    this.metadataWrites.push({
+      stream,
+      metadata: {
+        ...(truncateBefore === undefined ? {} : { truncateBefore: Number(truncateBefore) }),
+        ...(maxCount === undefined ? {} : { maxCount: Number(maxCount) }),
+      },
+    });
+    this.#metadata.set(stream, {
+      ...(truncateBefore === undefined ? {} : { truncateBefore }),
+      ...(maxCount === undefined ? {} : { maxCount }),
+    });
   }
 
   /** The first revision reads of a stream return: after `$tb`, and within the last `$maxCount`. */

@@ -16,16 +16,35 @@ const problems = (env: Record<string, string>): string => {
 };
 
 describe('directory configuration', () => {
-  it('is off without LDAP_URL, and OpenLDAP\'s names by default with it', () => {
+  it("is off without LDAP_URL, and OpenLDAP's names by default with it", () => {
     expect(ldapSettingsOf(load({}))).toBeUndefined();
     const settings = ldapSettingsOf(load({ LDAP_URL: 'ldaps://ldap.example.org:636', LDAP_USER_BASE: 'ou=people,dc=example,dc=org' }));
-    expect(settings).toMatchObject({ url: 'ldaps://ldap.example.org:636', userFilter: '(uid={username})', groupFilter: '(member={dn})', timeoutMs: 5000, sizeLimit: 10_000, attributes: { code: 'uid', familyName: 'sn', memberOf: 'memberOf' } });
+    expect(settings).toMatchObject({
+      url: 'ldaps://ldap.example.org:636',
+      userFilter: '(uid={username})',
+      groupFilter: '(member={dn})',
+      timeoutMs: 5000,
+      sizeLimit: 10_000,
+      attributes: { code: 'uid', familyName: 'sn', memberOf: 'memberOf' },
+    });
     expect(settings?.bind).toBeUndefined();
   });
 
-  it('takes Active Directory\'s names', () => {
-    const settings = ldapSettingsOf(load({ LDAP_URL: 'ldap://dc1.corp.example.org', LDAP_USER_BASE: 'DC=corp,DC=example,DC=org', LDAP_USER_FILTER: '(&(objectClass=user)(sAMAccountName={username}))', LDAP_ATTRIBUTES: 'code=sAMAccountName', LDAP_BIND_DN: 'CN=svc,DC=corp', LDAP_BIND_PASSWORD: 's3cret' }));
-    expect(settings).toMatchObject({ attributes: { code: 'sAMAccountName', givenName: 'givenName' }, bind: { dn: 'CN=svc,DC=corp', password: 's3cret' } });
+  it("takes Active Directory's names", () => {
+    const settings = ldapSettingsOf(
+      load({
+        LDAP_URL: 'ldap://dc1.corp.example.org',
+        LDAP_USER_BASE: 'DC=corp,DC=example,DC=org',
+        LDAP_USER_FILTER: '(&(objectClass=user)(sAMAccountName={username}))',
+        LDAP_ATTRIBUTES: 'code=sAMAccountName',
+        LDAP_BIND_DN: 'CN=svc,DC=corp',
+        LDAP_BIND_PASSWORD: 's3cret',
+      }),
+    );
+    expect(settings).toMatchObject({
+      attributes: { code: 'sAMAccountName', givenName: 'givenName' },
+      bind: { dn: 'CN=svc,DC=corp', password: 's3cret' },
+    });
   });
 
   it('refuses settings that cannot work, naming each', () => {
@@ -47,7 +66,8 @@ describe('directory configuration', () => {
       'LDAP_STARTTLS is for ldap:// URLs',
       'LDAP_CA_FILE /nonexistent/ca.pem does not exist',
       'LDAP_ATTRIBUTES: "login" is not one of',
-    ]) expect(message).toContain(expected);
+    ])
+      expect(message).toContain(expected);
     expect(problems({ LDAP_URL: 'http://ldap.example.org' })).toContain('LDAP_URL is ldap://host[:port] or ldaps://host[:port]');
   });
 });

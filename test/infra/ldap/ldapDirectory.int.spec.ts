@@ -45,7 +45,9 @@ describe.skipIf(ldapUrl() === undefined)(titled('LDAP directory adapter on OpenL
     await client.bind(`uid=alice,ou=people,${BASE_DN}`, '');
     await client.unbind();
     expect(await ldapDirectory(openLdapSettings()).authenticate('alice', '')).toBeUndefined();
-    expect(await ldapDirectory(openLdapSettings({ userDnTemplate: `uid={username},ou=people,${BASE_DN}` })).authenticate('alice', '')).toBeUndefined();
+    expect(
+      await ldapDirectory(openLdapSettings({ userDnTemplate: `uid={username},ou=people,${BASE_DN}` })).authenticate('alice', ''),
+    ).toBeUndefined();
   });
 
   it('escapes filter syntax in the login name: it matches only a person of that very name', async () => {
@@ -66,16 +68,28 @@ describe.skipIf(ldapUrl() === undefined)(titled('LDAP directory adapter on OpenL
     expect(await directory.authenticate('bob,ou=people', 'bob-secret')).toBeUndefined();
   });
 
-  it('reads Active Directory\'s attribute names', async () => {
+  it("reads Active Directory's attribute names", async () => {
     const person = await ldapDirectory(adSettings()).authenticate('ddane', 'ddane-secret');
-    expect(person).toMatchObject({ code: 'ddane', givenName: 'Dana', familyName: 'Dane', email: 'dana.dane@corp.example.org', groups: [group('ad-admins')] });
+    expect(person).toMatchObject({
+      code: 'ddane',
+      givenName: 'Dana',
+      familyName: 'Dane',
+      email: 'dana.dane@corp.example.org',
+      groups: [group('ad-admins')],
+    });
     const byPrincipal = ldapDirectory(adSettings({ userFilter: '(userPrincipalName={username})' }));
     expect((await byPrincipal.authenticate('ddane@corp.example.org', 'ddane-secret'))?.code).toBe('ddane');
   });
 
   it('searches the groups where the entry has no memberOf', async () => {
-    const settings = openLdapSettings({ attributes: { ...openLdapSettings().attributes, memberOf: 'seeAlso' }, groupBase: `ou=groups,${BASE_DN}` });
-    expect((await ldapDirectory(settings).authenticate('bob', 'bob-secret'))?.groups.toSorted()).toEqual([group('auditors'), group('everyone')]);
+    const settings = openLdapSettings({
+      attributes: { ...openLdapSettings().attributes, memberOf: 'seeAlso' },
+      groupBase: `ou=groups,${BASE_DN}`,
+    });
+    expect((await ldapDirectory(settings).authenticate('bob', 'bob-secret'))?.groups.toSorted()).toEqual([
+      group('auditors'),
+      group('everyone'),
+    ]);
   });
 
   it('lists every person for the sync, and refuses an answer over the size limit', async () => {
@@ -91,7 +105,11 @@ describe.skipIf(ldapUrl() === undefined)(titled('LDAP directory adapter on OpenL
   });
 
   it('answers DIRECTORY.UNAVAILABLE when the service account is refused', async () => {
-    expect(await codeOf(ldapDirectory(openLdapSettings({ bind: { dn: `cn=admin,${BASE_DN}`, password: 'wrong' } })).authenticate('alice', 'alice-secret'))).toBe('DIRECTORY.UNAVAILABLE');
+    expect(
+      await codeOf(
+        ldapDirectory(openLdapSettings({ bind: { dn: `cn=admin,${BASE_DN}`, password: 'wrong' } })).authenticate('alice', 'alice-secret'),
+      ),
+    ).toBe('DIRECTORY.UNAVAILABLE');
   });
 });
 
@@ -117,14 +135,24 @@ describe('LDAP directory adapter without a directory', () => {
     const address = closed.address();
     await new Promise((resolve) => closed.close(resolve));
     const url = `ldap://127.0.0.1:${String(typeof address === 'object' && address !== null ? address.port : 0)}`;
-    const error = await ldapDirectory(openLdapSettings({ url })).authenticate('alice', 'alice-secret').catch((e: unknown) => e);
-    expect(isDomainError(error) && [error.code, error.errors]).toEqual(['DIRECTORY.UNAVAILABLE', ['the directory could not be reached (ECONNREFUSED)']]);
+    const error = await ldapDirectory(openLdapSettings({ url }))
+      .authenticate('alice', 'alice-secret')
+      .catch((e: unknown) => e);
+    expect(isDomainError(error) && [error.code, error.errors]).toEqual([
+      'DIRECTORY.UNAVAILABLE',
+      ['the directory could not be reached (ECONNREFUSED)'],
+    ]);
   });
 
   it('gives up on a directory that does not answer after LDAP_TIMEOUT_MS', async () => {
     const started = Date.now();
-    const error = await ldapDirectory(openLdapSettings({ url: silentUrl, timeoutMs: 300 })).authenticate('alice', 'alice-secret').catch((e: unknown) => e);
-    expect(isDomainError(error) && [error.code, error.errors]).toEqual(['DIRECTORY.UNAVAILABLE', ['no answer within 300 ms (LDAP_TIMEOUT_MS)']]);
+    const error = await ldapDirectory(openLdapSettings({ url: silentUrl, timeoutMs: 300 }))
+      .authenticate('alice', 'alice-secret')
+      .catch((e: unknown) => e);
+    expect(isDomainError(error) && [error.code, error.errors]).toEqual([
+      'DIRECTORY.UNAVAILABLE',
+      ['no answer within 300 ms (LDAP_TIMEOUT_MS)'],
+    ]);
     // Bounded: a hanging directory would otherwise hold the login for ever.
     expect(Date.now() - started).toBeLessThan(10_000);
   });

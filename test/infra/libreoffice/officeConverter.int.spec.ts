@@ -22,7 +22,10 @@ afterEach(async () => {
 });
 
 const failure = async (work: Promise<unknown>): Promise<DomainError> => {
-  const error = await work.then(() => undefined, (e: unknown) => e);
+  const error = await work.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(DomainError);
   return error as DomainError;
 };
@@ -34,7 +37,10 @@ describe.skipIf(office === undefined)('the LibreOffice converter', () => {
     const done = results.filter((r) => r.status === 'fulfilled');
     const busy = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as DomainError);
     expect(done.length).toBe(2);
-    expect(busy.map((e) => [e.code, e.httpStatus])).toEqual([['FORMATTER.RENDERER_BUSY', 503], ['FORMATTER.RENDERER_BUSY', 503]]);
+    expect(busy.map((e) => [e.code, e.httpStatus])).toEqual([
+      ['FORMATTER.RENDERER_BUSY', 503],
+      ['FORMATTER.RENDERER_BUSY', 503],
+    ]);
     expect(busy[0]?.retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(partText((done[0] as PromiseFulfilledResult<Uint8Array>).value, 'word/document.xml')).toContain('doc 0');
   });

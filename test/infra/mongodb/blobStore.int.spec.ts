@@ -23,7 +23,9 @@ describe('MongoBlobStore without a server', () => {
   it('fails to open fast, naming the server without the password', async () => {
     const started = Date.now();
     const opening = openMongoBlobStore('mongodb://writer:s3cret@127.0.0.1:1/models?serverSelectionTimeoutMS=300');
-    await expect(opening).rejects.toThrow(/MongoDB at mongodb:\/\/writer:\*\*\*@127\.0\.0\.1:1\/models\?serverSelectionTimeoutMS=300 does not answer/);
+    await expect(opening).rejects.toThrow(
+      /MongoDB at mongodb:\/\/writer:\*\*\*@127\.0\.0\.1:1\/models\?serverSelectionTimeoutMS=300 does not answer/,
+    );
     await expect(opening).rejects.not.toThrow(/s3cret/);
     expect(Date.now() - started).toBeLessThan(5_000);
   });

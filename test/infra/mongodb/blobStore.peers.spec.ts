@@ -110,7 +110,9 @@ eachMongoPeer('MongoDB blob store', (peer, serverUrl) => {
       const content = new Uint8Array(randomBytes(1000));
       const sha256 = sha256Of(content);
       // What a writer that died before its files document leaves: chunks under an id nothing names.
-      await db().collection(`${BLOB_BUCKET}.chunks`).insertOne({ files_id: new ObjectId(), n: 0, data: Buffer.from(content) });
+      await db()
+        .collection(`${BLOB_BUCKET}.chunks`)
+        .insertOne({ files_id: new ObjectId(), n: 0, data: Buffer.from(content) });
       expect(await one.has(sha256)).toBe(false);
       expect(await one.get(sha256)).toBeUndefined();
       const ref = await one.put(content, 'application/octet-stream');

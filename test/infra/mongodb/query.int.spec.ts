@@ -89,7 +89,8 @@ function mingoFindDocs(collection: readonly StoredDocument[], query: Query, page
   return rows.flatMap((row) => (row.doc === null ? [] : [decodeDocument(row.doc)]));
 }
 
-const mingoCount = (collection: readonly StoredDocument[], query: Query): number => mingoFind(collection, compileFilter(query)).all().length;
+const mingoCount = (collection: readonly StoredDocument[], query: Query): number =>
+  mingoFind(collection, compileFilter(query)).all().length;
 
 function mingoAutocomplete(collection: readonly StoredDocument[], paths: readonly string[], term: string, limit: number): string[] {
   const rows = new Aggregator(compileAutocomplete(paths, term, limit)).run(collection);
@@ -136,9 +137,9 @@ describe('MongoDB query language through mingo', () => {
     applyWrite(rows, { kind: 'upsert', id, version: 2, doc: { id, code: 'drifted' } });
     applyWrite(rows, { kind: 'upsert', id, version: 2, doc: { id, code: 'replayed' } });
     applyWrite(rows, { kind: 'upsert', id, version: 1, doc: { id, code: 'stale' }, repair: true });
-    expect(rows.map((r) => r.doc === null ? null : decodeDocument(r.doc))).toEqual([{ id, code: 'drifted' }]);
+    expect(rows.map((r) => (r.doc === null ? null : decodeDocument(r.doc)))).toEqual([{ id, code: 'drifted' }]);
     applyWrite(rows, { kind: 'upsert', id, version: 2, doc: { id, code: 'refolded' }, repair: true });
-    expect(rows.map((r) => r.doc === null ? null : decodeDocument(r.doc))).toEqual([{ id, code: 'refolded' }]);
+    expect(rows.map((r) => (r.doc === null ? null : decodeDocument(r.doc)))).toEqual([{ id, code: 'refolded' }]);
   });
 
   describe('filtering fixtures: the fixture ids, and the SQLite store, with every page', () => {
@@ -195,7 +196,10 @@ describe('MongoDB query language through mingo', () => {
       fc.asyncProperty(fc.array(fc.array(fc.nat(), { maxLength: 3 }), { maxLength: 3 }), fc.nat(), async (picks, base) => {
         const alternatives = picks.map((p) => p.flatMap(conditionsOf));
         const query: Query = { ...fixtureQuery(filteringFixtures[base % filteringFixtures.length]?.body ?? {}), anyOf: [alternatives] };
-        const expected = fixtureDocuments.filter((d) => matchesAll(d, query.conditions) && matchesAny(d, alternatives)).map((d) => d.id).sort();
+        const expected = fixtureDocuments
+          .filter((d) => matchesAll(d, query.conditions) && matchesAny(d, alternatives))
+          .map((d) => d.id)
+          .sort();
         expect(idsOf(await sqlite.find(c, query, everything)).sort()).toEqual(expected);
         expect(idsOf(mingoFindDocs(stored, query, everything)).sort()).toEqual(expected);
         expect(await sqlite.count(c, query)).toBe(expected.length);
@@ -250,7 +254,23 @@ describe('MongoDB query language through mingo', () => {
 
     it('puts values only below operators: every key of a compiled filter is an operator or a field', () => {
       const field = /^(?:_id|deleted|doc(?:\.[A-Za-z0-9_%-]+)+|[A-Za-z0-9_%-]+(?:\.[A-Za-z0-9_%-]+)*)$/;
-      const operators = new Set(['$and', '$or', '$nor', '$not', '$eq', '$ne', '$in', '$gt', '$gte', '$lt', '$lte', '$regex', '$options', '$type', '$elemMatch']);
+      const operators = new Set([
+        '$and',
+        '$or',
+        '$nor',
+        '$not',
+        '$eq',
+        '$ne',
+        '$in',
+        '$gt',
+        '$gte',
+        '$lt',
+        '$lte',
+        '$regex',
+        '$options',
+        '$type',
+        '$elemMatch',
+      ]);
       const keys = (node: unknown): string[] =>
         Array.isArray(node)
           ? node.flatMap(keys)
@@ -285,7 +305,7 @@ describe('MongoDB query language through mingo', () => {
       const doc: Document = {
         id: randomUUID(),
         $where: 'sleep(1000)',
-        nested: { $gt: '', 'a.b': { '%': 1, '%2E': 2, '': 3, '.': 4 }, $: [{ '$ne': null }] },
+        nested: { $gt: '', 'a.b': { '%': 1, '%2E': 2, '': 3, '.': 4 }, $: [{ $ne: null }] },
         _bsontype: 'Code',
         ['__proto__']: { polluted: true },
         'x\0y': 'nul',
@@ -468,8 +488,13 @@ describe('scan and bulk load through mingo, compared with the SQLite store', () 
 
   it('stores a bulk-loaded document or tombstone as a versioned write stores it', () => {
     const doc: Document = { id: randomUUID(), code: 'X', 'a.b': { $c: [1, null] } };
-    expect(roundTrip(storedDocument({ id: doc.id, version: 4, doc }))).toEqual(roundTrip({ _id: doc.id, ...versionedWrite(upsert(doc, 4)).replacement }));
-    expect(storedDocument({ id: doc.id, version: 5, doc: null })).toEqual({ _id: doc.id, ...versionedWrite(remove(doc.id, 5)).replacement });
+    expect(roundTrip(storedDocument({ id: doc.id, version: 4, doc }))).toEqual(
+      roundTrip({ _id: doc.id, ...versionedWrite(upsert(doc, 4)).replacement }),
+    );
+    expect(storedDocument({ id: doc.id, version: 5, doc: null })).toEqual({
+      _id: doc.id,
+      ...versionedWrite(remove(doc.id, 5)).replacement,
+    });
   });
 });
 
@@ -567,17 +592,33 @@ describe('version guard through mingo, compared with the SQLite store', () => {
   const a = randomUUID();
   const b = randomUUID();
   const scenarios: { name: string; batches: DocumentWrite[][] }[] = [
-    { name: 'a replay of an older or the same version', batches: [[upsert({ id: a, code: 'V2' }, 2)], [upsert({ id: a, code: 'V1' }, 1), upsert({ id: a, code: 'V2 again' }, 2)]] },
+    {
+      name: 'a replay of an older or the same version',
+      batches: [[upsert({ id: a, code: 'V2' }, 2)], [upsert({ id: a, code: 'V1' }, 1), upsert({ id: a, code: 'V2 again' }, 2)]],
+    },
     {
       name: 'several writes of one document in a batch',
-      batches: [[upsert({ id: a, code: 'A1' }, 1), upsert({ id: a, code: 'A2' }, 2), upsert({ id: b, code: 'B3' }, 3), upsert({ id: b, code: 'B2' }, 2)]],
+      batches: [
+        [
+          upsert({ id: a, code: 'A1' }, 1),
+          upsert({ id: a, code: 'A2' }, 2),
+          upsert({ id: b, code: 'B3' }, 3),
+          upsert({ id: b, code: 'B2' }, 2),
+        ],
+      ],
     },
     {
       name: 'a tombstone against replayed upserts',
-      batches: [[upsert({ id: a, code: 'GONE' }, 1), upsert({ id: a, code: 'GONE' }, 2), remove(a, 3)], [upsert({ id: a, code: 'GONE' }, 1), upsert({ id: a, code: 'GONE' }, 3)]],
+      batches: [
+        [upsert({ id: a, code: 'GONE' }, 1), upsert({ id: a, code: 'GONE' }, 2), remove(a, 3)],
+        [upsert({ id: a, code: 'GONE' }, 1), upsert({ id: a, code: 'GONE' }, 3)],
+      ],
     },
     { name: 'a replayed delete older than the stored version', batches: [[upsert({ id: a, code: 'KEPT' }, 5)], [remove(a, 4)]] },
-    { name: 'a newer version after a delete', batches: [[upsert({ id: a, code: 'A' }, 1), remove(a, 2)], [upsert({ id: a, code: 'B' }, 3)]] },
+    {
+      name: 'a newer version after a delete',
+      batches: [[upsert({ id: a, code: 'A' }, 1), remove(a, 2)], [upsert({ id: a, code: 'B' }, 3)]],
+    },
     { name: 'a delete of a document never written', batches: [[remove(b, 4)], [upsert({ id: b, code: 'late' }, 3)]] },
   ];
 
@@ -634,7 +675,13 @@ describe('checkpoints', () => {
 /** The two forms of a lease's write: with `$$NOW` in an update pipeline, and (for a server without
  * update pipelines: FerretDB) at the server's clock read just before, here the test's. */
 const leaseForms = [
-  { form: 'with $$NOW in an update pipeline', write: (projection: string, owner: string, ttlMs: number) => ({ filter: leaseFilter(projection, owner), update: leaseUpdate(owner, ttlMs) as PipelineStage[] }) },
+  {
+    form: 'with $$NOW in an update pipeline',
+    write: (projection: string, owner: string, ttlMs: number) => ({
+      filter: leaseFilter(projection, owner),
+      update: leaseUpdate(owner, ttlMs) as PipelineStage[],
+    }),
+  },
   {
     form: "at the server's clock read first",
     write: (projection: string, owner: string, ttlMs: number) => {
@@ -714,4 +761,3 @@ describe('driver errors', () => {
     expect(translateError(unknownField)).toBe(unknownField);
   });
 });
-

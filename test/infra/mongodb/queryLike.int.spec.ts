@@ -35,7 +35,7 @@ const cases: readonly { pattern: string; long: boolean; nulEnd: boolean }[] = [
   { pattern: `${'%a'.repeat(15)}%b%a`, long: false, nulEnd: false },
 ];
 
-const timed = <T,>(work: () => T): T => {
+const timed = <T>(work: () => T): T => {
   const { value, cpuMs } = cpuTimedSync(work);
   expect(cpuMs).toBeLessThan(BOUND_MS);
   return value;
@@ -57,7 +57,10 @@ describe('likeRegex on worst-case patterns', () => {
       return { _id: doc.id, v: 1, deleted: false, doc: encodeDocument(doc) };
     });
     for (const { pattern, long, nulEnd } of cases) {
-      for (const [column, operator] of [['code', 'LIKE'], ['chars.blob', 'NOT_LIKE']] as const) {
+      for (const [column, operator] of [
+        ['code', 'LIKE'],
+        ['chars.blob', 'NOT_LIKE'],
+      ] as const) {
         const filter = new Mingo(compileFilter(fixtureQuery({ filter: [{ column, operator, value: pattern }] })));
         const negated = operator === 'NOT_LIKE';
         expect(timed(() => stored.map((d) => filter.test(d)))).toEqual([long !== negated, nulEnd !== negated]);
@@ -67,8 +70,7 @@ describe('likeRegex on worst-case patterns', () => {
 });
 
 describe('likeRegex and the SQLite matcher', () => {
-  const text = (chars: readonly string[], maxLength: number) =>
-    fc.array(fc.constantFrom(...chars), { maxLength }).map((cs) => cs.join(''));
+  const text = (chars: readonly string[], maxLength: number) => fc.array(fc.constantFrom(...chars), { maxLength }).map((cs) => cs.join(''));
   const plain = ['a', 'b', 'A', 'é', 'É', '\n', '\0', '.', '*', '(', '1'];
 
   it('agree on every pattern and value', () => {

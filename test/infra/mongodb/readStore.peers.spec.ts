@@ -116,11 +116,23 @@ eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
         try {
           const c = fresh();
           await store.ensureCollection(c, ['code', 'name']);
-          await store.applyBatch(c, Array.from({ length: 20 }, (_, i) => upsert({ id: randomUUID(), code: `R${String(i)}` }, 1)), 3n);
-          const exists = async () => (await client.db(dbName).listCollections({ name: `rm_${c}` }).toArray()).length;
+          await store.applyBatch(
+            c,
+            Array.from({ length: 20 }, (_, i) => upsert({ id: randomUUID(), code: `R${String(i)}` }, 1)),
+            3n,
+          );
+          const exists = async () =>
+            (
+              await client
+                .db(dbName)
+                .listCollections({ name: `rm_${c}` })
+                .toArray()
+            ).length;
           // The drops and deletes sent to the collection (the checkpoint's delete aside).
           const emptying = async (work: () => Promise<unknown>) =>
-            (await during(work)).commands.filter((e) => ['drop', 'delete'].includes(e.commandName) && e.command[e.commandName] !== 'checkpoints').map((e) => e.commandName);
+            (await during(work)).commands
+              .filter((e) => ['drop', 'delete'].includes(e.commandName) && e.command[e.commandName] !== 'checkpoints')
+              .map((e) => e.commandName);
           expect(await exists()).toBe(1);
           expect(await emptying(() => store.reset(c, c))).toEqual([dropped ? 'drop' : 'delete']);
           expect(await exists()).toBe(dropped ? 0 : 1);
@@ -143,7 +155,11 @@ eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
         const { store, during } = watchedStore(serverUrl(), dbName);
         try {
           const c = fresh();
-          await store.applyBatch(c, fixtureDocuments.map((d) => upsert(d, 1)), 1n);
+          await store.applyBatch(
+            c,
+            fixtureDocuments.map((d) => upsert(d, 1)),
+            1n,
+          );
           const query = fixtureQuery({ filter: [{ column: 'code', operator: 'LIKE', value: '%a%' }] });
           const reads: [string, () => Promise<unknown>][] = [
             ['find', () => store.find(c, query, everything)],
@@ -180,11 +196,14 @@ eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
           ];
           for (const [name, work] of coordination) {
             const { commands, selections } = await during(work);
-            const onCoordination = commands.filter((command) => ['checkpoints', 'leases'].includes(String(command.command[command.commandName])));
+            const onCoordination = commands.filter((command) =>
+              ['checkpoints', 'leases'].includes(String(command.command[command.commandName])),
+            );
             for (const command of onCoordination.filter((command) => ['update', 'delete', 'insert'].includes(command.commandName))) {
               expect([name, command.commandName, command.command.writeConcern]).toEqual([name, command.commandName, { w: 'majority' }]);
             }
-            for (const selection of selections) expect([name, selection.operation, selection.mode]).toEqual([name, selection.operation, 'primary']);
+            for (const selection of selections)
+              expect([name, selection.operation, selection.mode]).toEqual([name, selection.operation, 'primary']);
             expect(selections.length, name).toBeGreaterThan(0);
           }
           // Searches follow the URL.
@@ -201,14 +220,36 @@ eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
 
       beforeAll(async () => {
         c = fresh();
-        await one.applyBatch(c, fixtureDocuments.map((d) => upsert(d, 1)), 1n);
+        await one.applyBatch(
+          c,
+          fixtureDocuments.map((d) => upsert(d, 1)),
+          1n,
+        );
       });
 
       it('reads values as data', async () => {
-        const hostile = ['{"$gt": ""}', '{"$ne": null}', '.*', '^', '$', '\\', '$where', 'this.code', '[a-z]+', '(?i)alpha', '\0', '\\E.*\\Q'];
+        const hostile = [
+          '{"$gt": ""}',
+          '{"$ne": null}',
+          '.*',
+          '^',
+          '$',
+          '\\',
+          '$where',
+          'this.code',
+          '[a-z]+',
+          '(?i)alpha',
+          '\0',
+          '\\E.*\\Q',
+        ];
         for (const value of hostile) {
           for (const operator of ['EQ', 'LIKE', 'IN']) {
-            const query = fixtureQuery({ filter: [{ column: 'code', operator, value }, { column: 'chars.region', operator, value }] });
+            const query = fixtureQuery({
+              filter: [
+                { column: 'code', operator, value },
+                { column: 'chars.region', operator, value },
+              ],
+            });
             expect(await one.find(c, query, everything)).toEqual([]);
           }
         }
@@ -261,8 +302,16 @@ eachMongoPeer('MongoDB read store', (peer, serverUrl) => {
       beforeAll(async () => {
         c = fresh();
         sqlite = openSqliteReadStore({ path: ':memory:' });
-        await one.applyBatch(c, docs.map((d) => upsert(d, 1)), 1n);
-        await sqlite.applyBatch(c, docs.map((d) => upsert(d, 1)), 1n);
+        await one.applyBatch(
+          c,
+          docs.map((d) => upsert(d, 1)),
+          1n,
+        );
+        await sqlite.applyBatch(
+          c,
+          docs.map((d) => upsert(d, 1)),
+          1n,
+        );
       });
 
       afterAll(async () => {

@@ -40,7 +40,11 @@ afterEach(() => {
 
 afterAll(async () => {
   server.closeAllConnections();
-  await new Promise<void>((done) => server.close(() => { done(); }));
+  await new Promise<void>((done) =>
+    server.close(() => {
+      done();
+    }),
+  );
 });
 
 const sms: OutgoingSms = { messageId: 'notif-7f3a', to: ['+33612345678', '+4915112345678'], text: 'Panne réseau résolue à 14:05 ✓' };
@@ -71,7 +75,11 @@ describe('HttpSmsGateway', () => {
       accept: 'application/json',
       connection: 'close',
     });
-    expect(JSON.parse(request?.body ?? '')).toEqual({ messageId: 'notif-7f3a', to: ['+33612345678', '+4915112345678'], text: 'Panne réseau résolue à 14:05 ✓' });
+    expect(JSON.parse(request?.body ?? '')).toEqual({
+      messageId: 'notif-7f3a',
+      to: ['+33612345678', '+4915112345678'],
+      text: 'Panne réseau résolue à 14:05 ✓',
+    });
     await gateway.close();
   });
 
@@ -122,9 +130,16 @@ describe('HttpSmsGateway', () => {
     const closed = http.createServer();
     await new Promise<void>((done) => closed.listen(0, '127.0.0.1', done));
     const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((done) => closed.close(() => { done(); }));
+    await new Promise<void>((done) =>
+      closed.close(() => {
+        done();
+      }),
+    );
     const error = await failure(new HttpSmsGateway({ url: `http://127.0.0.1:${port}/` }).send(sms));
-    expect(error).toMatchObject({ transient: true, message: 'SMS gateway ECONNREFUSED: the gateway could not be reached or did not answer' });
+    expect(error).toMatchObject({
+      transient: true,
+      message: 'SMS gateway ECONNREFUSED: the gateway could not be reached or did not answer',
+    });
   });
 
   it('a connection reset before the answer is transient', async () => {

@@ -33,7 +33,11 @@ describe('SQLite event log', () => {
     const streams = Array.from({ length: 200 }, () => `g-${randomUUID()}`);
     const results = await Promise.all(
       streams.map((stream) =>
-        store.append({ stream, expected: 'no_stream', events: [{ id: randomUUID(), type: 'G', schemaVersion: 1, data: {}, metadata: { actor: 'a', at: new Date().toISOString() } }] }),
+        store.append({
+          stream,
+          expected: 'no_stream',
+          events: [{ id: randomUUID(), type: 'G', schemaVersion: 1, data: {}, metadata: { actor: 'a', at: new Date().toISOString() } }],
+        }),
       ),
     );
     expect(new Set(results.map((r) => r.position)).size).toBe(200);
@@ -83,7 +87,11 @@ describe('SQLite event log', () => {
     const size = (path: string) => [path, `${path}-wal`].reduce((n, f) => n + (statSync(f, { throwIfNoEntry: false })?.size ?? 0), 0);
     const fill = async (store: SqliteEventStore): Promise<string[]> => {
       const streams = Array.from({ length: 400 }, () => `big-${randomUUID()}`);
-      await Promise.all(streams.map((stream) => store.append({ stream, expected: 'no_stream', events: [{ ...event(), data: { text: 'x'.repeat(4000) } }] })));
+      await Promise.all(
+        streams.map((stream) =>
+          store.append({ stream, expected: 'no_stream', events: [{ ...event(), data: { text: 'x'.repeat(4000) } }] }),
+        ),
+      );
       return streams;
     };
     const autoVacuum = (path: string) => {
@@ -98,7 +106,10 @@ describe('SQLite event log', () => {
     raw.exec(EVENT_LOG_PRAGMAS);
     raw.exec(EVENT_LOG_SCHEMA);
     raw.close();
-    for (const [path, modeAtOpen] of [[join(dir, `vacuum-${randomUUID()}.db`), 2], [oldPath, 0]] as const) {
+    for (const [path, modeAtOpen] of [
+      [join(dir, `vacuum-${randomUUID()}.db`), 2],
+      [oldPath, 0],
+    ] as const) {
       const store = openSqliteEventStore(path);
       expect(autoVacuum(path)).toBe(modeAtOpen);
       const streams = await fill(store);
@@ -124,7 +135,8 @@ describe('SQLite event log', () => {
       UNIQUE (stream, revision));
       CREATE INDEX events_by_category ON events (category, position);`);
     const insert = raw.prepare('INSERT INTO events VALUES (?, ?, ?, ?, 0, ?, 1, ?, ?)');
-    for (const position of [1, 2, 5]) insert.run(position, randomUUID(), `old-${String(position)}`, 'old', 'G', '{}', JSON.stringify({ actor: 'a', at: 't' }));
+    for (const position of [1, 2, 5])
+      insert.run(position, randomUUID(), `old-${String(position)}`, 'old', 'G', '{}', JSON.stringify({ actor: 'a', at: 't' }));
     raw.close();
     const store = openSqliteEventStore(path);
     expect((await store.readAll({ after: 0n, limit: 10 })).map((e) => e.position)).toEqual([1n, 2n, 5n]);

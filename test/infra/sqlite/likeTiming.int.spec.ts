@@ -49,14 +49,18 @@ describe('SQLite LIKE on worst-case patterns', () => {
 
   beforeAll(async () => {
     store = openSqliteReadStore({ path: ':memory:' });
-    await store.applyBatch(c, documents.map((doc) => ({ kind: 'upsert', id: doc.id, version: 1, doc })), 1n);
+    await store.applyBatch(
+      c,
+      documents.map((doc) => ({ kind: 'upsert', id: doc.id, version: 1, doc })),
+      1n,
+    );
   });
 
   afterAll(async () => {
     await store.close();
   });
 
-  const timed = async <T,>(work: () => Promise<T>): Promise<T> => {
+  const timed = async <T>(work: () => Promise<T>): Promise<T> => {
     const { value, cpuMs } = await cpuTimed(work);
     expect(cpuMs).toBeLessThan(BOUND_MS);
     return value;
@@ -84,7 +88,11 @@ describe('the LIKE window', () => {
     const store = openSqliteReadStore({ path: ':memory:' });
     const c = 'likeWindow';
     const huge = `${'a'.repeat(LIKE_WINDOW - 1)}€${'a'.repeat(500_000)}b\0`;
-    await store.applyBatch(c, [{ kind: 'upsert', id: ALL_A, version: 1, doc: { id: ALL_A, name: 'n', code: huge, chars: { blob: huge } } }], 1n);
+    await store.applyBatch(
+      c,
+      [{ kind: 'upsert', id: ALL_A, version: 1, doc: { id: ALL_A, name: 'n', code: huge, chars: { blob: huge } } }],
+      1n,
+    );
     for (const column of ['code', 'chars.blob']) {
       const count = (operator: string, value: string) => store.count(c, fixtureQuery({ filter: [{ column, operator, value }] }));
       const { cpuMs } = await cpuTimed(async () => {
@@ -102,4 +110,3 @@ describe('the LIKE window', () => {
     await store.close();
   });
 });
-

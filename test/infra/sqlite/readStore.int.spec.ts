@@ -31,7 +31,11 @@ describe('SqliteReadStore', () => {
   beforeAll(async () => {
     store = openSqliteReadStore({ path: ':memory:' });
     await store.ensureCollection(c, fixtureIndexedPaths);
-    await store.applyBatch(c, fixtureDocuments.map((d) => upsert(d, 1)), 1n);
+    await store.applyBatch(
+      c,
+      fixtureDocuments.map((d) => upsert(d, 1)),
+      1n,
+    );
   });
 
   afterAll(async () => {
@@ -77,7 +81,7 @@ describe('SqliteReadStore', () => {
     const like = (column: string, value: string, operator = 'LIKE'): Query => fixtureQuery({ filter: [{ column, operator, value }] });
 
     it('narrows a LIKE contains to the rows of the trigram index, then checks it', () => {
-      for (const value of ['%one%', 'émile', '%o\'brien%', 'ALPHA ONE', '%n \\ c%']) {
+      for (const value of ['%one%', 'émile', "%o'brien%", 'ALPHA ONE', '%n \\ c%']) {
         const p = plan(like('name', value));
         expect(p).toMatch(/SEARCH .* USING INTEGER PRIMARY KEY \(rowid=\?\)/);
         expect(p).toMatch(/SCAN rm_fixtures__name_\w+_trigram VIRTUAL TABLE INDEX/);
@@ -112,12 +116,17 @@ describe('SqliteReadStore', () => {
   });
 
   describe('injection', () => {
-    const hostile = ["x' OR '1'='1", "'); DROP TABLE \"rm_fixtures\"; --", '%\' OR 1=1 --', '\\', '"', '$.code'];
+    const hostile = ["x' OR '1'='1", '\'); DROP TABLE "rm_fixtures"; --', "%' OR 1=1 --", '\\', '"', '$.code'];
 
     it('binds values as data', async () => {
       for (const value of hostile) {
         for (const operator of ['EQ', 'LIKE', 'IN']) {
-          const query = fixtureQuery({ filter: [{ column: 'code', operator, value }, { column: 'chars.region', operator, value }] });
+          const query = fixtureQuery({
+            filter: [
+              { column: 'code', operator, value },
+              { column: 'chars.region', operator, value },
+            ],
+          });
           expect(await store.find(c, query, page)).toEqual([]);
         }
       }
@@ -166,16 +175,33 @@ describe('SqliteReadStore', () => {
     try {
       const first = openSqliteReadStore({ path });
       await first.ensureCollection('things', ['code', 'name'], { textPaths: [] });
-      await first.applyBatch('things', fixtureDocuments.map((d) => upsert(d, 1)), 1n);
+      await first.applyBatch(
+        'things',
+        fixtureDocuments.map((d) => upsert(d, 1)),
+        1n,
+      );
       expect(first.explain('things', named, page).join('\n')).not.toContain('VIRTUAL TABLE');
       await first.close();
       const second = openSqliteReadStore({ path });
       await second.ensureCollection('things', ['code', 'name']);
       expect(second.explain('things', named, page).join('\n')).toContain('VIRTUAL TABLE');
       expect(idsOf(await second.find('things', named, page))).toEqual(['00000000-0000-4000-8000-000000000002']);
-      await second.bulkLoad('things', fixtureDocuments.map((d) => ({ id: d.id, version: 1, doc: d })), 2n);
+      await second.bulkLoad(
+        'things',
+        fixtureDocuments.map((d) => ({ id: d.id, version: 1, doc: d })),
+        2n,
+      );
       expect(second.explain('things', named, page).join('\n')).toContain('VIRTUAL TABLE');
-      await expect(second.bulkLoad('things', [{ id: 'x', version: 1, doc: { id: 'x' } }, { id: 'x', version: 2, doc: null }], 3n)).rejects.toThrow();
+      await expect(
+        second.bulkLoad(
+          'things',
+          [
+            { id: 'x', version: 1, doc: { id: 'x' } },
+            { id: 'x', version: 2, doc: null },
+          ],
+          3n,
+        ),
+      ).rejects.toThrow();
       expect(second.explain('things', named, page).join('\n')).toContain('VIRTUAL TABLE');
       await second.close();
     } finally {
@@ -186,33 +212,75 @@ describe('SqliteReadStore', () => {
   describe('the search indexes change no answer', () => {
     // Characters where folding differs: JavaScript lowercases the Kelvin sign to k and İ to i plus a
     // dot, SQLite's LIKE folds ASCII only, a sigma lowercases by what follows it, NUL ends C strings.
-    const alphabet = ['a', 'b', 'k', 'K', '\u212a', 'i', 'I', '\u0130', '\u0131', 's', 'S', '\u017f', 'σ', 'ς', 'Σ', 'é', 'É', '\0', '"', ' ', '.'];
+    const alphabet = [
+      'a',
+      'b',
+      'k',
+      'K',
+      '\u212a',
+      'i',
+      'I',
+      '\u0130',
+      '\u0131',
+      's',
+      'S',
+      '\u017f',
+      'σ',
+      'ς',
+      'Σ',
+      'é',
+      'É',
+      '\0',
+      '"',
+      ' ',
+      '.',
+    ];
     const text = (maxLength: number) => fc.array(fc.constantFrom(...alphabet), { maxLength }).map((cs) => cs.join(''));
     const indexed = 'searched';
     const plain = 'unsearched';
 
     beforeAll(async () => {
       const values = fc.sample(text(9), { numRuns: 400, seed: 7 });
-      const docs: Document[] = values.map((v, i) => ({ id: randomUUID(), code: `C${String(i)}`, name: v, chars: { note: values[(i * 7) % values.length] ?? '' } }));
+      const docs: Document[] = values.map((v, i) => ({
+        id: randomUUID(),
+        code: `C${String(i)}`,
+        name: v,
+        chars: { note: values[(i * 7) % values.length] ?? '' },
+      }));
       // Values a string column may still hold: LIKE reads a number as its text, an array as JSON.
       docs.push({ id: randomUUID(), code: 'N', name: 12345 }, { id: randomUUID(), code: 'J', name: ['kab', 'aKi"s'] });
       docs.push({ id: randomUUID(), code: 'O', name: { x: 'Kab\\s' } }, { id: randomUUID(), code: 'Z', name: null });
-      for (const [collection, textPaths] of [[indexed, undefined], [plain, []]] as const) {
+      for (const [collection, textPaths] of [
+        [indexed, undefined],
+        [plain, []],
+      ] as const) {
         await store.ensureCollection(collection, ['code', 'name', 'chars.note'], textPaths === undefined ? {} : { textPaths });
-        await store.applyBatch(collection, docs.map((d) => upsert(d, 1)), 1n);
+        await store.applyBatch(
+          collection,
+          docs.map((d) => upsert(d, 1)),
+          1n,
+        );
       }
     });
 
     it('LIKE and NOT_LIKE select the same documents', async () => {
       const codes = (docs: readonly Document[]): unknown[] => docs.map((d) => d.code);
       await fc.assert(
-        fc.asyncProperty(text(6), fc.array(fc.constantFrom('', '%', '_'), { minLength: 3, maxLength: 3 }), fc.boolean(), fc.constantFrom('name', 'chars.note'), async (core, [before, middle, after], negated, column) => {
-          const half = Math.floor(core.length / 2);
-          const value = `${before ?? ''}${core.slice(0, half)}${middle ?? ''}${core.slice(half)}${after ?? ''}`;
-          if (value === '') return;
-          const query = fixtureQuery({ filter: [{ column, operator: negated ? 'NOT_LIKE' : 'LIKE', value }] });
-          expect(codes(await store.find(indexed, query, { offset: 0, limit: 1000 }))).toEqual(codes(await store.find(plain, query, { offset: 0, limit: 1000 })));
-        }),
+        fc.asyncProperty(
+          text(6),
+          fc.array(fc.constantFrom('', '%', '_'), { minLength: 3, maxLength: 3 }),
+          fc.boolean(),
+          fc.constantFrom('name', 'chars.note'),
+          async (core, [before, middle, after], negated, column) => {
+            const half = Math.floor(core.length / 2);
+            const value = `${before ?? ''}${core.slice(0, half)}${middle ?? ''}${core.slice(half)}${after ?? ''}`;
+            if (value === '') return;
+            const query = fixtureQuery({ filter: [{ column, operator: negated ? 'NOT_LIKE' : 'LIKE', value }] });
+            expect(codes(await store.find(indexed, query, { offset: 0, limit: 1000 }))).toEqual(
+              codes(await store.find(plain, query, { offset: 0, limit: 1000 })),
+            );
+          },
+        ),
         { numRuns: 400 },
       );
     });
@@ -256,7 +324,11 @@ describe('SqliteReadStore', () => {
       expect((await second.getMany('things', [doc.id, gone])).get(gone)).toStrictEqual({ version: 2, doc: null });
       await second.ensureCollection('things', ['code', 'name']);
       await second.applyBatch('things', [{ ...upsert({ ...doc, name: 'Moved two' }, 2), position: 2n ** 100n + 7n }], 2n);
-      expect((await second.getMany('things', [doc.id])).get(doc.id)).toStrictEqual({ version: 2, doc: { ...doc, name: 'Moved two' }, position: 2n ** 100n + 7n });
+      expect((await second.getMany('things', [doc.id])).get(doc.id)).toStrictEqual({
+        version: 2,
+        doc: { ...doc, name: 'Moved two' },
+        position: 2n ** 100n + 7n,
+      });
       expect(second.explain('things', named, page).join('\n')).toContain('VIRTUAL TABLE');
       expect(idsOf(await second.find('things', named, page)).sort()).toEqual(['00000000-0000-4000-8000-000000000002', doc.id].sort());
       await second.close();
@@ -275,7 +347,11 @@ describe('SqliteReadStore', () => {
       const id = randomUUID();
       const gone = randomUUID();
       const first = openSqliteReadStore({ path });
-      await first.applyBatch('things', [upsert({ id, code: 'KEPT' }, 2), upsert({ id: gone, code: 'GONE' }, 1), { kind: 'delete', id: gone, version: 2 }], 42n);
+      await first.applyBatch(
+        'things',
+        [upsert({ id, code: 'KEPT' }, 2), upsert({ id: gone, code: 'GONE' }, 1), { kind: 'delete', id: gone, version: 2 }],
+        42n,
+      );
       await first.close();
       const second = openSqliteReadStore({ path });
       expect(await second.checkpoint('things')).toBe(42n);

@@ -24,13 +24,24 @@ async function start(env: Record<string, string>): Promise<Running> {
   const dataDir = mkdtempSync(join(tmpdir(), 'otel-'));
   // Only the variables given here: an OTEL_* of the test runner's own must not leak in.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')));
-  const started = await startServiceProcess({ ...inherited, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'warn', AUTH_JWT_SECRET: `otel-test-${randomUUID()}-${randomUUID()}`, ...env });
+  const started = await startServiceProcess({
+    ...inherited,
+    PORT: '0',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    AUTH_JWT_SECRET: `otel-test-${randomUUID()}-${randomUUID()}`,
+    ...env,
+  });
   return { ...started, dataDir };
 }
 
 /** SIGTERM, as an orchestrator stops it: the service closes and flushes its telemetry. */
 async function stop(s: Running): Promise<number | null> {
-  const exited = new Promise<number | null>((resolve) => s.child.once('exit', (code) => { resolve(code); }));
+  const exited = new Promise<number | null>((resolve) =>
+    s.child.once('exit', (code) => {
+      resolve(code);
+    }),
+  );
   s.child.kill('SIGTERM');
   const code = await exited;
   rmSync(s.dataDir, { recursive: true, force: true });
@@ -112,7 +123,12 @@ describe('the service with OTEL_TRACES_EXPORTER=console', () => {
     const callerTrace = hex(32);
     const callerSpan = hex(16);
     const code = `OTEL-${hex(8)}`;
-    const res = await call('POST', `${RESOURCE}?immediatelyRefresh=true`, { traceparent: `00-${callerTrace}-${callerSpan}-01` }, { code, name: 'Traced', registry: {} });
+    const res = await call(
+      'POST',
+      `${RESOURCE}?immediatelyRefresh=true`,
+      { traceparent: `00-${callerTrace}-${callerSpan}-01` },
+      { code, name: 'Traced', registry: {} },
+    );
     expect(res.status).toBe(201);
 
     // The handler's span (between the HTTP span and the store calls) ends after the HTTP span:
@@ -121,7 +137,9 @@ describe('the service with OTEL_TRACES_EXPORTER=console', () => {
       const all = spansIn(s.output());
       const found = (name: string) => all.find((x) => x.traceId === callerTrace && x.name === name);
       const [h, a, w] = [found(`POST ${RESOURCE}`), found('event_store.append'), found('readModel.wait')];
-      return h !== undefined && a !== undefined && w !== undefined && within(a, h, all) && within(w, h, all) ? { http: h, append: a, wait: w, spans: all } : undefined;
+      return h !== undefined && a !== undefined && w !== undefined && within(a, h, all) && within(w, h, all)
+        ? { http: h, append: a, wait: w, spans: all }
+        : undefined;
     });
     // The caller's span is the parent, across the process boundary.
     expect(http.parentId).toBe(callerSpan);
@@ -227,7 +245,9 @@ describe('the service with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     });
     expect(s.output()).toContain(`telemetry: traces to otlp, metrics to otlp (OTLP endpoint http://127.0.0.1:${String(port)})`);
     const callerTrace = hex(32);
-    const res = await fetch(`${s.url}${RESOURCE}/NO-SUCH-${hex(8)}`, { headers: { authorization: `Bearer ${s.token}`, traceparent: `00-${callerTrace}-${hex(16)}-01` } });
+    const res = await fetch(`${s.url}${RESOURCE}/NO-SUCH-${hex(8)}`, {
+      headers: { authorization: `Bearer ${s.token}`, traceparent: `00-${callerTrace}-${hex(16)}-01` },
+    });
     expect(res.status).toBe(404);
     expect(spansSent()).toEqual([]);
     expect(await stop(s)).toBe(0);
@@ -249,7 +269,11 @@ describe('the preload', () => {
         "console.log(JSON.stringify({ globals: Object.keys(api).filter((k) => k !== 'version'), sdkLoaded }));",
         'process.exit(0);',
       ].join('\n');
-      const child = spawn(process.execPath, ['--import', PRELOAD, '--input-type=module', '-e', snippet], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, ['--import', PRELOAD, '--input-type=module', '-e', snippet], {
+        cwd: root,
+        env: { ...inherited, ...env },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
       child.once('error', reject);

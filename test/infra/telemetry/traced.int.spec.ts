@@ -48,7 +48,13 @@ describe('traced stores', () => {
   it('makes the append and the reads children of the active span, with their attributes', async () => {
     const events = tracedEventStore(openSqliteEventStore(join(dir, 'events.db')));
     const stream = `thing-${crypto.randomUUID()}`;
-    const event = { id: crypto.randomUUID(), type: 'ThingCreated', schemaVersion: 1, data: {}, metadata: { actor: 't', at: new Date().toISOString() } };
+    const event = {
+      id: crypto.randomUUID(),
+      type: 'ThingCreated',
+      schemaVersion: 1,
+      data: {},
+      metadata: { actor: 't', at: new Date().toISOString() },
+    };
     const parent = await inParent(async () => {
       await events.append({ stream, expected: 'no_stream', events: [event] });
       await events.readStream(stream);
@@ -56,7 +62,12 @@ describe('traced stores', () => {
     const [append] = spans('event_store.append');
     expect(append?.spanContext().traceId).toBe(parent.traceId);
     expect(append?.parentSpanContext?.spanId).toBe(parent.spanId);
-    expect(append?.attributes).toMatchObject({ 'event_store.stream': stream, 'event_store.events': 1, 'event_store.event_types': ['ThingCreated'], 'event_store.duplicate': false });
+    expect(append?.attributes).toMatchObject({
+      'event_store.stream': stream,
+      'event_store.events': 1,
+      'event_store.event_types': ['ThingCreated'],
+      'event_store.duplicate': false,
+    });
     expect(spans('event_store.readStream')).toHaveLength(1);
 
     // Outside any span (the scheduler's polling, idle reads): no span.
@@ -69,7 +80,13 @@ describe('traced stores', () => {
   it('records a failed call as an error of its span', async () => {
     const events = tracedEventStore(openSqliteEventStore(join(dir, 'events2.db')));
     const stream = `thing-${crypto.randomUUID()}`;
-    const event = () => ({ id: crypto.randomUUID(), type: 'ThingCreated', schemaVersion: 1, data: {}, metadata: { actor: 't', at: new Date().toISOString() } });
+    const event = () => ({
+      id: crypto.randomUUID(),
+      type: 'ThingCreated',
+      schemaVersion: 1,
+      data: {},
+      metadata: { actor: 't', at: new Date().toISOString() },
+    });
     await events.append({ stream, expected: 'no_stream', events: [event()] });
     await inParent(() => events.append({ stream, expected: 'no_stream', events: [event()] }).catch(() => undefined));
     const [append] = spans('event_store.append');
@@ -86,7 +103,11 @@ describe('traced stores', () => {
       await reads.find('things', { conditions: [], sort: [] }, { offset: 0, limit: 10 });
       await reads.count('things', { conditions: [], sort: [] });
     });
-    expect(spans('read_store.applyBatch')[0]?.attributes).toMatchObject({ 'read_store.collection': 'things', 'read_store.writes': 1, 'read_store.checkpoint': '1' });
+    expect(spans('read_store.applyBatch')[0]?.attributes).toMatchObject({
+      'read_store.collection': 'things',
+      'read_store.writes': 1,
+      'read_store.checkpoint': '1',
+    });
     expect(spans('read_store.find')[0]?.attributes).toMatchObject({ 'read_store.collection': 'things', 'read_store.limit': 10 });
     expect(spans('read_store.count')).toHaveLength(1);
     await reads.close();
@@ -102,7 +123,11 @@ describe('traced renders', () => {
     try {
       let text = '';
       await inParent(async () => {
-        text = (await documents.templates?.text({ kind: 'handlebars', key: 't', version: 1, source: 'Hello {{name}}', data: { name: 'there' }, mode: 'text' }, { serviceFor: 'test' })) ?? '';
+        text =
+          (await documents.templates?.text(
+            { kind: 'handlebars', key: 't', version: 1, source: 'Hello {{name}}', data: { name: 'there' }, mode: 'text' },
+            { serviceFor: 'test' },
+          )) ?? '';
       });
       expect(text).toBe('Hello there');
       expect(spans('render.template')[0]?.attributes).toMatchObject({ 'render.kind': 'handlebars' });
@@ -142,7 +167,16 @@ describe('traced Kafka', () => {
         const handle = handlers.get(topic);
         if (handle === undefined) throw new Error('no consumer');
         const messages = topics.get(topic) ?? [];
-        return handle(messages.map((m, i) => ({ topic, partition: 0, offset: String(i), key: m.key, headers: { ...m.headers }, value: Buffer.from(m.value) })));
+        return handle(
+          messages.map((m, i) => ({
+            topic,
+            partition: 0,
+            offset: String(i),
+            key: m.key,
+            headers: { ...m.headers },
+            value: Buffer.from(m.value),
+          })),
+        );
       },
     };
   }
@@ -150,8 +184,15 @@ describe('traced Kafka', () => {
   it('carries the publisher’s context in the headers to the consumer’s span', async () => {
     const raw = inMemoryMessaging();
     const messaging = tracedMessaging(raw);
-    await messaging.consumer({ groupId: 'g', topic: 'events', deadLetterTopic: 'dead' }).start((m) => Promise.resolve(m.key === 'bad' ? { kind: 'dead', reason: 'unreadable' } : { kind: 'handled' }));
-    const parent = await inParent(() => messaging.publisher.publish('events', [{ key: 'k', id: '1', value: '{}' }, { key: 'bad', id: '2', value: '{}' }]));
+    await messaging
+      .consumer({ groupId: 'g', topic: 'events', deadLetterTopic: 'dead' })
+      .start((m) => Promise.resolve(m.key === 'bad' ? { kind: 'dead', reason: 'unreadable' } : { kind: 'handled' }));
+    const parent = await inParent(() =>
+      messaging.publisher.publish('events', [
+        { key: 'k', id: '1', value: '{}' },
+        { key: 'bad', id: '2', value: '{}' },
+      ]),
+    );
     const [send] = spans('send events');
     expect(send?.spanContext().traceId).toBe(parent.traceId);
     expect(send?.attributes).toMatchObject({ 'messaging.destination.name': 'events', 'messaging.batch.message_count': 2 });
@@ -169,8 +210,17 @@ describe('traced Kafka', () => {
   it('makes one span of a batch handed over at once, linked to the publisher’s span of each message', async () => {
     const raw = inMemoryMessaging();
     const messaging = tracedMessaging(raw);
-    await messaging.consumer({ groupId: 'g', topic: 'batched', deadLetterTopic: 'dead' }).startBatches((messages) => Promise.resolve(messages.map((m) => (m.key === 'bad' ? { kind: 'dead', reason: 'unreadable' } : { kind: 'handled' }))));
-    await inParent(() => messaging.publisher.publish('batched', [{ key: 'a', id: '1', value: '{}' }, { key: 'bad', id: '2', value: '{}' }]));
+    await messaging
+      .consumer({ groupId: 'g', topic: 'batched', deadLetterTopic: 'dead' })
+      .startBatches((messages) =>
+        Promise.resolve(messages.map((m) => (m.key === 'bad' ? { kind: 'dead', reason: 'unreadable' } : { kind: 'handled' }))),
+      );
+    await inParent(() =>
+      messaging.publisher.publish('batched', [
+        { key: 'a', id: '1', value: '{}' },
+        { key: 'bad', id: '2', value: '{}' },
+      ]),
+    );
     await inParent(() => messaging.publisher.publish('batched', [{ key: 'c', id: '3', value: '{}' }]));
     const sends = spans('send batched');
     expect(sends).toHaveLength(2);
@@ -179,9 +229,15 @@ describe('traced Kafka', () => {
     const [batch, ...more] = spans('process batched');
     expect(more).toHaveLength(0);
     expect(batch?.parentSpanContext).toBeUndefined();
-    expect(batch?.attributes).toMatchObject({ 'messaging.batch.message_count': 3, 'messaging.dead_letter_count': 1, 'messaging.consumer.group.name': 'g' });
+    expect(batch?.attributes).toMatchObject({
+      'messaging.batch.message_count': 3,
+      'messaging.dead_letter_count': 1,
+      'messaging.consumer.group.name': 'g',
+    });
     // One link per message, to the span that published it.
-    expect(batch?.links.map((l) => l.context.spanId).sort()).toEqual([sends[0], sends[0], sends[1]].map((s) => s?.spanContext().spanId).sort());
+    expect(batch?.links.map((l) => l.context.spanId).sort()).toEqual(
+      [sends[0], sends[0], sends[1]].map((s) => s?.spanContext().spanId).sort(),
+    );
   });
 
   it('starts a trace of its own for a message that carries none', async () => {

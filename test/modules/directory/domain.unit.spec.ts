@@ -3,7 +3,14 @@
 
 import { describe, expect, it } from 'vitest';
 import { OPENLDAP_ATTRIBUTES, parseAttributeMapping, personOf } from '../../../modules/directory/domain/attributes.ts';
-import { escapeDnValue, escapeFilterValue, everyUserFilter, groupFilter, isBalancedFilter, userFilter } from '../../../modules/directory/domain/filter.ts';
+import {
+  escapeDnValue,
+  escapeFilterValue,
+  everyUserFilter,
+  groupFilter,
+  isBalancedFilter,
+  userFilter,
+} from '../../../modules/directory/domain/filter.ts';
 import { decideSync, groupCodesOf, type SyncUser } from '../../../modules/directory/domain/sync.ts';
 
 describe('RFC 4515 filter values', () => {
@@ -12,7 +19,9 @@ describe('RFC 4515 filter values', () => {
     expect(escapeFilterValue('a)(uid=*')).toBe('a\\29\\28uid=\\2a');
     expect(escapeFilterValue('back\\slash\u0000')).toBe('back\\5cslash\\00');
     expect(userFilter('(uid={username})', 'al*')).toBe('(uid=al\\2a)');
-    expect(userFilter('(&(objectClass=user)(sAMAccountName={username}))', 'x)(|(a=*')).toBe('(&(objectClass=user)(sAMAccountName=x\\29\\28|\\28a=\\2a))');
+    expect(userFilter('(&(objectClass=user)(sAMAccountName={username}))', 'x)(|(a=*')).toBe(
+      '(&(objectClass=user)(sAMAccountName=x\\29\\28|\\28a=\\2a))',
+    );
   });
 
   it('leaves a plain name and UTF-8 as they are', () => {
@@ -43,7 +52,7 @@ describe('RFC 4514 DN values', () => {
 });
 
 describe('attribute mapping (LDAP_ATTRIBUTES)', () => {
-  it('defaults to OpenLDAP\'s names, and a partial mapping keeps the others', () => {
+  it("defaults to OpenLDAP's names, and a partial mapping keeps the others", () => {
     expect(parseAttributeMapping(undefined)).toEqual({ mapping: OPENLDAP_ATTRIBUTES });
     expect(parseAttributeMapping('code=sAMAccountName, email=userPrincipalName')).toEqual({
       mapping: { ...OPENLDAP_ATTRIBUTES, code: 'sAMAccountName', email: 'userPrincipalName' },
@@ -52,14 +61,25 @@ describe('attribute mapping (LDAP_ATTRIBUTES)', () => {
   });
 
   it('names what is wrong with a mapping', () => {
-    expect(parseAttributeMapping('login=uid,email=')).toEqual({ problems: ['"login" is not one of code, givenName, familyName, email, phoneNumber, memberOf', 'email: "" is not an attribute name'] });
+    expect(parseAttributeMapping('login=uid,email=')).toEqual({
+      problems: ['"login" is not one of code, givenName, familyName, email, phoneNumber, memberOf', 'email: "" is not an attribute name'],
+    });
     expect(parseAttributeMapping('{oops')).toEqual({ problems: ['neither field=attribute pairs nor a JSON object'] });
   });
 
   it('reads an entry through the mapping, attribute names case-insensitively', () => {
-    const entry = { dn: 'cn=Dana Dane,ou=ad,dc=x', attributes: { samaccountname: ['ddane'], givenName: ['Dana'], SN: ['Dane'], mail: [' '], memberOf: ['cn=a,dc=x', 'cn=b,dc=x'] } };
+    const entry = {
+      dn: 'cn=Dana Dane,ou=ad,dc=x',
+      attributes: { samaccountname: ['ddane'], givenName: ['Dana'], SN: ['Dane'], mail: [' '], memberOf: ['cn=a,dc=x', 'cn=b,dc=x'] },
+    };
     const mapping = { ...OPENLDAP_ATTRIBUTES, code: 'sAMAccountName' };
-    expect(personOf(entry, mapping)).toEqual({ dn: entry.dn, code: 'ddane', givenName: 'Dana', familyName: 'Dane', groups: ['cn=a,dc=x', 'cn=b,dc=x'] });
+    expect(personOf(entry, mapping)).toEqual({
+      dn: entry.dn,
+      code: 'ddane',
+      givenName: 'Dana',
+      familyName: 'Dane',
+      groups: ['cn=a,dc=x', 'cn=b,dc=x'],
+    });
     expect(personOf(entry, mapping, ['cn=c,dc=x']).groups).toEqual(['cn=c,dc=x']);
   });
 });
@@ -70,17 +90,44 @@ describe('the sync decision', () => {
     { code: 'AUD', ldapMemberOf: 'CN=Auditors, OU=Groups, DC=example, DC=org' },
   ];
   const options = { userType: 'PERSON', authentication: 'LDAP' } as const;
-  const alice = { dn: 'uid=alice,ou=people,dc=example,dc=org', code: 'alice', givenName: 'Alice', familyName: 'Archer', email: 'alice@example.org', groups: ['cn=operators,ou=groups,dc=example,dc=org', 'cn=unmapped,dc=example,dc=org'] };
-  const user = (fields: Record<string, unknown>, id = 'u1'): SyncUser => ({ id, version: 3, fields: { type: 'PERSON', status: 'ENABLE', authentication: 'LDAP', ...fields } });
+  const alice = {
+    dn: 'uid=alice,ou=people,dc=example,dc=org',
+    code: 'alice',
+    givenName: 'Alice',
+    familyName: 'Archer',
+    email: 'alice@example.org',
+    groups: ['cn=operators,ou=groups,dc=example,dc=org', 'cn=unmapped,dc=example,dc=org'],
+  };
+  const user = (fields: Record<string, unknown>, id = 'u1'): SyncUser => ({
+    id,
+    version: 3,
+    fields: { type: 'PERSON', status: 'ENABLE', authentication: 'LDAP', ...fields },
+  });
 
   it('maps directory groups to user groups by their normalised DN', () => {
-    expect(groupCodesOf(['cn=auditors,ou=groups,dc=example,dc=org', 'CN=Operators,OU=groups,DC=example,DC=org', 'cn=none'], groups)).toEqual(['AUD', 'OPS']);
+    expect(
+      groupCodesOf(['cn=auditors,ou=groups,dc=example,dc=org', 'CN=Operators,OU=groups,DC=example,DC=org', 'cn=none'], groups),
+    ).toEqual(['AUD', 'OPS']);
   });
 
   it('creates a person the service does not have, with the directory-backed groups', () => {
     const decision = decideSync([alice], [], groups, options);
     expect(decision.commands).toEqual([
-      { type: 'Create', code: 'alice', input: { code: 'alice', type: 'PERSON', authentication: 'LDAP', status: 'ENABLE', chars: {}, givenName: 'Alice', familyName: 'Archer', email: 'alice@example.org', groups: ['OPS'] } },
+      {
+        type: 'Create',
+        code: 'alice',
+        input: {
+          code: 'alice',
+          type: 'PERSON',
+          authentication: 'LDAP',
+          status: 'ENABLE',
+          chars: {},
+          givenName: 'Alice',
+          familyName: 'Archer',
+          email: 'alice@example.org',
+          groups: ['OPS'],
+        },
+      },
     ]);
   });
 
@@ -90,7 +137,15 @@ describe('the sync decision', () => {
   });
 
   it('updates the mapped fields and the directory-backed groups only, keeping the others', () => {
-    const before = user({ code: 'alice', givenName: 'Alicia', familyName: 'Archer', email: 'alice@example.org', phoneNumber: '+420 1', groups: ['AUD', 'LOCAL'], roles: ['viewer'] });
+    const before = user({
+      code: 'alice',
+      givenName: 'Alicia',
+      familyName: 'Archer',
+      email: 'alice@example.org',
+      phoneNumber: '+420 1',
+      groups: ['AUD', 'LOCAL'],
+      roles: ['viewer'],
+    });
     const [command] = decideSync([alice], [before], groups, options).commands;
     expect(command).toEqual({
       type: 'Update',
@@ -98,7 +153,17 @@ describe('the sync decision', () => {
       version: 3,
       code: 'alice',
       changed: ['givenName', 'phoneNumber', 'groups'],
-      input: { type: 'PERSON', status: 'ENABLE', authentication: 'LDAP', code: 'alice', givenName: 'Alice', familyName: 'Archer', email: 'alice@example.org', groups: ['LOCAL', 'OPS'], roles: ['viewer'] },
+      input: {
+        type: 'PERSON',
+        status: 'ENABLE',
+        authentication: 'LDAP',
+        code: 'alice',
+        givenName: 'Alice',
+        familyName: 'Archer',
+        email: 'alice@example.org',
+        groups: ['LOCAL', 'OPS'],
+        roles: ['viewer'],
+      },
     });
   });
 
@@ -107,12 +172,20 @@ describe('the sync decision', () => {
     const goneDisabled = user({ code: 'gone2', status: 'DISABLE' }, 'u3');
     const local = user({ code: 'local', authentication: 'PASSWORD' }, 'u4');
     const decision = decideSync([], [gone, goneDisabled, local], groups, options);
-    expect(decision.commands).toEqual([{ type: 'Disable', id: 'u2', version: 3, code: 'gone', input: { ...gone.fields, status: 'DISABLE' } }]);
+    expect(decision.commands).toEqual([
+      { type: 'Disable', id: 'u2', version: 3, code: 'gone', input: { ...gone.fields, status: 'DISABLE' } },
+    ]);
   });
 
   it('never takes over a local account, and skips codes it cannot use', () => {
     const local = user({ code: 'alice', authentication: 'PASSWORD' });
-    const people = [alice, { dn: 'cn=x', groups: [] }, { dn: 'cn=y', code: 'has space', groups: [] }, { dn: 'cn=t1', code: 'twin', groups: [] }, { dn: 'cn=t2', code: 'twin', groups: [] }];
+    const people = [
+      alice,
+      { dn: 'cn=x', groups: [] },
+      { dn: 'cn=y', code: 'has space', groups: [] },
+      { dn: 'cn=t1', code: 'twin', groups: [] },
+      { dn: 'cn=t2', code: 'twin', groups: [] },
+    ];
     const twin = user({ code: 'twin' }, 'u9');
     const decision = decideSync(people, [local, twin], groups, options);
     expect(decision.commands).toEqual([]);
