@@ -18,7 +18,6 @@ import { allows, BUILT_IN_ROLES, type Caller, type Permission } from './auth.ts'
 import type { AppDeps } from './module.ts';
 import { commandContext } from './requestContext.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
-import { serviceOf } from './services.ts';
 
 /** Roles looked up as access rules per request, at most (a token with more is refused). */
 const MAX_RULE_ROLES = 100;
@@ -28,7 +27,7 @@ const accessByRequest = new WeakMap<FastifyRequest, Map<ResourceDefinition, Acce
 async function rulesOf(deps: AppDeps, caller: Caller): Promise<JsonObject[]> {
   const codes = [...new Set(caller.roles.filter((r) => !BUILT_IN_ROLES.includes(r)))];
   if (codes.length > MAX_RULE_ROLES) throw forbidden(`A token may carry at most ${String(MAX_RULE_ROLES)} roles that name access rules`);
-  const rules = serviceOf(deps, accessRule);
+  const rules = deps.runtime.service(accessRule);
   const found: JsonObject[] = [];
   for (const code of codes) {
     const rule = await rules.getByCode(code).catch(() => undefined);

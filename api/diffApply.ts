@@ -25,7 +25,7 @@ import { errorBody, toDomainError, type ErrorBody } from './errorHandler.ts';
 import type { AppDeps, ModuleContext } from './module.ts';
 import { toQuery } from '../domain/shared/filtering.ts';
 import { dueInReadModel, type Schedule } from '../workers/scheduler.ts';
-import { readModelLookup, serviceOf } from './services.ts';
+import { readModelLookup } from './services.ts';
 
 export const DIFF_APPLY_JOB = ServiceJobTypes.DIFF_APPLY;
 /** Failures a job keeps in its result (the counts cover all). */
@@ -326,7 +326,7 @@ export async function startApplyJob(env: ApplyEnv, given: readonly DiffEntry[] |
 }
 
 async function startJob(env: ApplyEnv, entries: EntrySource): Promise<string> {
-  const jobs = serviceOf(env.deps, jobDefinition);
+  const jobs = env.deps.runtime.service(jobDefinition);
   const { idempotencyKey: _key, requestHash: _hash, admit: _admit, visible: _visible, readScope: _scope, ...plain } = env.ctx;
   const id = randomUUID();
   const lease = { name: `job:${id}`, owner: `${String(process.pid)}-${randomUUID()}` };
@@ -468,7 +468,7 @@ async function runApplyJob(
  * else 409 JOB.NOT_RESUMABLE (its process ended, or the retry reached another instance). The
  * job's lease is taken before it is IN_PROGRESS again, so the schedule of orphans leaves it. */
 export async function retryApply(deps: AppDeps, jobId: string, ctx: CommandContext): Promise<WriteResult> {
-  const jobs = serviceOf(deps, jobDefinition);
+  const jobs = deps.runtime.service(jobDefinition);
   const id = jobId.toLowerCase();
   // A run here that recorded the job FAILED (which others may read before the run is told) keeps
   // its entries and releases its lease just after: waited for. A job still running is not.

@@ -7,7 +7,6 @@ import { z } from 'zod';
 import type { Document } from '../domain/ports.ts';
 import type { Operation, ResourceDefinition } from '../domain/resource/defineResource.ts';
 import type { WriteResult } from '../domain/resource/service.ts';
-import { serviceOf } from './services.ts';
 import { catchUpTo, position } from './readModelWait.ts';
 import { isDomainError } from '../domain/shared/errors.ts';
 import { dateTime, uuid } from '../domain/shared/fields.ts';
@@ -96,7 +95,7 @@ const newPatchSchema = (def: ResourceDefinition) =>
 type RouteKit = ReturnType<typeof routeKit>;
 
 function routeKit(app: FastifyInstance, def: ResourceDefinition, deps: AppDeps, options: ResourceRouteOptions) {
-  const service = serviceOf(deps, def);
+  const service = deps.runtime.service(def);
   const r = app.withTypeProvider<ZodTypeProvider>();
   const base = `/api/v1/${def.path}`;
   const tags = [def.path];

@@ -3,7 +3,7 @@
 // themselves are the runtime's (Runtime.service).
 
 import type { ResourceDefinition } from '../domain/resource/defineResource.ts';
-import type { ReferenceCount, ReferenceLookup, ResourceService } from '../application/resourceService.ts';
+import type { ReferenceCount, ReferenceLookup } from '../application/resourceService.ts';
 import { narrowed, toQuery, type Alternatives, type FilterItem, type Query } from '../domain/shared/filtering.ts';
 import type { AppDeps } from './module.ts';
 import { waitForReadModelAt } from './readModelWait.ts';
@@ -41,6 +41,3 @@ export function readModelCount(deps: LookupDeps): ReferenceCount {
     return deps.readStore.count(collection, query);
   };
 }
-
-/** The service of a resource in this app: the runtime's, the one way to get one. */
-export const serviceOf = (deps: Pick<AppDeps, 'runtime'>, def: ResourceDefinition): ResourceService => deps.runtime.service(def);

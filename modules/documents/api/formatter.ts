@@ -17,7 +17,6 @@ import { toDomainError } from '../../../api/errorHandler.ts';
 import { templateCallerOf } from '../../../api/requestContext.ts';
 import { zodRoutes, type AppDeps, type ZodRoutes } from '../../../api/module.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
-import { serviceOf } from '../../../api/services.ts';
 
 const tags = ['formatter'];
 /** What the routes that evaluate templates say about a caller's share of the template threads (and
@@ -88,7 +87,7 @@ function previewRoute(r: ZodRoutes, deps: AppDeps): void {
 /** A template by code (never by id), now or at a version of its stream, as the caller may read
  * it; every way of not finding it is the same 404, naming the code asked. */
 function templateSource(deps: AppDeps) {
-  const templates = serviceOf(deps, formatterTemplate);
+  const templates = deps.runtime.service(formatterTemplate);
   return async (request: FastifyRequest, code: string, version: number | undefined): Promise<TemplateVersion> => {
     try {
       if (version !== undefined && isUuid(code)) throw notFound(formatterTemplate.errorPrefix, code);

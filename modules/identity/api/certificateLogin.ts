@@ -12,7 +12,6 @@ import { certificateRejected, certificateUser, CertificateUserFields, type Certi
 import { canLogInWithCertificate, user } from '../domain/user.ts';
 import type { Caller } from '../../../api/auth.ts';
 import type { AppDeps } from '../../../api/module.ts';
-import { serviceOf } from '../../../api/services.ts';
 import { rolesOf } from './userRoles.ts';
 
 const userField = (deps: AppDeps): CertificateUserField => {
@@ -36,7 +35,7 @@ export async function certificateCaller(request: FastifyRequest, deps: AppDeps):
     },
     userField(deps),
   );
-  const found = await serviceOf(deps, user).live(code, true);
+  const found = await deps.runtime.service(user).live(code, true);
   if (found === undefined || !canLogInWithCertificate(found.fields, deps.clock.now())) {
     // One answer whether the user is unknown, disabled, outside its validity or not on PKI.
     throw certificateRejected('The client certificate names no user that can log in with it', [

@@ -10,7 +10,6 @@ import type { JsonObject } from '../../../domain/shared/json.ts';
 import type { LiveRecord } from '../../../domain/resource/defineResource.ts';
 import type { AppDeps } from '../../../api/module.ts';
 import type { Session } from '../../../api/auth.ts';
-import { serviceOf } from '../../../api/services.ts';
 import { isDirectoryUser } from '../../directory/domain/sync.ts';
 import { isActiveUser } from '../domain/user.ts';
 import { userGroup } from '../domain/userGroup.ts';
@@ -21,7 +20,7 @@ export const DIRECTORY_SESSION = 'directory';
 
 /** The user groups that name these directory groups (a DN no group names gives nothing). */
 async function groupsNamingDns(deps: AppDeps, dns: readonly string[]): Promise<JsonObject[]> {
-  const groups = serviceOf(deps, userGroup);
+  const groups = deps.runtime.service(userGroup);
   const key = userGroup.unique.find((k) => k.name === 'ldapMemberOf');
   if (key === undefined) return [];
   const found = new Map<string, JsonObject>();

@@ -15,7 +15,6 @@ import type { AppDeps } from '../../../api/module.ts';
 import type { Caller } from '../../../api/auth.ts';
 import { FailureLimiter } from '../../../api/rateLimit.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
-import { serviceOf } from '../../../api/services.ts';
 import { rolesOf } from './userRoles.ts';
 import { DIRECTORY_SESSION, directoryLogin, directoryFor, directorySessionHolds, directoryUserGroups } from './directoryLogin.ts';
 
@@ -36,7 +35,7 @@ const fingerprint = (passwordHash: unknown): string => createHash('sha256').upda
  * PASSWORD and the password it logged in with; its roles are the user's effective roles now. */
 export async function sessionCaller(caller: Caller, deps: AppDeps): Promise<Caller> {
   if (caller.session === undefined) return caller;
-  const found = await serviceOf(deps, user).live(caller.sub, true);
+  const found = await deps.runtime.service(user).live(caller.sub, true);
   const now = deps.clock.now();
   const directory = caller.session.pwd === DIRECTORY_SESSION;
   const holds =
@@ -59,7 +58,7 @@ export async function sessionCaller(caller: Caller, deps: AppDeps): Promise<Call
 export function loginRoute(app: FastifyInstance, deps: AppDeps): void {
   const issue = deps.issueToken;
   if (issue === undefined) return;
-  const users = serviceOf(deps, user);
+  const users = deps.runtime.service(user);
   const perUser = new FailureLimiter(LOGIN_LIMITS.perUser);
   const perAddress = new FailureLimiter(LOGIN_LIMITS.perAddress);
   const r = app.withTypeProvider<ZodTypeProvider>();

@@ -7,7 +7,6 @@ import type { Document } from '../../../domain/ports.ts';
 import { readable } from '../../../api/access.ts';
 import type { AppDeps } from '../../../api/module.ts';
 import { isIn, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
-import { serviceOf } from '../../../api/services.ts';
 
 /** The groups of several users, from the groups' read model: { userId: [group] }. */
 export async function groupsOfUsers(
@@ -16,7 +15,7 @@ export async function groupsOfUsers(
   userIds: readonly string[],
   options: QueryOptions,
 ): Promise<Record<string, Document[]>> {
-  const users = serviceOf(deps, user);
+  const users = deps.runtime.service(user);
   const codesByUser = new Map<string, string[]>();
   for (const id of new Set(userIds.map((u) => u.toLowerCase()))) {
     const found = await users.get(id).catch(() => undefined);

@@ -19,7 +19,6 @@ import { catchUpTo, position } from '../../../api/readModelWait.ts';
 import { sendRecord } from '../../../api/replies.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOrCode } from '../../../api/schemas.ts';
-import { serviceOf } from '../../../api/services.ts';
 
 const read = { permission: 'read', resource: userGroupRegion } as const;
 const PAGE = 100;
@@ -35,7 +34,7 @@ async function ofGroup(
   byCode: boolean,
   options: QueryOptions,
 ): Promise<JsonObject[]> {
-  const groups = serviceOf(deps, userGroup);
+  const groups = deps.runtime.service(userGroup);
   // The group is another resource: a caller who may not read it learns nothing of it (404).
   const group = await assertReadable(deps, request, userGroup, byCode ? await groups.getByCode(idOrCode) : await groups.get(idOrCode));
   const assignments = await recordsWhere(deps, userGroupRegion, [eq('userGroupId', group.id)], options);
@@ -61,7 +60,8 @@ export const userGroupRegionOperations: ResourceRouteOptions = {
     query: {},
     response: userGroupRegion.record,
     expand: () => async (deps, request, found) => {
-      const group = await serviceOf(deps, userGroup)
+      const group = await deps.runtime
+        .service(userGroup)
         .get(String(found.userGroupId))
         .catch(() => undefined);
       return { ...found, ...(await embedding(deps, request, group)) };
@@ -111,8 +111,8 @@ function listRoute(r: ZodRoutes, deps: AppDeps): void {
 
 /** The assignments of one group. */
 function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
-  const assignments = serviceOf(deps, userGroupRegion);
-  const groups = serviceOf(deps, userGroup);
+  const assignments = deps.runtime.service(userGroupRegion);
+  const groups = deps.runtime.service(userGroup);
   r.get(
     '/api/v1/user-groups/:groupId/regions',
     {

@@ -20,7 +20,6 @@ import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../../../ap
 import { position } from '../../../api/readModelWait.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOrCode } from '../../../api/schemas.ts';
-import { serviceOf } from '../../../api/services.ts';
 import { groupsOfUsers } from './memberships.ts';
 
 const tags = [userGroup.path];
@@ -98,7 +97,8 @@ async function expandedGroup(deps: AppDeps, group: JsonObject, request: FastifyR
   const now = deps.clock.now();
   const readonlyAccess = !(await writable(deps, request, userGroup, group));
   const { auditInfo, validFrom, validTo, chars, type, ...fields } = group as JsonObject & { auditInfo: Audit; chars: JsonObject };
-  const typeRecord = await serviceOf(deps, userGroupType)
+  const typeRecord = await deps.runtime
+    .service(userGroupType)
     .getByCode(String(type))
     .catch(() => undefined);
   // The type is embedded only for a caller who may read user group types.
@@ -134,7 +134,7 @@ async function convert(
   key: string,
   visible: (group: JsonObject) => Promise<boolean>,
 ): Promise<string | undefined> {
-  const groups = serviceOf(deps, userGroup);
+  const groups = deps.runtime.service(userGroup);
   const ldapKey = userGroup.unique.find((k) => k.name === 'ldapMemberOf');
   const found = await (async () => {
     switch (convertor) {
@@ -194,7 +194,7 @@ const scriptBody = z.strictObject({
 
 /** Groups in their expanded form: by codes, by directory membership. */
 function expandedRoutes(r: ZodRoutes, deps: AppDeps): void {
-  const groups = serviceOf(deps, userGroup);
+  const groups = deps.runtime.service(userGroup);
   r.post(
     `${base}/by-codes`,
     {
@@ -295,7 +295,7 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
 
 /** Built-in convertors and read-only scripts. */
 function convertRoutes(r: ZodRoutes, deps: AppDeps): void {
-  const groups = serviceOf(deps, userGroup);
+  const groups = deps.runtime.service(userGroup);
   r.post(
     `${base}/convert/:convertorCode`,
     {
@@ -367,7 +367,7 @@ function convertRoutes(r: ZodRoutes, deps: AppDeps): void {
 
 /** The users of a group, and its valid users. */
 function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
-  const groups = serviceOf(deps, userGroup);
+  const groups = deps.runtime.service(userGroup);
   for (const valid of [false, true]) {
     r.get(
       `${base}/:idOrCode/users${valid ? '/valid' : ''}`,

@@ -19,12 +19,12 @@ import { DomainError, forbidden } from '../../../domain/shared/errors.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { allows, permissionsOf, type Caller } from '../../../api/auth.ts';
 import type { AppDeps } from '../../../api/module.ts';
-import { readModelLookup, serviceOf } from '../../../api/services.ts';
+import { readModelLookup } from '../../../api/services.ts';
 
 /** The live groups a user names, read from the log (a code no live group has is left out). */
 export async function groupsOf(deps: AppDeps, fields: JsonObject): Promise<JsonObject[]> {
   const codes = Array.isArray(fields.groups) ? fields.groups.filter((c): c is string => typeof c === 'string') : [];
-  const groups = serviceOf(deps, userGroup);
+  const groups = deps.runtime.service(userGroup);
   const found: JsonObject[] = [];
   for (const c of new Set(codes)) {
     const g = await groups.getByCode(c).catch(() => undefined);
@@ -37,7 +37,7 @@ export async function groupsOf(deps: AppDeps, fields: JsonObject): Promise<JsonO
  * stored under a built-in role's name (refused since) gives nothing: a group never hands out a
  * built-in role. */
 async function groupRuleCodes(deps: AppDeps, groups: readonly JsonObject[], now: Date): Promise<Map<string, string>> {
-  const rules = serviceOf(deps, accessRule);
+  const rules = deps.runtime.service(accessRule);
   const codes = new Map<string, string>();
   for (const id of groupRoleIds(groups, now)) {
     // By id only: an old rule whose code is shaped like this id must not stand in for it.
@@ -75,7 +75,7 @@ function enabledAdmin(fields: JsonObject, hidden: JsonObject | undefined, now: D
 /** The hidden part of a user, where this service logs users in (undefined otherwise: not needed). */
 async function hiddenOf(deps: AppDeps, id: unknown): Promise<JsonObject | undefined> {
   if (deps.issueToken === undefined) return undefined;
-  return (await serviceOf(deps, user).live(String(id)))?.hidden ?? {};
+  return (await deps.runtime.service(user).live(String(id)))?.hidden ?? {};
 }
 
 /** Users read when looking for another enabled admin (the read model narrows them to those with

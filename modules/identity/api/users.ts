@@ -24,7 +24,6 @@ import { errors } from '../../../api/resourceRoutes.ts';
 import { expandQuery, idOrCode, parseExpand } from '../../../api/schemas.ts';
 import { ifMatchVersion } from '../../../api/requestContext.ts';
 import { assertReadable, assertWritable, readable, readScope, writeContext } from '../../../api/access.ts';
-import { serviceOf } from '../../../api/services.ts';
 import { groupsOf, rolesOf } from './userRoles.ts';
 import { groupsOfUsers } from './memberships.ts';
 
@@ -152,7 +151,7 @@ function listRoutes(r: ZodRoutes, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const groups = serviceOf(deps, userGroup);
+      const groups = deps.runtime.service(userGroup);
       const codes: string[] = [];
       for (const id of new Set(request.body.ids)) {
         const g = await groups.get(id).catch(() => undefined);
@@ -198,7 +197,7 @@ export const userOperations: ResourceRouteOptions = {
 
 /** A user's effective roles and its groups. */
 function userRoutes(r: ZodRoutes, deps: AppDeps): void {
-  const users = serviceOf(deps, user);
+  const users = deps.runtime.service(user);
   r.get(
     `${base}/:userId/roles`,
     {
@@ -242,7 +241,7 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
 
 /** The password: policy, then only its hash is kept. */
 function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
-  const users = serviceOf(deps, user);
+  const users = deps.runtime.service(user);
   r.put(
     `${base}/:idOrCode/password`,
     {
@@ -280,7 +279,7 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
 
 /** The thumbnail: checked by its bytes, kept in the blob store. */
 function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
-  const users = serviceOf(deps, user);
+  const users = deps.runtime.service(user);
   r.put(
     `${base}/:id/thumbnail`,
     {

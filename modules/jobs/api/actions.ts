@@ -20,7 +20,6 @@ import { eventPosition, location, uuidParam as uuidOf, versionTag } from '../../
 import { commandContext } from '../../../api/requestContext.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOnly, JobAckSchema } from '../../../api/schemas.ts';
-import { serviceOf } from '../../../api/services.ts';
 
 /** Failed steps listed in a failed job's error body. */
 const FAILED_STEPS_SHOWN = 20;
@@ -111,7 +110,7 @@ const uuidParam = (id: string): string => uuidOf(id).toLowerCase();
 function retryOf(deps: AppDeps, jobType: unknown): (id: string, ctx: CommandContext) => Promise<WriteResult> {
   if (JOB_TYPES.includes(String(jobType))) return (id, ctx) => deps.readModelJobs.retry(id, ctx);
   if (jobType === DIFF_APPLY_JOB) return (id, ctx) => retryApply(deps, id, ctx);
-  return (id, ctx) => serviceOf(deps, job).execute(id, { type: 'Retry' }, ctx);
+  return (id, ctx) => deps.runtime.service(job).execute(id, { type: 'Retry' }, ctx);
 }
 
 /** 202 with the job acknowledgement; the job's state is where its outcome shows. */
@@ -195,7 +194,7 @@ const ACTIONS =
 
 /** The live job a path names: 400 for a malformed id, 404 for none. */
 async function liveJob(deps: AppDeps, id: string): Promise<LiveRecord> {
-  const found = await serviceOf(deps, job).live(uuidParam(id));
+  const found = await deps.runtime.service(job).live(uuidParam(id));
   if (found === undefined) throw notFound(job.errorPrefix, id);
   return found;
 }
@@ -226,8 +225,8 @@ function actionRoute(app: FastifyInstance, deps: AppDeps, { path, tag, summary, 
 
 /** Retry and cancel of a job, retry of a step; the state of a job. */
 export function jobActionRoutes(app: FastifyInstance, deps: AppDeps): void {
-  const jobs = serviceOf(deps, job);
-  const steps = serviceOf(deps, jobStep);
+  const jobs = deps.runtime.service(job);
+  const steps = deps.runtime.service(jobStep);
   actionRoute(app, deps, {
     path: '/api/v1/jobs/:id/retry',
     tag: job.path,

@@ -19,7 +19,6 @@ import { errors } from '../../../api/resourceRoutes.ts';
 import { catchUpTo, position } from '../../../api/readModelWait.ts';
 import { sendRecord } from '../../../api/replies.ts';
 import { expandQuery, parseExpand } from '../../../api/schemas.ts';
-import { serviceOf } from '../../../api/services.ts';
 
 type InlineStep = JsonObject & { id?: string; jobId?: string };
 
@@ -140,8 +139,8 @@ async function undo(
  * own stream, as POST /api/v1/job-steps makes it). Both logs append one stream at a time, so
  * everything is checked first and a failure after the job was written undoes it. */
 async function createJobWithSteps(deps: AppDeps, input: unknown, ctx: CommandContext): Promise<WriteResult> {
-  const jobs = serviceOf(deps, job);
-  const steps = serviceOf(deps, jobStep);
+  const jobs = deps.runtime.service(job);
+  const steps = deps.runtime.service(jobStep);
   const body = input as JsonObject;
   const given = (body.jobSteps as InlineStep[] | undefined) ?? [];
   if (given.length > 0) await checkSteps(deps, steps, body, given, ctx);
@@ -214,7 +213,7 @@ export const jobStepOperations: ResourceRouteOptions = admin;
 
 /** GET /api/v1/job-steps/by-chunk. */
 export function jobStepByChunkRoute(app: FastifyInstance, deps: AppDeps): void {
-  const steps = serviceOf(deps, jobStep);
+  const steps = deps.runtime.service(jobStep);
   zodRoutes(app).get(
     '/api/v1/job-steps/by-chunk',
     {

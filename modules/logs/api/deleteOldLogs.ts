@@ -26,7 +26,6 @@ import { zodRoutes, type AppDeps } from '../../../api/module.ts';
 import { waitForReadModelAt } from '../../../api/readModelWait.ts';
 import { eventPosition } from '../../../api/replies.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
-import { serviceOf } from '../../../api/services.ts';
 
 /** Ids per blob of a deletion's list (36 bytes and a separator each: under 4 MiB a blob). */
 const IDS_PER_BLOB = 100_000;
@@ -71,7 +70,7 @@ async function earlierDeletion(
 ): Promise<JsonObject | undefined> {
   if (key === undefined) return undefined;
   try {
-    const found = await serviceOf(deps, logDeletion).get(keyedRecordId(logDeletion, actor, key));
+    const found = await deps.runtime.service(logDeletion).get(keyedRecordId(logDeletion, actor, key));
     if (!sameFilter(found, filter)) throw idempotencyKeyReused();
     return found;
   } catch (error) {
@@ -93,10 +92,9 @@ async function deleteOldLogs(
     const upTo = await deps.eventStore.headPosition();
     await waitForReadModelAt(deps, log.collection, upTo);
     const ids = await idsToDelete(deps.readStore, deps.readModels.collectionOf(log.collection), filter, upTo);
-    const created = await serviceOf(deps, logDeletion).create(
-      { ...filter, upTo: upTo.toString(), deleted: ids.length, deletedIds: await idBlobs(deps.blobStore, ids) },
-      ctx,
-    );
+    const created = await deps.runtime
+      .service(logDeletion)
+      .create({ ...filter, upTo: upTo.toString(), deleted: ids.length, deletedIds: await idBlobs(deps.blobStore, ids) }, ctx);
     return { deleted: ids.length, at: created.position };
   });
 }

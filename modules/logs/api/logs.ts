@@ -21,7 +21,6 @@ import { zodRoutes, type AppDeps, type ResourceRouteOptions } from '../../../api
 import { eq, idsWhere } from '../../../api/readModelQuery.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
-import { serviceOf } from '../../../api/services.ts';
 
 /** What create and replace accept: the log's fields with `logTypeCode` optional, since `logType`
  * (its code or id) may name the type instead. */
@@ -43,7 +42,7 @@ async function withTypeCode(deps: AppDeps, body: JsonObject): Promise<JsonObject
   if (named?.id === undefined)
     throw validationFailed('A log needs its log type', ['logTypeCode: required (or logType with its code or id)']);
   try {
-    const found = await serviceOf(deps, logType).get(named.id);
+    const found = await deps.runtime.service(logType).get(named.id);
     return { ...body, logTypeCode: String(found.code) };
   } catch (error) {
     if (isDomainError(error) && error.status === 'NOT_FOUND')
@@ -81,7 +80,7 @@ export const logOperations: ResourceRouteOptions = {
             ? undefined
             : keyedRecordId(log, ctx.actor, ctx.idempotencyKey),
       );
-      return serviceOf(deps, log).create(body, ctx);
+      return deps.runtime.service(log).create(body, ctx);
     },
   },
   present: (deps, record, asOf) => assertNotDeleted(deps.runtime, record, asOf),

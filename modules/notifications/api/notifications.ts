@@ -19,7 +19,6 @@ import { position } from '../../../api/readModelWait.ts';
 import { eventPosition, location, uuidParam } from '../../../api/replies.ts';
 import { templateCallerOf } from '../../../api/requestContext.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
-import { serviceOf } from '../../../api/services.ts';
 import { idOnly } from '../../../api/schemas.ts';
 
 const tags = [notification.path];
@@ -28,7 +27,7 @@ const base = `/api/v1/${notification.path}`;
 export const MAX_NOTIFICATIONS_PER_CREATE = 100;
 
 function createRoute(r: ZodRoutes, deps: AppDeps): void {
-  const notifications = serviceOf(deps, notification);
+  const notifications = deps.runtime.service(notification);
   r.post(
     base,
     {
@@ -92,7 +91,7 @@ export function notificationsRoutes(app: FastifyInstance, deps: AppDeps): void {
 }
 
 function stateRoute(r: ZodRoutes, deps: AppDeps): void {
-  const notifications = serviceOf(deps, notification);
+  const notifications = deps.runtime.service(notification);
   r.put(
     `${base}/:id/state`,
     {
@@ -124,7 +123,7 @@ function stateRoute(r: ZodRoutes, deps: AppDeps): void {
 }
 
 function readRoutes(r: ZodRoutes, deps: AppDeps, list: Record<number, z.ZodType>): void {
-  const notifications = serviceOf(deps, notification);
+  const notifications = deps.runtime.service(notification);
   r.get(
     `${base}/owners`,
     {

@@ -15,7 +15,6 @@ import { assertReadable, writeContext } from '../../../api/access.ts';
 import { zodRoutes, type AppDeps } from '../../../api/module.ts';
 import { eventPosition, location } from '../../../api/replies.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
-import { serviceOf } from '../../../api/services.ts';
 
 /** Rules REST may trigger. */
 const REST_RULE_TYPES = new Set(['REST', 'DIRECT']);
@@ -31,8 +30,8 @@ const notValid = (code: string) =>
 
 /** POST /api/v1/notification-rules/{code}/trigger. */
 export function triggerRoute(app: FastifyInstance, deps: AppDeps): void {
-  const rules = serviceOf(deps, notificationRule);
-  const triggers = serviceOf(deps, notificationTrigger);
+  const rules = deps.runtime.service(notificationRule);
+  const triggers = deps.runtime.service(notificationTrigger);
   zodRoutes(app).post(
     '/api/v1/notification-rules/:code/trigger',
     {
