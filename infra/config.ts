@@ -23,6 +23,23 @@ type LdapConfig = {
   LDAP_ATTRIBUTES?: string | undefined;
 };
 
+/** TLS to the directory: ldaps:// or StartTLS, with the CA file checking it. */
+function transportProblems(url: string, c: LdapConfig): { path: string; message: string }[] {
+  const ldaps = /^ldaps:/i.test(url);
+  const problems: { path: string; message: string }[] = [];
+  if (c.LDAP_STARTTLS && ldaps)
+    problems.push({ path: 'LDAP_STARTTLS', message: 'LDAP_STARTTLS is for ldap:// URLs; ldaps:// is TLS already' });
+  if (c.LDAP_CA_FILE === undefined) return problems;
+  if (!c.LDAP_STARTTLS && !ldaps)
+    problems.push({
+      path: 'LDAP_CA_FILE',
+      message:
+        'LDAP_CA_FILE checks a TLS connection: use an ldaps:// LDAP_URL or LDAP_STARTTLS=true (a plain ldap:// one sends passwords in clear)',
+    });
+  if (!existsSync(c.LDAP_CA_FILE)) problems.push({ path: 'LDAP_CA_FILE', message: `LDAP_CA_FILE ${c.LDAP_CA_FILE} does not exist` });
+  return problems;
+}
+
 /** What makes the directory's settings unusable, caught at start rather than at the first login. */
 function ldapProblems(c: LdapConfig): { path: string; message: string }[] {
   if (c.LDAP_URL === undefined) return [];
@@ -46,10 +63,7 @@ function ldapProblems(c: LdapConfig): { path: string; message: string }[] {
   // A DN without a password is an unauthenticated bind: anonymous at best, never the service account.
   if (c.LDAP_BIND_DN !== undefined && c.LDAP_BIND_PASSWORD === undefined)
     problems.push({ path: 'LDAP_BIND_PASSWORD', message: 'LDAP_BIND_DN needs LDAP_BIND_PASSWORD' });
-  if (c.LDAP_STARTTLS && /^ldaps:/i.test(c.LDAP_URL))
-    problems.push({ path: 'LDAP_STARTTLS', message: 'LDAP_STARTTLS is for ldap:// URLs; ldaps:// is TLS already' });
-  if (c.LDAP_CA_FILE !== undefined && !existsSync(c.LDAP_CA_FILE))
-    problems.push({ path: 'LDAP_CA_FILE', message: `LDAP_CA_FILE ${c.LDAP_CA_FILE} does not exist` });
+  problems.push(...transportProblems(c.LDAP_URL, c));
   const mapping = parseAttributeMapping(c.LDAP_ATTRIBUTES);
   if ('problems' in mapping) for (const p of mapping.problems) problems.push({ path: 'LDAP_ATTRIBUTES', message: `LDAP_ATTRIBUTES: ${p}` });
   return problems;

@@ -5,6 +5,9 @@
 //
 //   npm run openldap                 run it until Ctrl-C, printing its URL and the admin's DN
 //
+// With `tls` (PEM files of a server certificate, its key and the CA), it also listens on an
+// ldaps:// port and offers StartTLS on the ldap:// one.
+//
 // The test run's slapd is started by test/support/openldap.globalSetup.ts through startOpenLdap.
 //
 // The tree (dc=example,dc=org; every password is `<uid>-secret`):
@@ -38,7 +41,13 @@ objectclass ( 1.3.6.1.4.1.4203.666.11.1 NAME 'adLikeAccount' SUP top AUXILIARY
   MAY ( sAMAccountName $ userPrincipalName ) )
 `;
 
-const config = (dir: string): string => `
+/** The files a TLS-speaking slapd serves its certificate from. */
+export type SlapdTls = { cert: string; key: string; ca: string };
+
+const tlsConfig = (tls: SlapdTls | undefined): string =>
+  tls === undefined ? '' : `TLSCACertificateFile ${tls.ca}\nTLSCertificateFile ${tls.cert}\nTLSCertificateKeyFile ${tls.key}\n`;
+
+const config = (dir: string, tls?: SlapdTls): string => `
 include /etc/ldap/schema/core.schema
 include /etc/ldap/schema/cosine.schema
 include /etc/ldap/schema/inetorgperson.schema
@@ -48,7 +57,7 @@ moduleload back_mdb
 moduleload memberof
 pidfile ${join(dir, 'slapd.pid')}
 argsfile ${join(dir, 'slapd.args')}
-# An unauthenticated bind (a DN with an empty password) succeeds here, as some directories let it:
+${tlsConfig(tls)}# An unauthenticated bind (a DN with an empty password) succeeds here, as some directories let it:
 # the service must refuse an empty password itself, never take such a bind for a login.
 allow bind_anon_dn
 sizelimit size.soft=1000 size.hard=unlimited size.prtotal=unlimited
@@ -144,6 +153,8 @@ const accepts = (port: number): Promise<boolean> =>
 
 export type RunningOpenLdap = {
   url: string;
+  /** The ldaps:// URL, when started with `tls`. */
+  ldapsUrl?: string;
   baseDn: string;
   adminDn: string;
   adminPassword: string;
@@ -152,19 +163,22 @@ export type RunningOpenLdap = {
 };
 
 /** Starts slapd in a fresh folder under `parent` (default the system's temporary folder) and
- * seeds it; stop() ends it and removes the folder. */
-export async function startOpenLdap(slapd: string, parent = tmpdir()): Promise<RunningOpenLdap> {
+ * seeds it; stop() ends it and removes the folder. With `tls`, it speaks TLS too (see the top). */
+export async function startOpenLdap(slapd: string, parent = tmpdir(), tls?: SlapdTls): Promise<RunningOpenLdap> {
   const dir = mkdtempSync(join(parent, 'openldap-'));
   mkdirSync(join(dir, 'db'));
   writeFileSync(join(dir, 'ad.schema'), AD_SCHEMA);
-  writeFileSync(join(dir, 'slapd.conf'), config(dir));
+  writeFileSync(join(dir, 'slapd.conf'), config(dir, tls));
   writeFileSync(join(dir, 'seed.ldif'), SEED_LDIF);
   const version = /slapd ([0-9.]+)/.exec(spawnSync(slapd, ['-VV'], { encoding: 'utf8' }).stderr)?.[1] ?? 'unknown';
   const port = await freePort();
   const url = `ldap://127.0.0.1:${String(port)}`;
+  const tlsPort = tls === undefined ? undefined : await freePort();
+  const ldapsUrl = tlsPort === undefined ? undefined : `ldaps://127.0.0.1:${String(tlsPort)}`;
+  const listeners = [`${url}/`, ...(ldapsUrl === undefined ? [] : [`${ldapsUrl}/`])].join(' ');
   let output = '';
   // -d 0: in the foreground (a child we can stop), logging nothing but its errors.
-  const child: ChildProcess = spawn(slapd, ['-f', join(dir, 'slapd.conf'), '-h', `${url}/`, '-d', '0'], {
+  const child: ChildProcess = spawn(slapd, ['-f', join(dir, 'slapd.conf'), '-h', listeners, '-d', '0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
@@ -197,7 +211,15 @@ export async function startOpenLdap(slapd: string, parent = tmpdir()): Promise<R
     await stop();
     throw error;
   }
-  return { url, baseDn: BASE_DN, adminDn: ADMIN_DN, adminPassword: ADMIN_PASSWORD, version: `OpenLDAP slapd ${version}`, stop };
+  return {
+    url,
+    ...(ldapsUrl === undefined ? {} : { ldapsUrl }),
+    baseDn: BASE_DN,
+    adminDn: ADMIN_DN,
+    adminPassword: ADMIN_PASSWORD,
+    version: `OpenLDAP slapd ${version}`,
+    stop,
+  };
 }
 
 if (import.meta.url === `file://${process.argv[1] ?? ''}`) {

@@ -78,7 +78,10 @@ async function connected<T>(settings: LdapSettings, work: (client: Client) => Pr
     timeout: settings.timeoutMs,
     connectTimeout: settings.timeoutMs,
     strictDN: false,
-    tlsOptions: tls,
+    // ldapts speaks TLS from the first byte whenever it is given TLS options, whatever the URL's
+    // scheme: only an ldaps:// URL gets them; StartTLS gives them to the upgrade, else the server
+    // would see a TLS hello on its plain port and hang up.
+    ...(/^ldaps:/i.test(settings.url) ? { tlsOptions: tls } : {}),
   });
   let timer: NodeJS.Timeout | undefined;
   try {

@@ -68,6 +68,9 @@ describe('directory configuration', () => {
       'LDAP_ATTRIBUTES: "login" is not one of',
     ])
       expect(message).toContain(expected);
+    expect(problems({ LDAP_URL: 'ldap://ldap.example.org', LDAP_USER_BASE: 'dc=example', LDAP_CA_FILE: '/etc/hostname' })).toContain(
+      'LDAP_CA_FILE checks a TLS connection: use an ldaps:// LDAP_URL or LDAP_STARTTLS=true',
+    );
     expect(problems({ LDAP_URL: 'http://ldap.example.org' })).toContain('LDAP_URL is ldap://host[:port] or ldaps://host[:port]');
   });
 });
