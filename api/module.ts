@@ -147,6 +147,9 @@ export type Module = {
    * client certificate): undefined when it presents nothing the module reads, a 401 thrown when
    * what it presents is refused. */
   readonly presented?: (request: FastifyRequest, deps: AppDeps) => Promise<Caller | undefined>;
+  /** How a retry of a FAILED job of a type this module runs itself (ServiceJobTypes) resumes it,
+   * by job type (POST /api/v1/jobs/{id}/retry). */
+  readonly jobRetries?: Readonly<Record<string, (deps: AppDeps, id: string, ctx: CommandContext) => Promise<WriteResult>>>;
 };
 
 export type ResourceRouteOptions = {

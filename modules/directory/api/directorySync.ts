@@ -3,11 +3,14 @@
 
 import type { FastifyInstance } from 'fastify';
 import { directoryNotConfigured } from '../../../domain/shared/errors.ts';
-import type { AppDeps, ModuleContext, ModuleSettings } from '../../../api/module.ts';
+import type { AppDeps, ModuleSettings } from '../../../api/module.ts';
 import { zodRoutes } from '../../../api/module.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { JobAckSchema } from '../../../api/schemas.ts';
 import { DirectorySync, type SyncEnv } from '../workers/directorySync.ts';
+import { Slot } from '../../../application/runtime.ts';
+import type { WriteResult } from '../../../domain/resource/service.ts';
+import type { CommandContext } from '../../../domain/shared/commandHandler.ts';
 import type { DirectoryAuthentication } from '../domain/sync.ts';
 
 /** What the sync takes of an app's or a worker's dependencies. */
@@ -35,19 +38,31 @@ export function syncEnvOf(
   };
 }
 
-/** The sync of a worker process's context (one per context: its schedule and its worker share it). */
-const ofContext = new WeakMap<ModuleContext, DirectorySync | undefined>();
-export function contextSync(ctx: ModuleContext): DirectorySync | undefined {
-  if (!ofContext.has(ctx)) {
-    const env = syncEnvOf(ctx, ctx.logger);
-    ofContext.set(ctx, env === undefined ? undefined : new DirectorySync(env));
+/** The one sync of a service (its routes, schedule, worker and job retries share it): made by the
+ * first of them to ask, from what it was given. */
+const syncs = new Slot<{ made: boolean; sync?: DirectorySync | undefined }>(() => ({ made: false }));
+export function syncOf(deps: Parameters<typeof syncEnvOf>[0], logger: SyncEnv['logger']): DirectorySync | undefined {
+  const held = deps.runtime.own(syncs);
+  if (!held.made) {
+    const env = syncEnvOf(deps, logger);
+    held.sync = env === undefined ? undefined : new DirectorySync(env);
+    held.made = true;
   }
-  return ofContext.get(ctx);
+  return held.sync;
+}
+
+const appEnv = (deps: AppDeps) => ({ ...deps, resources: deps.modules.flatMap((m) => m.resources ?? []).map((r) => r.definition) });
+
+/** POST /api/v1/jobs/{id}/retry of a FAILED DIRECTORY_SYNC job: the sync runs again (the one the
+ * routes below made, as every route is made before a request comes). */
+export function retrySync(deps: AppDeps, id: string, ctx: CommandContext): Promise<WriteResult> {
+  const { sync } = deps.runtime.own(syncs);
+  if (sync === undefined) throw directoryNotConfigured();
+  return sync.retry(id, ctx);
 }
 
 export function directorySyncRoutes(app: FastifyInstance, deps: AppDeps): void {
-  const env = syncEnvOf({ ...deps, resources: deps.modules.flatMap((m) => m.resources ?? []).map((r) => r.definition) }, app.log);
-  const sync = env === undefined ? undefined : new DirectorySync(env);
+  const sync = syncOf(appEnv(deps), app.log);
   if (sync !== undefined) app.addHook('onClose', () => sync.stop());
   zodRoutes(app).post(
     '/api/v1/directory/sync',

@@ -16,7 +16,9 @@ import type { CommandContext } from '../../../domain/shared/commandHandler.ts';
 import type { ReadModelSet } from '../../../workers/readModels.ts';
 import { waitForReadModelAt } from '../../../api/readModelWait.ts';
 import type { Schedule } from '../../../workers/scheduler.ts';
-import { job, jobStep } from '../../jobs/domain/jobs.ts';
+import { CANCELLED, cancelRequestOf, job, jobStep } from '../../jobs/domain/jobs.ts';
+import { toQuery } from '../../../domain/shared/filtering.ts';
+import type { WriteResult } from '../../../domain/resource/service.ts';
 import { user } from '../../identity/domain/user.ts';
 import { userGroup } from '../../identity/domain/userGroup.ts';
 import {
@@ -75,6 +77,12 @@ async function documentsOf(env: SyncEnv, def: ResourceDefinition): Promise<Docum
   }
 }
 
+/** How a sync's job ends. */
+type SyncEnd = { type: 'Complete'; result: JsonObject } | { type: 'Fail'; reason: string } | { type: 'ConfirmCancel' };
+
+/** A cancel asked of the job, seen by the run. */
+class Cancelled extends Error {}
+
 type Tally = { created: number; updated: number; disabled: number; failed: number };
 const TALLY_OF = { Create: 'created', Update: 'updated', Disable: 'disabled' } as const;
 
@@ -94,8 +102,7 @@ export class DirectorySync {
 
   /** Starts a sync in the background: its job's id. 409 DIRECTORY.SYNC_RUNNING while one runs. */
   async start(requestedBy: string): Promise<string> {
-    const owner = `${String(process.pid)}-${randomUUID()}`;
-    if (!(await this.#env.readStore.tryLease(LEASE, owner, LEASE_MS))) throw directorySyncRunning();
+    const lease = await this.#lease();
     let id: string;
     try {
       const created = await this.#services.jobs.create(
@@ -104,28 +111,91 @@ export class DirectorySync {
       );
       id = String(created.record?.id);
     } catch (error) {
-      await this.#env.readStore.releaseLease(LEASE, owner).catch(() => undefined);
+      await lease.release();
       throw error;
     }
-    const renewal = setInterval(() => void this.#env.readStore.tryLease(LEASE, owner, LEASE_MS).catch(() => false), LEASE_MS / 3);
+    this.#background(id, lease, 1);
+    return id;
+  }
+
+  /** Runs a FAILED sync's job again (POST /api/v1/jobs/{id}/retry): a sync starts from the
+   * directory as it is now, so its new attempt is a whole sync, with steps of its own. 409
+   * DIRECTORY.SYNC_RUNNING while another runs. */
+  async retry(jobId: string, ctx: CommandContext): Promise<WriteResult> {
+    const lease = await this.#lease();
+    let result: WriteResult;
+    let attempt: number;
+    try {
+      result = await this.#services.jobs.execute(jobId, { type: 'Retry' }, ctx);
+      const retries = ((await this.#services.jobs.live(jobId))?.fields.data as JsonObject | undefined)?.retries;
+      attempt = (Array.isArray(retries) ? retries.length : 0) + 1;
+    } catch (error) {
+      await lease.release();
+      throw error;
+    }
+    this.#background(jobId, lease, attempt);
+    return result;
+  }
+
+  /** The one sync's lease (409 while another holds it), renewed until released. A DIRECTORY_SYNC
+   * job still IN_PROGRESS when it is taken lost the process running it: it ends FAILED saying so
+   * (or cancelled, when a cancel was asked of it). */
+  async #lease(): Promise<{ release: () => Promise<void> }> {
+    const { readStore } = this.#env;
+    const owner = `${String(process.pid)}-${randomUUID()}`;
+    if (!(await readStore.tryLease(LEASE, owner, LEASE_MS))) throw directorySyncRunning();
+    const renewal = setInterval(() => void readStore.tryLease(LEASE, owner, LEASE_MS).catch(() => false), LEASE_MS / 3);
+    const release = async (): Promise<void> => {
+      clearInterval(renewal);
+      await readStore.releaseLease(LEASE, owner).catch(() => undefined);
+    };
+    try {
+      await this.#endOrphans();
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    return { release };
+  }
+
+  async #endOrphans(): Promise<void> {
+    const { readStore, readModels } = this.#env;
+    await waitForReadModelAt(this.#env, job.collection, await this.#env.eventStore.headPosition());
+    const query = toQuery(
+      {
+        filter: [
+          { column: 'jobType', operator: 'EQ', value: DIRECTORY_SYNC_JOB },
+          { column: 'status', operator: 'EQ', value: 'IN_PROGRESS' },
+        ],
+        sort: [],
+      },
+      job.columns,
+      job.defaultSort,
+    );
+    for (const doc of await readStore.find(readModels.collectionOf(job.collection), query, { offset: 0, limit: LISTED })) {
+      const reason = 'the process running this sync ended before it finished; a sync converges, so retry it or start another';
+      const end = cancelRequestOf(doc) === undefined ? ({ type: 'Fail', reason } as const) : ({ type: 'ConfirmCancel' } as const);
+      await this.#services.jobs.execute(doc.id, end, this.#ctx()).catch(() => undefined);
+    }
+  }
+
+  /** Runs the sync of a job in the background, under the lease, then ends the job. */
+  #background(id: string, lease: { release: () => Promise<void> }, attempt: number): void {
     const run: Promise<void> = (async () => {
-      const end = await this.#run(id);
+      const end = await this.#run(id, attempt);
       // Free before the job ends: a client that starts the next sync once it sees this one ended
       // is never told one is running.
-      clearInterval(renewal);
-      await this.#env.readStore.releaseLease(LEASE, owner).catch(() => undefined);
+      await lease.release();
       await this.#services.jobs.execute(id, end, this.#ctx());
     })()
       .catch((error: unknown) => {
         this.#env.logger.error({ err: error, job: id }, 'directory sync failed');
       })
       .finally(async () => {
-        clearInterval(renewal);
         this.#running.delete(run);
-        await this.#env.readStore.releaseLease(LEASE, owner).catch(() => undefined);
+        await lease.release();
       });
     this.#running.add(run);
-    return id;
   }
 
   /** Waits for the syncs running here (the process closes). */
@@ -134,15 +204,19 @@ export class DirectorySync {
   }
 
   /** Runs the sync: how its job ends (completed with its result, or failed with the reason). */
-  async #run(jobId: string): Promise<{ type: 'Complete'; result: JsonObject } | { type: 'Fail'; reason: string }> {
+  async #run(jobId: string, attempt: number): Promise<SyncEnd> {
     const { jobs } = this.#services;
     const stepIds = new Map<string, string>();
+    // A retry's attempt has steps of its own: those of the attempt that failed stay as they ended.
+    const named = (name: string): string => (attempt === 1 ? name : `${name} (attempt ${String(attempt)})`);
     for (const name of Object.values(STEPS)) {
-      const created = await this.#services.steps.create({ name, status: 'NEW', jobId }, this.#ctx());
+      const created = await this.#services.steps.create({ name: named(name), status: 'NEW', jobId }, this.#ctx());
       stepIds.set(name, String(created.record?.id));
     }
     let current: string | undefined;
     const step = async <T>(name: string, work: () => Promise<{ result: T; data: JsonObject }>): Promise<T> => {
+      // A cancel asked of the job stops it at the next step boundary.
+      if (cancelRequestOf((await jobs.live(jobId))?.fields ?? {}) !== undefined) throw new Cancelled();
       current = name;
       const id = stepIds.get(name) ?? '';
       await this.#services.steps.patch(id, { status: 'IN_PROGRESS' }, this.#ctx());
@@ -185,7 +259,10 @@ export class DirectorySync {
               if (failures.length < LISTED)
                 failures.push({ code: command.code, type, error: error instanceof Error ? error.message : String(error) });
             }
-            if (++done % PROGRESS_EVERY === 0) await progress();
+            if (++done % PROGRESS_EVERY === 0) {
+              await progress();
+              if (cancelRequestOf((await jobs.live(jobId))?.fields ?? {}) !== undefined) throw new Cancelled();
+            }
           }
           return { result: undefined, data: { commands: commands.length } };
         });
@@ -206,10 +283,12 @@ export class DirectorySync {
         typeof error === 'object' && error !== null && 'errors' in error && Array.isArray(error.errors)
           ? `: ${error.errors.join('; ')}`
           : '';
+      const cancelled = error instanceof Cancelled;
       if (current !== undefined)
         await this.#services.steps
-          .patch(stepIds.get(current) ?? '', { status: 'FAILED', log: `${reason}${detail}` }, this.#ctx())
+          .patch(stepIds.get(current) ?? '', { status: 'FAILED', log: cancelled ? CANCELLED : `${reason}${detail}` }, this.#ctx())
           .catch(() => undefined);
+      if (cancelled) return { type: 'ConfirmCancel' };
       return { type: 'Fail', reason: `${reason}${detail}` };
     }
   }

@@ -110,6 +110,8 @@ const uuidParam = (id: string): string => uuidOf(id).toLowerCase();
 function retryOf(deps: AppDeps, jobType: unknown): (id: string, ctx: CommandContext) => Promise<WriteResult> {
   if (JOB_TYPES.includes(String(jobType))) return (id, ctx) => deps.readModelJobs.retry(id, ctx);
   if (jobType === DIFF_APPLY_JOB) return (id, ctx) => retryApply(deps, id, ctx);
+  const retry = deps.modules.flatMap((m) => m.jobRetries?.[String(jobType)] ?? [])[0];
+  if (retry !== undefined) return (id, ctx) => retry(deps, id, ctx);
   return (id, ctx) => deps.runtime.service(job).execute(id, { type: 'Retry' }, ctx);
 }
 
@@ -235,7 +237,7 @@ export function jobActionRoutes(app: FastifyInstance, deps: AppDeps): void {
       'A job the service runs goes IN_PROGRESS again and its runner resumes it where it stopped: a READ_MODEL_RECREATE with the generation it had ' +
       'loaded (caught up with the log, then swapped in), a READ_MODEL_REFRESH after the last page it recorded, a DIFF_APPLY after the entries it had ' +
       'done, as the caller that asked for the apply (only the process that accepted the apply holds its entries: elsewhere, or after a restart, ' +
-      '409 JOB.NOT_RESUMABLE: apply the diff again). A job of any other type goes back to NEW for the client that runs it. ' +
+      '409 JOB.NOT_RESUMABLE: apply the diff again), a DIRECTORY_SYNC as a whole new sync with steps of its own (409 DIRECTORY.SYNC_RUNNING while another runs). A job of any other type goes back to NEW for the client that runs it. ' +
       `Its failure moves to \`data.retries\`. ${ACTIONS}`,
     act: async (id, ctx) => {
       const found = await liveJob(deps, id);
@@ -247,9 +249,9 @@ export function jobActionRoutes(app: FastifyInstance, deps: AppDeps): void {
     tag: job.path,
     summary: 'Cancel a NEW or IN_PROGRESS job',
     description:
-      'A job the service runs (READ_MODEL_*, DIFF_APPLY) that is IN_PROGRESS is asked to stop (`cancelRequested` in its state): its runner stops ' +
+      'A job the service runs (READ_MODEL_*, DIFF_APPLY, DIRECTORY_SYNC) that is IN_PROGRESS is asked to stop (`cancelRequested` in its state): its runner stops ' +
       'at its next step boundary (a batch of the fold, the load, a round of the catch-up, the swap; a page of a refresh; a window of 8 entries ' +
-      'of an apply) and ends it FAILED with `data.failure` `cancelled`; a rebuild stopped so is never swapped in, and what it loaded is kept ' +
+      'of an apply; a phase of a sync or 100 of its writes) and ends it FAILED with `data.failure` `cancelled`; a rebuild stopped so is never swapped in, and what it loaded is kept ' +
       "for a retry. A runner that reached its end first completes it. Any other job ends FAILED `cancelled` at once (its client's next status " +
       `move is then 409). A second cancel while one is asked changes nothing. ${ACTIONS}`,
     act: async (id, ctx) => {

@@ -50,6 +50,7 @@ export const ServiceJobTypes = {
   READ_MODEL_RECREATE: 'READ_MODEL_RECREATE',
   READ_MODEL_REFRESH: 'READ_MODEL_REFRESH',
   DIFF_APPLY: 'DIFF_APPLY',
+  DIRECTORY_SYNC: 'DIRECTORY_SYNC',
 } as const;
 export const isServiceRun = (jobType: unknown): boolean => Object.values<unknown>(ServiceJobTypes).includes(jobType);
 

@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { Attribute, Change, Client } from 'ldapts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ldapDirectory, type LdapSettings } from '../../../infra/ldap/ldapDirectory.ts';
+import type { Directory } from '../../../domain/ports.ts';
+import { job } from '../../../modules/jobs/domain/jobs.ts';
 import { manualClock, startTestApp, type TestApp } from '../../support/testApp.ts';
 import { ADMIN_DN, ADMIN_PASSWORD, BASE_DN, ldapUrl, openLdapSettings, titled } from '../../support/openldap.ts';
 
@@ -237,6 +239,105 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync on OpenLDAP'), (
     } finally {
       await timed.close();
     }
+  });
+});
+
+/** A real directory the test can make unreachable (another real adapter, on a closed port) or
+ * hold before it answers the people: what an outage or a slow directory looks like to the sync. */
+function switchable(settings: LdapSettings): Directory & { down: boolean; hold: () => () => void } {
+  const up = ldapDirectory(settings);
+  const unreachable = ldapDirectory({ ...settings, url: 'ldap://127.0.0.1:1', timeoutMs: 1000 });
+  let gate: Promise<void> | undefined;
+  const directory = {
+    down: false,
+    hold: () => {
+      let open = (): void => undefined;
+      gate = new Promise<void>((resolve) => (open = resolve));
+      return () => {
+        gate = undefined;
+        open();
+      };
+    },
+    authenticate: (username: string, password: string) => (directory.down ? unreachable : up).authenticate(username, password),
+    people: async () => {
+      await gate;
+      return (directory.down ? unreachable : up).people();
+    },
+    close: () => Promise.resolve(),
+  };
+  return directory;
+}
+
+describe.skipIf(ldapUrl() === undefined)(titled('directory sync jobs: retry, cancel, a process that ended'), () => {
+  let t: TestApp;
+  let directory: ReturnType<typeof switchable>;
+  beforeAll(async () => {
+    directory = switchable(openLdapSettings());
+    t = await startTestApp({ extra: { directory } });
+    await t.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
+  });
+  afterAll(() => t.close());
+
+  it('runs a failed sync again on retry, as a new attempt with steps of its own', async () => {
+    directory.down = true;
+    const failed = await sync(t);
+    expect(failed.status).toBe('FAILED');
+    expect(failed.error?.message).toContain('The directory is unavailable');
+    directory.down = false;
+    const retry = await t.call({ method: 'POST', url: `/api/v1/jobs/${failed.jobId}/retry` });
+    expect(retry.statusCode, retry.body).toBe(202);
+    const state = await stateOf(t, failed.jobId);
+    expect(state.status, JSON.stringify(state)).toBe('COMPLETED');
+    expect(state.result).toMatchObject({ people: 4, created: 4 });
+    const job = (await t.call({ method: 'GET', url: `/api/v1/jobs/${failed.jobId}?expand=JOB_STEPS` })).json<{
+      data: { retries: unknown[] };
+      jobSteps: { name: string; status: string }[];
+    }>();
+    expect(job.data.retries).toHaveLength(1);
+    expect(job.jobSteps.filter((s) => s.name.endsWith('(attempt 2)')).map((s) => s.status)).toEqual([
+      'COMPLETED',
+      'COMPLETED',
+      'COMPLETED',
+      'COMPLETED',
+    ]);
+    expect(job.jobSteps.find((s) => s.name === 'read the directory')?.status).toBe('FAILED');
+  });
+
+  it('stops at the next step when cancelled while it runs, and writes nothing after', async () => {
+    // A service of its own, where the sync would create every person.
+    const held = switchable(openLdapSettings());
+    const fresh = await startTestApp({ extra: { directory: held } });
+    try {
+      await fresh.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
+      const open = held.hold();
+      const { jobId } = (await fresh.call({ method: 'POST', url: '/api/v1/directory/sync' })).json<Ack>();
+      const cancel = await fresh.call({ method: 'POST', url: `/api/v1/jobs/${jobId}/cancel` });
+      expect(cancel.statusCode, cancel.body).toBe(202);
+      // Asked of its runner: the job runs until the runner stops.
+      expect((await fresh.call({ method: 'GET', url: `/api/v1/jobs/${jobId}` })).json<{ status: string }>().status).toBe('IN_PROGRESS');
+      open();
+      const state = await stateOf(fresh, jobId);
+      expect(state.status, JSON.stringify(state)).toBe('FAILED');
+      expect(state.error?.message).toContain('cancelled');
+      expect((await fresh.call({ method: 'GET', url: '/api/v1/users/alice' })).statusCode).toBe(404);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('ends FAILED a sync job its process left IN_PROGRESS, when the next sync takes the lease', async () => {
+    const created = await t.service.runtime
+      .service(job)
+      .create(
+        { startDate: new Date().toISOString(), status: 'IN_PROGRESS', jobType: 'DIRECTORY_SYNC', data: { requestedBy: 'admin' } },
+        { actor: 'admin', now: new Date(), newId: randomUUID },
+      );
+    const orphan = String(created.record?.id);
+    const next = await sync(t);
+    expect(next.status, JSON.stringify(next)).toBe('COMPLETED');
+    const state = await stateOf(t, orphan);
+    expect(state.status).toBe('FAILED');
+    expect(state.error?.message).toContain('the process running this sync ended before it finished');
   });
 });
 
