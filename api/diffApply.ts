@@ -327,7 +327,16 @@ export async function startApplyJob(env: ApplyEnv, given: readonly DiffEntry[] |
 
 async function startJob(env: ApplyEnv, entries: EntrySource): Promise<string> {
   const jobs = env.deps.runtime.service(jobDefinition);
-  const { idempotencyKey: _key, requestHash: _hash, admit: _admit, visible: _visible, readScope: _scope, ...plain } = env.ctx;
+  // The job's own writes are the service's (no `privileged`: a client may not write such a job).
+  const {
+    idempotencyKey: _key,
+    requestHash: _hash,
+    admit: _admit,
+    visible: _visible,
+    readScope: _scope,
+    privileged: _privileged,
+    ...plain
+  } = env.ctx;
   const id = randomUUID();
   const lease = { name: `job:${id}`, owner: `${String(process.pid)}-${randomUUID()}` };
   if (!(await env.deps.readStore.tryLease(lease.name, lease.owner, LEASE_MS))) throw new Error(`the lease of new job ${id} is taken`);

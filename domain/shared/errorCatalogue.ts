@@ -223,7 +223,8 @@ export const ERROR_CATALOGUE = {
   // Jobs.
   'JOB.SERVICE_JOB': {
     status: 'CONFLICT',
-    meaning: 'READ_MODEL_* jobs are written by the service only: start them through /api/v1/indexes.',
+    meaning:
+      'Jobs of the types the service runs (READ_MODEL_*, DIFF_APPLY, DIRECTORY_SYNC) are written by the service only: start them through their route; cancel and retry are their actions.',
   },
   'JOB.NOT_RESUMABLE': {
     status: 'CONFLICT',

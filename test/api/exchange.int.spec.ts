@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { multipart } from '../support/multipart.ts';
 import { uniqueCode } from '../support/samples.ts';
-import { startTestApp, type TestApp, type TestResponse } from '../support/testApp.ts';
+import { stageServiceJob, startTestApp, type TestApp, type TestResponse } from '../support/testApp.ts';
 
 type Rec = { id: string; code: string; name: string; auditInfo: { version: number } } & Record<string, unknown>;
 type Entry = { diffType: string; left?: Rec; right?: Rec; error?: { status: string; message: string } };
@@ -607,17 +607,11 @@ it('writes one set of events when the same diff is applied twice at once', async
 });
 
 it('fails a DIFF_APPLY job whose process ended (its lease is free), and leaves a running one alone', async () => {
-  const res = await t.call({
-    method: 'POST',
-    url: '/api/v1/jobs',
-    payload: { startDate: '2026-03-01T10:00:00.000Z', status: 'IN_PROGRESS', jobType: 'DIFF_APPLY' },
-  });
-  expect(res.statusCode, res.body).toBe(201);
-  const { id } = res.json<{ id: string }>();
+  const { id, position } = await stageServiceJob(t, { jobType: 'DIFF_APPLY' });
   // A running job holds its lease: the schedule leaves it.
   const held = await t.service.readStore.tryLease(`job:${id}`, 'a-live-runner', 60_000);
   expect(held).toBe(true);
-  await t.call({ method: 'GET', url: `/api/v1/jobs?minPosition=${String(res.headers['x-event-position'])}` });
+  await t.call({ method: 'GET', url: `/api/v1/jobs?minPosition=${position}` });
   await t.service.scheduler.tick();
   expect((await t.call({ method: 'GET', url: `/api/v1/jobs/${id}` })).json()).toMatchObject({ status: 'IN_PROGRESS' });
   await t.service.readStore.releaseLease(`job:${id}`, 'a-live-runner');

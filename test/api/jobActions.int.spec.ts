@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openEmbeddedStores } from '../../infra/embedded.ts';
-import { startTestApp, type TestApp } from '../support/testApp.ts';
+import { stageServiceJob, startTestApp, type TestApp } from '../support/testApp.ts';
 
 const apps: TestApp[] = [];
 afterEach(async () => {
@@ -329,12 +329,7 @@ describe('a cancel asked of a service job no process runs', () => {
 
   it('a DIFF_APPLY whose process ended ends `cancelled`, not failed as orphaned', async () => {
     const t = await start({ extra: { manualScheduler: true } });
-    const res = await t.call({
-      method: 'POST',
-      url: '/api/v1/jobs',
-      payload: { startDate: '2026-03-01T10:00:00.000Z', status: 'IN_PROGRESS', jobType: 'DIFF_APPLY' },
-    });
-    const { id } = res.json<Rec>();
+    const { id } = await stageServiceJob(t, { jobType: 'DIFF_APPLY' });
     const cancel = await action(t, `jobs/${id}/cancel`);
     expect(await state(t, id)).toMatchObject({ status: 'IN_PROGRESS', cancelRequested: { by: 'alice-admin' } });
     await t.call({ method: 'GET', url: `/api/v1/jobs?minPosition=${String(cancel.headers['x-event-position'])}` });
@@ -382,8 +377,7 @@ describe('cancel and retry of a DIFF_APPLY job while it runs', () => {
 
   it('a FAILED DIFF_APPLY job whose entries are gone (its process ended) is not resumable: 409', async () => {
     const t = await start();
-    const job = await newJob(t, { status: 'IN_PROGRESS', jobType: 'DIFF_APPLY' });
-    await t.call({ method: 'PATCH', url: `/api/v1/jobs/${job.id}`, payload: { status: 'FAILED' } });
+    const job = await stageServiceJob(t, { jobType: 'DIFF_APPLY' }, 'its process ended');
     const retry = await action(t, `jobs/${job.id}/retry`);
     expect(retry.statusCode).toBe(409);
     expect(retry.json()).toMatchObject({ code: 'JOB.NOT_RESUMABLE' });

@@ -1,6 +1,7 @@
 // Builds the whole application on the embedded stores in a fresh temporary folder: real SQLite
 // event log and read models, real projectors, real fastify. Tokens are signed with a test secret.
 
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,7 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { hs256Verifier, signHs256, type Caller } from '../../api/auth.ts';
 import type { BlobStore, Clock, Document, DocumentRenderers, EventStore, MailSender, ReadStore } from '../../domain/ports.ts';
 import { openDocumentRenderers } from '../../infra/documentRenderers.ts';
+import { job } from '../../modules/jobs/domain/jobs.ts';
 import { composeService, type ComposeOptions, type Role, type Service } from '../../api/compose.ts';
 import { BLOBS_FILE, openEmbeddedStores } from '../../infra/embedded.ts';
 import { openSqliteBlobStore } from '../../infra/sqlite/blobStore.ts';
@@ -155,4 +157,20 @@ export async function readModelDocuments(t: TestApp, model: string): Promise<Doc
     if (page.length < 500) return docs;
     after = page.at(-1)?.id;
   }
+}
+
+/** A job of a type the service runs (DIFF_APPLY, DIRECTORY_SYNC), written as the service writes its
+ * own (a client may not): for tests that stage one as a process that ended would have left it.
+ * `failed` ends it FAILED with that reason. */
+export async function stageServiceJob(
+  t: TestApp,
+  fields: Record<string, unknown>,
+  failed?: string,
+): Promise<{ id: string; position: string }> {
+  const jobs = t.service.runtime.service(job);
+  const ctx = { actor: 'alice-admin', now: new Date(), newId: randomUUID };
+  const created = await jobs.create({ startDate: '2026-03-01T10:00:00.000Z', status: 'IN_PROGRESS', ...fields }, ctx);
+  const id = String(created.record?.id);
+  const last = failed === undefined ? created : await jobs.execute(id, { type: 'Fail', reason: failed }, ctx);
+  return { id, position: String(last.position) };
 }

@@ -74,13 +74,17 @@ function assertMayAct(resource: string, action: string, starter: string, ctx: De
   if (ctx.privileged === false && ctx.actor !== starter) throw forbidden(`Only an admin may ${action} a ${resource} it did not start`);
 }
 
-/** Only the service writes its own jobs. */
+/** Only the service writes its own jobs: a client's create, replace or patch (its request context
+ * says whether it is an admin; the service's own writes say nothing) of a job of a type the service
+ * runs is refused, whatever its role, as it would strand or fake the work of that job's runner. */
 function assertClientJob(before: JsonObject | undefined, after: JsonObject, ctx: DecideContext): void {
-  const kind = [before?.jobType, after.jobType].find((t): t is string => typeof t === 'string' && t.startsWith(SERVICE_JOB));
-  if (kind !== undefined && ctx.actor !== READ_MODEL_JOB_ACTOR) {
+  const kind = [before?.jobType, after.jobType].find((t): t is string => typeof t === 'string' && isServiceRun(t));
+  if (kind === undefined) return;
+  const byService = kind.startsWith(SERVICE_JOB) ? ctx.actor === READ_MODEL_JOB_ACTOR : ctx.privileged === undefined;
+  if (!byService) {
     throw new DomainError(
       'JOB.SERVICE_JOB',
-      `${kind} jobs are run by the service: start them through /api/v1/indexes, and they end themselves`,
+      `${kind} jobs are run by the service: start them through ${kind.startsWith(SERVICE_JOB) ? '/api/v1/indexes' : kind === ServiceJobTypes.DIFF_APPLY ? 'diff/apply' : '/api/v1/directory/sync'}, and they end themselves (cancel and retry are their actions)`,
     );
   }
 }

@@ -8,8 +8,7 @@ import { Attribute, Change, Client } from 'ldapts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ldapDirectory, type LdapSettings } from '../../../infra/ldap/ldapDirectory.ts';
 import type { Directory } from '../../../domain/ports.ts';
-import { job } from '../../../modules/jobs/domain/jobs.ts';
-import { manualClock, startTestApp, type TestApp } from '../../support/testApp.ts';
+import { manualClock, stageServiceJob, startTestApp, type TestApp } from '../../support/testApp.ts';
 import { ADMIN_DN, ADMIN_PASSWORD, BASE_DN, ldapUrl, openLdapSettings, titled } from '../../support/openldap.ts';
 
 type JobState = {
@@ -301,6 +300,15 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync jobs: retry, can
       'COMPLETED',
     ]);
     expect(job.jobSteps.find((s) => s.name === 'read the directory')?.status).toBe('FAILED');
+    // A client, even an admin, does not write the job for its runner.
+    const faked = await t.call({ method: 'PATCH', url: `/api/v1/jobs/${failed.jobId}`, payload: { status: 'FAILED' } });
+    expect(faked.json<{ code: string }>().code).toBe('JOB.SERVICE_JOB');
+    const posted = await t.call({
+      method: 'POST',
+      url: '/api/v1/jobs',
+      payload: { startDate: new Date().toISOString(), status: 'IN_PROGRESS', jobType: 'DIRECTORY_SYNC' },
+    });
+    expect(posted.json<{ code: string }>().code).toBe('JOB.SERVICE_JOB');
   });
 
   it('stops at the next step when cancelled while it runs, and writes nothing after', async () => {
@@ -326,13 +334,7 @@ describe.skipIf(ldapUrl() === undefined)(titled('directory sync jobs: retry, can
   });
 
   it('ends FAILED a sync job its process left IN_PROGRESS, when the next sync takes the lease', async () => {
-    const created = await t.service.runtime
-      .service(job)
-      .create(
-        { startDate: new Date().toISOString(), status: 'IN_PROGRESS', jobType: 'DIRECTORY_SYNC', data: { requestedBy: 'admin' } },
-        { actor: 'admin', now: new Date(), newId: randomUUID },
-      );
-    const orphan = String(created.record?.id);
+    const { id: orphan } = await stageServiceJob(t, { jobType: 'DIRECTORY_SYNC', data: { requestedBy: 'admin' } });
     const next = await sync(t);
     expect(next.status, JSON.stringify(next)).toBe('COMPLETED');
     const state = await stateOf(t, orphan);

@@ -70,6 +70,25 @@ describe('job decider', () => {
       .then([{ type: 'JobCreated' }]);
   });
 
+  it("lets only the service write its DIFF_APPLY and DIRECTORY_SYNC jobs: a client request is refused, an admin's too", () => {
+    for (const jobType of ['DIFF_APPLY', 'DIRECTORY_SYNC']) {
+      const input = { startDate: '2026-11-23T10:00:00Z', status: 'IN_PROGRESS', jobType };
+      for (const privileged of [true, false]) {
+        const request = spec(job, { ...client, privileged });
+        request.given([]).when({ type: 'Create', id: ID, input }).thenThrows({ status: 'CONFLICT', code: 'JOB.SERVICE_JOB' });
+        request
+          .given([created({ jobType, status: 'IN_PROGRESS' })])
+          .when({ type: 'Patch', patch: { status: 'COMPLETED' } })
+          .thenThrows({ status: 'CONFLICT', code: 'JOB.SERVICE_JOB' });
+      }
+      // The service's own writes carry no `privileged`.
+      spec(job)
+        .given([])
+        .when({ type: 'Create', id: ID, input })
+        .then([{ type: 'JobCreated' }]);
+    }
+  });
+
   it("records progress, completion, failure and resumes of the service's runs as own events", () => {
     const running = [created({ status: 'IN_PROGRESS', data: { indexName: 'x' } })];
     given(running)
