@@ -10,7 +10,7 @@
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { user, type UserCommand } from '../domain/user.ts';
+import { user, withMembership, type UserCommand } from '../domain/user.ts';
 import { userGroup } from '../domain/userGroup.ts';
 import type { ResourceRecord } from '../../../domain/resource/decider.ts';
 import type { Position } from '../../../domain/ports.ts';
@@ -119,8 +119,7 @@ async function judgeAll(
   for (const { join, users } of changes) {
     for (const before of users.values()) {
       await assertWritable(deps, request, user, before);
-      const held = (Array.isArray(before.groups) ? (before.groups as unknown[]) : []).filter((c) => c !== group);
-      const after = { ...before, groups: join ? [...held, group] : held };
+      const after = withMembership(before, group, join);
       ctx.admit?.(after);
       (await ctx.guard?.check({ before, after }))?.();
     }

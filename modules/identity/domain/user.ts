@@ -75,6 +75,18 @@ function withName(before: JsonObject | undefined, after: JsonObject): JsonObject
 const thumbnailRef = z.strictObject({ sha256: z.string().regex(/^[0-9a-f]{64}$/), contentType: text(), size: z.int().min(0) });
 export type ThumbnailRef = z.infer<typeof thumbnailRef>;
 
+/** The group codes a user names. */
+function groupsOf(fields: JsonObject): string[] {
+  return Array.isArray(fields.groups) ? fields.groups.filter((c): c is string => typeof c === 'string') : [];
+}
+
+/** A user's fields with it a member of a group (last in `groups`), or not: what the membership
+ * events leave. */
+export function withMembership(fields: JsonObject, group: string, member: boolean): JsonObject {
+  const others = groupsOf(fields).filter((c) => c !== group);
+  return { ...fields, groups: member ? [...others, group] : others };
+}
+
 /** A membership event's data: the group by code, as `groups` names it (a group's code cannot
  * change while a user names it, so the code in the log names the group it meant). */
 const membershipData = z.strictObject({ group: code().meta({ description: "the group's code" }) });
@@ -95,14 +107,14 @@ const userEvents = {
       'The user joined a user group (PUT /api/v1/users/{userId}/groups/{groupIdOrCode}, or an `add` of POST /api/v1/user-groups/{idOrCode}/members): ' +
       "the group's code, added to the user's `groups`.",
     data: membershipData,
-    evolve: (r, d) => ({ ...r, fields: { ...r.fields, groups: [...groupsOf(r.fields).filter((c) => c !== d.group), d.group] } }),
+    evolve: (r, d) => ({ ...r, fields: withMembership(r.fields, d.group, true) }),
   }),
   UserRemovedFromGroup: ownEvent({
     meaning:
       'The user left a user group (DELETE /api/v1/users/{userId}/groups/{groupIdOrCode}, or a `remove` of POST /api/v1/user-groups/{idOrCode}/members): ' +
       "the group's code, taken out of the user's `groups`.",
     data: membershipData,
-    evolve: (r, d) => ({ ...r, fields: { ...r.fields, groups: groupsOf(r.fields).filter((c) => c !== d.group) } }),
+    evolve: (r, d) => ({ ...r, fields: withMembership(r.fields, d.group, false) }),
   }),
   UserThumbnailChanged: ownEvent({
     meaning:
@@ -112,11 +124,6 @@ const userEvents = {
   }),
 };
 export type UserEvent = EventOf<typeof userEvents>;
-
-/** The group codes a user names. */
-function groupsOf(fields: JsonObject): string[] {
-  return Array.isArray(fields.groups) ? fields.groups.filter((c): c is string => typeof c === 'string') : [];
-}
 
 /** The user's own commands: its password (already hashed) and its thumbnail (already stored). */
 const userCommands = {
