@@ -8,6 +8,7 @@
 
 import type { RecordedEvent } from '../domain/ports.ts';
 import type {
+  DecideContext,
   LiveRecord,
   OwnCommand,
   Reference,
@@ -354,6 +355,26 @@ async function runCommand(def: ResourceDefinition, log: ResourceLog, run: Run): 
   return writeResult(def, await handleCommand<RecordState>(commandSpec(def, run), run.ctx, log));
 }
 
+/** The state a command would leave a record in, decided (purely) on the state as it is; undefined
+ * when the decision refuses it (deciding it again when writing refuses it alike). */
+function decidedState(
+  def: ResourceDefinition,
+  state: RecordState,
+  command: ResourceCommand,
+  decideContext: DecideContext,
+  ctx: CommandContext,
+): RecordState | undefined {
+  let after: RecordState = state;
+  try {
+    const metadata = { actor: ctx.actor, at: ctx.now.toISOString() };
+    for (const e of decide(def, state, command, decideContext).events)
+      after = evolve(def, after, { ...e, revision: after.status === 'absent' ? 0 : after.version + 1, metadata });
+  } catch {
+    return undefined;
+  }
+  return after;
+}
+
 /** The guard's verdict on a change of a live record, decided on the record as it is now (the
  * decision is pure, so deciding it here and again when writing gives the same events): the version
  * the write must then find, and the guard's release. A record gone, at another version than the
@@ -368,14 +389,8 @@ async function judged(
   const { state, version } = await foldStream(foldSpec(def, run.id), log);
   if (state.status !== 'active' || (run.expectedVersion !== undefined && version !== run.expectedVersion))
     return { version: run.expectedVersion };
-  let after: RecordState = state;
-  try {
-    const metadata = { actor: run.ctx.actor, at: run.ctx.now.toISOString() };
-    for (const e of decide(def, state, run.command, run.decideContext).events)
-      after = evolve(def, after, { ...e, revision: after.status === 'absent' ? 0 : after.version + 1, metadata });
-  } catch {
-    return { version };
-  }
+  const after = decidedState(def, state, run.command, run.decideContext, run.ctx);
+  if (after === undefined) return { version };
   const release = await check({ before: shown(def, state), after: after.status === 'active' ? shown(def, after) : undefined });
   return { version, ...(release === undefined ? {} : { release }) };
 }
@@ -502,6 +517,17 @@ function referenceChecks(def: ResourceDefinition, log: ResourceLog, options: Ser
       if (referrers.length === 0) return;
       const state = await current(id);
       if (state.status === 'active') await assertUnreferenced(def, options, { ...state.fields, id }, 'delete', ctx);
+    },
+    /** The fields an own command would leave, for loading the references it names anew (a user
+     * joining a group), as a patch's are: decided on the record as it is, without references (the
+     * decision is pure, and is decided again with them when written); undefined when the resource
+     * names no records or the decision refuses it (then the write refuses it too). */
+    async leftBy(id: string, command: OwnCommand, ctx: CommandContext): Promise<unknown> {
+      if (def.references.length === 0) return undefined;
+      const state = await current(id);
+      if (state.status !== 'active') return undefined;
+      const after = decidedState(def, state, { type: 'Own', command }, { now: ctx.now, actor: ctx.actor, refs: new Map() }, ctx);
+      return after?.status === 'active' ? after.fields : undefined;
     },
     /** What a patch would leave, for loading its references and checking its code (the decision
      * checks it again); a resource with neither reads nothing for it. */
@@ -635,7 +661,12 @@ export function resourceService(def: ResourceDefinition, log: ResourceLog, optio
     /** One of the resource's own commands (its `behaviour.decide`), on a live record. */
     async execute(idOrCode: string, command: OwnCommand, ctx: CommandContext, expectedVersion?: number): Promise<WriteResult> {
       const id = await existingId(idOrCode, ctx);
-      return run(id, { type: 'Own', command }, keyed(ctx, command.type, id, command), expectedVersion);
+      const context = keyed(ctx, command.type, id, command);
+      if (def.references.length === 0) return run(id, { type: 'Own', command }, context, expectedVersion);
+      // The records it names anew are checked, loaded for the decision and held as a patch's are.
+      return guarded({ id, candidate: await checks.leftBy(id, command, ctx) }, async () =>
+        run(id, { type: 'Own', command }, context, expectedVersion, await checks.leftBy(id, command, ctx)),
+      );
     },
 
     getByKey: (key: UniqueKey, fields: JsonObject): Promise<ResourceRecord> => recordByKey(def, log, key, fields),

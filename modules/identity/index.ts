@@ -6,6 +6,7 @@
 import type { Module } from '../../api/module.ts';
 import { certificateCaller } from './api/certificateLogin.ts';
 import { loginRoute, sessionCaller } from './api/login.ts';
+import { membershipRoutes } from './api/membershipRoutes.ts';
 import { userGroupRegionOperations, userGroupRegionsRoutes } from './api/userGroupRegions.ts';
 import { userGroupsRoutes } from './api/userGroups.ts';
 import { userStanding } from './api/userRoles.ts';
@@ -24,6 +25,7 @@ export const identityModule: Module = {
   routes(app, deps) {
     userGroupsRoutes(app, deps);
     usersRoutes(app, deps);
+    membershipRoutes(app, deps);
     userGroupRegionsRoutes(app, deps);
     loginRoute(app, deps);
   },

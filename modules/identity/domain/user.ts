@@ -31,11 +31,13 @@ import {
   patched,
   replaced,
   type CommandOf,
+  type DecideContext,
   type EventOf,
+  type OwnEventOf,
   type FieldRule,
   type ResourceDefinition,
 } from '../../../domain/resource/defineResource.ts';
-import { forbidden } from '../../../domain/shared/errors.ts';
+import { forbidden, validationFailed } from '../../../domain/shared/errors.ts';
 import { UserKinds, userType } from '../../registries/domain/userType.ts';
 import { userGroup } from './userGroup.ts';
 
@@ -73,6 +75,22 @@ function withName(before: JsonObject | undefined, after: JsonObject): JsonObject
 const thumbnailRef = z.strictObject({ sha256: z.string().regex(/^[0-9a-f]{64}$/), contentType: text(), size: z.int().min(0) });
 export type ThumbnailRef = z.infer<typeof thumbnailRef>;
 
+/** The group codes a user names. */
+function groupsOf(fields: JsonObject): string[] {
+  return Array.isArray(fields.groups) ? fields.groups.filter((c): c is string => typeof c === 'string') : [];
+}
+
+/** A user's fields with it a member of a group (last in `groups`), or not: what the membership
+ * events leave. */
+export function withMembership(fields: JsonObject, group: string, member: boolean): JsonObject {
+  const others = groupsOf(fields).filter((c) => c !== group);
+  return { ...fields, groups: member ? [...others, group] : others };
+}
+
+/** A membership event's data: the group by code, as `groups` names it (a group's code cannot
+ * change while a user names it, so the code in the log names the group it meant). */
+const membershipData = z.strictObject({ group: code().meta({ description: "the group's code" }) });
+
 const userEvents = {
   UserCreated: created(),
   UserReplaced: replaced(),
@@ -83,6 +101,20 @@ const userEvents = {
       "The user's password was set (PUT /api/v1/users/{id}/password): its argon2id hash, hidden (never in reads, history or the audit feed).",
     data: z.strictObject({ passwordHash: z.string() }),
     evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, passwordHash: d.passwordHash } }),
+  }),
+  UserAddedToGroup: ownEvent({
+    meaning:
+      'The user joined a user group (PUT /api/v1/users/{userId}/groups/{groupIdOrCode}, or an `add` of POST /api/v1/user-groups/{idOrCode}/members): ' +
+      "the group's code, added to the user's `groups`.",
+    data: membershipData,
+    evolve: (r, d) => ({ ...r, fields: withMembership(r.fields, d.group, true) }),
+  }),
+  UserRemovedFromGroup: ownEvent({
+    meaning:
+      'The user left a user group (DELETE /api/v1/users/{userId}/groups/{groupIdOrCode}, or a `remove` of POST /api/v1/user-groups/{idOrCode}/members): ' +
+      "the group's code, taken out of the user's `groups`.",
+    data: membershipData,
+    evolve: (r, d) => ({ ...r, fields: withMembership(r.fields, d.group, false) }),
   }),
   UserThumbnailChanged: ownEvent({
     meaning:
@@ -100,10 +132,37 @@ const userCommands = {
     "Set the user's thumbnail, stored in the blob store before the command.",
     z.strictObject({ thumbnail: thumbnailRef }),
   ),
+  JoinGroup: command('Add the user to a user group, by its code (nothing when it is a member already).', z.strictObject({ group: code() })),
+  LeaveGroup: command(
+    'Remove the user from a user group, by its code (nothing when it is not a member).',
+    z.strictObject({ group: code() }),
+  ),
 };
 export type UserCommand = CommandOf<typeof userCommands>;
 
 const validUserType = (record: JsonObject, now: Date): boolean => withinPeriod(record.validityFrom, record.validityTo, now);
+
+/** The most groups a user names. */
+const MAX_GROUPS = 1000;
+
+/** Joining a group that carries a role grants the role: an admin's decision, as `roles` is. The
+ * groups a change adds are its `groups` references (loaded before the decision). */
+function assertMayJoin(ctx: DecideContext): void {
+  const granting = (ctx.refs.get('groups') ?? []).filter((g) => typeof g.associatedUserRoleId === 'string');
+  if (ctx.privileged === false && granting.length > 0) {
+    throw forbidden(`Only an admin may add a user to ${granting.map((g) => String(g.code)).join(', ')}: the group grants a role`);
+  }
+}
+
+/** A user joining one more group: its event, or none when it is a member already. */
+function joined(fields: JsonObject, group: string, ctx: DecideContext): OwnEventOf<typeof userEvents>[] {
+  const groups = groupsOf(fields);
+  if (groups.includes(group)) return [];
+  if (groups.length >= MAX_GROUPS)
+    throw validationFailed('The user is in as many groups as a user may be', [`groups: at most ${String(MAX_GROUPS)}`]);
+  assertMayJoin(ctx);
+  return [{ type: 'UserAddedToGroup', data: { group } }];
+}
 
 export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = defineResource({
   name: 'User',
@@ -132,7 +191,7 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
     validTo: dayOrDateTime('end').optional(),
     authentication: z.enum(Authentications).default('PASSWORD').meta({ description: 'default PASSWORD (see the resource description)' }),
     description: longText(4000).optional(),
-    groups: distinct(z.array(code()).max(1000))
+    groups: distinct(z.array(code()).max(MAX_GROUPS))
       .optional()
       .meta({ description: 'codes of existing user groups, each once; adding one whose associatedUserRoleId is set takes an admin' }),
     roles: distinct(z.array(text()).max(1000))
@@ -172,15 +231,15 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
   commands: userCommands,
   behaviour: {
     onChange: (before, after, ctx) => {
-      // Joining a group that carries a role grants the role: an admin's decision, as `roles` is.
-      const granting = (ctx.refs.get('groups') ?? []).filter((g) => typeof g.associatedUserRoleId === 'string');
-      if (ctx.privileged === false && granting.length > 0) {
-        throw forbidden(`Only an admin may add a user to ${granting.map((g) => String(g.code)).join(', ')}: the group grants a role`);
-      }
+      assertMayJoin(ctx);
       return withName(before, after);
     },
-    decide(c) {
+    decide(c, record, ctx) {
       switch (c.type) {
+        case 'JoinGroup':
+          return joined(record.fields, c.group, ctx);
+        case 'LeaveGroup':
+          return groupsOf(record.fields).includes(c.group) ? [{ type: 'UserRemovedFromGroup', data: { group: c.group } }] : [];
         case 'SetPassword':
           return [{ type: 'UserPasswordChanged', data: { passwordHash: c.passwordHash } }];
         case 'SetThumbnail':
