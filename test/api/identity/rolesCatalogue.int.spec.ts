@@ -111,6 +111,27 @@ describe('GET /api/v1/roles', () => {
   });
 });
 
+describe("an access rule stored under a built-in role's name (before that was refused)", () => {
+  it('is not in the catalogue, and users holding the built-in role do not keep it from being deleted', async () => {
+    const like = await aRule('LIKE_VIEWER');
+    const [first] = await events.readStream(`accessRule-${like.id}`);
+    if (first === undefined) throw new Error('no AccessRuleCreated');
+    const id = randomUUID();
+    const { position } = await events.append({
+      stream: `accessRule-${id}`,
+      expected: 'no_stream',
+      events: [{ ...first, id: randomUUID(), data: { ...first.data, id, code: 'viewer' } }],
+      claim: [{ scope: 'accessRule', code: 'viewer' }],
+    });
+    await created('/api/v1/users', userBody('plain-viewer', { roles: ['viewer'] }));
+    const listed = await roles(`?minPosition=${String(position)}`);
+    expect(listed.filter((r) => r.code === 'viewer')).toEqual([expect.objectContaining({ kind: 'BUILT_IN' })]);
+    expect(listed.some((r) => r.id === id)).toBe(false);
+    const gone = await t.call({ method: 'DELETE', url: `/api/v1/access-rules/${id}` });
+    expect(gone.statusCode, gone.body).toBe(204);
+  });
+});
+
 describe("a user's roles", () => {
   it('must each be a built-in role or an access rule code: 422 naming the entry, on create, replace and patch', async () => {
     await aRule('HELD_ROLE');
