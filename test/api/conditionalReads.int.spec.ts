@@ -128,15 +128,19 @@ describe('a GET of one record with If-None-Match', () => {
     expectNotModified(await as(visible.id), '"0"');
   });
 
-  it("a job's state: 304 while the job stays at that version", async () => {
+  it('a job and its state: 304 while the job stays at that version; with its steps (expand=JOB_STEPS) always whole', async () => {
     const ack = await t.call({ method: 'POST', url: '/api/v1/indexes/log_types/recreate' });
     expect(ack.statusCode, ack.body).toBe(202);
     await t.service.readModelJobs.idle();
-    const url = `/api/v1/jobs/${ack.json<{ jobId: string }>().jobId}/state`;
-    const state = await get(url);
+    const jobUrl = `/api/v1/jobs/${ack.json<{ jobId: string }>().jobId}`;
+    const state = await get(`${jobUrl}/state`);
     expect(state.json()).toMatchObject({ status: 'COMPLETED' });
     const etag = String(state.headers.etag);
-    expectNotModified(await get(url, etag), etag);
+    expectNotModified(await get(`${jobUrl}/state`, etag), etag);
+    expectNotModified(await get(jobUrl, etag), etag);
+    const withSteps = await get(`${jobUrl}?expand=JOB_STEPS`, etag);
+    expect(withSteps.statusCode).toBe(200);
+    expect(withSteps.headers.etag).toBe(etag);
   });
 });
 

@@ -189,8 +189,8 @@ export const jobOperations: ResourceRouteOptions = {
     response: job.record,
     expand: (query) => {
       const expand = parseExpand(query.expand as string | string[] | undefined, ['JOB_STEPS'] as const);
+      if (!expand.includes('JOB_STEPS')) return undefined;
       return async (deps, _request, found) => {
-        if (!expand.includes('JOB_STEPS')) return found;
         await catchUpTo(deps, job.collection, query.minPosition as string | undefined);
         const doc = (await deps.readStore.getMany(deps.readModels.collectionOf(job.collection), [found.id])).get(found.id)?.doc;
         return { ...found, jobSteps: doc?.jobSteps ?? [] };
