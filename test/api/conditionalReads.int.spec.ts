@@ -98,6 +98,23 @@ describe('a GET of one record with If-None-Match', () => {
     expect(region.headers.etag).toBe('"0"');
   });
 
+  it("a user's thumbnail: its ETag (the image's SHA-256) compared weakly and in a list, as a record's is", async () => {
+    const u = await created('/api/v1/users', { code: 'cond-pic', type: 'INDIVIDUAL', givenName: 'P', chars: {} });
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('rest of a png')]);
+    const put = await t.call({
+      method: 'PUT',
+      url: `/api/v1/users/${u.id}/thumbnail`,
+      payload: { userId: u.id, photoData: png.toString('base64') },
+    });
+    expect(put.statusCode, put.body).toBe(204);
+    const url = `/api/v1/users/${u.id}/thumbnail`;
+    const etag = String((await get(url)).headers.etag);
+    expectNotModified(await get(url, etag), etag);
+    expectNotModified(await get(url, `W/${etag}`), etag);
+    expectNotModified(await get(url, `"0", ${etag}`), etag);
+    expect((await get(url, '"0"')).statusCode).toBe(200);
+  });
+
   it('answers 304 to HEAD as to GET', async () => {
     const kind = await created('/api/v1/worklog-types', { code: 'COND_WL', name: 'W' });
     const head = await fetchHead(`/api/v1/worklog-types/${kind.id}`, '"0"');
