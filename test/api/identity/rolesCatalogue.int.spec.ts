@@ -46,6 +46,21 @@ async function created(url: string, payload: Record<string, unknown>): Promise<R
   lastPosition = String(res.headers['x-event-position']);
   return res.json();
 }
+/** A record as a service before a check stored it: the creation of `like` (made through the API)
+ * written again under a new id with `changes`, its code reserved as the service reserves it. */
+async function storedBefore(category: string, like: { id: string }, changes: Record<string, unknown>) {
+  const [first] = await events.readStream(`${category}-${like.id}`);
+  if (first === undefined) throw new Error(`no record ${like.id}`);
+  const id = randomUUID();
+  const data: Record<string, unknown> = { ...first.data, id, ...changes };
+  const { position } = await events.append({
+    stream: `${category}-${id}`,
+    expected: 'no_stream',
+    events: [{ ...first, id: randomUUID(), data }],
+    claim: [{ scope: category, code: String(data.code) }],
+  });
+  return { id, position };
+}
 const aRule = (code: string, extra: Record<string, unknown> = {}) =>
   created('/api/v1/access-rules', { code, name: `Rule ${code}`, entityName: 'user-groups', fullAccess: true, ...extra });
 const userBody = (code: string, extra: Record<string, unknown> = {}) => ({
@@ -113,16 +128,7 @@ describe('GET /api/v1/roles', () => {
 
 describe("an access rule stored under a built-in role's name (before that was refused)", () => {
   it('is not in the catalogue, and users holding the built-in role do not keep it from being deleted', async () => {
-    const like = await aRule('LIKE_VIEWER');
-    const [first] = await events.readStream(`accessRule-${like.id}`);
-    if (first === undefined) throw new Error('no AccessRuleCreated');
-    const id = randomUUID();
-    const { position } = await events.append({
-      stream: `accessRule-${id}`,
-      expected: 'no_stream',
-      events: [{ ...first, id: randomUUID(), data: { ...first.data, id, code: 'viewer' } }],
-      claim: [{ scope: 'accessRule', code: 'viewer' }],
-    });
+    const { id, position } = await storedBefore('accessRule', await aRule('LIKE_VIEWER'), { code: 'viewer' });
     await created('/api/v1/users', userBody('plain-viewer', { roles: ['viewer'] }));
     const listed = await roles(`?minPosition=${String(position)}`);
     expect(listed.filter((r) => r.code === 'viewer')).toEqual([expect.objectContaining({ kind: 'BUILT_IN' })]);
@@ -218,15 +224,7 @@ describe("a user's roles", () => {
 
   it('stored before the check with a role that names nothing, still fold and stay changeable; the role stays until removed', async () => {
     const like = await created('/api/v1/users', userBody('legacy-like'));
-    const [first] = await events.readStream(`user-${like.id}`);
-    if (first === undefined) throw new Error('no UserCreated');
-    const id = randomUUID();
-    const { position } = await events.append({
-      stream: `user-${id}`,
-      expected: 'no_stream',
-      events: [{ ...first, id: randomUUID(), data: { ...first.data, id, code: 'legacy', roles: ['viewer', 'LONG_GONE'] } }],
-      claim: [{ scope: 'user', code: 'legacy' }],
-    });
+    const { id, position } = await storedBefore('user', like, { code: 'legacy', roles: ['viewer', 'LONG_GONE'] });
     const read = await t.call({ method: 'GET', url: `/api/v1/users/${id}` });
     expect(read.statusCode, read.body).toBe(200);
     expect(read.json<Rec>().roles).toEqual(['viewer', 'LONG_GONE']);
