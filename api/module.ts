@@ -174,9 +174,10 @@ export type ResourceRouteOptions = {
   get?: {
     query: z.ZodRawShape;
     response: z.ZodType;
+    /** Undefined when the query asks for nothing more: the record alone, a conditional read (304). */
     expand: (
       query: Readonly<Record<string, unknown>>,
-    ) => (deps: AppDeps, request: FastifyRequest, record: ResourceRecord) => Promise<JsonObject>;
+    ) => ((deps: AppDeps, request: FastifyRequest, record: ResourceRecord) => Promise<JsonObject>) | undefined;
   };
   /** What an operation's documentation says beyond the shared text. */
   docs?: Partial<Record<Operation, OperationDocs>>;

@@ -1,6 +1,6 @@
 // What every route shares at the protocol level, added to the OpenAPI document once instead of in
-// each route's schema: the headers the service reads (Idempotency-Key, If-Match, X-Request-Id,
-// X-Correlation-Id) and answers (ETag, Location, X-Event-Position, the echoed ids), and the errors
+// each route's schema: the headers the service reads (Idempotency-Key, If-Match, If-None-Match,
+// X-Request-Id, X-Correlation-Id) and answers (ETag, Location, X-Event-Position, the echoed ids), and the errors
 // any route can answer (400 for a malformed header, parameter or body; 401 and 403 behind a token;
 // 413 and 415 with a body; 412 with If-Match; 503 where a read waits for a read model). A client
 // generated from the document then knows everything the server does.
@@ -29,6 +29,16 @@ const parameters: Json = {
     description:
       'The version (`auditInfo.version`, as in the ETag) the write applies to; another current version answers 412. `*` or absent: the latest.',
     schema: { type: 'string', pattern: '^\\s*(\\*|(W/)?"?[0-9]{1,15}"?)\\s*$', examples: ['"3"'] },
+  },
+  IfNoneMatch: {
+    name: 'If-None-Match',
+    in: 'header',
+    required: false,
+    description:
+      'ETags the client holds (a list, or `*` for any): when one matches the current ETag by weak comparison (RFC 9110 §13.1.2, ' +
+      '`W/"3"` matches `"3"`), 304 with no body and the ETag. An answer that embeds other records as they are now ' +
+      "(`expand`, a group region's group) is always sent whole: its ETag names the record's version only.",
+    schema: { type: 'string', examples: ['"3"'] },
   },
   RequestId: {
     name: 'X-Request-Id',
@@ -96,6 +106,29 @@ function addParameters(op: Operation, names: readonly string[]): void {
   op.parameters = [...(op.parameters ?? []), ...names.map((n) => ref('parameters', n))];
 }
 
+/** A read the client may make conditional (its route declares 304): If-None-Match, and the 304
+ * with the ETag it matched and the echoed ids. */
+function describeConditional(op: Operation): void {
+  addParameters(op, ['IfNoneMatch']);
+  op.responses = {
+    ...op.responses,
+    '304': {
+      description: 'Not Modified: If-None-Match holds the current ETag; no body',
+      headers: {
+        ETag: { description: 'The current ETag, as a 200 would carry it.', schema: { type: 'string' } },
+        'X-Request-Id': ref('headers', 'RequestId'),
+        'X-Correlation-Id': ref('headers', 'CorrelationId'),
+      },
+    },
+  };
+}
+
+/** A GET: one record's carries its version as ETag; one declaring 304 is conditional. */
+function describeRead(path: string, op: Operation, record: boolean): void {
+  if (record || /\/(by-code\/\{code\}|versions\/\{version\})$/.test(path)) addHeaders(op, ['ETag']);
+  if (op.responses?.['304'] !== undefined) describeConditional(op);
+}
+
 /** Creates and changes of one record: keyed, versioned, positioned in the log. */
 function describeWrite(method: string, op: Operation, change: boolean): void {
   addParameters(op, change ? ['IdempotencyKey', 'IfMatch'] : ['IdempotencyKey']);
@@ -120,7 +153,7 @@ function describe(method: string, path: string, op: Operation): void {
   addError(op, '431');
   if (op.requestBody !== undefined) for (const status of ['413', '415']) addError(op, status);
   if (create || change) describeWrite(method, op, change);
-  else if (method === 'get' && (record || /\/(by-code\/\{code\}|versions\/\{version\})$/.test(path))) addHeaders(op, ['ETag']);
+  else if (method === 'get') describeRead(path, op, record);
   if ((op.parameters ?? []).some((p) => p.name === 'minPosition')) addError(op, '503');
 }
 

@@ -29,7 +29,7 @@ import { accessTo, assertReadable, assertWritable, readScope, writeContext } fro
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import type { ResourceRecord } from '../domain/resource/decider.ts';
-import { historyEntrySchema, idOnly, idOrCode, pageSchema, queryInteger } from './schemas.ts';
+import { historyEntrySchema, idOnly, idOrCode, notModifiedSchema, pageSchema, queryInteger } from './schemas.ts';
 import { exchangeRoutes } from './exchangeRoutes.ts';
 
 const MAX_HISTORY_PAGE = 1000;
@@ -360,7 +360,7 @@ function recordRoutes({
           tags,
           summary: `Get a ${def.name} by code`,
           params: z.strictObject({ code: z.string().min(1).max(255) }),
-          response: { 200: record, ...errors(404) },
+          response: { 200: record, 304: notModifiedSchema, ...errors(404) },
         },
       },
       async (request, reply) => {
@@ -411,14 +411,14 @@ function recordRoutes({
           ...doc,
           params: recordParamsOf('get'),
           querystring: z.strictObject({ asOf: dateTime().optional(), ...getExpansion?.query }),
-          response: { 200: getExpansion?.response ?? record, ...getErrors },
+          response: { 200: getExpansion?.response ?? record, 304: notModifiedSchema, ...getErrors },
         },
       },
       async (request, reply) => {
         const { asOf } = request.query as { asOf?: string };
         const expand = getExpansion?.expand(request.query);
         const found = await present(request, await service.get(keyOf('get', request.params), asOf === undefined ? {} : { asOf }), asOf);
-        return sendRecord(reply, found, expand === undefined ? found : await expand(deps, request, found));
+        return sendRecord(reply, found, expand === undefined ? undefined : await expand(deps, request, found));
       },
     );
   }
@@ -432,7 +432,7 @@ function recordRoutes({
           tags,
           summary: `A ${def.name} as it was at one version`,
           params: recordParams.extend({ version: queryInteger(0, Number.MAX_SAFE_INTEGER) }),
-          response: { 200: record, ...errors(400, 404) },
+          response: { 200: record, 304: notModifiedSchema, ...errors(400, 404) },
         },
       },
       async (request, reply) => {

@@ -61,6 +61,10 @@ export const idOrCode = () => z.string().min(1).max(255);
 export const idOnly = () =>
   idOrCode().meta({ format: 'uuid', pattern: UUID_JSON_PATTERN, description: "the record's id (this resource has no code)" });
 
+/** The answer of a conditional read whose If-None-Match holds the current ETag: no body
+ * (api/openapiProtocol.ts documents it and the If-None-Match header on every GET declaring it). */
+export const notModifiedSchema = z.undefined();
+
 /** The answer of an action that goes on in a job (SPEC.md "job acknowledgement"). */
 export const JobAckSchema = z.object({ acknowledge: z.boolean(), jobId: z.uuid() }).meta({ id: 'JobAcknowledgement' });
 

@@ -37,11 +37,12 @@ import {
   decideContextOf,
   foldSpec,
   holds,
+  isBuiltInValue,
   keyedContext,
   keyedRecordId,
   lockPlan,
+  newNamedValues,
   newRecordId,
-  newValues,
   referrerLine,
   shown,
   shownEventData,
@@ -256,7 +257,7 @@ async function loadReference(
   const found: ResourceRecordLike[] = [];
   // Values the record already held were checked when it took them: a record stays changeable
   // when what it names has since expired (a user whose type is no longer valid can be disabled).
-  for (const v of newValues(candidate, before, ref.field)) {
+  for (const v of newNamedValues(ref, candidate, before)) {
     const shown = JSON.stringify(v);
     if (ref.acyclic === true && typeof v === 'string' && v.toLowerCase() === ownId) {
       problems.cycle.push(`${ref.field}: a ${def.name} cannot name itself`);
@@ -272,7 +273,10 @@ async function loadReference(
     const usable = ref.valid === undefined ? candidates : candidates.filter((c) => ref.valid?.(c, now) === true);
     const record = usable[0];
     if (candidates.length === 0)
-      problems.missing.push(`${ref.field}: no ${target.name} ${typeof ref.by === 'object' ? `with ${ref.by.field} ` : ''}${shown}`);
+      problems.missing.push(
+        `${ref.field}: no ${target.name} ${typeof ref.by === 'object' ? `with ${ref.by.field} ` : ''}${shown}` +
+          (ref.builtIn === undefined ? '' : `, nor ${ref.builtIn.what}`),
+      );
     else if (record === undefined)
       problems.invalid.push(
         `${ref.field}: no ${target.name} ${typeof ref.by === 'object' ? `with ${ref.by.field} ` : ''}${shown} is valid now`,
@@ -328,7 +332,8 @@ async function assertUnreferenced(
   for (const referrer of referrers) {
     const { resource, reference } = referrer;
     const value = reference.by === 'code' ? fields.code : fields.id;
-    if (typeof value !== 'string') continue;
+    // A record stored under a built-in value (before that was refused) is not what holders of the value name.
+    if (typeof value !== 'string' || isBuiltInValue(reference, value)) continue;
     const filter: FilterItem[] = [{ column: reference.field, operator: 'EQ', value }];
     const total = await needCount(options)(resource, filter);
     if (total === 0) continue;

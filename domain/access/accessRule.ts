@@ -22,7 +22,9 @@ export const accessRule = defineRegistry({
     'a Filtering (`{ "filter": [ … ] }`) or its filter items (`[ … ]`), the same items as search; it is checked when the rule is saved (400 naming the ' +
     "problem; over the resource's columns when this service serves it). The rule applies while now is inside `validFor` (and `validFor.isValid` is not false). " +
     'Built-in roles admin, editor, viewer and auditor are not narrowed by rules, and no rule has one of their names as its code (400). ' +
-    "A user group names a rule as the role of its members by the rule's id (`associatedUserRoleId`): they receive its code.",
+    "A user group names a rule as the role of its members by the rule's id (`associatedUserRoleId`): they receive its code. " +
+    "A user holds a rule's role by its code (`roles`). A rule a user holds cannot be deleted nor its code changed, and one a group names " +
+    'cannot be deleted (409 ACCESS_RULE.STILL_REFERENCED); a group follows a renamed rule (it names the id). GET /api/v1/roles lists the roles.',
   fields: z.strictObject({
     code: code(),
     name: text(),

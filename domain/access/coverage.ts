@@ -18,6 +18,16 @@ import { matchesAny } from '../shared/matchQuery.ts';
 export const BUILT_IN_ROLES = ['admin', 'editor', 'viewer', 'auditor'] as const;
 export type BuiltInRole = (typeof BUILT_IN_ROLES)[number];
 export const isBuiltInRole = (role: string): role is BuiltInRole => (BUILT_IN_ROLES as readonly string[]).includes(role);
+/** What each built-in role is for, as the roles catalogue (GET /api/v1/roles) says it. */
+export const BUILT_IN_ROLE_MEANINGS: Readonly<Record<BuiltInRole, string>> = {
+  admin: 'Everything: reads, writes, the admin-only acts (access rules, roles, group roles, read models) and the audit feed.',
+  editor: 'Reads and writes every record; never narrowed by access rules.',
+  viewer: 'Reads every record.',
+  auditor: 'Reads every record, its history included, and the audit feed of the whole log.',
+};
+
+/** The built-in roles as a 422 names them beside a missing access rule. */
+export const BUILT_IN_ROLE_NAMES = `a built-in role (${BUILT_IN_ROLES.join(', ')})`;
 
 /** What a caller may reach of a resource: every record, or those some alternative matches
  * (none: nothing). */

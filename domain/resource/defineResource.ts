@@ -51,6 +51,10 @@ export type Reference = {
   /** The field names another record (not a kind from a registry): a caller whose reads go through
    * access rules may name only records it may read (else 422, as if missing). */
   readonly private?: boolean;
+  /** Values the field takes without a record (a user's built-in roles beside access rule codes):
+   * never looked up, and never naming a record of the resource (one stored under such a value
+   * before that was refused is not held by them). `what` says which, in a 422 naming a value. */
+  readonly builtIn?: { readonly is: (value: string) => boolean; readonly what: string };
 };
 
 /** What an event changes: the record's visible fields and its hidden ones. */

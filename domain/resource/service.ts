@@ -116,6 +116,13 @@ export function newValues(candidate: JsonObject, before: JsonObject | undefined,
   return valuesOf(candidate, field).filter((v) => !held.has(sameValue(v)));
 }
 
+/** Whether a value of a reference is one it takes without a record (Reference.builtIn). */
+export const isBuiltInValue = (ref: Reference, value: unknown): boolean => typeof value === 'string' && ref.builtIn?.is(value) === true;
+
+/** The values of a reference a change sets anew that name records: new, and not built in. */
+export const newNamedValues = (ref: Reference, candidate: JsonObject, before: JsonObject | undefined): unknown[] =>
+  newValues(candidate, before, ref.field).filter((v) => !isBuiltInValue(ref, v));
+
 /** The lock of one record as a reference names it: by id or by code. */
 const recordLock = (category: string, by: 'id' | 'code', value: unknown): string => `ref:${category}:${by}:${String(sameValue(value))}`;
 
@@ -145,7 +152,7 @@ export function lockPlan(def: ResourceDefinition, referrers: readonly Referrer[]
   const { candidate, before } = change;
   if (!isPlainObject(candidate)) return plan;
   for (const ref of def.references) {
-    const fresh = newValues(candidate, before, ref.field);
+    const fresh = newNamedValues(ref, candidate, before);
     if (fresh.length === 0) continue;
     if (ref.restrict === true && typeof ref.by !== 'object')
       for (const v of fresh) plan.push({ name: recordLock(ref.resource().category, ref.by ?? 'id', v), exclusive: false });

@@ -1,12 +1,14 @@
 // Identity: users, user groups and their region assignments, effective roles (a user's own and
-// those its groups carry) and who may change whom, and the login. The catalogues it names (user
-// types, user group types, access rules) are registries (modules/registries/). Logins: a password
-// (login.ts) and a TLS client certificate (certificateLogin.ts).
+// those its groups carry), the catalogue of roles that can be granted, who may change whom, and
+// the login. The catalogues it names (user types, user group types, access rules) are registries
+// (modules/registries/). Logins: a password (login.ts) and a TLS client certificate
+// (certificateLogin.ts).
 
 import type { Module } from '../../api/module.ts';
 import { certificateCaller } from './api/certificateLogin.ts';
 import { loginRoute, sessionCaller } from './api/login.ts';
 import { membershipRoutes } from './api/membershipRoutes.ts';
+import { rolesCatalogueRoute } from './api/rolesCatalogue.ts';
 import { userGroupRegionOperations, userGroupRegionsRoutes } from './api/userGroupRegions.ts';
 import { userGroupsRoutes } from './api/userGroups.ts';
 import { userStanding } from './api/userRoles.ts';
@@ -28,6 +30,7 @@ export const identityModule: Module = {
     membershipRoutes(app, deps);
     userGroupRegionsRoutes(app, deps);
     loginRoute(app, deps);
+    rolesCatalogueRoute(app, deps);
   },
   // A login session's token works while its user does, with the user's roles as they are now.
   authenticated: sessionCaller,

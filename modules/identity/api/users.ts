@@ -19,7 +19,7 @@ import { sendDocuments, sendItems } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps, type ResourceRouteOptions, type ZodRoutes } from '../../../api/module.ts';
 import { eq, idsWhere, isIn, recordsWhere } from '../../../api/readModelQuery.ts';
 import { position } from '../../../api/readModelWait.ts';
-import { eventPosition, versionTag } from '../../../api/replies.ts';
+import { eventPosition, notModified, versionTag } from '../../../api/replies.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { expandQuery, idOrCode, parseExpand } from '../../../api/schemas.ts';
 import { ifMatchVersion } from '../../../api/requestContext.ts';
@@ -172,10 +172,11 @@ export const userOperations: ResourceRouteOptions = {
     response: expandedUser,
     expand: (query) => {
       const expand = parseExpand(query.expand as string | string[] | undefined, ['REGIONS', 'ROLES'] as const);
+      if (expand.length === 0) return undefined;
       return async (deps, request, found) => {
         const answer: JsonObject = { ...found };
         // Both expansions start from the user's groups: read once.
-        const groups = expand.length > 0 ? await groupsOf(deps, found) : [];
+        const groups = await groupsOf(deps, found);
         if (expand.includes('ROLES')) answer.roles = await rolesOf(deps, found, groups);
         if (expand.includes('REGIONS'))
           answer.regions = await regionsOf(deps, request, found, groups, query.minPosition as string | undefined);
@@ -335,7 +336,7 @@ function thumbnailRoutes(r: ZodRoutes, deps: AppDeps): void {
       if (ref === undefined) throw notFound('USER.THUMBNAIL', id);
       const etag = `"${ref.sha256}"`;
       void reply.header('etag', etag).header('cache-control', 'private, no-cache');
-      if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+      if (notModified(reply)) return reply.code(304).send();
       const blob = await deps.blobStore.get(ref.sha256);
       if (blob === undefined) throw notFound('USER.THUMBNAIL', id);
       // Served as the image it was checked to be, never sniffed into something else.

@@ -40,6 +40,8 @@ import {
 import { forbidden, validationFailed } from '../../../domain/shared/errors.ts';
 import { UserKinds, userType } from '../../registries/domain/userType.ts';
 import { userGroup } from './userGroup.ts';
+import { accessRule } from '../../../domain/access/accessRule.ts';
+import { BUILT_IN_ROLE_NAMES, isBuiltInRole } from '../../../domain/access/coverage.ts';
 
 export const UserStatuses = ['ENABLE', 'DISABLE'] as const;
 export const Authentications = ['LDAP', 'PKI', 'AD', 'PASSWORD', 'EMPTY'] as const;
@@ -197,7 +199,9 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
     roles: distinct(z.array(text()).max(1000))
       .optional()
       .meta({
-        description: 'role codes, each once: built-in (admin, editor, viewer, auditor) or access rule codes; only an admin may change them',
+        description:
+          'role codes, each once: a built-in role (admin, editor, viewer, auditor) or the code of an existing access rule (422 otherwise; ' +
+          'GET /api/v1/roles lists them); only an admin may change them',
       }),
     dataTags: stringList(100).optional(),
     chars: jsonMap().meta({ description: 'characteristics by code; their shape depends on the user type' }),
@@ -223,6 +227,9 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
     { field: 'type', resource: () => userType, by: { field: 'type' }, valid: validUserType },
     { field: 'groups', resource: () => userGroup, by: 'code', restrict: true, private: true },
     { field: 'supervisorId', resource: () => user, acyclic: true, restrict: true, private: true },
+    // A role is granted by name: a built-in role, or an access rule's code, which cannot then be
+    // deleted or renamed (409) while a user holds it (GET /api/v1/roles lists them).
+    { field: 'roles', resource: () => accessRule, by: 'code', restrict: true, builtIn: { is: isBuiltInRole, what: BUILT_IN_ROLE_NAMES } },
   ],
   indexed: ['type', 'status', 'groups', 'supervisorId', 'email', 'familyName'],
   hidden: ['passwordHash', 'thumbnail'],

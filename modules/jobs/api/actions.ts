@@ -16,10 +16,10 @@ import { allows } from '../../../api/auth.ts';
 import { DIFF_APPLY_JOB, retryApply } from '../../../api/diffApply.ts';
 import { ErrorBodySchema, errorBody } from '../../../api/errorHandler.ts';
 import { zodRoutes, type AppDeps } from '../../../api/module.ts';
-import { eventPosition, location, uuidParam as uuidOf, versionTag } from '../../../api/replies.ts';
+import { eventPosition, location, notModified, uuidParam as uuidOf, versionTag } from '../../../api/replies.ts';
 import { commandContext } from '../../../api/requestContext.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
-import { idOnly, JobAckSchema } from '../../../api/schemas.ts';
+import { idOnly, JobAckSchema, notModifiedSchema } from '../../../api/schemas.ts';
 
 /** Failed steps listed in a failed job's error body. */
 const FAILED_STEPS_SHOWN = 20;
@@ -287,13 +287,14 @@ function jobStateRoute(app: FastifyInstance, deps: AppDeps): void {
           "Folded from the job's stream, so it reflects every acknowledged write. Readable by an admin and by the caller that started the job " +
           '(an editor following its own large diff apply); anyone else 403.',
         params: idParams,
-        response: { 200: JobStateSchema, ...errors(400, 403, 404) },
+        response: { 200: JobStateSchema, 304: notModifiedSchema, ...errors(400, 403, 404) },
       },
     },
     async (request, reply) => {
       const found = await liveJob(deps, request.params.id);
       assertMayRead(request, found);
-      return versionTag(reply, found.version).send(await stateOf(deps, found, request.traceId));
+      versionTag(reply, found.version);
+      return notModified(reply) ? reply.code(304).send() : reply.send(await stateOf(deps, found, request.traceId));
     },
   );
 }

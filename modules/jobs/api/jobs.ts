@@ -18,7 +18,7 @@ import { zodRoutes, type AppDeps, type ResourceRouteOptions } from '../../../api
 import { errors } from '../../../api/resourceRoutes.ts';
 import { catchUpTo, position } from '../../../api/readModelWait.ts';
 import { sendRecord } from '../../../api/replies.ts';
-import { expandQuery, parseExpand } from '../../../api/schemas.ts';
+import { expandQuery, notModifiedSchema, parseExpand } from '../../../api/schemas.ts';
 
 type InlineStep = JsonObject & { id?: string; jobId?: string };
 
@@ -189,8 +189,8 @@ export const jobOperations: ResourceRouteOptions = {
     response: job.record,
     expand: (query) => {
       const expand = parseExpand(query.expand as string | string[] | undefined, ['JOB_STEPS'] as const);
+      if (!expand.includes('JOB_STEPS')) return undefined;
       return async (deps, _request, found) => {
-        if (!expand.includes('JOB_STEPS')) return found;
         await catchUpTo(deps, job.collection, query.minPosition as string | undefined);
         const doc = (await deps.readStore.getMany(deps.readModels.collectionOf(job.collection), [found.id])).get(found.id)?.doc;
         return { ...found, jobSteps: doc?.jobSteps ?? [] };
@@ -223,7 +223,7 @@ export function jobStepByChunkRoute(app: FastifyInstance, deps: AppDeps): void {
         summary: 'The JobStep of a chunk with a name ((chunkId, name) is unique)',
         description: "Read from the log's reservation of the pair, so it reflects every acknowledged write.",
         querystring: z.strictObject({ chunkId: uuid(), name: z.string().min(1).max(255) }),
-        response: { 200: jobStep.record, ...errors(400, 403, 404) },
+        response: { 200: jobStep.record, 304: notModifiedSchema, ...errors(400, 403, 404) },
       },
     },
     async (request, reply) => {
