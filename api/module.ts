@@ -97,6 +97,13 @@ export type ModuleSettings = {
     clientCertificates?: boolean;
     /** The certificate field whose value is the user's code (TLS_CLIENT_USER_FIELD; default CN). */
     certificateUserField?: string;
+    /** The password policy (PASSWORD_MIN_LENGTH, PASSWORD_MAX_LENGTH, PASSWORD_REFUSE); absent: the defaults. */
+    passwordPolicy?: {
+      readonly minLength: number;
+      readonly maxLength: number;
+      /** Members of the user a password may not be (code, name, givenName, familyName, email). */
+      readonly refuse: readonly string[];
+    };
   };
   /** The directory sync (modules/directory/). */
   directory?: {
