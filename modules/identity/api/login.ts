@@ -20,12 +20,10 @@ import { LOGIN_LIMITS, openDuringPasswordChange, passwordChangeRequired, session
 import { rolesOf } from './userRoles.ts';
 import { DIRECTORY_SESSION, directoryLogin, directoryFor, directorySessionHolds, directoryUserGroups } from './directoryLogin.ts';
 
-export { LOGIN_LIMITS };
 export const TOKEN_TTL_SECONDS = 12 * 60 * 60;
 
 /** What a session token names of the password it was issued under: not the hash, a digest of it. */
-export const fingerprint = (passwordHash: unknown): string =>
-  createHash('sha256').update(String(passwordHash)).digest('base64url').slice(0, 22);
+const fingerprint = (passwordHash: unknown): string => createHash('sha256').update(String(passwordHash)).digest('base64url').slice(0, 22);
 
 /** A login token works while its user does: enabled, inside its validity, with authentication
  * PASSWORD and the password it logged in with, and until its session is logged out; its roles are

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../infra/config.ts';
 import { givePassword, loginToken } from '../../support/passwords.ts';
-import { startTestApp, type TestApp, type TestResponse } from '../../support/testApp.ts';
+import { manualClock, startTestApp, type TestApp, type TestResponse } from '../../support/testApp.ts';
 
 const PASSWORD = 'Lifecycle-Password-4410';
 type ErrorBody = { code: string; errors: string[]; message: string };
@@ -243,6 +243,32 @@ describe('the failed-login lockout', () => {
     });
     expect(right.statusCode).toBe(429);
     expect((await login(a, 'typo_tom', PASSWORD)).statusCode).toBe(429);
+  });
+
+  it('holds for 5 minutes after the oldest failure that counts, and Retry-After says so (a sliding window)', async () => {
+    const clock = manualClock(new Date('2026-03-02T10:00:00.000Z'));
+    const c = await startTestApp({ clock });
+    try {
+      await c.call({ method: 'POST', url: '/api/v1/user-types', payload: { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' } });
+      await makeUser(c, 'slow_sam');
+      await givePassword(c, 'slow_sam', PASSWORD);
+      for (let i = 0; i < 5; i++) expect((await login(c, 'slow_sam', `wrong-${String(i)}`)).statusCode).toBe(401);
+      clock.advance(2 * 60_000);
+      for (let i = 5; i < 10; i++) expect((await login(c, 'slow_sam', `wrong-${String(i)}`)).statusCode).toBe(401);
+      const locked = await login(c, 'slow_sam', PASSWORD);
+      expect([locked.statusCode, locked.headers['retry-after']]).toEqual([429, '180']);
+      // The first five leave the window 5 minutes after they came: five count, below the limit.
+      clock.advance(3 * 60_000 - 1000);
+      expect((await login(c, 'slow_sam', PASSWORD)).headers['retry-after']).toBe('1');
+      clock.advance(1000);
+      expect((await c.call({ method: 'GET', url: '/api/v1/users/slow_sam/lockout' })).json()).toMatchObject({ failures: 5, locked: false });
+      expect((await login(c, 'slow_sam', PASSWORD)).statusCode).toBe(200);
+      // The later five still count: five more lock the user again (a window that restarted would not).
+      for (let i = 10; i < 15; i++) expect((await login(c, 'slow_sam', `wrong-${String(i)}`)).statusCode).toBe(401);
+      expect((await login(c, 'slow_sam', PASSWORD)).statusCode).toBe(429);
+    } finally {
+      await c.close();
+    }
   });
 
   it('lets a burst of concurrent guesses on one instance check no more than the limit', async () => {
