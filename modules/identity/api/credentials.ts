@@ -40,6 +40,8 @@ export const LOGIN_LIMITS = { perUser: USER_LOCKOUT, perAddress: { limit: 50, wi
  * per name no user has. */
 const limits = new Slot(() => ({
   underWay: new Map<string, number>(),
+  /** Failures of a user being written to the log by this instance (see Attempt.failed). */
+  writing: new Map<string, Set<Promise<void>>>(),
   perAddress: new FailureLimiter(LOGIN_LIMITS.perAddress),
   perName: new FailureLimiter(LOGIN_LIMITS.perUser),
 }));
@@ -85,8 +87,22 @@ async function appendTo(
   }
 }
 
-/** A user's lockout now, from the log. */
+/** Not a user's id (ids are UUIDs): what an unknown name's check reads, finding nothing. */
+const NO_USER = 'no-user';
+
+/** Once this instance's writes of a user's failures have landed. */
+const written = async (deps: AppDeps, userId: string): Promise<void> => {
+  await Promise.allSettled([...(deps.runtime.own(limits).writing.get(userId) ?? [])]);
+};
+
+/** A user's lockout now, from the log, once this instance's writes of its failures have landed. */
 export async function lockoutNow(deps: AppDeps, userId: string): Promise<Lockout> {
+  await written(deps, userId);
+  return logged(deps, userId);
+}
+
+/** A user's lockout as the log holds it now. */
+async function logged(deps: AppDeps, userId: string): Promise<Lockout> {
   const now = deps.clock.now().getTime();
   const events = [];
   for (const stream of failureStreams(userId, now, LOGIN_LIMITS.perUser)) events.push(...(await deps.eventStore.readStream(stream)));
@@ -98,7 +114,12 @@ export async function lockoutNow(deps: AppDeps, userId: string): Promise<Lockout
 }
 
 /** A login attempt under way: it ends as a failure (counted), a success (forgiven), or with no
- * answer on the password (a directory that cannot answer: abandoned, not counted for the user). */
+ * answer on the password (a directory that cannot answer: abandoned, not counted for the user).
+ * `failed` starts writing the failure and answers when it has landed; the login does not wait for
+ * it, so that a known user's failure answers in the time an unknown name's does (the write is the
+ * difference). Meanwhile the attempt still counts as under way in this instance, and this
+ * instance's next check of the user waits for it: only another instance may, for the time of
+ * that write, count one failure less. */
 export type Attempt = { failed(): Promise<void>; succeeded(): void; abandoned(): void };
 
 /**
@@ -118,10 +139,14 @@ export async function startAttempt(
   let blocked: number;
   let release = (): void => undefined;
   if (found === undefined) {
-    // A name no user has counts as typed (codes are case-sensitive: `U_PWD` is not `u_pwd`).
+    // The reads a user's check makes, of streams no user has, so that an unknown name takes the
+    // same time; it counts as typed (codes are case-sensitive: `U_PWD` is not `u_pwd`).
+    await logged(deps, NO_USER);
     blocked = state.perName.attempt(`name:${name}`, now);
   } else {
-    // Reserved before the log is read, so that this instance's attempts under way count.
+    // This instance's failures of the user in the log first; then reserved before the log is
+    // read, so that attempts under way here count (one landing meanwhile counts twice, for a moment).
+    await written(deps, found.id);
     const others = state.underWay.get(found.id) ?? 0;
     state.underWay.set(found.id, others + 1);
     let released = false;
@@ -133,7 +158,7 @@ export async function startAttempt(
       else state.underWay.set(found.id, left);
     };
     try {
-      const lockout = await lockoutNow(deps, found.id);
+      const lockout = await logged(deps, found.id);
       blocked =
         lockout.lockedUntil !== undefined
           ? lockout.lockedUntil.getTime() - now
@@ -151,15 +176,18 @@ export async function startAttempt(
     throw tooMany(reply, blocked);
   }
   return {
-    failed: async () => {
-      try {
-        if (found !== undefined) {
-          const [, current] = failureStreams(found.id, deps.clock.now().getTime(), LOGIN_LIMITS.perUser);
-          await appendTo(deps, current, 'LoginFailed', {}, metadataOf(deps, request));
-        }
-      } finally {
+    failed: () => {
+      if (found === undefined) return Promise.resolve();
+      const [, current] = failureStreams(found.id, deps.clock.now().getTime(), LOGIN_LIMITS.perUser);
+      const writes = state.writing.get(found.id) ?? new Set<Promise<void>>();
+      state.writing.set(found.id, writes);
+      const write = appendTo(deps, current, 'LoginFailed', {}, metadataOf(deps, request)).finally(() => {
+        writes.delete(write);
+        if (writes.size === 0 && state.writing.get(found.id) === writes) state.writing.delete(found.id);
         release();
-      }
+      });
+      writes.add(write);
+      return write;
     },
     abandoned: release,
     succeeded: () => {

@@ -198,6 +198,8 @@ describe('the failed-login lockout', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 10; i++) statuses.push((await login(i % 2 === 0 ? a : b, 'guessed_gus', `wrong-${String(i)}`)).statusCode);
     expect(statuses).toEqual(Array<number>(10).fill(401));
+    // A failure is written just after its 401 is sent; an instance's lockout read waits for its own.
+    for (const t of [a, b]) await t.call({ method: 'GET', url: '/api/v1/users/guessed_gus/lockout' });
     for (const t of [a, b]) {
       const limited = await login(t, 'guessed_gus', PASSWORD);
       expect(limited.statusCode).toBe(429);
