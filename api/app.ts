@@ -22,6 +22,9 @@ declare module 'fastify' {
   // eslint-disable-next-line @typescript-eslint/consistent-type-definitions -- module augmentation merges only into an interface
   interface FastifyContextConfig {
     permission?: Permission;
+    /** Without a permission: the route still needs a caller (a bearer token, or what a module
+     * recognises), and decides the rest itself (the logout, a user's own password). */
+    signedIn?: boolean;
     /** The resource whose records the route serves: a caller without the built-in permission
      * may still reach it through access rules naming it. */
     resource?: ResourceDefinition;
@@ -160,13 +163,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   app.addHook('onRequest', async (request) => {
-    const permission = request.routeOptions.config.permission;
-    if (permission === undefined) return;
+    const { permission, signedIn } = request.routeOptions.config;
+    if (permission === undefined && signedIn !== true) return;
     let caller =
       (request.headers.authorization === undefined ? await presentedCaller(request, deps) : undefined) ??
       (await authenticate(request.headers.authorization, deps.verifyToken));
-    for (const module of deps.modules) if (module.authenticated !== undefined) caller = await module.authenticated(caller, deps);
+    for (const module of deps.modules) if (module.authenticated !== undefined) caller = await module.authenticated(caller, deps, request);
     request.caller = caller;
+    if (permission === undefined) return;
     const resource = request.routeOptions.config.resource;
     if (resource === undefined || allows(caller, permission)) authorize(caller, permission);
     else await authorizeResource(deps, request, resource, permission);

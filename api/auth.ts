@@ -9,8 +9,10 @@ import { forbidden, unauthorized, type DomainError } from '../domain/shared/erro
 /** A token this service issued at login (POST /auth/token) names the password it was issued
  * under (a fingerprint of its hash), so that each request can check the user as it is now. A
  * directory login names the directory instead, and the codes of the directory-backed groups the
- * directory said the user is in (`groups`), which its roles are computed from while it lasts. */
-export type Session = { readonly pwd: string; readonly groups?: readonly string[] };
+ * directory said the user is in (`groups`), which its roles are computed from while it lasts.
+ * `sid` names the session itself, so that a logout can end it (tokens issued before sessions had
+ * ids have none). */
+export type Session = { readonly pwd: string; readonly groups?: readonly string[]; readonly sid?: string };
 
 export type Caller = { sub: string; roles: readonly string[]; session?: Session };
 
@@ -55,11 +57,15 @@ function callerOf(payload: JWTPayload): Caller {
   const roles = Array.isArray(payload.roles) ? payload.roles.filter((r): r is string => typeof r === 'string') : [];
   const session = payload[SESSION_CLAIM];
   if (typeof session === 'object' && session !== null && typeof (session as { pwd?: unknown }).pwd === 'string') {
-    const { pwd, groups } = session as { pwd: string; groups?: unknown };
+    const { pwd, groups, sid } = session as { pwd: string; groups?: unknown; sid?: unknown };
     return {
       sub: payload.sub,
       roles,
-      session: Array.isArray(groups) ? { pwd, groups: groups.filter((g): g is string => typeof g === 'string') } : { pwd },
+      session: {
+        pwd,
+        ...(Array.isArray(groups) ? { groups: groups.filter((g): g is string => typeof g === 'string') } : {}),
+        ...(typeof sid === 'string' ? { sid } : {}),
+      },
     };
   }
   return { sub: payload.sub, roles };
@@ -169,6 +175,7 @@ export function signHs256(secret: Uint8Array, caller: Caller, ttlSeconds = 12 * 
           [SESSION_CLAIM]: {
             pwd: caller.session.pwd,
             ...(caller.session.groups === undefined ? {} : { groups: [...caller.session.groups] }),
+            ...(caller.session.sid === undefined ? {} : { sid: caller.session.sid }),
           },
         }),
   })

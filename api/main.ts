@@ -62,6 +62,7 @@ function notificationPorts(config: Config, brokers: readonly string[], logger: K
       identity: {
         clientCertificates: config.TLS_CERT !== undefined && config.TLS_CLIENT_CA !== undefined,
         certificateUserField: config.TLS_CLIENT_USER_FIELD,
+        passwordPolicy: { minLength: config.PASSWORD_MIN_LENGTH, maxLength: config.PASSWORD_MAX_LENGTH, refuse: config.PASSWORD_REFUSE },
       },
       directory: {
         syncIntervalMs: config.LDAP_SYNC_INTERVAL_MS,

@@ -34,6 +34,7 @@ import type { WriteResult } from '../domain/resource/service.ts';
 import type { ResourceRecord } from '../domain/resource/decider.ts';
 import type { JsonObject } from '../domain/shared/json.ts';
 import type { CommandContext } from '../domain/shared/commandHandler.ts';
+import type { StreamDeclaration } from '../domain/shared/streams.ts';
 import type { z } from 'zod';
 import type { Caller, Permission, TokenVerifier } from './auth.ts';
 
@@ -96,6 +97,13 @@ export type ModuleSettings = {
     clientCertificates?: boolean;
     /** The certificate field whose value is the user's code (TLS_CLIENT_USER_FIELD; default CN). */
     certificateUserField?: string;
+    /** The password policy (PASSWORD_MIN_LENGTH, PASSWORD_MAX_LENGTH, PASSWORD_REFUSE); absent: the defaults. */
+    passwordPolicy?: {
+      readonly minLength: number;
+      readonly maxLength: number;
+      /** Members of the user a password may not be (code, name, givenName, familyName, email). */
+      readonly refuse: readonly string[];
+    };
   };
   /** The directory sync (modules/directory/). */
   directory?: {
@@ -140,9 +148,12 @@ export type Module = {
   readonly handlers?: (ctx: ModuleContext) => readonly ProcessorHandler[];
   readonly schedules?: (ctx: ModuleContext) => readonly Schedule[];
   readonly workers?: (ctx: ModuleContext) => readonly Worker[];
-  /** Who the caller of a request is, after its token is verified: a module may refuse it (401)
-   * or restate its roles (a login session: the user as it is now). */
-  readonly authenticated?: (caller: Caller, deps: AppDeps) => Promise<Caller>;
+  /** Who the caller of a request is, after its token is verified: a module may refuse it (401,
+   * or 403 for this request) or restate its roles (a login session: the user as it is now).
+   * `request` is absent when a caller is judged again outside a request (a long audit stream). */
+  readonly authenticated?: (caller: Caller, deps: AppDeps, request?: FastifyRequest) => Promise<Caller>;
+  /** Streams the module writes beside its records' (for the event catalogue). */
+  readonly streams?: readonly StreamDeclaration[];
   /** Who the caller of a request without a bearer token is, from what else it presents (a TLS
    * client certificate): undefined when it presents nothing the module reads, a 401 thrown when
    * what it presents is refused. */

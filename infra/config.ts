@@ -3,6 +3,12 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { CertificateUserFields } from '../modules/identity/domain/certificate.ts';
+import {
+  PASSWORD_LENGTH_CEILING,
+  PASSWORD_MAX_LENGTH,
+  PASSWORD_MIN_LENGTH,
+  PasswordRefusals,
+} from '../modules/identity/domain/password.ts';
 import { parseAttributeMapping } from '../modules/directory/domain/attributes.ts';
 import { isBalancedFilter } from '../modules/directory/domain/filter.ts';
 
@@ -219,6 +225,20 @@ export const ConfigSchema = z
       .default(0),
     LDAP_SYNC_USER_TYPE: z.enum(['INDIVIDUAL', 'WORK_GROUP', 'ORGANIZATION', 'EXTERNAL']).default('INDIVIDUAL'),
     LDAP_SYNC_AUTHENTICATION: z.enum(['LDAP', 'AD']).default('LDAP'),
+    // The password policy (modules/identity/domain/password.ts): lengths in characters, and the
+    // members of the user a password may not be (comma-separated; empty: none).
+    PASSWORD_MIN_LENGTH: z.coerce.number().int().min(1).max(PASSWORD_LENGTH_CEILING).default(PASSWORD_MIN_LENGTH),
+    PASSWORD_MAX_LENGTH: z.coerce.number().int().min(1).max(PASSWORD_LENGTH_CEILING).default(PASSWORD_MAX_LENGTH),
+    PASSWORD_REFUSE: z
+      .string()
+      .default(PasswordRefusals.join(','))
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== ''),
+      )
+      .pipe(z.array(z.enum(PasswordRefusals))),
     // Behind a reverse proxy: which X-Forwarded-For hops to believe for the client's address (the
     // login limit per address): `true` (every hop) or the proxies' addresses and CIDRs, comma-separated.
     // HTTPS on PORT instead of HTTP (docs/pki.md): the server's certificate chain and key (PEM
@@ -238,6 +258,8 @@ export const ConfigSchema = z
     if (oidc !== 0 && oidc !== 3) {
       ctx.addIssue({ code: 'custom', message: 'AUTH_ISSUER, AUTH_AUDIENCE and AUTH_JWKS_URL go together', path: ['AUTH_ISSUER'] });
     }
+    if (c.PASSWORD_MIN_LENGTH > c.PASSWORD_MAX_LENGTH)
+      ctx.addIssue({ code: 'custom', message: 'PASSWORD_MIN_LENGTH must not be above PASSWORD_MAX_LENGTH', path: ['PASSWORD_MIN_LENGTH'] });
     if ((c.TLS_CERT === undefined) !== (c.TLS_KEY === undefined))
       ctx.addIssue({ code: 'custom', message: 'TLS_CERT and TLS_KEY go together', path: ['TLS_CERT'] });
     if (c.TLS_CLIENT_CA !== undefined && c.TLS_CERT === undefined)

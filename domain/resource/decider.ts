@@ -206,6 +206,14 @@ function stripReadOnly(def: ResourceDefinition, input: unknown, id: string | und
   return rest;
 }
 
+/** The read-only members an own event stored on the record (a user's mustChangePassword): a
+ * replace or patch cannot set them, and keeps them as they are. */
+const storedReadOnly = (def: ResourceDefinition, fields: JsonObject): JsonObject =>
+  Object.fromEntries(Object.entries(fields).filter(([k]) => Object.hasOwn(def.readOnly, k)));
+
+const withoutReadOnly = (def: ResourceDefinition, fields: JsonObject): JsonObject =>
+  Object.fromEntries(Object.entries(fields).filter(([k]) => !Object.hasOwn(def.readOnly, k)));
+
 /** The reservation scope of a unique key: `code` keeps the category itself (the scope codes had
  * before keys were generalised, so logs written then keep their reservations). */
 export const keyScope = (def: ResourceDefinition, key: UniqueKey): string =>
@@ -327,7 +335,10 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
   if (state.status !== 'active') throw notFound(def.errorPrefix, state.status === 'absent' ? '' : state.id);
   switch (command.type) {
     case 'Replace': {
-      const fields = onChange(state.fields, validate(def, ctx, stripReadOnly(def, command.input, state.id), state.fields));
+      const fields = onChange(state.fields, {
+        ...validate(def, ctx, stripReadOnly(def, command.input, state.id), state.fields),
+        ...storedReadOnly(def, state.fields),
+      });
       if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
       return { events: [event('Replaced', fields)], ...keyMoves(def, state.fields, fields) };
     }
@@ -343,7 +354,8 @@ export function decide(def: ResourceDefinition, state: RecordState, command: Res
         );
       }
       assertNoDefaultRemoved(def, command.patch);
-      const fields = onChange(state.fields, validate(def, ctx, applyMergePatch(state.fields, command.patch), state.fields, true));
+      const merged = applyMergePatch(withoutReadOnly(def, state.fields), command.patch) as JsonObject;
+      const fields = onChange(state.fields, { ...validate(def, ctx, merged, state.fields, true), ...storedReadOnly(def, state.fields) });
       if (deepEqual(fields, state.fields)) return { events: [], claim: [], release: [] };
       const patch = mergePatchBetween(state.fields, fields);
       // A patch may say more than the state it leads to (every member it removes): then the state.

@@ -247,9 +247,11 @@ export type ResourceSpec<N extends string = string, E extends EventMap = EventMa
    * roles. 403 for anyone else. */
   adminOnly?: readonly string[];
   behaviour?: Behaviour<E, C>;
-  /** Members the API shows but never stores on the record (a job's steps, from its read model):
-   * in the record schema with their value when nothing fills them; ignored in create and replace
-   * bodies (as auditInfo is), refused in a patch. */
+  /** Members the API shows but a client never sets: filled from elsewhere (a job's steps, from its
+   * read model), or stored on the record by the resource's own events only (a user's
+   * mustChangePassword), which a replace or patch keeps as it is. In the record schema with their
+   * value when nothing fills them; ignored in create and replace bodies (as auditInfo is), refused
+   * in a patch. */
   readOnly?: Readonly<Record<string, { schema: z.ZodType; initial: unknown }>>;
 };
 

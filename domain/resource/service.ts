@@ -71,12 +71,14 @@ export const foldSpec = (def: ResourceDefinition, id: string): FoldSpec<RecordSt
   evolve: (s, e) => evolve(def, s, e),
 });
 
-/** A live record as the API shows it: with the read-only members nothing filled yet. */
+/** A live record as the API shows it: with the read-only members nothing filled yet (one an own
+ * event stored on the record shows as stored). */
 export const shown = (def: ResourceDefinition, state: RecordState & { status: 'active' | 'deleted' }): ResourceRecord => {
   const record = toRecord(state);
   if (Object.keys(def.readOnly).length === 0) return record;
   const { auditInfo, ...rest } = record;
-  return { ...rest, ...def.readOnly, auditInfo };
+  const unfilled = Object.entries(def.readOnly).filter(([k]) => !Object.hasOwn(rest, k));
+  return { ...rest, ...Object.fromEntries(unfilled), auditInfo };
 };
 
 /** What history and the audit feed show of an event's data: its type's current shape, never a

@@ -78,6 +78,21 @@ export const ERROR_CATALOGUE = {
     status: 'TOO_MANY_REQUESTS',
     meaning: 'Too many failed logins for this user or from this address: wait for Retry-After.',
   },
+  'AUTH.PASSWORD_CHANGE_REQUIRED': {
+    status: 'FORBIDDEN',
+    meaning:
+      "An admin set this user's password (`mustChangePassword`): its login token may only change it (PUT /api/v1/users/{idOrCode}/password with `currentPassword`) or log out until it does.",
+  },
+  'AUTH.CURRENT_PASSWORD_WRONG': {
+    status: 'FORBIDDEN',
+    meaning:
+      "`currentPassword` is not the user's password: nothing changed, and it counts as a failed login (429 AUTH.TOO_MANY_ATTEMPTS past the limit).",
+  },
+  'AUTH.NO_SESSION': {
+    status: 'CONFLICT',
+    meaning:
+      'The token was not issued by a login of this service (POST /api/v1/auth/token) after sessions had ids: it has no session to end, and works until its `exp`.',
+  },
   'DIRECTORY.UNAVAILABLE': {
     status: 'SERVICE_UNAVAILABLE',
     meaning:
@@ -217,6 +232,11 @@ export const ERROR_CATALOGUE = {
   'USER.LAST_ADMIN': {
     status: 'CONFLICT',
     meaning: 'The change would leave no enabled admin who can log in: make another user an enabled admin first.',
+  },
+  'USER.PASSWORD_NOT_USED': {
+    status: 'UNPROCESSABLE_ENTITY',
+    meaning:
+      "The user's `authentication` is not PASSWORD (a directory, a certificate or none judges its logins): no password is kept for it; change `authentication` first.",
   },
   'USER.THUMBNAIL_TOO_LARGE': { status: 'PAYLOAD_TOO_LARGE', meaning: 'The photo is over 1 MiB decoded: send a smaller image.' },
 

@@ -2,10 +2,18 @@
 // Users table: password, thumbnail, effective roles, users by type and by groups, the groups of a
 // user. A user and its groups named by id or code are read from the log; lists from read models.
 
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decodeBase64, IMAGE_TYPES, imageTypeOf } from '../domain/images.ts';
-import { hashPassword, passwordProblems, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../domain/password.ts';
+import {
+  hashPassword,
+  passwordPolicyOf,
+  passwordProblems,
+  PasswordRefusals,
+  PASSWORD_LENGTH_CEILING,
+  policyText,
+  verifyPassword,
+} from '../domain/password.ts';
 import { isValidGroup } from '../domain/roles.ts';
 import { user, type ThumbnailRef, type UserCommand } from '../domain/user.ts';
 import { UserKinds } from '../../registries/domain/userType.ts';
@@ -26,6 +34,7 @@ import { ifMatchVersion } from '../../../api/requestContext.ts';
 import { assertReadable, assertWritable, readable, readScope, writeContext } from '../../../api/access.ts';
 import { groupsOf, rolesOf } from './userRoles.ts';
 import { groupsOfUsers } from './memberships.ts';
+import { startAttempt } from './credentials.ts';
 
 const tags = [user.path];
 const base = `/api/v1/${user.path}`;
@@ -240,42 +249,104 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
   );
 }
 
-/** The password: policy, then only its hash is kept. */
+/** The password: a user's own change (proving the current one) or an admin's reset; the policy;
+ * then only its hash is kept. */
 function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
   const users = deps.runtime.service(user);
+  const policy = passwordPolicyOf(deps.settings?.identity?.passwordPolicy);
+  const secret = z.string().max(4 * PASSWORD_LENGTH_CEILING);
   r.put(
     `${base}/:idOrCode/password`,
     {
-      config: write,
+      // Any caller may try (a user's own change needs no role); the handler decides who may.
+      config: { signedIn: true, openDuringPasswordChange: true },
       schema: {
         tags,
-        summary: "Set a user's password",
+        summary: "Set a user's password: a user's own change, or an admin's reset",
         description:
-          "An admin sets any user's password; a user logged in through POST /auth/token sets its own; anyone else gets 403. " +
-          `Policy: ${String(PASSWORD_MIN_LENGTH)} to ${String(PASSWORD_MAX_LENGTH)} characters, not the user's code or e-mail (400 naming the rule). ` +
-          'Stored only as an argon2id hash (m = 19 MiB, t = 2, p = 1) in a UserPasswordChanged event; the plain text is never stored, echoed or logged.',
+          'A user logged in through POST /auth/token changes its own, giving the current one as `currentPassword` (required: 400 without it; a wrong one is ' +
+          '403 AUTH.CURRENT_PASSWORD_WRONG and counts as a failed login, so the lockout applies: 429 past it). The change clears `mustChangePassword`, and the ' +
+          "session's token stops working (it names the old password): log in again. An admin sets any other user's password without `currentPassword` (a reset; " +
+          'sending one is 400): the user gets `mustChangePassword: true`, and its login token may then only make this change or log out ' +
+          "(403 AUTH.PASSWORD_CHANGE_REQUIRED). An admin's own password through its own login session is an own change. Anyone else gets 403. " +
+          'A user whose `authentication` is not PASSWORD keeps no password: 422 USER.PASSWORD_NOT_USED, nothing stored. ' +
+          `Policy: ${policyText(policy)}; 400 naming the rule. Configurable: PASSWORD_MIN_LENGTH and PASSWORD_MAX_LENGTH ` +
+          `(at most ${String(PASSWORD_LENGTH_CEILING)}), PASSWORD_REFUSE (comma-separated, of ${PasswordRefusals.join(', ')}; default all). ` +
+          'Stored only as an argon2id hash (m = 19 MiB, t = 2, p = 1) in a UserPasswordChanged event, which says whether it was a reset; ' +
+          'the plain text is never stored, echoed or logged.',
         params: z.strictObject({ idOrCode: idOrCode() }),
-        body: z.strictObject({ password: z.string().max(4 * PASSWORD_MAX_LENGTH) }),
-        response: { 204: z.undefined(), ...errors(400, 403, 404, 412) },
+        body: z.strictObject({
+          password: secret,
+          currentPassword: secret
+            .optional()
+            .meta({ description: "the user's current password: required for one's own change, refused in an admin's reset" }),
+        }),
+        response: { 204: z.undefined(), ...errors(400, 401, 403, 404, 412, 422, 429) },
       },
     },
     async (request, reply) => {
       const target = await users.get(request.params.idOrCode);
-      // Setting another user's password is taking over the account: an admin's act. A user's own
-      // is the one its login session names (checked against the user at the start of the request);
-      // a token minted without a session names no user, whatever its `sub`.
-      const own = request.caller?.session !== undefined && request.caller.sub === target.code;
-      if (!own && !(request.caller !== undefined && allows(request.caller, 'admin'))) {
-        throw forbidden("Only an admin may set another user's password (a user sets its own through a login session)");
-      }
-      await assertWritable(deps, request, user, target);
-      const problems = passwordProblems(request.body.password, { code: target.code, email: target.email });
+      const own = await passwordChangeOf(deps, request, target);
+      const { password, currentPassword } = request.body;
+      const problems = passwordProblems(password, target, policy);
       if (problems.length > 0) throw validationFailed('The password does not meet the policy', problems);
-      const command: UserCommand = { type: 'SetPassword', passwordHash: await hashPassword(request.body.password) };
-      const result = await users.execute(target.id, command, await writeContext(deps, request, user), ifMatchVersion(request));
+      if (own) await proveCurrentPassword(deps, request, reply, target.id, currentPassword ?? '');
+      const ctx = await writeContext(deps, request, user);
+      // One's own password is one's own to change, whatever one may write of other users.
+      const { admit: _ownRecord, ...ownContext } = ctx;
+      const command: UserCommand = { type: 'SetPassword', passwordHash: await hashPassword(password), reset: !own };
+      const result = await users.execute(target.id, command, own ? ownContext : ctx, ifMatchVersion(request));
       return eventPosition(versionTag(reply, result.version), result.position).code(204).send();
     },
   );
+}
+
+/** Whether a password change is the user's own (true) or an admin's reset (false), refusing
+ * anyone else, a user that keeps no password, and a body that does not fit the kind. */
+async function passwordChangeOf(
+  deps: AppDeps,
+  request: FastifyRequest<{ Body: { currentPassword?: string | undefined } }>,
+  target: JsonObject & { id: string },
+): Promise<boolean> {
+  const caller = request.caller;
+  // Setting another user's password is taking over the account: an admin's act. A user's own
+  // is the one its login session names (checked against the user at the start of the request);
+  // a token minted without a session names no user, whatever its `sub`.
+  const own = caller?.session !== undefined && caller.sub === target.code;
+  if (!own && !(caller !== undefined && allows(caller, 'admin'))) {
+    throw forbidden("Only an admin may set another user's password (a user sets its own through a login session)");
+  }
+  if (!own) await assertWritable(deps, request, user, target);
+  if (target.authentication !== 'PASSWORD') {
+    throw new DomainError('USER.PASSWORD_NOT_USED', `The user's authentication is ${String(target.authentication)}: it keeps no password`, [
+      'authentication: must be PASSWORD for a password to be set',
+    ]);
+  }
+  const given = request.body.currentPassword !== undefined;
+  if (own && !given)
+    throw validationFailed('Changing your own password takes the current one', ['currentPassword: required for your own password']);
+  if (!own && given)
+    throw validationFailed("An admin's reset takes no current password", ["currentPassword: only for a user's own change"]);
+  return own;
+}
+
+/** A user's own change proves the current password, as a login does, and under the same lockout. */
+async function proveCurrentPassword(
+  deps: AppDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  id: string,
+  current: string,
+): Promise<void> {
+  const found = await deps.runtime.service(user).live(id);
+  const attempt = await startAttempt(deps, request, reply, found, id);
+  if (!(await verifyPassword(current, found?.hidden.passwordHash as string | undefined))) {
+    await attempt.failed();
+    throw new DomainError('AUTH.CURRENT_PASSWORD_WRONG', 'currentPassword is not your current password', [
+      'currentPassword: does not match',
+    ]);
+  }
+  attempt.succeeded();
 }
 
 /** The thumbnail: checked by its bytes, kept in the blob store. */

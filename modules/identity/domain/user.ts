@@ -100,9 +100,20 @@ const userEvents = {
   UserDeleted: deleted(),
   UserPasswordChanged: ownEvent({
     meaning:
-      "The user's password was set (PUT /api/v1/users/{id}/password): its argon2id hash, hidden (never in reads, history or the audit feed).",
-    data: z.strictObject({ passwordHash: z.string() }),
-    evolve: (r, d) => ({ ...r, hidden: { ...r.hidden, passwordHash: d.passwordHash } }),
+      "The user's password was set (PUT /api/v1/users/{id}/password): its argon2id hash, hidden (never in reads, history or the audit feed), and " +
+      'whether the user must change it (an admin set it: true; the user changed its own: false), shown on the user as `mustChangePassword`.',
+    data: z.strictObject({
+      passwordHash: z.string(),
+      // Optional: events written before it existed say nothing, and leave the flag as it was.
+      mustChangePassword: z
+        .boolean()
+        .optional()
+        .meta({ description: 'true: an admin set it (a reset); false: the user changed its own; absent in events written before' }),
+    }),
+    evolve: (r, d) => ({
+      fields: d.mustChangePassword === undefined ? r.fields : { ...r.fields, mustChangePassword: d.mustChangePassword },
+      hidden: { ...r.hidden, passwordHash: d.passwordHash },
+    }),
   }),
   UserAddedToGroup: ownEvent({
     meaning:
@@ -129,7 +140,13 @@ export type UserEvent = EventOf<typeof userEvents>;
 
 /** The user's own commands: its password (already hashed) and its thumbnail (already stored). */
 const userCommands = {
-  SetPassword: command("Set the user's password, hashed before the command.", z.strictObject({ passwordHash: z.string() })),
+  SetPassword: command(
+    "Set the user's password, hashed before the command: by the user itself (`reset` false), or by an admin (`reset` true: the user must change it).",
+    z.strictObject({
+      passwordHash: z.string(),
+      reset: z.boolean().meta({ description: "true: an admin's reset (the user must change it); false: the user's own change" }),
+    }),
+  ),
   SetThumbnail: command(
     "Set the user's thumbnail, stored in the blob store before the command.",
     z.strictObject({ thumbnail: thumbnailRef }),
@@ -174,7 +191,8 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
     'EXTERNAL it may be left out and is then derived from givenName and familyName (and follows them while derived). `status` defaults to ENABLE. ' +
     "`authentication` defaults to PASSWORD: SPEC.md's schema default, which the embedded login uses (its field text names AD, the two disagree; " +
     'PASSWORD is the one this service can honour without a directory). `groups` are codes of existing user groups, `supervisorId` an existing user ' +
-    'that is not the user itself nor below it (422 otherwise). The password and thumbnail have their own routes and are never part of the record.',
+    'that is not the user itself nor below it (422 otherwise). The password and thumbnail have their own routes and are never part of the record; ' +
+    '`mustChangePassword` (read-only) says an admin set the password and the user has not changed it since.',
   fields: z.strictObject({
     code: code().meta({ description: 'business key; the login name' }),
     type: z.enum(UserKinds),
@@ -233,6 +251,21 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
   ],
   indexed: ['type', 'status', 'groups', 'supervisorId', 'email', 'familyName'],
   hidden: ['passwordHash', 'thumbnail'],
+  // Set by the password's own event only: a client cannot set it through create, replace or patch
+  // (a replace keeps it; a patch naming it is 400).
+  readOnly: {
+    mustChangePassword: {
+      schema: z
+        .boolean()
+        .optional()
+        .meta({
+          description:
+            'Read-only: true after an admin set the password (PUT /api/v1/users/{idOrCode}/password without currentPassword), until the user changes it ' +
+            'itself; meanwhile its login token answers 403 AUTH.PASSWORD_CHANGE_REQUIRED to anything but that change and the logout. False or absent otherwise.',
+        }),
+      initial: undefined,
+    },
+  },
   adminOnly: ['roles'],
   events: userEvents,
   commands: userCommands,
@@ -248,7 +281,7 @@ export const user: ResourceDefinition<typeof userEvents, typeof userCommands> = 
         case 'LeaveGroup':
           return groupsOf(record.fields).includes(c.group) ? [{ type: 'UserRemovedFromGroup', data: { group: c.group } }] : [];
         case 'SetPassword':
-          return [{ type: 'UserPasswordChanged', data: { passwordHash: c.passwordHash } }];
+          return [{ type: 'UserPasswordChanged', data: { passwordHash: c.passwordHash, mustChangePassword: c.reset } }];
         case 'SetThumbnail':
           return [{ type: 'UserThumbnailChanged', data: { ...c.thumbnail } }];
         default:

@@ -4,6 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signHs256 } from '../../../api/auth.ts';
+import { givePassword } from '../../support/passwords.ts';
 import { startTestApp, TEST_SECRET, type TestApp } from '../../support/testApp.ts';
 
 let t: TestApp;
@@ -264,14 +265,7 @@ describe('access rules', () => {
       url: '/api/v1/users',
       payload: { code: 'auditor', type: 'INDIVIDUAL', givenName: 'A', chars: {}, roles: ['RW_NORTH'] },
     });
-    await t.call({ method: 'PUT', url: '/api/v1/users/auditor/password', payload: { password: 'auditor-password-123' } });
-    const login = await t.call({
-      method: 'POST',
-      url: '/api/v1/auth/token',
-      payload: { username: 'auditor', password: 'auditor-password-123' },
-      as: null,
-    });
-    const token = login.json<{ access_token: string }>().access_token;
+    const token = await givePassword(t, 'auditor', 'auditor-password-123');
     const res = await t.call({
       method: 'POST',
       url: '/api/v1/users/search',

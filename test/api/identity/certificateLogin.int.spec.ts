@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tlsServerOptions, watchClientCrl } from '../../../infra/tls.ts';
 import { makePki, opensslMissing, type Pair, type Pki } from '../../support/pki.ts';
 import { defaultServiceEnv, startServiceProcess, stopServiceProcess } from '../../support/serviceProcess.ts';
+import { givePassword } from '../../support/passwords.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 type ErrorBody = { status: string; code: string; errors: string[]; message: string };
@@ -192,13 +193,13 @@ describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subjec
 
   it('a PASSWORD user logs in with its password on the TLS listener; a PKI user cannot, whatever its password', async () => {
     const password = 'Correct-Horse-Battery-7781';
-    expect((await t.call({ method: 'PUT', url: '/api/v1/users/pwd_paul/password', payload: { password } })).statusCode).toBe(204);
+    await givePassword(t, 'pwd_paul', password);
     const login = await call(port, pki.caPem, { method: 'POST', path: '/api/v1/auth/token', body: { username: 'pwd_paul', password } });
     expect(login.status).toBe(200);
     expect((await get('/api/v1/users/pwd_paul', undefined, (login.body as { access_token: string }).access_token)).status).toBe(200);
-    // Setting a password on a PKI user may be refused (422) or stored; either way it logs no one in.
+    // A password on a PKI user is refused (422): it would log no one in.
     const set = await t.call({ method: 'PUT', url: '/api/v1/users/pki_alice/password', payload: { password } });
-    expect([204, 422]).toContain(set.statusCode);
+    expect([set.statusCode, set.json<{ code: string }>().code]).toEqual([422, 'USER.PASSWORD_NOT_USED']);
     expect(
       (await call(port, pki.caPem, { method: 'POST', path: '/api/v1/auth/token', body: { username: 'pki_alice', password } })).status,
     ).toBe(401);

@@ -4,6 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signHs256 } from '../../../api/auth.ts';
+import { givePassword } from '../../support/passwords.ts';
 import { startTestApp, TEST_SECRET, type TestApp } from '../../support/testApp.ts';
 
 let t: TestApp;
@@ -88,15 +89,13 @@ describe('granting roles and setting passwords', () => {
         })
       ).statusCode,
     ).toBe(403);
-    await t.call({ method: 'PUT', url: '/api/v1/users/self/password', payload: { password: PASSWORD } });
-    const login = await t.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: 'self', password: PASSWORD }, as: null });
-    const session = { authorization: `Bearer ${login.json<{ access_token: string }>().access_token}` };
+    const session = { authorization: `Bearer ${await givePassword(t, 'self', PASSWORD)}` };
     expect(
       (
         await t.call({
           method: 'PUT',
           url: '/api/v1/users/self/password',
-          payload: { password: `${PASSWORD}-2` },
+          payload: { password: `${PASSWORD}-2`, currentPassword: PASSWORD },
           headers: session,
           as: null,
         })
@@ -177,7 +176,7 @@ describe('login', () => {
 
   it('ends a session when its user is disabled or changes its password, and follows its roles as they are', async () => {
     await user('sess', { roles: ['viewer'] });
-    await t.call({ method: 'PUT', url: '/api/v1/users/sess/password', payload: { password: PASSWORD } });
+    await givePassword(t, 'sess', PASSWORD);
     const login = async () =>
       (await t.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: 'sess', password: PASSWORD }, as: null })).json<{
         access_token: string;
