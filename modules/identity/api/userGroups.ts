@@ -14,9 +14,10 @@ import { uuid, withinPeriod } from '../../../domain/shared/fields.ts';
 import { isUuid } from '../../../domain/shared/ids.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { assertReadable, readable, readScope, writable } from '../../../api/access.ts';
-import { sendDocuments, sendItems } from '../../../api/documentStream.ts';
+import { sendItems } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps, type ZodRoutes } from '../../../api/module.ts';
-import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
+import { eq, isIn, recordsWhere, sendPageWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
+import { pagedNote, pagingQuery } from '../../../api/paging.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOrCode } from '../../../api/schemas.ts';
@@ -277,19 +278,17 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
         summary: 'User groups whose characteristic at a path equals a value',
         description:
           '`path` is a dotted path below `chars` (segments of letters, digits, `_`, `-`; 400 otherwise), compared as the read model compares a free-form ' +
-          'value: equal text, or an equal number or boolean. At most 10000 groups, by code.',
-        querystring: z.strictObject({ path: charsPath, value: z.string().max(1000), minPosition: position.optional() }),
+          `value: equal text, or an equal number or boolean. ${pagedNote('by code')}`,
+        querystring: z.strictObject({ path: charsPath, value: z.string().max(1000), minPosition: position.optional(), ...pagingQuery }),
         response: { 200: z.array(userGroup.record), ...errors(400, 503) },
       },
     },
-    async (request, reply) => {
-      const within = await readScope(deps, request, userGroup);
-      const { collection, ids } = await idsWhere(deps, userGroup, [eq(`chars.${request.query.path}`, request.query.value)], {
+    async (request, reply) =>
+      sendPageWhere(request, reply, deps, userGroup, [eq(`chars.${request.query.path}`, request.query.value)], {
         minPosition: request.query.minPosition,
-        within,
-      });
-      return sendDocuments(reply, deps.readStore, collection, ids);
-    },
+        within: await readScope(deps, request, userGroup),
+        paging: request.query,
+      }),
   );
 }
 
@@ -376,10 +375,9 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
         schema: {
           tags,
           summary: valid ? 'The valid users of a group: ENABLE, and now inside their validity window' : 'The users of a group',
-          description:
-            'The group is read from the log; its users from the read model (`minPosition` waits for a write). At most 10000, by code.',
+          description: `The group is read from the log; its users from the read model (\`minPosition\` waits for a write). ${pagedNote('by code')}`,
           params: z.strictObject({ idOrCode: idOrCode() }),
-          querystring: z.strictObject({ minPosition: position.optional() }),
+          querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
           response: { 200: z.array(user.record), ...errors(400, 404, 503) },
         },
       },
@@ -387,12 +385,13 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
         // The group is another resource: a caller who may not read it learns nothing of it (404).
         const group = await assertReadable(deps, request, userGroup, await groups.get(request.params.idOrCode));
         const filter = [eq('groups', String(group.code)), ...(valid ? [eq('status', 'ENABLE')] : [])];
-        const members = await recordsWhere(deps, user, filter, {
+        const now = deps.clock.now();
+        return sendPageWhere(request, reply, deps, user, filter, {
           minPosition: request.query.minPosition,
           within: await readScope(deps, request, user),
+          paging: request.query,
+          ...(valid ? { keep: (m: JsonObject) => isActiveUser(m, now) } : {}),
         });
-        const now = deps.clock.now();
-        return sendItems(reply, valid ? members.filter((m) => isActiveUser(m, now)) : members);
       },
     );
   }
