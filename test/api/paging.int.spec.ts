@@ -4,14 +4,10 @@
 // missing. Over real HTTP on the embedded stores, and with the read models on each MongoDB peer.
 
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStores } from '../../infra/stores.ts';
-import { eachMongoPeer, withDatabase } from '../support/mongoPeers.ts';
-import { manualClock, startTestApp, type CallOptions, type TestApp, type TestResponse } from '../support/testApp.ts';
+import { eachMongoDatabase } from '../support/mongoPeers.ts';
+import { signHs256 } from '../../api/auth.ts';
+import { manualClock, startTestApp, TEST_SECRET, type CallOptions, type TestApp, type TestResponse } from '../support/testApp.ts';
 
 type Row = { id: string; code?: string; startDate?: string; auditInfo: { whenInserted: string } };
 const N = 23;
@@ -21,17 +17,8 @@ describe('over real HTTP on the embedded stores', () => {
   pagingSuite(undefined);
 });
 
-eachMongoPeer('over real HTTP, read models on', (_peer, url) => {
-  const dbName = `paging_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-  afterAll(async () => {
-    const client = new MongoClient(url());
-    try {
-      await client.db(dbName).dropDatabase();
-    } finally {
-      await client.close();
-    }
-  });
-  pagingSuite(() => withDatabase(url(), dbName));
+eachMongoDatabase('over real HTTP, read models on', 'paging', (_peer, url) => {
+  pagingSuite(url);
 });
 
 /** The next page's URL from a Link header, or undefined on the last page. */
@@ -61,6 +48,13 @@ function pagingSuite(mongodbUrl: (() => string) | undefined): void {
     return res.json<Row>();
   };
 
+  /** N records, the i-th made from bodyOf(i), one after the other. */
+  const createN = async (url: string, bodyOf: (i: number) => unknown): Promise<Row[]> => {
+    const rows: Row[] = [];
+    for (let i = 0; i < N; i++) rows.push(await create(url, bodyOf(i)));
+    return rows;
+  };
+
   /** Every page from the first, following Link: the rows of each page. */
   async function pages(method: 'GET' | 'POST', first: string, payload?: unknown): Promise<Row[][]> {
     const all: Row[][] = [];
@@ -86,12 +80,7 @@ function pagingSuite(mongodbUrl: (() => string) | undefined): void {
   const startOrder = byKey((r) => r.startDate ?? '');
 
   beforeAll(async () => {
-    if (mongodbUrl === undefined) t = await startTestApp({ clock });
-    else {
-      const dataDir = mkdtempSync(join(tmpdir(), 'admin-test-'));
-      const stores = await openStores({ DATA_DIR: dataDir, EVENTSTORE_URL: undefined, MONGODB_URL: mongodbUrl() });
-      t = await startTestApp({ clock, dataDir, stores });
-    }
+    t = await startTestApp({ clock, ...(mongodbUrl === undefined ? {} : { readModelsOn: mongodbUrl() }) });
     await t.listen();
     await create('/api/v1/user-types', { code: 'PERSON', name: 'Person', type: 'INDIVIDUAL' });
     await create('/api/v1/user-group-types', { code: 'TEAM', name: 'Team', registry: {} });
@@ -128,41 +117,15 @@ function pagingSuite(mongodbUrl: (() => string) | undefined): void {
         groups: made.groups.map((g) => g.code),
       }),
     ];
-    made.regions = [];
-    for (let i = 0; i < N; i++)
-      made.regions.push(await create('/api/v1/user-group-regions', { userGroupId: group.id, regionId: randomUUID() }));
-    made.jobs = [];
-    for (let i = 0; i < N; i++)
-      made.jobs.push(await create('/api/v1/jobs', { startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'PAGE' }));
+    made.regions = await createN('/api/v1/user-group-regions', () => ({ userGroupId: group.id, regionId: randomUUID() }));
+    made.jobs = await createN('/api/v1/jobs', () => ({ startDate: '2026-11-23T10:00:00Z', status: 'NEW', jobType: 'PAGE' }));
     await create('/api/v1/log-types', { code: 'HTTP_OUT', name: 'HTTP out' });
-    made.logs = [];
-    for (let i = 0; i < N; i++) {
-      // Pairs of logs share a start: id orders them.
-      const startDate = new Date(Date.parse('2026-11-20T00:00:00Z') + Math.floor(i / 2) * 60_000).toISOString();
-      made.logs.push(
-        await create('/api/v1/logs', {
-          ownerType: 'TICKET',
-          ownerId: 'T-PAGE',
-          logTypeCode: 'HTTP_OUT',
-          request: 'GET /',
-          response: '200 OK',
-          correlationId: randomUUID(),
-          startDate,
-          endDate: startDate,
-        }),
-      );
-    }
-    made.sharings = [];
-    for (let i = 0; i < N; i++)
-      made.sharings.push(
-        await create('/api/v1/sharings', {
-          ownerType: 'USER_GROUP',
-          ownerId: 'g-page',
-          refType: 'DOCUMENT',
-          refId: `d-${String(i % 4)}`,
-          sharingTypeCode: 'READ',
-        }),
-      );
+    // Pairs of logs share a start: id orders them.
+    const startOf = (i: number) => new Date(Date.parse('2026-11-20T00:00:00Z') + Math.floor(i / 2) * 60_000).toISOString();
+    const log = { ownerType: 'TICKET', ownerId: 'T-PAGE', logTypeCode: 'HTTP_OUT', request: 'GET /', response: '200 OK' };
+    made.logs = await createN('/api/v1/logs', (i) => ({ ...log, correlationId: randomUUID(), startDate: startOf(i), endDate: startOf(i) }));
+    const sharing = { ownerType: 'USER_GROUP', ownerId: 'g-page', refType: 'DOCUMENT', sharingTypeCode: 'READ' };
+    made.sharings = await createN('/api/v1/sharings', (i) => ({ ...sharing, refId: `d-${String(i % 4)}` }));
     await create('/api/v1/notification-templates', {
       code: 'PAGED',
       name: 'PAGED',
@@ -171,17 +134,14 @@ function pagingSuite(mongodbUrl: (() => string) | undefined): void {
       content: 'paged',
       status: 'ACTIVE',
     });
-    made.notifications = [];
-    for (let i = 0; i < N; i++)
-      made.notifications.push(
-        await create('/api/v1/notifications', {
-          ownerType: 'TICKET',
-          ownerId: 'T-PAGE',
-          templateCode: 'PAGED',
-          notificationTo: [{ email: 'ada@example.com' }],
-          data: {},
-        }),
-      );
+    const note = {
+      ownerType: 'TICKET',
+      ownerId: 'T-PAGE',
+      templateCode: 'PAGED',
+      notificationTo: [{ email: 'ada@example.com' }],
+      data: {},
+    };
+    made.notifications = await createN('/api/v1/notifications', () => note);
   });
   afterAll(async () => {
     await t.close();
@@ -312,6 +272,30 @@ function pagingSuite(mongodbUrl: (() => string) | undefined): void {
       expect(whole.headers.link).toBeUndefined();
       expect(whole.json<Row[]>().map((r) => r.id)).toEqual(expected.map((r) => r.id));
     });
+  });
+
+  it("narrows every page to what the caller's access rules cover", async () => {
+    const expression = JSON.stringify([{ column: 'code', operator: 'LT', value: 'P0500' }]);
+    await create('/api/v1/access-rules', {
+      code: 'PAGED_LOW',
+      name: 'low',
+      entityName: 'worklog-types',
+      fullAccess: false,
+      accessRule: 'READ',
+      expression,
+    });
+    const token = await signHs256(TEST_SECRET, { sub: 'paged-low', roles: ['PAGED_LOW'] });
+    const covered = (made.worklogTypes ?? []).filter((r) => (r.code ?? '') < 'P0500').sort(codeOrder);
+    expect(covered.length).toBeGreaterThan(3);
+    const seen: Row[][] = [];
+    for (let url: string | undefined = `/api/v1/worklog-types?minPosition=${at}&limit=3`; url !== undefined;) {
+      const res: TestResponse = await t.call({ method: 'GET', url, headers: { authorization: `Bearer ${token}` }, as: null });
+      expect(res.statusCode, res.body).toBe(200);
+      seen.push(res.json<Row[]>());
+      url = nextOf(res);
+    }
+    expect(seen.slice(0, -1).every((p) => p.length === 3)).toBe(true);
+    expect(seen.flat().map((r) => r.id)).toEqual(covered.map((r) => r.id));
   });
 
   it('refuses a limit over the maximum, under 1 or not a number, and a cursor it did not give out, with the error body', async () => {
