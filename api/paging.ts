@@ -58,13 +58,14 @@ export const repostNote = 'The next page is the same body posted to the URL of t
 /** The order a collection is paged in: by one column (ascending), then by id; or by id alone. */
 export type Keyset = { column: Column | undefined };
 
-type Position = { value: Scalar | null; id: string };
+/** Where a page ends: the last row's sort value and id. */
+export type Position = { value: Scalar | null; id: string };
 
-const invalidCursor = (why: string): DomainError =>
+export const invalidCursor = (why: string): DomainError =>
   new DomainError('REQUEST.INVALID_CURSOR', 'The cursor is not one this collection gave out', [`cursor: ${why}`]);
 
 /** The cursor: base64url of `[sort value, id]` of the last row sent (for id order, the id twice). */
-function encodeCursor(at: Position): string {
+export function encodeCursor(at: Position): string {
   return Buffer.from(JSON.stringify([at.value, at.id]), 'utf8').toString('base64url');
 }
 
@@ -78,7 +79,7 @@ const fitsColumn = (column: Column | undefined, value: unknown): value is Scalar
 
 /** A cursor as sent back: any text that is not a pair of a value of the order's type and an id is a
  * 400 (a cursor is only ever copied from a Link). */
-function decodeCursor(keyset: Keyset, cursor: string): Position {
+export function decodeCursor(keyset: Keyset, cursor: string): Position {
   let body: unknown;
   try {
     body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));

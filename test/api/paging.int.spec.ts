@@ -274,6 +274,43 @@ function pagingSuite(mongodbUrl: (() => string) | undefined): void {
     });
   });
 
+  it('pages the groups of several users by (user, group) pairs, in the order of the users, each one once', async () => {
+    const [member] = made.member ?? [];
+    const [u0, u1] = made.users ?? [];
+    const unknown = randomUUID();
+    const userIds = [member?.id, unknown, u0?.id, u1?.id];
+    const expected = [
+      ...[...(made.groups ?? [])].sort(codeOrder).map((g) => `${member?.id ?? ''} ${g.id}`),
+      `${u0?.id ?? ''} ${group().id}`,
+      `${u1?.id ?? ''} ${group().id}`,
+    ];
+    const sizes: number[] = [];
+    const seen: string[] = [];
+    const merged: Record<string, string[]> = {};
+    for (let url: string | undefined = `/api/v1/user-groups/by-users?minPosition=${at}&limit=5`; url !== undefined;) {
+      const res: TestResponse = await t.call({ method: 'POST', url, payload: { userIds } });
+      expect(res.statusCode, res.body).toBe(200);
+      const page = Object.entries(res.json<Record<string, Row[]>>());
+      sizes.push(page.reduce((n, [, groups]) => n + groups.length, 0));
+      for (const [userId, groups] of page) {
+        merged[userId] = [...(merged[userId] ?? []), ...groups.map((g) => g.id)];
+        seen.push(...groups.map((g) => `${userId} ${g.id}`));
+      }
+      url = nextOf(res);
+    }
+    expect(sizes).toEqual([5, 5, 4]);
+    expect(seen).toEqual(expected);
+    expect(Object.keys(merged)).toEqual(userIds);
+    expect(merged[unknown]).toEqual([]);
+    const whole = await t.call({ method: 'POST', url: '/api/v1/user-groups/by-users', payload: { userIds } });
+    expect(whole.headers.link).toBeUndefined();
+    expect(Object.values(whole.json<Record<string, Row[]>>()).flat()).toHaveLength(expected.length);
+    const stranger = Buffer.from(JSON.stringify(['G', randomUUID()])).toString('base64url');
+    const refused = await t.call({ method: 'POST', url: `/api/v1/user-groups/by-users?cursor=${stranger}`, payload: { userIds } });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json()).toMatchObject({ code: 'REQUEST.INVALID_CURSOR' });
+  });
+
   it("narrows every page to what the caller's access rules cover", async () => {
     const expression = JSON.stringify([{ column: 'code', operator: 'LT', value: 'P0500' }]);
     await create('/api/v1/access-rules', {

@@ -17,7 +17,7 @@ import { assertReadable, readable, readScope, writable } from '../../../api/acce
 import { sendItems } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps, type ZodRoutes } from '../../../api/module.ts';
 import { eq, isIn, recordsWhere, sendPageWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
-import { pagedNote, pagingQuery } from '../../../api/paging.ts';
+import { DEFAULT_LIMIT, linkNext, MAX_LIMIT, pagedNote, pagingQuery, repostNote } from '../../../api/paging.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOrCode } from '../../../api/schemas.ts';
@@ -256,17 +256,25 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'The groups of several users: { userId: [group] }',
-        description: 'Users unknown here map to an empty list. Groups come from the read model (`minPosition` waits for a write).',
-        querystring: z.strictObject({ minPosition: position.optional() }),
+        description:
+          'Users unknown here map to an empty list. Groups come from the read model (`minPosition` waits for a write). ' +
+          `Paged by (user, group) pairs: \`limit\` pairs (default ${String(DEFAULT_LIMIT)}, at most ${String(MAX_LIMIT)}), in the order of \`userIds\`, ` +
+          "each user's groups by code; a user's list may go on in the next page, whose map then names it again (append its lists). " +
+          `When more follow, \`Link: <…>; rel="next"\` names the next page. ${repostNote}`,
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         body: z.strictObject({ userIds: z.array(uuid()).min(1).max(MAX_KEYS) }),
         response: { 200: z.record(z.string(), z.array(userGroup.record)), ...errors(400, 503) },
       },
     },
-    async (request) =>
-      groupsOfUsers(deps, request, request.body.userIds, {
+    async (request, reply) => {
+      const { answer, next } = await groupsOfUsers(deps, request, request.body.userIds, {
         minPosition: request.query.minPosition,
         within: await readScope(deps, request, userGroup),
-      }),
+        paging: request.query,
+      });
+      linkNext(request, reply, next);
+      return answer;
+    },
   );
 
   r.get(
