@@ -5,6 +5,8 @@
 // 413 and 415 with a body; 412 with If-Match; 503 where a read waits for a read model). A client
 // generated from the document then knows everything the server does.
 
+import { NEXT_PAGE_HEADER } from './paging.ts';
+
 type Json = Record<string, unknown>;
 type Operation = { parameters?: Json[]; responses?: Record<string, Json>; requestBody?: unknown; security?: unknown[] };
 
@@ -69,6 +71,7 @@ const headers: Json = {
   },
   RequestId: { description: 'The request id (sent or generated).', schema: { type: 'string' } },
   CorrelationId: { description: 'The correlation id (sent, else the request id).', schema: { type: 'string' } },
+  NextPage: NEXT_PAGE_HEADER,
 };
 
 const ERROR_TEXT: Record<string, string> = {
@@ -98,9 +101,14 @@ function addHeaders(op: Operation, names: readonly string[]): void {
 }
 
 const headerName = (name: string): string =>
-  ({ ETag: 'ETag', Location: 'Location', EventPosition: 'X-Event-Position', RequestId: 'X-Request-Id', CorrelationId: 'X-Correlation-Id' })[
-    name
-  ] ?? name;
+  ({
+    ETag: 'ETag',
+    Location: 'Location',
+    EventPosition: 'X-Event-Position',
+    RequestId: 'X-Request-Id',
+    CorrelationId: 'X-Correlation-Id',
+    NextPage: 'Link',
+  })[name] ?? name;
 
 function addParameters(op: Operation, names: readonly string[]): void {
   op.parameters = [...(op.parameters ?? []), ...names.map((n) => ref('parameters', n))];
@@ -155,6 +163,8 @@ function describe(method: string, path: string, op: Operation): void {
   if (create || change) describeWrite(method, op, change);
   else if (method === 'get') describeRead(path, op, record);
   if ((op.parameters ?? []).some((p) => p.name === 'minPosition')) addError(op, '503');
+  // A paged read (api/paging.ts): its 200 may name the next page.
+  if ((op.parameters ?? []).some((p) => p.name === 'cursor' && p.in === 'query')) addHeaders(op, ['NextPage']);
 }
 
 export function withProtocol<T extends Json>(document: T): T {

@@ -4,7 +4,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Document } from '../domain/ports.ts';
 import type { Operation, ResourceDefinition } from '../domain/resource/defineResource.ts';
 import type { WriteResult } from '../domain/resource/service.ts';
 import { catchUpTo, position } from './readModelWait.ts';
@@ -22,7 +21,9 @@ import {
 } from '../domain/shared/filtering.ts';
 import type { AppDeps, ResourceRouteOptions } from './module.ts';
 import { answerWrite as answerWriteTo, location, recordKey, sendRecord } from './replies.ts';
-import { documentsOf, sendDocuments, sendItems, sendPage } from './documentStream.ts';
+import { sendDocuments, sendItems, sendPage } from './documentStream.ts';
+import { pagedNote, pagingQuery } from './paging.ts';
+import { sendPageWhere } from './readModelQuery.ts';
 import { ErrorBodySchema } from './errorHandler.ts';
 import { ifMatchVersion } from './requestContext.ts';
 import { accessTo, assertReadable, assertWritable, readScope, writeContext } from './access.ts';
@@ -34,8 +35,6 @@ import { exchangeRoutes } from './exchangeRoutes.ts';
 
 const MAX_HISTORY_PAGE = 1000;
 const BY_IDS_CHUNK = 20;
-/** Records read per page of a list-all answer. */
-const LIST_PAGE = 100;
 
 const bool = z.enum(['true', 'false']).transform((s) => s === 'true');
 
@@ -483,9 +482,9 @@ function historyRoute({ r, def, deps, service, base, tags, read, offers, target,
 }
 
 /** List, search, page, count and autocomplete: served by the read model. */
-/** List all, a page at a time as it is sent: in the default order by a keyset on its unique first
- * column (`code`), else by id (ReadStore.scan). */
-function listRoute({ r, def, deps, base, tags, record, catchUp, query, read, collection }: RouteKit): void {
+/** List all, a page at a time (api/paging.ts): in the default order by a keyset on its unique first
+ * column (`code`), else by id. */
+function listRoute({ r, def, deps, base, tags, record, read }: RouteKit): void {
   const keyed = def.unique.find((k) => k.fields.length === 1 && k.fields[0] === def.defaultSort[0])?.fields[0];
   r.get(
     base,
@@ -494,41 +493,18 @@ function listRoute({ r, def, deps, base, tags, record, catchUp, query, read, col
       schema: {
         tags,
         summary: `List all ${def.name} records`,
-        description:
-          `In ${keyed ?? 'id'} order, read from the read model a page at a time as it is sent (a keyset: however large ` +
-          'the model, the service holds one page): every record live throughout the answer is in it exactly once. Use search for another order.',
-        querystring: readModelQuery,
-        response: { 200: z.array(record) },
+        description: `${pagedNote(`in ${keyed ?? 'id'} order`)} Use search for another order.`,
+        querystring: readModelQuery.extend(pagingQuery),
+        response: { 200: z.array(record), ...errors(400) },
       },
     },
-    async (request, reply) => {
-      await catchUp(request.query.minPosition);
-      const from = collection();
-      const narrowedRead = (await readScope(deps, request, def)) !== undefined;
-      const pageAfter = async (after: Document | undefined): Promise<Document[]> => {
-        if (keyed === undefined && !narrowedRead)
-          return deps.readStore.scan(from, { ...(after === undefined ? {} : { after: after.id }), limit: LIST_PAGE });
-        // A caller narrowed by access rules pages by a query (scan cannot filter): the keyset on id then.
-        const key = keyed ?? 'id';
-        const filter = after === undefined ? [] : [{ column: key, operator: 'GT', value: String(after[key]) }];
-        const ids = await deps.readStore.findIds(from, await query({ filter, sort: [{ column: key, order: 'ASC' }] }, request), {
-          offset: 0,
-          limit: LIST_PAGE,
-        });
-        const docs: Document[] = [];
-        for await (const doc of documentsOf(deps.readStore, from, ids)) docs.push(doc);
-        return docs;
-      };
-      async function* pages(): AsyncGenerator {
-        for (let after: Document | undefined; ;) {
-          const page = await pageAfter(after);
-          yield* page;
-          if (page.length < LIST_PAGE) return;
-          after = page.at(-1);
-        }
-      }
-      return sendItems(reply, pages());
-    },
+    async (request, reply) =>
+      sendPageWhere(request, reply, deps, def, [], {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, def),
+        paging: request.query,
+        order: keyed ?? 'id',
+      }),
   );
 }
 

@@ -54,6 +54,11 @@ export const ERROR_CATALOGUE = {
     status: 'BAD_REQUEST',
     meaning: 'A field or path parameter that takes a UUID holds something else: send a UUID.',
   },
+  'REQUEST.INVALID_CURSOR': {
+    status: 'BAD_REQUEST',
+    meaning:
+      '`cursor` is not one this collection\'s `Link: rel="next"` gave out (altered, or from another collection or order): follow the Link as given, or start again without a cursor.',
+  },
   'REQUEST.STALE_VERSION': {
     status: 'PRECONDITION_FAILED',
     meaning: 'If-Match names a version the record has moved past: read it again, reapply the change and send the new ETag.',

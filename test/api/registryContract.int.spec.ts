@@ -4,14 +4,9 @@
 // the stores opened as the service opens them (infra/stores.ts).
 
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { registries } from '../../modules/registries/domain/index.ts';
-import { openStores } from '../../infra/stores.ts';
-import { eachMongoPeer, withDatabase } from '../support/mongoPeers.ts';
+import { eachMongoDatabase } from '../support/mongoPeers.ts';
 import { limitedIt, type PeerLimits } from '../support/peerLimits.ts';
 import { enumField, optionalTextField, sampleBody, uniqueCode } from '../support/samples.ts';
 import { manualClock, startTestApp, type TestApp } from '../support/testApp.ts';
@@ -28,17 +23,8 @@ describe.each(['inject', 'real HTTP'] as const)('over %s', (transport) => {
   registryContract(transport);
 });
 
-eachMongoPeer('over real HTTP, read models and blobs', (peer, url) => {
-  const dbName = `registries_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-  afterAll(async () => {
-    const client = new MongoClient(url());
-    try {
-      await client.db(dbName).dropDatabase();
-    } finally {
-      await client.close();
-    }
-  });
-  registryContract('real HTTP', { mongodbUrl: () => withDatabase(url(), dbName), limits: peer.limits });
+eachMongoDatabase('over real HTTP, read models and blobs', 'registries', (peer, url) => {
+  registryContract('real HTTP', { mongodbUrl: url, limits: peer.limits });
 });
 
 function registryContract(transport: 'inject' | 'real HTTP', readModels?: ReadModelsAt): void {
@@ -46,17 +32,7 @@ function registryContract(transport: 'inject' | 'real HTTP', readModels?: ReadMo
   let t: TestApp;
   const clock = manualClock();
   beforeAll(async () => {
-    if (readModels === undefined) {
-      t = await startTestApp({ clock });
-    } else {
-      const dataDir = mkdtempSync(join(tmpdir(), 'admin-test-'));
-      const { eventStore, readStore, blobStore } = await openStores({
-        DATA_DIR: dataDir,
-        EVENTSTORE_URL: undefined,
-        MONGODB_URL: readModels.mongodbUrl(),
-      });
-      t = await startTestApp({ clock, dataDir, stores: { eventStore, readStore, blobStore } });
-    }
+    t = await startTestApp({ clock, ...(readModels === undefined ? {} : { readModelsOn: readModels.mongodbUrl() }) });
     if (transport === 'real HTTP') await t.listen();
   });
   afterAll(async () => {

@@ -8,6 +8,7 @@
 // still runs on FerretDB and passes only when it fails that way, so a FerretDB that learns it makes
 // the test say so; on MongoDB every test runs as written.
 
+import { randomUUID } from 'node:crypto';
 import { MongoDBContainer, type StartedMongoDBContainer } from '@testcontainers/mongodb';
 import { MongoClient, type CommandStartedEvent, type Document as BsonDocument } from 'mongodb';
 import { afterAll, beforeAll, describe, inject, it } from 'vitest';
@@ -193,6 +194,23 @@ export function eachMongoPeer(title: string, suite: (peer: MongoPeer, url: () =>
       });
     });
   }
+}
+
+/** eachMongoPeer, with a URL naming a database of the suite's own (`<prefix>_<random>`), dropped
+ * after the suite. */
+export function eachMongoDatabase(title: string, prefix: string, suite: (peer: MongoPeer, url: () => string) => void): void {
+  eachMongoPeer(title, (peer, url) => {
+    const dbName = `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    afterAll(async () => {
+      const client = new MongoClient(url());
+      try {
+        await client.db(dbName).dropDatabase();
+      } finally {
+        await client.close();
+      }
+    });
+    suite(peer, () => withDatabase(url(), dbName));
+  });
 }
 
 function beforeAllStart(peer: MongoPeer, started: (url: string) => void): void {

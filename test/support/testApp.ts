@@ -13,6 +13,7 @@ import { job } from '../../modules/jobs/domain/jobs.ts';
 import { composeService, type ComposeOptions, type Role, type Service } from '../../api/compose.ts';
 import { BLOBS_FILE, openEmbeddedStores } from '../../infra/embedded.ts';
 import { openSqliteBlobStore } from '../../infra/sqlite/blobStore.ts';
+import { openStores } from '../../infra/stores.ts';
 
 export const TEST_SECRET = new TextEncoder().encode('test-secret-that-is-long-enough-for-hs256-0123456789');
 
@@ -61,6 +62,9 @@ export async function startTestApp(
     clock?: Clock;
     role?: Role;
     stores?: { eventStore: EventStore; readStore: ReadStore; blobStore?: BlobStore };
+    /** A MongoDB URL naming a database: the read models and blobs there (opened as the service
+     * opens them, infra/stores.ts), the log embedded. */
+    readModelsOn?: string;
     /** Where the app logs (default: nowhere). */
     logger?: FastifyServerOptions['logger'];
     /** False: tokens come from an OIDC issuer, so there is no login route. */
@@ -76,9 +80,11 @@ export async function startTestApp(
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'admin-test-'));
   // Tests that bring their own stores to watch them fail keep the embedded blob store.
   const stores =
-    options.stores === undefined
-      ? openEmbeddedStores(dataDir)
-      : { blobStore: options.stores.blobStore ?? openSqliteBlobStore(join(dataDir, BLOBS_FILE)), ...options.stores };
+    options.readModelsOn !== undefined
+      ? await openStores({ DATA_DIR: dataDir, EVENTSTORE_URL: undefined, MONGODB_URL: options.readModelsOn })
+      : options.stores === undefined
+        ? openEmbeddedStores(dataDir)
+        : { blobStore: options.stores.blobStore ?? openSqliteBlobStore(join(dataDir, BLOBS_FILE)), ...options.stores };
   const service = await composeService({
     ...stores,
     verifyToken: hs256Verifier(TEST_SECRET),

@@ -3,7 +3,7 @@
 // is now (`userGroup`), joined when read: from the log for one group, from the groups' read model
 // for the list of all.
 
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { userGroup } from '../domain/userGroup.ts';
 import { userGroupRegion } from '../domain/userGroupRegion.ts';
@@ -11,9 +11,10 @@ import type { Document } from '../../../domain/ports.ts';
 import { notFound } from '../../../domain/shared/errors.ts';
 import { uuid } from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
-import { sendItems } from '../../../api/documentStream.ts';
+import { documentsOf, sendItems } from '../../../api/documentStream.ts';
+import { linkNext, pagedNote, pagingQuery } from '../../../api/paging.ts';
 import { zodRoutes, type AppDeps, type ResourceRouteOptions, type ZodRoutes } from '../../../api/module.ts';
-import { eq, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
+import { eq, pageWhere, type PageOptions } from '../../../api/readModelQuery.ts';
 import { assertReadable, readable, readScope } from '../../../api/access.ts';
 import { catchUpTo, position } from '../../../api/readModelWait.ts';
 import { sendRecord } from '../../../api/replies.ts';
@@ -21,25 +22,31 @@ import { errors } from '../../../api/resourceRoutes.ts';
 import { idOrCode } from '../../../api/schemas.ts';
 
 const read = { permission: 'read', resource: userGroupRegion } as const;
-const PAGE = 100;
+/** Assignments read together with their groups. */
+const BATCH = 100;
 const groupTags = [userGroup.path, userGroupRegion.path];
-const readModelNote = 'The group is read from the log; its assignments from the read model (`minPosition` waits for a write).';
+const readModelNote = `The group is read from the log; its assignments from the read model (\`minPosition\` waits for a write). ${pagedNote('oldest first')}`;
 const list = () => ({ 200: z.array(userGroupRegion.record), ...errors(400, 404, 503) });
 
-/** The assignments of one group (read from the log), each with the group. */
+/** One page of the assignments of one group (read from the log), each with the group. */
 async function ofGroup(
   deps: AppDeps,
   request: FastifyRequest,
+  reply: FastifyReply,
   idOrCode: string,
   byCode: boolean,
-  options: QueryOptions,
-): Promise<JsonObject[]> {
+  options: PageOptions,
+): Promise<FastifyReply> {
   const groups = deps.runtime.service(userGroup);
   // The group is another resource: a caller who may not read it learns nothing of it (404).
   const group = await assertReadable(deps, request, userGroup, byCode ? await groups.getByCode(idOrCode) : await groups.get(idOrCode));
-  const assignments = await recordsWhere(deps, userGroupRegion, [eq('userGroupId', group.id)], options);
+  const { collection, ids, next } = await pageWhere(deps, userGroupRegion, [eq('userGroupId', group.id)], options);
   const embedded = await embedding(deps, request, group);
-  return assignments.map((a) => ({ ...a, ...embedded }));
+  linkNext(request, reply, next);
+  async function* withGroup(): AsyncGenerator<JsonObject> {
+    for await (const a of documentsOf(deps.readStore, collection, ids)) yield { ...a, ...embedded };
+  }
+  return sendItems(reply, withGroup());
 }
 
 /** The group to embed in an assignment: only for a caller who may read it. */
@@ -79,29 +86,29 @@ function listRoute(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags: [userGroupRegion.path],
         summary: 'All user group regions, each with its group as it is now',
-        description:
-          'In id order, a page at a time, from the read models of assignments and groups (`minPosition` waits for a write to both).',
-        querystring: z.strictObject({ minPosition: position.optional() }),
+        description: `From the read models of assignments and groups (\`minPosition\` waits for a write to both). ${pagedNote('in id order')}`,
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         response: list(),
       },
     },
     async (request, reply) => {
-      await catchUpTo(deps, userGroupRegion.collection, request.query.minPosition);
       await catchUpTo(deps, userGroup.collection, request.query.minPosition);
+      const { collection, ids, next } = await pageWhere(deps, userGroupRegion, [], {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, userGroupRegion),
+        paging: request.query,
+        order: 'id',
+      });
+      linkNext(request, reply, next);
+      // Each batch of assignments with their groups, read together.
       async function* all(): AsyncGenerator<Document> {
-        for (let after: string | undefined; ;) {
-          const page = await deps.readStore.scan(deps.readModels.collectionOf(userGroupRegion.collection), {
-            ...(after === undefined ? {} : { after }),
-            limit: PAGE,
-          });
-          const groupIds = [...new Set(page.map((a) => String(a.userGroupId)))];
+        for (let i = 0; i < ids.length; i += BATCH) {
+          const batch = ids.slice(i, i + BATCH);
+          const read = await deps.readStore.getMany(collection, batch);
+          const assignments = batch.flatMap((id) => read.get(id)?.doc ?? []);
+          const groupIds = [...new Set(assignments.map((a) => String(a.userGroupId)))];
           const found = await deps.readStore.getMany(deps.readModels.collectionOf(userGroup.collection), groupIds);
-          for (const a of page) {
-            if (!(await readable(deps, request, userGroupRegion, a))) continue;
-            yield { ...a, ...(await embedding(deps, request, found.get(String(a.userGroupId))?.doc)) };
-          }
-          if (page.length < PAGE) return;
-          after = page.at(-1)?.id;
+          for (const a of assignments) yield { ...a, ...(await embedding(deps, request, found.get(String(a.userGroupId))?.doc)) };
         }
       }
       return sendItems(reply, all());
@@ -122,18 +129,16 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
         summary: 'The region assignments of a group (by id or code)',
         description: readModelNote,
         params: z.strictObject({ groupId: idOrCode() }),
-        querystring: z.strictObject({ minPosition: position.optional() }),
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         response: list(),
       },
     },
     async (request, reply) =>
-      sendItems(
-        reply,
-        await ofGroup(deps, request, request.params.groupId, false, {
-          minPosition: request.query.minPosition,
-          within: await readScope(deps, request, userGroupRegion),
-        }),
-      ),
+      ofGroup(deps, request, reply, request.params.groupId, false, {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, userGroupRegion),
+        paging: request.query,
+      }),
   );
 
   r.get(
@@ -145,18 +150,16 @@ function groupRoutes(r: ZodRoutes, deps: AppDeps): void {
         summary: 'The region assignments of a group by its code',
         description: readModelNote,
         params: z.strictObject({ groupCode: z.string().min(1).max(255) }),
-        querystring: z.strictObject({ minPosition: position.optional() }),
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         response: list(),
       },
     },
     async (request, reply) =>
-      sendItems(
-        reply,
-        await ofGroup(deps, request, request.params.groupCode, true, {
-          minPosition: request.query.minPosition,
-          within: await readScope(deps, request, userGroupRegion),
-        }),
-      ),
+      ofGroup(deps, request, reply, request.params.groupCode, true, {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, userGroupRegion),
+        paging: request.query,
+      }),
   );
 
   r.get(

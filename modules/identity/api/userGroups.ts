@@ -14,9 +14,10 @@ import { uuid, withinPeriod } from '../../../domain/shared/fields.ts';
 import { isUuid } from '../../../domain/shared/ids.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { assertReadable, readable, readScope, writable } from '../../../api/access.ts';
-import { sendDocuments, sendItems } from '../../../api/documentStream.ts';
+import { sendItems } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps, type ZodRoutes } from '../../../api/module.ts';
-import { eq, idsWhere, isIn, recordsWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
+import { eq, isIn, recordsWhere, sendPageWhere, type QueryOptions } from '../../../api/readModelQuery.ts';
+import { DEFAULT_LIMIT, linkNext, MAX_LIMIT, pagedNote, pagingQuery, repostNote } from '../../../api/paging.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { idOrCode } from '../../../api/schemas.ts';
@@ -255,17 +256,25 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'The groups of several users: { userId: [group] }',
-        description: 'Users unknown here map to an empty list. Groups come from the read model (`minPosition` waits for a write).',
-        querystring: z.strictObject({ minPosition: position.optional() }),
+        description:
+          'Users unknown here map to an empty list. Groups come from the read model (`minPosition` waits for a write). ' +
+          `Paged by (user, group) pairs: \`limit\` pairs (default ${String(DEFAULT_LIMIT)}, at most ${String(MAX_LIMIT)}), in the order of \`userIds\`, ` +
+          "each user's groups by code; a user's list may go on in the next page, whose map then names it again (append its lists). " +
+          `When more follow, \`Link: <…>; rel="next"\` names the next page. ${repostNote}`,
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         body: z.strictObject({ userIds: z.array(uuid()).min(1).max(MAX_KEYS) }),
         response: { 200: z.record(z.string(), z.array(userGroup.record)), ...errors(400, 503) },
       },
     },
-    async (request) =>
-      groupsOfUsers(deps, request, request.body.userIds, {
+    async (request, reply) => {
+      const { answer, next } = await groupsOfUsers(deps, request, request.body.userIds, {
         minPosition: request.query.minPosition,
         within: await readScope(deps, request, userGroup),
-      }),
+        paging: request.query,
+      });
+      linkNext(request, reply, next);
+      return answer;
+    },
   );
 
   r.get(
@@ -277,19 +286,17 @@ function queryRoutes(r: ZodRoutes, deps: AppDeps): void {
         summary: 'User groups whose characteristic at a path equals a value',
         description:
           '`path` is a dotted path below `chars` (segments of letters, digits, `_`, `-`; 400 otherwise), compared as the read model compares a free-form ' +
-          'value: equal text, or an equal number or boolean. At most 10000 groups, by code.',
-        querystring: z.strictObject({ path: charsPath, value: z.string().max(1000), minPosition: position.optional() }),
+          `value: equal text, or an equal number or boolean. ${pagedNote('by code')}`,
+        querystring: z.strictObject({ path: charsPath, value: z.string().max(1000), minPosition: position.optional(), ...pagingQuery }),
         response: { 200: z.array(userGroup.record), ...errors(400, 503) },
       },
     },
-    async (request, reply) => {
-      const within = await readScope(deps, request, userGroup);
-      const { collection, ids } = await idsWhere(deps, userGroup, [eq(`chars.${request.query.path}`, request.query.value)], {
+    async (request, reply) =>
+      sendPageWhere(request, reply, deps, userGroup, [eq(`chars.${request.query.path}`, request.query.value)], {
         minPosition: request.query.minPosition,
-        within,
-      });
-      return sendDocuments(reply, deps.readStore, collection, ids);
-    },
+        within: await readScope(deps, request, userGroup),
+        paging: request.query,
+      }),
   );
 }
 
@@ -376,10 +383,9 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
         schema: {
           tags,
           summary: valid ? 'The valid users of a group: ENABLE, and now inside their validity window' : 'The users of a group',
-          description:
-            'The group is read from the log; its users from the read model (`minPosition` waits for a write). At most 10000, by code.',
+          description: `The group is read from the log; its users from the read model (\`minPosition\` waits for a write). ${pagedNote('by code')}`,
           params: z.strictObject({ idOrCode: idOrCode() }),
-          querystring: z.strictObject({ minPosition: position.optional() }),
+          querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
           response: { 200: z.array(user.record), ...errors(400, 404, 503) },
         },
       },
@@ -387,12 +393,13 @@ function memberRoutes(r: ZodRoutes, deps: AppDeps): void {
         // The group is another resource: a caller who may not read it learns nothing of it (404).
         const group = await assertReadable(deps, request, userGroup, await groups.get(request.params.idOrCode));
         const filter = [eq('groups', String(group.code)), ...(valid ? [eq('status', 'ENABLE')] : [])];
-        const members = await recordsWhere(deps, user, filter, {
+        const now = deps.clock.now();
+        return sendPageWhere(request, reply, deps, user, filter, {
           minPosition: request.query.minPosition,
           within: await readScope(deps, request, user),
+          paging: request.query,
+          ...(valid ? { keep: (m: JsonObject) => isActiveUser(m, now) } : {}),
         });
-        const now = deps.clock.now();
-        return sendItems(reply, valid ? members.filter((m) => isActiveUser(m, now)) : members);
       },
     );
   }

@@ -23,9 +23,9 @@ import { DomainError, forbidden, notFound, validationFailed } from '../../../dom
 import { allows } from '../../../api/auth.ts';
 import { uuid } from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
-import { sendDocuments, sendItems } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps, type ResourceRouteOptions, type ZodRoutes } from '../../../api/module.ts';
-import { eq, idsWhere, isIn, recordsWhere } from '../../../api/readModelQuery.ts';
+import { eq, isIn, recordsWhere, sendPageWhere } from '../../../api/readModelQuery.ts';
+import { pagedNote, pagingQuery, repostNote } from '../../../api/paging.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { eventPosition, notModified, versionTag } from '../../../api/replies.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
@@ -33,7 +33,6 @@ import { expandQuery, idOrCode, parseExpand } from '../../../api/schemas.ts';
 import { ifMatchVersion } from '../../../api/requestContext.ts';
 import { assertReadable, assertWritable, readable, readScope, writeContext } from '../../../api/access.ts';
 import { groupsOf, rolesOf } from './userRoles.ts';
-import { groupsOfUsers } from './memberships.ts';
 import { startAttempt } from './credentials.ts';
 
 const tags = [user.path];
@@ -129,20 +128,18 @@ function listRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'Users of a type',
-        description: 'From the read model (`minPosition` waits for a write); at most 10000, by code.',
+        description: `From the read model (\`minPosition\` waits for a write). ${pagedNote('by code')}`,
         params: z.strictObject({ type: z.enum(UserKinds) }),
-        querystring: z.strictObject({ minPosition: position.optional() }),
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         response: { 200: z.array(user.record), ...errors(400, 503) },
       },
     },
-    async (request, reply) => {
-      const within = await readScope(deps, request, user);
-      const { collection, ids } = await idsWhere(deps, user, [eq('type', request.params.type)], {
+    async (request, reply) =>
+      sendPageWhere(request, reply, deps, user, [eq('type', request.params.type)], {
         minPosition: request.query.minPosition,
-        within,
-      });
-      return sendDocuments(reply, deps.readStore, collection, ids);
-    },
+        within: await readScope(deps, request, user),
+        paging: request.query,
+      }),
   );
 
   r.post(
@@ -152,9 +149,8 @@ function listRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'Users in any of several groups (by group ids), each once',
-        description:
-          'The groups are read from the log (unknown ids are left out); their users from the read model. At most 10000, by code.',
-        querystring: z.strictObject({ minPosition: position.optional() }),
+        description: `The groups are read from the log (unknown ids are left out); their users from the read model. ${pagedNote('by code')} ${repostNote}`,
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         body: z.strictObject({ ids: z.array(uuid()).min(1).max(1000) }),
         response: { 200: z.array(user.record), ...errors(400, 503) },
       },
@@ -167,9 +163,11 @@ function listRoutes(r: ZodRoutes, deps: AppDeps): void {
         if (g !== undefined) codes.push(String(g.code));
       }
       if (codes.length === 0) return [];
-      const within = await readScope(deps, request, user);
-      const { collection, ids } = await idsWhere(deps, user, [isIn('groups', codes)], { minPosition: request.query.minPosition, within });
-      return sendDocuments(reply, deps.readStore, collection, ids);
+      return sendPageWhere(request, reply, deps, user, [isIn('groups', codes)], {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, user),
+        paging: request.query,
+      });
     },
   );
 }
@@ -232,19 +230,21 @@ function userRoutes(r: ZodRoutes, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'The groups of a user',
-        description: 'The user is read from the log; its groups from the read model (`minPosition` waits for a write).',
+        description: `The user is read from the log; its groups from the read model (\`minPosition\` waits for a write). ${pagedNote('by code')}`,
         params: z.strictObject({ userId: idOrCode() }),
-        querystring: z.strictObject({ minPosition: position.optional() }),
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         response: { 200: z.array(userGroup.record), ...errors(400, 404, 503) },
       },
     },
     async (request, reply) => {
       const found = await assertReadable(deps, request, user, await users.get(request.params.userId));
-      const answer = await groupsOfUsers(deps, request, [found.id], {
+      const codes = Array.isArray(found.groups) ? (found.groups as string[]) : [];
+      if (codes.length === 0) return [];
+      return sendPageWhere(request, reply, deps, userGroup, [isIn('code', codes)], {
         minPosition: request.query.minPosition,
         within: await readScope(deps, request, userGroup),
+        paging: request.query,
       });
-      return sendItems(reply, answer[found.id] ?? []);
     },
   );
 }

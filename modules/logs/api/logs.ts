@@ -16,9 +16,9 @@ import { text } from '../../../domain/shared/fields.ts';
 import { isUuid } from '../../../domain/shared/ids.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { readScope } from '../../../api/access.ts';
-import { sendDocuments } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps, type ResourceRouteOptions } from '../../../api/module.ts';
-import { eq, idsWhere } from '../../../api/readModelQuery.ts';
+import { eq, sendPageWhere } from '../../../api/readModelQuery.ts';
+import { pagedNote, pagingQuery } from '../../../api/paging.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 
@@ -114,20 +114,16 @@ export function logsByOwnerRoute(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         tags: [log.path],
         summary: 'Logs of one owner',
-        description: 'At most 10,000, oldest startDate first; served by the read model (`minPosition` waits for a write).',
-        querystring: z.strictObject({ ownerType: text(), ownerId: text(), minPosition: position.optional() }),
+        description: `Served by the read model (\`minPosition\` waits for a write). ${pagedNote('oldest startDate first')}`,
+        querystring: z.strictObject({ ownerType: text(), ownerId: text(), minPosition: position.optional(), ...pagingQuery }),
         response: { 200: z.array(log.record), ...errors(400, 503) },
       },
     },
-    async (request, reply) => {
-      const { collection, ids } = await idsWhere(
-        deps,
-        log,
-        [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)],
-        { minPosition: request.query.minPosition, within: await readScope(deps, request, log) },
-      );
-      sendDocuments(reply, deps.readStore, collection, ids);
-      return reply;
-    },
+    async (request, reply) =>
+      sendPageWhere(request, reply, deps, log, [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)], {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, log),
+        paging: request.query,
+      }),
   );
 }

@@ -12,9 +12,9 @@ import { text } from '../../../domain/shared/fields.ts';
 import { MAX_UNPAGED_SIZE } from '../../../domain/shared/filtering.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { assertReadable, assertWritable, readScope, writeContext } from '../../../api/access.ts';
-import { sendDocuments } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps, type ZodRoutes } from '../../../api/module.ts';
-import { eq, idsWhere, recordsWhere } from '../../../api/readModelQuery.ts';
+import { eq, recordsWhere, sendPageWhere } from '../../../api/readModelQuery.ts';
+import { pagedNote, pagingQuery } from '../../../api/paging.ts';
 import { position } from '../../../api/readModelWait.ts';
 import { eventPosition, location, uuidParam } from '../../../api/replies.ts';
 import { templateCallerOf } from '../../../api/requestContext.ts';
@@ -152,21 +152,17 @@ function readRoutes(r: ZodRoutes, deps: AppDeps, list: Record<number, z.ZodType>
       schema: {
         tags,
         summary: 'Notifications of one owner',
-        description: `At most ${String(MAX_UNPAGED_SIZE)}, oldest first; served by the read model (\`minPosition\` waits for a write).`,
-        querystring: z.strictObject({ ownerType: text(), ownerId: text(), minPosition: position.optional() }),
+        description: `Served by the read model (\`minPosition\` waits for a write). ${pagedNote('oldest first')}`,
+        querystring: z.strictObject({ ownerType: text(), ownerId: text(), minPosition: position.optional(), ...pagingQuery }),
         response: list,
       },
     },
-    async (request, reply) => {
-      const { collection, ids } = await idsWhere(
-        deps,
-        notification,
-        [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)],
-        { minPosition: request.query.minPosition, within: await readScope(deps, request, notification) },
-      );
-      sendDocuments(reply, deps.readStore, collection, ids);
-      return reply;
-    },
+    async (request, reply) =>
+      sendPageWhere(request, reply, deps, notification, [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)], {
+        minPosition: request.query.minPosition,
+        within: await readScope(deps, request, notification),
+        paging: request.query,
+      }),
   );
 
   r.get(

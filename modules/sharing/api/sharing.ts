@@ -5,32 +5,31 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sharing } from '../domain/sharing.ts';
-import { MAX_UNPAGED_SIZE, type FilterItem } from '../../../domain/shared/filtering.ts';
-import { sendDocuments } from '../../../api/documentStream.ts';
+import type { FilterItem } from '../../../domain/shared/filtering.ts';
+import { pagedNote, pagingQuery, repostNote, type Paging } from '../../../api/paging.ts';
 import type { AppDeps } from '../../../api/module.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
 import { position } from '../../../api/readModelWait.ts';
-import { idsWhere } from '../../../api/readModelQuery.ts';
+import { sendPageWhere } from '../../../api/readModelQuery.ts';
 import { readScope } from '../../../api/access.ts';
 
 const value = () => z.string().min(1).max(255);
 const tags = [sharing.path];
 const base = `/api/v1/${sharing.path}`;
-const described = `At most ${String(MAX_UNPAGED_SIZE)} records, oldest first; served by the read model (\`minPosition\` waits for a write).`;
+const described = `Served by the read model (\`minPosition\` waits for a write). ${pagedNote('oldest first')}`;
 
 async function answer(
   deps: AppDeps,
-  request: FastifyRequest,
+  request: FastifyRequest & { query: Paging },
   reply: FastifyReply,
   filter: FilterItem[],
   minPosition: string | undefined,
-): Promise<void> {
-  const { collection, ids } = await idsWhere(deps, sharing, filter, {
+): Promise<FastifyReply> {
+  return sendPageWhere(request, reply, deps, sharing, filter, {
     minPosition,
-    limit: MAX_UNPAGED_SIZE,
     within: await readScope(deps, request, sharing),
+    paging: request.query,
   });
-  sendDocuments(reply, deps.readStore, collection, ids);
 }
 
 const eq = (column: string, v: string): FilterItem => ({ column, operator: 'EQ', value: v });
@@ -48,19 +47,24 @@ export function sharingRoutes(app: FastifyInstance, deps: AppDeps): void {
         tags,
         summary: 'Sharings of an owner type with one referenced entity',
         description: described,
-        querystring: z.strictObject({ ownerType: value(), refType: value(), refId: value(), minPosition: position.optional() }),
+        querystring: z.strictObject({
+          ownerType: value(),
+          refType: value(),
+          refId: value(),
+          minPosition: position.optional(),
+          ...pagingQuery,
+        }),
         response: list,
       },
     },
     async (request, reply) => {
-      await answer(
+      return answer(
         deps,
         request,
         reply,
         [eq('ownerType', request.query.ownerType), eq('refType', request.query.refType), eq('refId', request.query.refId)],
         request.query.minPosition,
       );
-      return reply;
     },
   );
 
@@ -72,19 +76,18 @@ export function sharingRoutes(app: FastifyInstance, deps: AppDeps): void {
         tags,
         summary: 'Sharings of one owner',
         description: described,
-        querystring: z.strictObject({ ownerType: value(), ownerId: value(), minPosition: position.optional() }),
+        querystring: z.strictObject({ ownerType: value(), ownerId: value(), minPosition: position.optional(), ...pagingQuery }),
         response: list,
       },
     },
     async (request, reply) => {
-      await answer(
+      return answer(
         deps,
         request,
         reply,
         [eq('ownerType', request.query.ownerType), eq('ownerId', request.query.ownerId)],
         request.query.minPosition,
       );
-      return reply;
     },
   );
 
@@ -95,8 +98,8 @@ export function sharingRoutes(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'Sharings of an owner type with any of some referenced entities, of one sub type when given',
-        description: `${described} \`subType\` matches \`sharingTypeCode\`; without it, sharings of every sub type.`,
-        querystring: z.strictObject({ minPosition: position.optional() }),
+        description: `${described} ${repostNote} \`subType\` matches \`sharingTypeCode\`; without it, sharings of every sub type.`,
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         body: z.strictObject({ ownerType: value(), subType: value().optional(), refIds: z.array(value()).min(1).max(1000) }),
         response: list,
       },
@@ -105,8 +108,7 @@ export function sharingRoutes(app: FastifyInstance, deps: AppDeps): void {
       const { ownerType, subType, refIds } = request.body;
       const filter: FilterItem[] = [eq('ownerType', ownerType), { column: 'refId', operator: 'IN', values: refIds }];
       if (subType !== undefined) filter.push(eq('sharingTypeCode', subType));
-      await answer(deps, request, reply, filter, request.query.minPosition);
-      return reply;
+      return answer(deps, request, reply, filter, request.query.minPosition);
     },
   );
 }
