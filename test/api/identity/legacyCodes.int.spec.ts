@@ -13,6 +13,7 @@ import { accessRule } from '../../../domain/access/accessRule.ts';
 import { EVENT_LOG_FILE, READ_MODELS_FILE } from '../../../infra/embedded.ts';
 import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
 import { openSqliteReadStore } from '../../../infra/sqlite/readStore.ts';
+import { storedBefore as storeBefore } from '../../support/storedBefore.ts';
 import { startTestApp, type TestApp } from '../../support/testApp.ts';
 
 let t: TestApp;
@@ -40,22 +41,12 @@ const created = async (url: string, payload: Record<string, unknown>): Promise<{
   return res.json();
 };
 
-/** A record as a service before the refusal stored it: the creation of `like` (made through the
- * API) written again under a new id with `changes`, its code reserved as the service reserves it. */
+/** A record stored before the refusal (test/support/storedBefore.ts), once the read models have
+ * it, as a record of long ago would be. */
 async function storedBefore(category: string, like: { id: string }, changes: Record<string, unknown>): Promise<string> {
-  const [first] = await events.readStream(`${category}-${like.id}`);
-  if (first === undefined) throw new Error(`no record ${like.id}`);
-  const id = randomUUID();
-  const data: Record<string, unknown> = { ...first.data, id, ...changes };
-  const { position } = await events.append({
-    stream: `${category}-${id}`,
-    expected: 'no_stream',
-    events: [{ ...first, id: randomUUID(), data }],
-    claim: [{ scope: category, code: String(data.code) }],
-  });
-  // Once the read models have it, as a record of long ago would be.
-  await t.call({ method: 'POST', url: `/api/v1/access-rules/count?minPosition=${String(position)}`, payload: {} });
-  await t.call({ method: 'POST', url: `/api/v1/user-groups/count?minPosition=${String(position)}`, payload: {} });
+  const { id, position } = await storeBefore(events, category, like, changes);
+  await t.call({ method: 'POST', url: `/api/v1/access-rules/count?minPosition=${position}`, payload: {} });
+  await t.call({ method: 'POST', url: `/api/v1/user-groups/count?minPosition=${position}`, payload: {} });
   return id;
 }
 

@@ -3,7 +3,6 @@
 // deleted or renamed while held (409), one a group names cannot be deleted; users stored with a
 // role that names nothing (before the check) still fold and stay changeable.
 
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { EVENT_LOG_FILE, READ_MODELS_FILE } from '../../../infra/embedded.ts';
 import { openSqliteEventStore } from '../../../infra/sqlite/eventStore.ts';
 import { openSqliteReadStore } from '../../../infra/sqlite/readStore.ts';
 import { multipart } from '../../support/multipart.ts';
+import { storedBefore } from '../../support/storedBefore.ts';
 import { startTestApp, TEST_SECRET, type TestApp } from '../../support/testApp.ts';
 
 let t: TestApp;
@@ -45,21 +45,6 @@ async function created(url: string, payload: Record<string, unknown>): Promise<R
   expect(res.statusCode, res.body).toBe(201);
   lastPosition = String(res.headers['x-event-position']);
   return res.json();
-}
-/** A record as a service before a check stored it: the creation of `like` (made through the API)
- * written again under a new id with `changes`, its code reserved as the service reserves it. */
-async function storedBefore(category: string, like: { id: string }, changes: Record<string, unknown>) {
-  const [first] = await events.readStream(`${category}-${like.id}`);
-  if (first === undefined) throw new Error(`no record ${like.id}`);
-  const id = randomUUID();
-  const data: Record<string, unknown> = { ...first.data, id, ...changes };
-  const { position } = await events.append({
-    stream: `${category}-${id}`,
-    expected: 'no_stream',
-    events: [{ ...first, id: randomUUID(), data }],
-    claim: [{ scope: category, code: String(data.code) }],
-  });
-  return { id, position };
 }
 const aRule = (code: string, extra: Record<string, unknown> = {}) =>
   created('/api/v1/access-rules', { code, name: `Rule ${code}`, entityName: 'user-groups', fullAccess: true, ...extra });
@@ -128,9 +113,9 @@ describe('GET /api/v1/roles', () => {
 
 describe("an access rule stored under a built-in role's name (before that was refused)", () => {
   it('is not in the catalogue, and users holding the built-in role do not keep it from being deleted', async () => {
-    const { id, position } = await storedBefore('accessRule', await aRule('LIKE_VIEWER'), { code: 'viewer' });
+    const { id, position } = await storedBefore(events, 'accessRule', await aRule('LIKE_VIEWER'), { code: 'viewer' });
     await created('/api/v1/users', userBody('plain-viewer', { roles: ['viewer'] }));
-    const listed = await roles(`?minPosition=${String(position)}`);
+    const listed = await roles(`?minPosition=${position}`);
     expect(listed.filter((r) => r.code === 'viewer')).toEqual([expect.objectContaining({ kind: 'BUILT_IN' })]);
     expect(listed.some((r) => r.id === id)).toBe(false);
     const gone = await t.call({ method: 'DELETE', url: `/api/v1/access-rules/${id}` });
@@ -224,13 +209,11 @@ describe("a user's roles", () => {
 
   it('stored before the check with a role that names nothing, still fold and stay changeable; the role stays until removed', async () => {
     const like = await created('/api/v1/users', userBody('legacy-like'));
-    const { id, position } = await storedBefore('user', like, { code: 'legacy', roles: ['viewer', 'LONG_GONE'] });
+    const { id, position } = await storedBefore(events, 'user', like, { code: 'legacy', roles: ['viewer', 'LONG_GONE'] });
     const read = await t.call({ method: 'GET', url: `/api/v1/users/${id}` });
     expect(read.statusCode, read.body).toBe(200);
     expect(read.json<Rec>().roles).toEqual(['viewer', 'LONG_GONE']);
-    expect((await t.call({ method: 'POST', url: `/api/v1/users/count?minPosition=${String(position)}`, payload: {} })).statusCode).toBe(
-      200,
-    );
+    expect((await t.call({ method: 'POST', url: `/api/v1/users/count?minPosition=${position}`, payload: {} })).statusCode).toBe(200);
     const patched = await t.call({ method: 'PATCH', url: `/api/v1/users/${id}`, payload: { description: 'still here' } });
     expect(patched.statusCode, patched.body).toBe(200);
     expect(patched.json<Rec>().roles).toEqual(['viewer', 'LONG_GONE']);
