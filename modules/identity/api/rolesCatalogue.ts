@@ -8,18 +8,15 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { accessRule, AccessLevels } from '../../../domain/access/accessRule.ts';
 import { BUILT_IN_ROLES, BUILT_IN_ROLE_MEANINGS, isBuiltInRole, isRuleValid } from '../../../domain/access/coverage.ts';
-import type { FilterItem } from '../../../domain/shared/filtering.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
 import { readScope } from '../../../api/access.ts';
 import { Permissions, permissionsOf } from '../../../api/auth.ts';
-import { sendItems } from '../../../api/documentStream.ts';
+import { documentsOf, sendItems } from '../../../api/documentStream.ts';
 import { zodRoutes, type AppDeps } from '../../../api/module.ts';
-import { recordsWhere } from '../../../api/readModelQuery.ts';
-import { catchUpTo, position } from '../../../api/readModelWait.ts';
+import { pageWhere } from '../../../api/readModelQuery.ts';
+import { linkNext, pagedNote, pagingQuery } from '../../../api/paging.ts';
+import { position } from '../../../api/readModelWait.ts';
 import { errors } from '../../../api/resourceRoutes.ts';
-
-/** Access rules read from the read model per page of the answer (a keyset on code). */
-const RULES_PAGE = 100;
 
 const RoleSchema = z
   .object({
@@ -70,29 +67,28 @@ export function rolesCatalogueRoute(app: FastifyInstance, deps: AppDeps): void {
           "`associatedUserRoleId` may name (an access rule's id). Built-in roles first, in their fixed order, then the access rules in code order, " +
           'from their read model (`minPosition` waits for a write). Readable by whoever may read access rules; a caller whose reads of them ' +
           'are narrowed by access rules sees the built-in roles and the rules it may read. An access rule a user holds cannot be deleted or ' +
-          'renamed (409 ACCESS_RULE.STILL_REFERENCED), nor one a group names deleted. The whole list in one answer.',
-        querystring: z.strictObject({ minPosition: position.optional() }),
+          'renamed (409 ACCESS_RULE.STILL_REFERENCED), nor one a group names deleted. ' +
+          pagedNote('of access rules, by code') +
+          ' The built-in roles come first on the first page, beside its `limit` rules.',
+        querystring: z.strictObject({ minPosition: position.optional(), ...pagingQuery }),
         response: { 200: z.array(RoleSchema), ...errors(400, 503) },
       },
     },
     async (request, reply) => {
-      // Waited for before the answer starts: a 503 is still an error body.
-      await catchUpTo(deps, accessRule.collection, request.query.minPosition);
       const within = await readScope(deps, request, accessRule);
       const now = deps.clock.now();
-      async function* rules(): AsyncGenerator<Role> {
-        for (let after: string | undefined; ;) {
-          const filter: FilterItem[] = after === undefined ? [] : [{ column: 'code', operator: 'GT', value: after }];
-          const page = await recordsWhere(deps, accessRule, filter, { limit: RULES_PAGE, within });
-          // A rule stored under a built-in role's name (refused since) is never that role: left out.
-          for (const rule of page) if (typeof rule.code === 'string' && !isBuiltInRole(rule.code)) yield ruleRole(rule, now);
-          if (page.length < RULES_PAGE) return;
-          after = String(page.at(-1)?.code);
-        }
-      }
+      // A rule stored under a built-in role's name (refused since) is never that role: left out.
+      const { collection, ids, next } = await pageWhere(deps, accessRule, [], {
+        minPosition: request.query.minPosition,
+        within,
+        paging: request.query,
+        order: 'code',
+        keep: (rule) => typeof rule.code === 'string' && !isBuiltInRole(rule.code),
+      });
+      linkNext(request, reply, next);
       async function* roles(): AsyncGenerator<Role> {
-        yield* builtInRoles();
-        yield* rules();
+        if (request.query.cursor === undefined) yield* builtInRoles();
+        for await (const rule of documentsOf(deps.readStore, collection, ids)) yield ruleRole(rule, now);
       }
       return sendItems(reply, roles());
     },

@@ -103,6 +103,29 @@ describe('GET /api/v1/roles', () => {
     expect(codes).toEqual(['admin', 'editor', 'viewer', 'auditor', 'CAT_A', 'CAT_B']);
   });
 
+  it('pages the access rules by code: the built-in roles on the first page, then Link rel=next to the end', async () => {
+    for (const code of ['PG_1', 'PG_2', 'PG_3', 'PG_4', 'PG_5']) await aRule(code);
+    const everything = (await roles(`?minPosition=${lastPosition}`)).filter((r) => r.kind === 'ACCESS_RULE').map((r) => r.code);
+    const seen: string[] = [];
+    let url: string | undefined = `/api/v1/roles?limit=2&minPosition=${lastPosition}`;
+    for (let page = 0; url !== undefined; page++) {
+      const res = await t.call({ method: 'GET', url });
+      expect(res.statusCode, res.body).toBe(200);
+      const listed = res.json<Role[]>();
+      expect(listed.filter((r) => r.kind === 'BUILT_IN').map((r) => r.code)).toEqual(
+        page === 0 ? ['admin', 'editor', 'viewer', 'auditor'] : [],
+      );
+      const rules = listed.filter((r) => r.kind === 'ACCESS_RULE');
+      expect(rules.length).toBeLessThanOrEqual(2);
+      seen.push(...rules.map((r) => r.code));
+      const link = res.headers.link as string | undefined;
+      url = link === undefined ? undefined : /^<([^>]+)>; rel="next"$/.exec(link)?.[1];
+      if (link !== undefined) expect(url).toBeDefined();
+    }
+    expect(seen).toEqual(everything);
+    expect(seen).toEqual(expect.arrayContaining(['PG_1', 'PG_2', 'PG_3', 'PG_4', 'PG_5']));
+  });
+
   it('waits for minPosition, and refuses a position ahead of the log', async () => {
     const rule = await t.call({ method: 'POST', url: '/api/v1/access-rules', payload: { code: 'CAT_C', name: 'C', fullAccess: true } });
     const at = String(rule.headers['x-event-position']);
