@@ -429,3 +429,8 @@ export type Directory = {
   people(): Promise<DirectoryPerson[]>;
   close(): Promise<void>;
 };
+
+/** Set (to true) by the TLS listener on a connection whose client certificate was verified against
+ * a CRL that has been replaced since: the certificate proves nothing any more on that connection
+ * (it may be revoked now); a new connection verifies it against the CRL in force. */
+export const STALE_CLIENT_CERTIFICATE: unique symbol = Symbol('stale client certificate');

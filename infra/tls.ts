@@ -9,9 +9,11 @@
 
 import { constants, createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync, watchFile, unwatchFile } from 'node:fs';
-import type { ServerOptions } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Server as HttpsServer, type ServerOptions } from 'node:https';
 import type { Server as NetServer } from 'node:net';
-import { createSecureContext, Server as TlsServer } from 'node:tls';
+import { createSecureContext, Server as TlsServer, type TLSSocket } from 'node:tls';
+import { STALE_CLIENT_CERTIFICATE } from '../domain/ports.ts';
 
 export type TlsFiles = {
   TLS_CERT?: string | undefined;
@@ -91,18 +93,40 @@ export function watchClientCrl(
 ): () => void {
   // fastify types its server as http.Server; with TLS options it is an https.Server, a tls.Server.
   if (!(server instanceof TlsServer)) throw new Error('TLS_CLIENT_CRL: the server does not speak TLS');
+  // The connections whose certificate the CRL in force verified. A new CRL applies to the next
+  // handshake (and a new context refuses to resume an old session), but a keep-alive connection
+  // never shakes hands again: those verified before are marked stale, each of their responses is
+  // their last (Connection: close), idle ones are closed at once, and the certificate login refuses
+  // a stale connection's certificate (modules/identity/api/certificateLogin.ts).
+  const verified = new Set<TLSSocket>();
+  const track = (socket: TLSSocket): void => {
+    verified.add(socket);
+    socket.once('close', () => verified.delete(socket));
+  };
+  const lastOnStale = (request: IncomingMessage, response: ServerResponse): void => {
+    if ((request.socket as Partial<Record<typeof STALE_CLIENT_CERTIFICATE, boolean>>)[STALE_CLIENT_CERTIFICATE] === true)
+      response.shouldKeepAlive = false;
+  };
+  server.on('secureConnection', track);
+  server.prependListener('request', lastOnStale);
   const reload = (): void => {
     try {
       server.setSecureContext({ ...options, crl: readCrl(path) });
-      log.info({ path }, 'TLS_CLIENT_CRL reloaded');
     } catch (error) {
       log.error({ err: error, path }, 'TLS_CLIENT_CRL changed but cannot be used: the previous CRL stays in force');
+      return;
     }
+    for (const socket of verified) Object.assign(socket, { [STALE_CLIENT_CERTIFICATE]: true });
+    verified.clear();
+    if (server instanceof HttpsServer) server.closeIdleConnections();
+    log.info({ path }, 'TLS_CLIENT_CRL reloaded');
   };
   watchFile(path, { interval: intervalMs, persistent: false }, (now, before) => {
     if (now.mtimeMs !== before.mtimeMs || now.size !== before.size) reload();
   });
   return () => {
     unwatchFile(path);
+    server.off('secureConnection', track);
+    server.off('request', lastOnStale);
   };
 }

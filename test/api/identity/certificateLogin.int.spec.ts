@@ -5,7 +5,7 @@
 // user: 401 with the error body (never a handshake failure). Bearer tokens and the password login
 // still work on the same listener.
 
-import { request as httpsRequest } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,11 +22,12 @@ type Answer = { status: number; body: unknown };
 const missing = opensslMissing();
 if (missing !== undefined) process.stderr.write(`[pki] skipping the certificate login tests: ${missing}\n`);
 
-/** One request on a fresh connection (no agent: no pooled socket, no cached TLS session). */
+/** One request on a fresh connection (no agent: no pooled socket, no cached TLS session), or on
+ * the agent's. */
 function call(
   port: number,
   ca: string,
-  options: { method?: string; path: string; pair?: Pair | undefined; token?: string | undefined; body?: unknown },
+  options: { method?: string; path: string; pair?: Pair | undefined; token?: string | undefined; body?: unknown; agent?: Agent },
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
@@ -37,7 +38,7 @@ function call(
         method: options.method ?? 'GET',
         path: options.path,
         ca,
-        agent: false,
+        agent: options.agent ?? false,
         ...(options.pair === undefined ? {} : { cert: readFileSync(options.pair.cert), key: readFileSync(options.pair.key) }),
         headers: {
           ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
@@ -230,6 +231,10 @@ describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subjec
       await until(() => logged.length > 0);
       expect(logged).toEqual(['TLS_CLIENT_CRL changed but cannot be used: the previous CRL stays in force']);
       expect((await get('/api/v1/users/pki_bob', bob)).status).toBe(200);
+      // A connection kept alive from before the revocation never shakes hands again.
+      const kept = new Agent({ keepAlive: true, maxSockets: 1 });
+      const onKept = () => call(port, pki.caPem, { path: '/api/v1/users/pki_bob', pair: bob, agent: kept });
+      expect((await onKept()).status).toBe(200);
       writeFileSync(pki.files.crl, good);
       pki.revoke(bob);
       // The watch polls the file: wait for its verdict, not for a fixed time.
@@ -237,6 +242,9 @@ describe.skipIf(missing !== undefined)('certificate login (TLS_CLIENT_CA, subjec
       expect(refusal(await get('/api/v1/users/pki_bob', bob)).errors).toEqual([
         'certificate: the certificate is revoked (it is in the CRL) (CERT_REVOKED)',
       ]);
+      // Its verification predates the CRL in force: the connection is closed, and the next one refuses the certificate.
+      expect(refusal(await onKept()).errors).toEqual(['certificate: the certificate is revoked (it is in the CRL) (CERT_REVOKED)']);
+      kept.destroy();
       expect((await get('/api/v1/users/pki_alice', certs.alice)).status).toBe(200);
     } finally {
       stop();
