@@ -435,9 +435,10 @@ function recordRoutes({
         },
       },
       async (request, reply) => {
+        // A record gone for its module (a log a deletion removed) is gone in each of its versions too.
         return sendRecord(
           reply,
-          await visible(request, await service.get(target(request.params.idOrCode), { version: request.params.version })),
+          await present(request, await service.get(target(request.params.idOrCode), { version: request.params.version })),
         );
       },
     );

@@ -279,7 +279,11 @@ describe('delete old logs', () => {
     });
     expect(count.json()).toBe(100);
     for (const m of [made[0], made[1], made[2]]) {
-      expect((await t.call({ method: 'GET', url: `/api/v1/logs/${m?.id ?? ''}` })).statusCode).toBe(m?.deleted === true ? 404 : 200);
+      // Gone in each of its versions too (its history stays for auditors until the retention purges it).
+      for (const path of ['', '/versions/0'])
+        expect((await t.call({ method: 'GET', url: `/api/v1/logs/${m?.id ?? ''}${path}` })).statusCode, path).toBe(
+          m?.deleted === true ? 404 : 200,
+        );
     }
     expect((await t.call({ method: 'PUT', url: `/api/v1/logs/${made[0]?.id ?? ''}`, payload: aLog() })).statusCode).toBe(404);
     // Nothing more matches: a second deletion removes none.
