@@ -120,9 +120,16 @@ export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuar
     const admin = caller !== undefined && allows(caller, 'admin');
     const unheld = admin ? [] : (await rolesOf(deps, before)).filter((role) => caller === undefined || !holds(caller, role));
     if (unheld.length > 0) {
-      throw forbidden(
-        `The user holds ${unheld.join(', ')}, which you do not hold: changing, disabling or deleting a user takes every role it holds`,
-      );
+      // Named only where the user record shows them (its own `roles`): a role that comes from a
+      // group names an access rule, and both may be hidden from the caller.
+      const own = new Set(Array.isArray(before.roles) ? before.roles : []);
+      const named = unheld.filter((role) => own.has(role));
+      const fromGroups = unheld.length - named.length;
+      const held = [
+        ...(named.length > 0 ? [named.join(', ')] : []),
+        ...(fromGroups > 0 ? [`${String(fromGroups)} role(s) its groups carry`] : []),
+      ].join(' and ');
+      throw forbidden(`The user holds ${held}, which you do not hold: changing, disabling or deleting a user takes every role it holds`);
     }
     if (!admin && after !== undefined) {
       // Leaving a group that carries a role revokes the role: an admin's decision, as joining one

@@ -114,6 +114,32 @@ const importUsers = (app: TestApp, data: unknown[], query: string, headers: Reco
 const adminHeaders = (app: TestApp) => ({ authorization: `Bearer ${app.tokens.admin}` });
 const editorHeaders = (app: TestApp) => ({ authorization: `Bearer ${app.tokens.editor}` });
 
+describe("a refusal over a user's roles", () => {
+  it('names only the roles the user record shows, never an access rule a group carries (which the caller may not read)', async () => {
+    const secret = await created('/api/v1/access-rules', {
+      code: 'SECRET_ROLE',
+      name: 'Secret',
+      entityName: 'logs',
+      accessRule: 'READ',
+      fullAccess: true,
+    });
+    await created('/api/v1/user-groups', { code: 'SECRET_G', name: 'Secret', type: 'TEAM', chars: {}, associatedUserRoleId: secret.id });
+    await created('/api/v1/access-rules', {
+      code: 'USER_WRITER',
+      name: 'Writes users',
+      entityName: 'users',
+      accessRule: 'READ_WRITE',
+      fullAccess: true,
+    });
+    await aUser('hidden_member', { groups: ['SECRET_G'], roles: ['viewer'] });
+    const writer = as(await bearer('w', ['USER_WRITER']));
+    const refused = await writer('PATCH', '/api/v1/users/hidden_member', { description: 'x' });
+    expect(refused.statusCode, refused.body).toBe(403);
+    expect(refused.json<ErrorBody>().message).toMatch(/^The user holds viewer and 1 role\(s\) its groups carry, which you do not hold/);
+    expect(refused.body).not.toContain('SECRET');
+  });
+});
+
 describe('a user who holds a role the caller does not', () => {
   it('cannot be changed, disabled, deleted or imported over by it, by any route; its session goes on', async () => {
     await aUser('BOSS', { roles: ['admin'] });
