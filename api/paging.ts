@@ -193,10 +193,18 @@ async function keptPage(
   return { ids: kept.slice(0, paging.limit), next };
 }
 
-/** Sets `Link: <this request with cursor=next>; rel="next"` when a next page exists. */
+/** A character a URI may not hold as it is (RFC 3986), percent-encoded: what the request sent stays
+ * as it was sent (`%FF` too), and nothing in it can end the Link's `<…>`. */
+const uriSafe = (text: string): string => text.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]/gu, encodeURIComponent);
+
+/** Sets `Link: <this request with cursor=next>; rel="next"` when a next page exists: the request's
+ * path and query as it sent them (not re-encoded, which could change what a parameter means), its
+ * cursor replaced. */
 export function linkNext(request: FastifyRequest, reply: FastifyReply, next: string | undefined): void {
   if (next === undefined) return;
-  const url = new URL(request.url, 'http://host');
-  url.searchParams.set('cursor', next);
-  void reply.header('link', `<${url.pathname}${url.search}>; rel="next"`);
+  const at = request.url.indexOf('?');
+  const path = at < 0 ? request.url : request.url.slice(0, at);
+  const query = at < 0 ? [] : request.url.slice(at + 1).split('&');
+  const kept = query.filter((part) => part !== '' && !/^cursor(=|$)/.test(part));
+  void reply.header('link', `<${uriSafe(path)}?${uriSafe([...kept, `cursor=${next}`].join('&'))}>; rel="next"`);
 }

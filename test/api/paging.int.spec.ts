@@ -335,6 +335,28 @@ function pagingSuite(mongodbUrl: (() => string) | undefined): void {
     expect(seen.flat().map((r) => r.id)).toEqual(covered.map((r) => r.id));
   });
 
+  it('names the next page by the query as the client sent it, with only its cursor replaced', async () => {
+    // An escape the query parser keeps as it is (`%FF` is no UTF-8) names the owner `%FF`: decoded
+    // and encoded again, the next page would name another owner.
+    const log = { ownerType: 'TICKET', ownerId: '%FF', logTypeCode: 'HTTP_OUT', request: 'GET /', response: '200 OK' };
+    const dayLog = (day: string) => ({
+      ...log,
+      correlationId: randomUUID(),
+      startDate: `2026-01-0${day}T00:00:00Z`,
+      endDate: `2026-01-0${day}T00:00:00Z`,
+    });
+    const rows = [await create('/api/v1/logs', dayLog('1'))];
+    rows.push(await create('/api/v1/logs', dayLog('2')));
+    const first = await call({ method: 'GET', url: `/api/v1/logs/by-owner?ownerType=TICKET&ownerId=%FF&limit=1&minPosition=${at}` });
+    expect(first.json<Row[]>().map((r) => r.id)).toEqual([rows[0]?.id]);
+    const next = nextOf(first) ?? '';
+    expect(next).toMatch(
+      new RegExp(`^/api/v1/logs/by-owner\\?ownerType=TICKET&ownerId=%FF&limit=1&minPosition=${at}&cursor=[A-Za-z0-9_-]+$`),
+    );
+    const second = await call({ method: 'GET', url: next });
+    expect(second.json<Row[]>().map((r) => r.id)).toEqual([rows[1]?.id]);
+  });
+
   it('refuses a limit over the maximum, under 1 or not a number, and a cursor it did not give out, with the error body', async () => {
     for (const limit of ['10001', '0', 'ten']) {
       const res = await t.call({ method: 'GET', url: `/api/v1/worklog-types?limit=${limit}` });
