@@ -82,10 +82,17 @@ async function appendTo(
       });
       return;
     } catch (error) {
-      if (!(error instanceof WrongExpectedRevisionError) || attempt >= 10) throw error;
+      // Each failure is a fact of its own: a write that lost the race to another instance's is made
+      // again after it, however many write at once (a burst across instances is many), spread out
+      // by a random wait so that they do not collide again in step.
+      if (!(error instanceof WrongExpectedRevisionError) || attempt >= APPEND_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 * attempt)));
     }
   }
 }
+
+/** Attempts at appending one failure while other writers win: far above any burst's writers. */
+const APPEND_ATTEMPTS = 1000;
 
 /** Not a user's id (ids are UUIDs): what an unknown name's check reads, finding nothing. */
 const NO_USER = 'no-user';

@@ -19,7 +19,7 @@ import { user, type ThumbnailRef, type UserCommand } from '../domain/user.ts';
 import { UserKinds } from '../../registries/domain/userType.ts';
 import { userGroup } from '../domain/userGroup.ts';
 import { userGroupRegion } from '../domain/userGroupRegion.ts';
-import { DomainError, forbidden, notFound, validationFailed } from '../../../domain/shared/errors.ts';
+import { DomainError, forbidden, isDomainError, notFound, validationFailed } from '../../../domain/shared/errors.ts';
 import { allows } from '../../../api/auth.ts';
 import { uuid } from '../../../domain/shared/fields.ts';
 import type { JsonObject } from '../../../domain/shared/json.ts';
@@ -265,7 +265,7 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
         summary: "Set a user's password: a user's own change, or an admin's reset",
         description:
           'A user logged in through POST /auth/token changes its own, giving the current one as `currentPassword` (required: 400 without it; a wrong one is ' +
-          '403 AUTH.CURRENT_PASSWORD_WRONG and counts as a failed login, so the lockout applies: 429 past it). The change clears `mustChangePassword`, and the ' +
+          '403 AUTH.CURRENT_PASSWORD_WRONG and counts as a failed login, so the lockout applies: 429 past it; a new password equal to it is 400). The change clears `mustChangePassword`, and the ' +
           "session's token stops working (it names the old password): log in again. An admin sets any other user's password without `currentPassword` (a reset; " +
           'sending one is 400): the user gets `mustChangePassword: true`, and its login token may then only make this change or log out ' +
           "(403 AUTH.PASSWORD_CHANGE_REQUIRED). An admin's own password through its own login session is an own change. Anyone else gets 403. " +
@@ -285,9 +285,17 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const target = await users.get(request.params.idOrCode);
+      const admin = request.caller !== undefined && allows(request.caller, 'admin');
+      // Only an admin learns whether a user it does not name as itself exists: anyone else gets
+      // the same 403 for a user that does not exist as for one that does.
+      const target = await users.get(request.params.idOrCode).catch((error: unknown) => {
+        throw admin || !isDomainError(error) || error.status !== 'NOT_FOUND' ? error : notYours();
+      });
       const own = await passwordChangeOf(deps, request, target);
       const { password, currentPassword } = request.body;
+      // A change that keeps the password changes nothing an admin who set it knows.
+      if (own && password === currentPassword)
+        throw validationFailed('The new password is the current one', ['password: must differ from currentPassword']);
       const problems = passwordProblems(password, target, policy);
       if (problems.length > 0) throw validationFailed('The password does not meet the policy', problems);
       if (own) await proveCurrentPassword(deps, request, reply, target.id, currentPassword ?? '');
@@ -301,6 +309,9 @@ function passwordRoute(r: ZodRoutes, deps: AppDeps): void {
   );
 }
 
+const notYours = (): DomainError =>
+  forbidden("Only an admin may set another user's password (a user sets its own through a login session)");
+
 /** Whether a password change is the user's own (true) or an admin's reset (false), refusing
  * anyone else, a user that keeps no password, and a body that does not fit the kind. */
 async function passwordChangeOf(
@@ -313,9 +324,7 @@ async function passwordChangeOf(
   // is the one its login session names (checked against the user at the start of the request);
   // a token minted without a session names no user, whatever its `sub`.
   const own = caller?.session !== undefined && caller.sub === target.code;
-  if (!own && !(caller !== undefined && allows(caller, 'admin'))) {
-    throw forbidden("Only an admin may set another user's password (a user sets its own through a login session)");
-  }
+  if (!own && !(caller !== undefined && allows(caller, 'admin'))) throw notYours();
   if (!own) await assertWritable(deps, request, user, target);
   if (target.authentication !== 'PASSWORD') {
     throw new DomainError('USER.PASSWORD_NOT_USED', `The user's authentication is ${String(target.authentication)}: it keeps no password`, [
@@ -341,7 +350,10 @@ async function proveCurrentPassword(
   const found = await deps.runtime.service(user).live(id);
   const attempt = await startAttempt(deps, request, reply, found, id);
   if (!(await verifyPassword(current, found?.hidden.passwordHash as string | undefined))) {
-    await attempt.failed();
+    // A failure that cannot be written is still a wrong password to this caller (the log says so).
+    await attempt.failed().catch((error: unknown) => {
+      request.log.error({ err: error }, 'a wrong currentPassword could not be written to the log');
+    });
     throw new DomainError('AUTH.CURRENT_PASSWORD_WRONG', 'currentPassword is not your current password', [
       'currentPassword: does not match',
     ]);

@@ -157,6 +157,27 @@ describe("an admin's reset and the user's own change", () => {
   });
 });
 
+describe('an own change that keeps the password, and a name no one may learn about', () => {
+  it('refuses a new password equal to the current one (400, still mustChangePassword); a non-admin gets 403 for a user that does not exist', async () => {
+    await makeUser(a, 'same_sam');
+    await a.call({ method: 'PUT', url: '/api/v1/users/same_sam/password', payload: { password: PASSWORD } });
+    const token = await loginToken(a, 'same_sam', PASSWORD);
+    const kept = await as(a, token, {
+      method: 'PUT',
+      url: '/api/v1/users/same_sam/password',
+      payload: { password: PASSWORD, currentPassword: PASSWORD },
+    });
+    expect([kept.statusCode, kept.json<ErrorBody>().errors]).toEqual([400, ['password: must differ from currentPassword']]);
+    expect((await userOf(a, 'same_sam')).mustChangePassword).toBe(true);
+    await makeUser(a, 'nosy_nell');
+    const nosy = await givePassword(a, 'nosy_nell', PASSWORD);
+    for (const name of ['same_sam', 'no_such_user_here']) {
+      const res = await as(a, nosy, { method: 'PUT', url: `/api/v1/users/${name}/password`, payload: { password: `${PASSWORD}-z` } });
+      expect([res.statusCode, codeOf(res)], name).toEqual([403, 'AUTH.FORBIDDEN']);
+    }
+  });
+});
+
 describe('logout', () => {
   it("ends the token's session on every instance, without moving the user's version", async () => {
     await makeUser(a, 'leaving_lea', { roles: ['viewer'] });
@@ -281,6 +302,27 @@ describe('the failed-login lockout', () => {
     );
     expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(10);
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(15);
+  });
+});
+
+describe('the lockout under a burst across instances', () => {
+  it('counts every wrong currentPassword it answered 403 to, and never answers 500', async () => {
+    await makeUser(a, 'burst_bea');
+    const token = await givePassword(a, 'burst_bea', PASSWORD);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        as(i % 2 === 0 ? a : b, token, {
+          method: 'PUT',
+          url: '/api/v1/users/burst_bea/password',
+          payload: { password: `${PASSWORD}-next`, currentPassword: `wrong-${String(i)}` },
+        }),
+      ),
+    );
+    const statuses = answers.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s !== 403 && s !== 429)).toEqual([]);
+    for (const t of [a, b]) await t.call({ method: 'GET', url: '/api/v1/users/burst_bea/lockout' });
+    const lockout = (await a.call({ method: 'GET', url: '/api/v1/users/burst_bea/lockout' })).json<{ failures: number }>();
+    expect(lockout.failures).toBe(statuses.filter((s) => s === 403).length);
   });
 });
 
