@@ -5,7 +5,8 @@
 //
 // A cursor rather than an offset: the next page starts after the last row sent (its sort value and
 // id), so a row written or deleted between two pages neither shifts the others into a repeat nor
-// out of sight, as it would under an offset; and reading page n costs one index range whatever n.
+// out of sight, as it would under an offset; and reading page n costs one index range whatever n
+// (two for a page cut short: see plainPage).
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -139,13 +140,13 @@ export type PageRead = {
 };
 
 type PageIds = { ids: string[]; next: string | undefined };
-type IdsAfter = (at: Position | undefined) => Promise<string[]>;
+type IdsAfter = (at: Position | undefined, limit?: number) => Promise<string[]>;
 
 /** One page: the ids of its rows in order, and the cursor of the next page when rows follow. */
 export async function readPage(read: PageRead): Promise<PageIds> {
   const start = read.paging.cursor === undefined ? undefined : decodeCursor(read.keyset, read.paging.cursor);
-  const idsAfter: IdsAfter = (at) =>
-    read.readStore.findIds(read.collection, after(read.query, read.keyset, read.idColumn, at), { offset: 0, limit: read.paging.limit + 1 });
+  const idsAfter = (at: Position | undefined, limit = read.paging.limit + 1): Promise<string[]> =>
+    read.readStore.findIds(read.collection, after(read.query, read.keyset, read.idColumn, at), { offset: 0, limit });
   return read.keep === undefined ? plainPage(read, idsAfter, start) : keptPage(read, read.keep, idsAfter, start);
 }
 
@@ -155,18 +156,34 @@ async function plainPage(
   idsAfter: IdsAfter,
   start: Position | undefined,
 ): Promise<PageIds> {
-  for (;;) {
+  for (let round = 1; ; round++) {
     const ids = await idsAfter(start);
     if (ids.length <= paging.limit) return { ids, next: undefined };
     const page = ids.slice(0, paging.limit);
-    // The next page starts after the last row of this one as it is now; a row deleted since the
-    // ids were read is left out of the answer, so the one before it serves (all gone: read again).
+    // The next page starts after the last row of this one; a row deleted since the ids were read
+    // is left out of the answer, so the one before it serves (all gone: read again).
     const tail = page.slice(-50);
     const found = await readStore.getMany(collection, tail);
-    const doc = tail.map((id) => found.get(id)?.doc).findLast((d) => d != null);
-    if (doc != null) return { ids: page, next: encodeCursor(positionOf(keyset, doc)) };
+    const lastId = tail.findLast((id) => found.get(id)?.doc != null);
+    const last = lastId === undefined ? undefined : found.get(lastId);
+    if (lastId === undefined || last?.doc == null) continue;
+    const next = encodeCursor(positionOf(keyset, last.doc));
+    // Its sort value is read after the ids were: had the row moved in between, the cursor would
+    // skip or repeat rows no one touched. So the cursor is taken only where it ends this page in
+    // one state of the model: read again, the page runs to that row, which has not changed since.
+    const cut = page.indexOf(lastId) + 1;
+    const again = await idsAfter(start);
+    const still = (await readStore.getMany(collection, [lastId])).get(lastId);
+    const settled = again.slice(0, cut).every((id, i) => id === page[i]) && still?.version === last.version;
+    if (settled || round >= SETTLE_ROUNDS) return { ids: page, next };
   }
 }
+
+/** Ids read at a time when rows are judged one by one (`keep`). */
+const KEPT_BATCH = 1000;
+
+/** Reads of a page while its last row keeps moving under it, before the cursor is taken as it is. */
+const SETTLE_ROUNDS = 20;
 
 /** The first `limit` rows the query selects that `keep` keeps, judged on their records, read a
  * batch at a time until the page is full (only ids are held). */
@@ -178,8 +195,11 @@ async function keptPage(
 ): Promise<PageIds> {
   const kept: string[] = [];
   let end: Position | undefined;
+  // Rows `keep` refuses cost nothing to the client: read in batches of at least KEPT_BATCH, so a
+  // small `limit` over many refused rows is not one round trip per row.
+  const batch = Math.max(paging.limit + 1, KEPT_BATCH);
   for (let at = start; kept.length <= paging.limit;) {
-    const ids = await idsAfter(at);
+    const ids = await idsAfter(at, batch);
     for await (const doc of documentsOf(readStore, collection, ids)) {
       at = positionOf(keyset, doc);
       if (!(await keep(doc))) continue;
@@ -187,7 +207,7 @@ async function keptPage(
       if (kept.length === paging.limit) end = at;
       if (kept.length > paging.limit) break;
     }
-    if (ids.length <= paging.limit) break;
+    if (ids.length < batch) break;
   }
   const next = kept.length > paging.limit && end !== undefined ? encodeCursor(end) : undefined;
   return { ids: kept.slice(0, paging.limit), next };

@@ -4,8 +4,13 @@
 // missing. Over real HTTP on the embedded stores, and with the read models on each MongoDB peer.
 
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eachMongoDatabase } from '../support/mongoPeers.ts';
+import { intercept } from '../support/intercept.ts';
+import { openEmbeddedStores } from '../../infra/embedded.ts';
 import { signHs256 } from '../../api/auth.ts';
 import { manualClock, startTestApp, TEST_SECRET, type CallOptions, type TestApp, type TestResponse } from '../support/testApp.ts';
 
@@ -423,3 +428,48 @@ function pagingSuite(mongodbUrl: (() => string) | undefined): void {
     expect(last.headers.link).toBeUndefined();
   });
 }
+
+describe('a row that moves while its page is read', () => {
+  it('makes no row that no one touched go missing or repeat', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'paging-race-'));
+    const stores = openEmbeddedStores(dataDir);
+    let move: (() => Promise<void>) | undefined;
+    const readStore = intercept(stores.readStore, 'getMany', async (collection, ids) => {
+      // Once, between the read of a page's ids and that of its last row: the row is renamed.
+      const now = move;
+      move = undefined;
+      if (now !== undefined) await now();
+      return stores.readStore.getMany(collection, ids);
+    });
+    const t = await startTestApp({ dataDir, stores: { ...stores, readStore } });
+    try {
+      const ids: Record<string, string> = {};
+      for (const code of ['K1', 'K2', 'K3', 'K4', 'K5']) {
+        const res = await t.call({ method: 'POST', url: '/api/v1/worklog-types', payload: { code, name: code } });
+        ids[code] = res.json<Row>().id;
+      }
+      let at = '';
+      move = async () => {
+        const res = await t.call({
+          method: 'PATCH',
+          url: `/api/v1/worklog-types/${ids.K2 ?? ''}?immediatelyRefresh=true`,
+          payload: { code: 'K9' },
+        });
+        at = String(res.headers['x-event-position']);
+      };
+      const first = await t.call({ method: 'GET', url: '/api/v1/worklog-types?limit=2' });
+      const seen = first.json<Row[]>().map((r) => String(r.code));
+      for (let next = nextOf(first); next !== undefined;) {
+        const page = await t.call({ method: 'GET', url: next.includes('minPosition=') ? next : `${next}&minPosition=${at}` });
+        expect(page.statusCode, page.body).toBe(200);
+        seen.push(...page.json<Row[]>().map((r) => String(r.code)));
+        next = nextOf(page);
+      }
+      // K2 became K9 during the first page: it is sent as one or the other, the others once each.
+      const untouched = seen.filter((c) => c !== 'K2' && c !== 'K9');
+      expect(untouched).toEqual(['K1', 'K3', 'K4', 'K5']);
+    } finally {
+      await t.close();
+    }
+  });
+});
