@@ -112,6 +112,20 @@ const codesLeft = (before: JsonObject, after: JsonObject): string[] => {
   return (Array.isArray(before.groups) ? before.groups : []).filter((c): c is string => typeof c === 'string' && !kept.has(c));
 };
 
+/** The 403 of a caller that does not hold every role the user holds. The roles are named only
+ * where the user record shows them (its own `roles`): a role from a group names an access rule, and
+ * both may be hidden from the caller, so those are counted. */
+function unheldRoles(before: JsonObject, unheld: readonly string[]): DomainError {
+  const own = new Set(Array.isArray(before.roles) ? before.roles : []);
+  const named = unheld.filter((role) => own.has(role));
+  const fromGroups = unheld.length - named.length;
+  const held = [
+    ...(named.length > 0 ? [named.join(', ')] : []),
+    ...(fromGroups > 0 ? [`${String(fromGroups)} role(s) its groups carry`] : []),
+  ].join(' and ');
+  return forbidden(`The user holds ${held}, which you do not hold: changing, disabling or deleting a user takes every role it holds`);
+}
+
 /** The caller's standing over a user, checked on every change of one (ServedResource.guard). */
 export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuard {
   return async ({ before, after }) => {
@@ -119,18 +133,7 @@ export function userStanding(deps: AppDeps, request: FastifyRequest): ChangeGuar
     // An admin holds every role: the user's need not be read.
     const admin = caller !== undefined && allows(caller, 'admin');
     const unheld = admin ? [] : (await rolesOf(deps, before)).filter((role) => caller === undefined || !holds(caller, role));
-    if (unheld.length > 0) {
-      // Named only where the user record shows them (its own `roles`): a role that comes from a
-      // group names an access rule, and both may be hidden from the caller.
-      const own = new Set(Array.isArray(before.roles) ? before.roles : []);
-      const named = unheld.filter((role) => own.has(role));
-      const fromGroups = unheld.length - named.length;
-      const held = [
-        ...(named.length > 0 ? [named.join(', ')] : []),
-        ...(fromGroups > 0 ? [`${String(fromGroups)} role(s) its groups carry`] : []),
-      ].join(' and ');
-      throw forbidden(`The user holds ${held}, which you do not hold: changing, disabling or deleting a user takes every role it holds`);
-    }
+    if (unheld.length > 0) throw unheldRoles(before, unheld);
     if (!admin && after !== undefined) {
       // Leaving a group that carries a role revokes the role: an admin's decision, as joining one
       // (domain/identity/user.ts) and setting a group's role are. The caller holding the role is
