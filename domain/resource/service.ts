@@ -141,6 +141,15 @@ function ownLocks(def: ResourceDefinition, referrers: readonly Referrer[], chang
   }
   const recoded =
     isPlainObject(candidate) && code !== undefined && code !== candidate.code && referrers.some((r) => r.reference.by === 'code');
+  // A change of what grants roles (adminOnly: a group's associatedUserRoleId) takes the record
+  // alone: a referrer that judges it while naming the record anew (a user joining a group, which
+  // takes an admin when the group carries a role) waits, and is judged on the record as changed.
+  const granting = isPlainObject(candidate) && def.adminOnly.some((f) => JSON.stringify(candidate[f]) !== JSON.stringify(before[f]));
+  if (granting)
+    return [
+      ...(change.id === undefined ? [] : [{ name: recordLock(def.category, 'id', change.id), exclusive: true }]),
+      ...(code === undefined ? [] : [{ name: recordLock(def.category, 'code', code), exclusive: true }]),
+    ];
   return recoded ? [{ name: recordLock(def.category, 'code', code), exclusive: true }] : [];
 }
 

@@ -196,6 +196,31 @@ describe('PUT and DELETE /users/{userId}/groups/{groupIdOrCode}', () => {
   });
 });
 
+describe('a join racing an admin giving the group a role', () => {
+  it('is judged on the group as it is when written: never an editor join stored after the group carries a role', async () => {
+    for (let round = 0; round < 20; round++) {
+      const group = await aGroup();
+      const rule = await made('/api/v1/access-rules', {
+        code: fresh('RACE'),
+        name: 'r',
+        fullAccess: true,
+        entityName: 'users',
+        accessRule: 'READ',
+      });
+      const u = await aUser();
+      const [join, setRole] = await Promise.all([
+        call('PUT', `/api/v1/users/${u.id}/groups/${group.code}`, undefined, 'editor'),
+        call('PATCH', `/api/v1/user-groups/${group.id}`, { associatedUserRoleId: rule.id }),
+      ]);
+      expect(setRole.statusCode, setRole.body).toBe(200);
+      // Either the join came first (and the role then reaches a member the admin could see), or it
+      // was judged on the group carrying the role: 403.
+      if (join.statusCode === 204) expect(BigInt(position(join))).toBeLessThan(BigInt(position(setRole)));
+      else expect(join.statusCode, join.body).toBe(403);
+    }
+  });
+});
+
 describe('records hidden by access rules', () => {
   it('answers 404 for a user or group the caller may not read, 403 for a user it may read and not write', async () => {
     const open = await aGroup({ name: 'Public open' });
