@@ -434,3 +434,7 @@ export type Directory = {
  * a CRL that has been replaced since: the certificate proves nothing any more on that connection
  * (it may be revoked now); a new connection verifies it against the CRL in force. */
 export const STALE_CLIENT_CERTIFICATE: unique symbol = Symbol('stale client certificate');
+
+/** Whether a connection carries the mark above. */
+export const hasStaleClientCertificate = (connection: object): boolean =>
+  (connection as Partial<Record<typeof STALE_CLIENT_CERTIFICATE, boolean>>)[STALE_CLIENT_CERTIFICATE] === true;

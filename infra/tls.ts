@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server as HttpsServer, type ServerOptions } from 'node:https';
 import type { Server as NetServer } from 'node:net';
 import { createSecureContext, Server as TlsServer, type TLSSocket } from 'node:tls';
-import { STALE_CLIENT_CERTIFICATE } from '../domain/ports.ts';
+import { hasStaleClientCertificate, STALE_CLIENT_CERTIFICATE } from '../domain/ports.ts';
 
 export type TlsFiles = {
   TLS_CERT?: string | undefined;
@@ -104,8 +104,7 @@ export function watchClientCrl(
     socket.once('close', () => verified.delete(socket));
   };
   const lastOnStale = (request: IncomingMessage, response: ServerResponse): void => {
-    if ((request.socket as Partial<Record<typeof STALE_CLIENT_CERTIFICATE, boolean>>)[STALE_CLIENT_CERTIFICATE] === true)
-      response.shouldKeepAlive = false;
+    if (hasStaleClientCertificate(request.socket)) response.shouldKeepAlive = false;
   };
   server.on('secureConnection', track);
   server.prependListener('request', lastOnStale);

@@ -10,7 +10,7 @@ import type { FastifyRequest } from 'fastify';
 import { TLSSocket } from 'node:tls';
 import { certificateRejected, certificateUser, CertificateUserFields, type CertificateUserField } from '../domain/certificate.ts';
 import { canLogInWithCertificate, user } from '../domain/user.ts';
-import { STALE_CLIENT_CERTIFICATE } from '../../../domain/ports.ts';
+import { hasStaleClientCertificate } from '../../../domain/ports.ts';
 import type { Caller } from '../../../api/auth.ts';
 import type { AppDeps } from '../../../api/module.ts';
 import { rolesOf } from './userRoles.ts';
@@ -27,7 +27,7 @@ const userField = (deps: AppDeps): CertificateUserField => {
 export async function certificateCaller(request: FastifyRequest, deps: AppDeps): Promise<Caller | undefined> {
   const socket = request.raw.socket;
   if (!(socket instanceof TLSSocket) || deps.settings?.identity?.clientCertificates !== true) return undefined;
-  if ((socket as Partial<Record<typeof STALE_CLIENT_CERTIFICATE, boolean>>)[STALE_CLIENT_CERTIFICATE] === true) {
+  if (hasStaleClientCertificate(socket)) {
     throw certificateRejected('The CRL changed since this connection verified the client certificate: connect again', [
       'certificate: verified against a CRL that has been replaced; a new connection verifies it against the one in force',
     ]);

@@ -28,6 +28,12 @@ const created = async (url: string, payload: Record<string, unknown>, as: 'admin
 };
 const aUser = (code: string, extra: Record<string, unknown> = {}) =>
   created('/api/v1/users', { code, type: 'INDIVIDUAL', givenName: code, chars: {}, ...extra });
+/** An access rule over every record of a resource. */
+const aRule = (code: string, name: string, entityName: string, accessRule: 'READ' | 'READ_WRITE') =>
+  created('/api/v1/access-rules', { code, name, entityName, accessRule, fullAccess: true });
+/** A group whose members receive a rule's role. */
+const aRoleGroup = (code: string, name: string, ruleId: string) =>
+  created('/api/v1/user-groups', { code, name, type: 'TEAM', chars: {}, associatedUserRoleId: ruleId });
 const session = async (code: string): Promise<{ roles: string[]; headers: Record<string, string> }> => {
   await givePassword(t, code, PASSWORD);
   const login = await t.call({ method: 'POST', url: '/api/v1/auth/token', payload: { username: code, password: PASSWORD }, as: null });
@@ -38,14 +44,8 @@ const session = async (code: string): Promise<{ roles: string[]; headers: Record
 
 describe("a group's role", () => {
   it('is the code of the access rule the group names, which authorizes its members; renamed, it follows', async () => {
-    const rule = await created('/api/v1/access-rules', {
-      code: 'GROUP_READER',
-      name: 'Reads groups',
-      entityName: 'user-groups',
-      accessRule: 'READ',
-      fullAccess: true,
-    });
-    await created('/api/v1/user-groups', { code: 'READERS', name: 'Readers', type: 'TEAM', chars: {}, associatedUserRoleId: rule.id });
+    const rule = await aRule('GROUP_READER', 'Reads groups', 'user-groups', 'READ');
+    await aRoleGroup('READERS', 'Readers', rule.id);
     const member = await aUser('gina', { groups: ['READERS'] });
     const { roles, headers } = await session('gina');
     expect(roles).toEqual(['GROUP_READER']);
@@ -116,21 +116,9 @@ const editorHeaders = (app: TestApp) => ({ authorization: `Bearer ${app.tokens.e
 
 describe("a refusal over a user's roles", () => {
   it('names only the roles the user record shows, never an access rule a group carries (which the caller may not read)', async () => {
-    const secret = await created('/api/v1/access-rules', {
-      code: 'SECRET_ROLE',
-      name: 'Secret',
-      entityName: 'logs',
-      accessRule: 'READ',
-      fullAccess: true,
-    });
-    await created('/api/v1/user-groups', { code: 'SECRET_G', name: 'Secret', type: 'TEAM', chars: {}, associatedUserRoleId: secret.id });
-    await created('/api/v1/access-rules', {
-      code: 'USER_WRITER',
-      name: 'Writes users',
-      entityName: 'users',
-      accessRule: 'READ_WRITE',
-      fullAccess: true,
-    });
+    const secret = await aRule('SECRET_ROLE', 'Secret', 'logs', 'READ');
+    await aRoleGroup('SECRET_G', 'Secret', secret.id);
+    await aRule('USER_WRITER', 'Writes users', 'users', 'READ_WRITE');
     await aUser('hidden_member', { groups: ['SECRET_G'], roles: ['viewer'] });
     const writer = as(await bearer('w', ['USER_WRITER']));
     const refused = await writer('PATCH', '/api/v1/users/hidden_member', { description: 'x' });
@@ -213,25 +201,13 @@ describe('a user who holds a role the caller does not', () => {
   });
 
   it("is one an editor still changes when it holds every role: viewers, editors, access rules' roles", async () => {
-    const rule = await created('/api/v1/access-rules', {
-      code: 'USERS_RW',
-      name: 'Writes users',
-      entityName: 'users',
-      accessRule: 'READ_WRITE',
-      fullAccess: true,
-    });
-    await created('/api/v1/user-groups', { code: 'RW_GROUP', name: 'Writers', type: 'TEAM', chars: {}, associatedUserRoleId: rule.id });
+    const rule = await aRule('USERS_RW', 'Writes users', 'users', 'READ_WRITE');
+    await aRoleGroup('RW_GROUP', 'Writers', rule.id);
     await aUser('held-viewer', { roles: ['viewer'] });
     await aUser('held-editor', { roles: ['editor'] });
     await aUser('held-rule', { groups: ['RW_GROUP'] });
     await aUser('held-auditor', { roles: ['auditor'] });
-    await created('/api/v1/access-rules', {
-      code: 'USERS_R',
-      name: 'Reads users',
-      entityName: 'users',
-      accessRule: 'READ',
-      fullAccess: true,
-    });
+    await aRule('USERS_R', 'Reads users', 'users', 'READ');
     await aUser('held-other-rule', { roles: ['USERS_R'] });
     const editor = as(editorHeaders(t));
     for (const code of ['held-viewer', 'held-editor', 'held-rule', 'held-other-rule'])
@@ -247,21 +223,9 @@ describe('a user who holds a role the caller does not', () => {
 
 describe('a group that carries a role', () => {
   it("gains or loses a member, or its role, only by an admin's change, by any route; other groups stay an editor's", async () => {
-    const rule = await created('/api/v1/access-rules', {
-      code: 'CARRIED',
-      name: 'Carried',
-      entityName: 'users',
-      accessRule: 'READ',
-      fullAccess: true,
-    });
-    const other = await created('/api/v1/access-rules', {
-      code: 'CARRIED_2',
-      name: 'Carried 2',
-      entityName: 'users',
-      accessRule: 'READ',
-      fullAccess: true,
-    });
-    await created('/api/v1/user-groups', { code: 'CARRIER', name: 'Carrier', type: 'TEAM', chars: {}, associatedUserRoleId: rule.id });
+    const rule = await aRule('CARRIED', 'Carried', 'users', 'READ');
+    const other = await aRule('CARRIED_2', 'Carried 2', 'users', 'READ');
+    await aRoleGroup('CARRIER', 'Carrier', rule.id);
     await created('/api/v1/user-groups', { code: 'NO_ROLE', name: 'No role', type: 'TEAM', chars: {} });
     await aUser('member', { groups: ['CARRIER', 'NO_ROLE'] });
     await aUser('outsider');
